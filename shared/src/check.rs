@@ -1,0 +1,164 @@
+//! The exhaustive check: every failure schedule up to the scenario's bound, each run to the
+//! end, and per requirement the shortest schedule that breaks it.
+
+use std::collections::BTreeMap;
+
+use sha2::{Digest, Sha256};
+
+use crate::design::{validate_json, DesignError, ValidDesign};
+use crate::scenario::Scenario;
+use crate::sim::{Clean, Fault, Model, Outcome, ScenarioError, Sim};
+use crate::verdict::{Counterexample, RequirementVerdict, Verdict};
+
+/// Limits on one check, so that a hostile scenario cannot make it run for ever.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_schedules: u64,
+    /// The most simulated steps over all schedules of one check.
+    pub max_steps: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_schedules: 2_000_000, max_steps: 400_000_000 }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckError {
+    /// The design is not valid for the scenario.
+    Design(Vec<DesignError>),
+    /// The scenario itself is broken (an author's mistake).
+    Scenario(Vec<ScenarioError>),
+    /// The check would explore more than the limits allow.
+    TooLarge { schedules: u64, limit: String },
+}
+
+impl std::fmt::Display for CheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CheckError::Design(errors) => {
+                write!(f, "the design is not valid:")?;
+                for e in errors {
+                    write!(f, "\n  {e}")?;
+                }
+                Ok(())
+            }
+            CheckError::Scenario(errors) => {
+                write!(f, "the scenario is broken:")?;
+                for e in errors {
+                    write!(f, "\n  {}: {}", e.path, e.message)?;
+                }
+                Ok(())
+            }
+            CheckError::TooLarge { schedules, limit } => write!(f, "the check stopped after {schedules} schedules: it exceeds {limit}"),
+        }
+    }
+}
+
+/// sha256 of the scenario's canonical JSON.
+pub fn scenario_hash(scenario: &Scenario) -> String {
+    let bytes = serde_json::to_vec(scenario).expect("a scenario always serialises");
+    let digest = Sha256::digest(&bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// Validates design JSON for a scenario and checks it.
+pub fn check_json(scenario: &Scenario, design: &serde_json::Value) -> Result<Verdict, CheckError> {
+    let valid = validate_json(scenario, design).map_err(CheckError::Design)?;
+    check(scenario, &valid)
+}
+
+pub fn check(scenario: &Scenario, design: &ValidDesign) -> Result<Verdict, CheckError> {
+    check_with(scenario, design, Limits::default())
+}
+
+type Plan = Vec<(u32, Fault)>;
+
+struct Search<'a> {
+    model: &'a Model,
+    clean: Clean,
+    limits: Limits,
+    explored: u64,
+    steps: u64,
+    /// Per requirement, the shortest failing plan so far.
+    best: Vec<Option<Plan>>,
+    exceeded: Option<String>,
+}
+
+impl Search<'_> {
+    fn visit(&mut self, plan: &mut Plan) {
+        if self.exceeded.is_some() {
+            return;
+        }
+        let outcome: Outcome = Sim::run(self.model, plan, true, false, Some(&self.clean));
+        self.explored += 1;
+        self.steps += outcome.steps;
+        for (i, miss) in outcome.misses.iter().enumerate() {
+            if miss.is_some() && self.best[i].as_ref().is_none_or(|b| plan.len() < b.len()) {
+                self.best[i] = Some(plan.clone());
+            }
+        }
+        if self.explored >= self.limits.max_schedules {
+            self.exceeded = Some(format!("the limit of {} schedules", self.limits.max_schedules));
+            return;
+        }
+        if self.steps >= self.limits.max_steps {
+            self.exceeded = Some(format!("the limit of {} simulated steps", self.limits.max_steps));
+            return;
+        }
+        for (point, fault) in outcome.offers {
+            plan.push((point, fault));
+            self.visit(plan);
+            plan.pop();
+            if self.exceeded.is_some() {
+                return;
+            }
+        }
+    }
+}
+
+/// Checks a design under every failure schedule the scenario allows, within `limits`.
+pub fn check_with(scenario: &Scenario, design: &ValidDesign, limits: Limits) -> Result<Verdict, CheckError> {
+    let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
+    let clean_run = Sim::run(&model, &[], false, false, None);
+    let clean = Clean { tables: clean_run.end_tables };
+    let mut search = Search { model: &model, clean, limits, explored: 0, steps: 0, best: vec![None; scenario.requirements.len()], exceeded: None };
+    // Depth-first in lexicographic order of (choice point, failure): the first failing plan
+    // found of a given length is the one whose failures come earliest.
+    search.visit(&mut Vec::new());
+    if let Some(limit) = search.exceeded {
+        return Err(CheckError::TooLarge { schedules: search.explored, limit });
+    }
+    let mut requirements = Vec::with_capacity(scenario.requirements.len());
+    let mut traced: BTreeMap<Plan, Outcome> = BTreeMap::new();
+    for (i, req) in scenario.requirements.iter().enumerate() {
+        let counterexample = search.best[i].as_ref().map(|plan| {
+            let outcome = traced.entry(plan.clone()).or_insert_with(|| Sim::run(&model, plan, false, true, Some(&search.clean)));
+            let miss = outcome.misses[i].clone().expect("a traced replay misses what the search saw it miss");
+            let last = outcome.trace.len() as u32;
+            Counterexample {
+                failures: outcome.failure_words.clone(),
+                faults: outcome.faults.clone(),
+                trace: outcome.trace.clone(),
+                went_wrong_at: if miss.step == 0 { last.min(1) } else { miss.step },
+                expected: miss.expected,
+                actual: miss.actual,
+                tables: miss.tables.unwrap_or_default(),
+            }
+        });
+        requirements.push(RequirementVerdict { id: req.id.clone(), text: req.text.clone(), passed: counterexample.is_none(), counterexample });
+    }
+    let score = requirements.iter().filter(|r| r.passed).count() as u32;
+    let max_score = requirements.len() as u32;
+    Ok(Verdict {
+        scenario: scenario.id.clone(),
+        scenario_hash: scenario_hash(scenario),
+        passed: score == max_score,
+        score,
+        max_score,
+        schedules_explored: search.explored,
+        requirements,
+    })
+}

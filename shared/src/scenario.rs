@@ -1,0 +1,567 @@
+//! The scenario file format: what a course author writes under `scenarios/`.
+//!
+//! Parsing (`Scenario::from_json`) checks the shape; `Scenario::check_names` checks that every
+//! name a scenario uses exists. Whether the scenario is solvable and every requirement can be
+//! missed is checked by `crate::authoring`, with the real simulator.
+
+use std::collections::BTreeMap;
+
+use chrono::{NaiveDate, NaiveDateTime};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::value::{format_time, parse_timestamp, ColumnType, Value};
+
+/// A UTC wall-clock time, written as "2026-01-11T02:00:00Z".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Instant(pub NaiveDateTime);
+
+impl Serialize for Instant {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_time(self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Instant {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        parse_timestamp(&s)
+            .map(Instant)
+            .ok_or_else(|| serde::de::Error::custom(format!("\"{s}\" is not a time written as YYYY-MM-DDTHH:MM:SSZ")))
+    }
+}
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Instant {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Instant".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$",
+            "description": "A UTC time such as 2026-01-11T02:00:00Z."
+        })
+    }
+}
+
+/// One scenario file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Path of the JSON Schema, for editors. Ignored by the simulator.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// Stable id, used in URLs and by graders (for example `safe-retry`).
+    pub id: String,
+    /// Position in the course, from 1.
+    pub order: u32,
+    pub title: String,
+    /// The task, in Markdown, for a student who has just read the chapter.
+    pub task: String,
+    /// The ideas the scenario teaches, in the chapter's words.
+    #[serde(default)]
+    pub concepts: Vec<String>,
+    /// Source tables and warehouse tables.
+    #[serde(default)]
+    pub tables: Vec<TableDef>,
+    /// Streams (ordered, replayable logs).
+    #[serde(default)]
+    pub streams: Vec<StreamDef>,
+    /// Services that send messages straight to a consumer and wait for an ack.
+    #[serde(default)]
+    pub senders: Vec<SenderDef>,
+    /// The daily batch job, when the scenario has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobDef>,
+    /// The batch job's runs, in the order the scheduler (or a person) starts them.
+    #[serde(default)]
+    pub runs: Vec<RunDef>,
+    /// Which failures the simulator injects, and how many at most in one schedule.
+    pub failures: FailureSpec,
+    /// Which node kinds and option values a student may use.
+    pub palette: Palette,
+    /// The design the student starts from (for example the chapter's append-only job).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starting_design: Option<serde_json::Value>,
+    pub requirements: Vec<Requirement>,
+    /// Designs that must pass every requirement: proof that the scenario can be solved.
+    pub reference_designs: Vec<ExampleDesign>,
+    /// Designs that must miss the requirements they name: proof that each can be missed.
+    pub wrong_designs: Vec<WrongDesign>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum TableRole {
+    /// A table of the shop's database that a batch job reads.
+    Source,
+    /// A warehouse table that a job or a consumer writes.
+    Sink,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ColumnDef {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub ty: ColumnType,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TableDef {
+    pub name: String,
+    pub role: TableRole,
+    pub columns: Vec<ColumnDef>,
+    /// The keys a design may write by (`merge`, `insert_ignore`); the first is the default.
+    /// Empty when the table has no natural key.
+    #[serde(default)]
+    pub keys: Vec<Vec<String>>,
+    /// The date column that names a partition (one day), used by `delete_insert` and the job's
+    /// date filter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    /// Starting rows, one JSON array per row in column order.
+    #[serde(default)]
+    pub rows: Vec<Vec<serde_json::Value>>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct StreamDef {
+    pub name: String,
+    /// The message field that identifies a message (used by in-memory dedupe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_field: Option<String>,
+    pub fields: Vec<ColumnDef>,
+    /// Messages at offsets 0, 1, 2, … as JSON objects of field → value.
+    pub messages: Vec<BTreeMap<String, serde_json::Value>>,
+    /// When the consumer starts reading.
+    #[serde(default = "default_start")]
+    pub start: Instant,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SenderDef {
+    pub name: String,
+    /// The message field that identifies a message (used by in-memory dedupe when the sender
+    /// sends no idempotency key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_field: Option<String>,
+    pub fields: Vec<ColumnDef>,
+    /// The messages the sender must deliver, in order, as JSON objects of field → value.
+    pub messages: Vec<BTreeMap<String, serde_json::Value>>,
+    /// The message field where the sender puts its idempotency key, if it sends one.
+    #[serde(default = "default_idempotency_field")]
+    pub idempotency_field: String,
+    #[serde(default = "default_start")]
+    pub start: Instant,
+}
+
+fn default_idempotency_field() -> String {
+    "idempotency_key".into()
+}
+
+fn default_start() -> Instant {
+    Instant(
+        NaiveDate::from_ymd_opt(2026, 1, 11)
+            .and_then(|d| d.and_hms_opt(2, 0, 0))
+            .expect("a valid constant time"),
+    )
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct JobDef {
+    /// The source table the job reads.
+    pub source: String,
+    /// The job's steps, in order; each writes one sink table.
+    pub steps: Vec<StepDef>,
+    /// How many attempts the scheduler makes for one run before it gives up.
+    #[serde(default = "default_attempts")]
+    pub max_attempts: u32,
+}
+
+fn default_attempts() -> u32 {
+    4
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum StepDef {
+    /// `INSERT INTO target (columns) SELECT columns FROM from WHERE <day>`.
+    Copy {
+        id: String,
+        title: String,
+        from: String,
+        target: String,
+        columns: Vec<String>,
+        #[serde(default, rename = "where")]
+        filter: Vec<Condition>,
+    },
+    /// `INSERT INTO target (group_by, into) SELECT group_by, SUM(sum) FROM from WHERE <day> AND … GROUP BY group_by`.
+    Sum {
+        id: String,
+        title: String,
+        from: String,
+        target: String,
+        group_by: String,
+        sum: String,
+        into: String,
+        #[serde(default, rename = "where")]
+        filter: Vec<Condition>,
+    },
+}
+
+impl StepDef {
+    pub fn id(&self) -> &str {
+        match self {
+            StepDef::Copy { id, .. } | StepDef::Sum { id, .. } => id,
+        }
+    }
+    pub fn title(&self) -> &str {
+        match self {
+            StepDef::Copy { title, .. } | StepDef::Sum { title, .. } => title,
+        }
+    }
+    pub fn from(&self) -> &str {
+        match self {
+            StepDef::Copy { from, .. } | StepDef::Sum { from, .. } => from,
+        }
+    }
+    pub fn target(&self) -> &str {
+        match self {
+            StepDef::Copy { target, .. } | StepDef::Sum { target, .. } => target,
+        }
+    }
+    pub fn filter(&self) -> &[Condition] {
+        match self {
+            StepDef::Copy { filter, .. } | StepDef::Sum { filter, .. } => filter,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    /// Started by the scheduler.
+    Scheduled,
+    /// Started by a person, after the day was already loaded.
+    Manual,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RunDef {
+    pub id: String,
+    /// The day the run is for.
+    pub logical_date: NaiveDate,
+    /// When the run starts (a run never starts before the previous one has finished).
+    pub start: Instant,
+    #[serde(default = "default_run_kind")]
+    pub kind: RunKind,
+}
+
+fn default_run_kind() -> RunKind {
+    RunKind::Scheduled
+}
+
+/// The failures a scenario allows. Every schedule with at most `bound` failures is explored.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FailureSpec {
+    /// The most failures in one schedule, of all kinds together.
+    pub bound: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_crash: Option<JobCrashSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer_crash: Option<ConsumerCrashSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_lost: Option<Enabled>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ack_lost: Option<Enabled>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redelivery: Option<RedeliverySpec>,
+}
+
+/// An empty object that switches a failure kind on.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Enabled {}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct JobCrashSpec {
+    /// The most crashes in one run (its first attempt and its retries together).
+    pub max_per_run: u32,
+    /// How long the scheduler waits before it retries a crashed attempt; 0 retries at once.
+    #[serde(default)]
+    pub retry_delay_minutes: u32,
+    /// The runs that may crash (ids); all runs when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerCrashSpec {
+    /// Crash only while the consumer handles these offsets; every offset when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offsets: Option<Vec<u32>>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RedeliverySpec {
+    /// The fewest other messages between a message and its late copy.
+    pub after_min: u32,
+    /// The most other messages between a message and its late copy.
+    pub after_max: u32,
+}
+
+/// Which node kinds a student may place, and for each option which values. A kind that is
+/// absent may not be used; an option that is absent may take any value.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Palette {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_table: Option<BTreeMap<String, Vec<String>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<BTreeMap<String, Vec<String>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender: Option<BTreeMap<String, Vec<String>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_job: Option<BTreeMap<String, Vec<String>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_consumer: Option<BTreeMap<String, Vec<String>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<BTreeMap<String, Vec<String>>>,
+}
+
+impl Palette {
+    /// The allowed option values of one kind, or `None` when the kind is not offered.
+    pub fn kind(&self, kind: crate::design::NodeKind) -> Option<&BTreeMap<String, Vec<String>>> {
+        use crate::design::NodeKind as K;
+        match kind {
+            K::SourceTable => self.source_table.as_ref(),
+            K::Stream => self.stream.as_ref(),
+            K::Sender => self.sender.as_ref(),
+            K::BatchJob => self.batch_job.as_ref(),
+            K::StreamConsumer => self.stream_consumer.as_ref(),
+            K::Table => self.table.as_ref(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Requirement {
+    /// Stable id, used by graders.
+    pub id: String,
+    /// One sentence a student understands.
+    pub text: String,
+    /// Points to the idea, not the answer.
+    pub hint: String,
+    pub check: Check,
+}
+
+/// A filter on rows: `column op value`. `in` and `not_in` take a JSON array.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    pub column: String,
+    #[serde(default = "default_op")]
+    pub op: Op,
+    pub value: serde_json::Value,
+}
+
+fn default_op() -> Op {
+    Op::Eq
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum Op {
+    #[serde(rename = "=")]
+    Eq,
+    #[serde(rename = "!=")]
+    Ne,
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = ">=")]
+    Ge,
+    #[serde(rename = "in")]
+    In,
+    #[serde(rename = "not_in")]
+    NotIn,
+}
+
+impl Op {
+    pub fn sql(self) -> &'static str {
+        match self {
+            Op::Eq => "=",
+            Op::Ne => "<>",
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::In => "IN",
+            Op::NotIn => "NOT IN",
+        }
+    }
+}
+
+/// What a requirement checks, on what readers can see.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Check {
+    /// At the end, exactly one row matches `where` and its `column` equals `expected`.
+    Value {
+        table: String,
+        column: String,
+        #[serde(default, rename = "where")]
+        filter: Vec<Condition>,
+        expected: serde_json::Value,
+    },
+    /// At the end, the sum of `column` over the rows matching `where` equals `expected`
+    /// (a decimal string), or the clean run's sum when `expected` is absent.
+    Sum {
+        table: String,
+        column: String,
+        #[serde(default, rename = "where")]
+        filter: Vec<Condition>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expected: Option<serde_json::Value>,
+    },
+    /// At the end, the number of rows matching `where` equals `expected`, or the clean run's
+    /// count when `expected` is absent.
+    RowCount {
+        table: String,
+        #[serde(default, rename = "where")]
+        filter: Vec<Condition>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expected: Option<u64>,
+    },
+    /// At the end, no two rows share the values of `columns` (rows with a NULL in them count too).
+    Unique { table: String, columns: Vec<String> },
+    /// At the end, every value of `source_column` in the source (a table, stream or sender,
+    /// filtered by `source_where`) appears in `column` of `table`.
+    Complete {
+        table: String,
+        column: String,
+        source: String,
+        source_column: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        source_where: Vec<Condition>,
+    },
+    /// At the end, each table equals its state after a run with no failures (rows in any order).
+    SameAsCleanRun { tables: Vec<String> },
+    /// The run `run` (a rerun after success) leaves `table` as it found it: the same rows,
+    /// values included, in any order.
+    RerunNoop { table: String, run: String },
+    /// At every committed point, the rows matching `where` are exactly `rows` in number and
+    /// each has `column` = `value` (when given). A reader must never see anything else.
+    NeverSeen {
+        table: String,
+        #[serde(default, rename = "where")]
+        filter: Vec<Condition>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rows: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        column: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value: Option<serde_json::Value>,
+    },
+    /// Every run and every message is handled to the end, with no unhandled error.
+    Finishes {},
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ExampleDesign {
+    pub name: String,
+    pub design: serde_json::Value,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct WrongDesign {
+    pub name: String,
+    /// The requirement ids this design must miss (it may miss others too).
+    pub misses: Vec<String>,
+    pub design: serde_json::Value,
+}
+
+impl Scenario {
+    pub fn table(&self, name: &str) -> Option<&TableDef> {
+        self.tables.iter().find(|t| t.name == name)
+    }
+    pub fn stream(&self, name: &str) -> Option<&StreamDef> {
+        self.streams.iter().find(|s| s.name == name)
+    }
+    pub fn sender(&self, name: &str) -> Option<&SenderDef> {
+        self.senders.iter().find(|s| s.name == name)
+    }
+    pub fn requirement(&self, id: &str) -> Option<&Requirement> {
+        self.requirements.iter().find(|r| r.id == id)
+    }
+}
+
+impl TableDef {
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+    pub fn column_type(&self, name: &str) -> Option<ColumnType> {
+        self.columns.iter().find(|c| c.name == name).map(|c| c.ty)
+    }
+}
+
+/// Typed starting rows of a table; errors name the row and column.
+pub fn typed_rows(table: &TableDef) -> Result<Vec<Vec<Value>>, (String, String)> {
+    let mut out = Vec::with_capacity(table.rows.len());
+    for (r, row) in table.rows.iter().enumerate() {
+        if row.len() != table.columns.len() {
+            return Err((
+                format!("rows[{r}]"),
+                format!(
+                    "row has {} values but table {} has {} columns",
+                    row.len(),
+                    table.name,
+                    table.columns.len()
+                ),
+            ));
+        }
+        let mut typed = Vec::with_capacity(row.len());
+        for (c, (cell, col)) in row.iter().zip(&table.columns).enumerate() {
+            typed.push(Value::from_json(col.ty, cell).map_err(|m| (format!("rows[{r}][{c}]"), format!("{}: {m}", col.name)))?);
+        }
+        out.push(typed);
+    }
+    Ok(out)
+}

@@ -1,0 +1,216 @@
+//! The SQL a design amounts to: the statements the trace quotes and the canvas shows.
+//!
+//! PostgreSQL is the dialect; `Dialect::Sqlite` renders SQLite's real equivalents where the
+//! two differ (SQLite has no `MERGE`).
+
+use chrono::{NaiveDate, NaiveDateTime};
+
+use crate::design::{DateFilter, JobOptions, LoadedAt, OffsetCommit, Pipeline, ValidDesign, WriteMode};
+use crate::scenario::{Scenario, StepDef};
+use crate::sim::{CStep, Sink, StepKind};
+use crate::value::{ColumnType, Value};
+use crate::warehouse::{Row, Table};
+
+pub(crate) struct Ctx<'a> {
+    pub tables: &'a [Table],
+    pub types: &'a [Vec<ColumnType>],
+    pub day: NaiveDate,
+    pub stamp: Option<NaiveDateTime>,
+    /// The job asks the clock for its day (`CURRENT_DATE - 1`).
+    pub clock: bool,
+}
+
+impl Ctx<'_> {
+    fn day_sql(&self) -> String {
+        let literal = Value::Date(self.day).sql_literal();
+        if self.clock {
+            format!("CURRENT_DATE - 1 /* {} at this attempt */", self.day)
+        } else {
+            literal
+        }
+    }
+}
+
+pub(crate) fn delete_partition(ctx: &Ctx, step: &CStep) -> String {
+    let t = &ctx.tables[step.sink.table];
+    let p = step.sink.partition.map(|p| t.columns[p].as_str()).unwrap_or("?");
+    format!("DELETE FROM {} WHERE {p} = {};", t.name, ctx.day_sql())
+}
+
+fn stamp_sql(ctx: &Ctx, sink: &Sink) -> Option<(String, String)> {
+    let (c, ty) = sink.loaded_at?;
+    let t = &ctx.tables[sink.table];
+    let value = match ctx.stamp {
+        None => "NULL".to_string(),
+        Some(s) if ty == ColumnType::Date => Value::Date(s.date()).sql_literal(),
+        Some(s) => Value::Timestamp(s).sql_literal(),
+    };
+    Some((t.columns[c].clone(), value))
+}
+
+/// The SELECT of a step and the target columns it fills.
+fn step_select(ctx: &Ctx, step: &CStep) -> (Vec<String>, String) {
+    let from = &ctx.tables[step.from];
+    let target = &ctx.tables[step.sink.table];
+    let mut conds = vec![format!("{} = {}", from.columns[step.from_day], ctx.day_sql())];
+    for c in step.def.filter() {
+        let ty = ctx.types[step.from].get(from.columns.iter().position(|n| *n == c.column).unwrap_or(0)).copied().unwrap_or(ColumnType::Text);
+        let value = match &c.value {
+            serde_json::Value::Array(items) => format!("({})", items.iter().map(|v| Value::from_json(ty, v).map(|v| v.sql_literal()).unwrap_or_default()).collect::<Vec<_>>().join(", ")),
+            v => Value::from_json(ty, v).map(|v| v.sql_literal()).unwrap_or_default(),
+        };
+        conds.push(format!("{} {} {value}", c.column, c.op.sql()));
+    }
+    let stamp = stamp_sql(ctx, &step.sink);
+    match &step.kind {
+        StepKind::Copy { map } => {
+            let mut cols: Vec<String> = Vec::new();
+            let mut exprs: Vec<String> = Vec::new();
+            for (i, m) in map.iter().enumerate() {
+                if let Some(src) = m {
+                    cols.push(target.columns[i].clone());
+                    exprs.push(from.columns[*src].clone());
+                }
+            }
+            if let Some((c, v)) = stamp {
+                cols.push(c.clone());
+                exprs.push(format!("{v} AS {c}"));
+            }
+            let select = format!("SELECT {}\nFROM {}\nWHERE {}", exprs.join(", "), from.name, conds.join(" AND "));
+            (cols, select)
+        }
+        StepKind::Sum { group_from, sum_from, group_to, into } => {
+            let g = &from.columns[*group_from];
+            let mut cols = vec![target.columns[*group_to].clone(), target.columns[*into].clone()];
+            let mut exprs = vec![g.clone(), format!("SUM({}) AS {}", from.columns[*sum_from], target.columns[*into])];
+            if let Some((c, v)) = stamp {
+                cols.push(c.clone());
+                exprs.push(format!("{v} AS {c}"));
+            }
+            let select = format!("SELECT {}\nFROM {}\nWHERE {}\nGROUP BY {g}", exprs.join(", "), from.name, conds.join(" AND "));
+            (cols, select)
+        }
+    }
+}
+
+pub(crate) fn step_write(ctx: &Ctx, step: &CStep) -> String {
+    let target = &ctx.tables[step.sink.table];
+    let (cols, select) = step_select(ctx, step);
+    write_sql(&target.name, &cols, &select, &step.sink, target)
+}
+
+fn write_sql(table: &str, cols: &[String], select: &str, sink: &Sink, target: &Table) -> String {
+    let key: Vec<&str> = sink.key.iter().map(|&k| target.columns[k].as_str()).collect();
+    match sink.write {
+        WriteMode::Append | WriteMode::DeleteInsert => format!("INSERT INTO {table} ({})\n{select};", cols.join(", ")),
+        WriteMode::InsertIgnore => format!("INSERT INTO {table} ({})\n{select}\nON CONFLICT ({}) DO NOTHING;", cols.join(", "), key.join(", ")),
+        WriteMode::Merge => {
+            let on: Vec<String> = key.iter().map(|k| format!("t.{k} = s.{k}")).collect();
+            let set: Vec<String> = cols.iter().filter(|c| !key.contains(&c.as_str())).map(|c| format!("{c} = s.{c}")).collect();
+            let values: Vec<String> = cols.iter().map(|c| format!("s.{c}")).collect();
+            let matched = if set.is_empty() { String::new() } else { format!("WHEN MATCHED THEN\n  UPDATE SET {}\n", set.join(", ")) };
+            format!(
+                "MERGE INTO {table} AS t\nUSING ({}) AS s\nON {}\n{matched}WHEN NOT MATCHED THEN\n  INSERT ({})\n  VALUES ({});",
+                select.replace('\n', " "),
+                on.join(" AND "),
+                cols.join(", "),
+                values.join(", ")
+            )
+        }
+    }
+}
+
+/// The statement that writes one message's row.
+pub(crate) fn message_write(table: &Table, _types: &[ColumnType], sink: &Sink, row: &Row) -> String {
+    let cols: Vec<String> = table.columns.clone();
+    let literals: Vec<String> = row.iter().map(Value::sql_literal).collect();
+    message_sql(table, sink, &cols, &literals)
+}
+
+fn message_sql(table: &Table, sink: &Sink, cols: &[String], literals: &[String]) -> String {
+    match sink.write {
+        WriteMode::Merge => {
+            let select = format!("SELECT {}", cols.iter().zip(literals).map(|(c, l)| format!("{l} AS {c}")).collect::<Vec<_>>().join(", "));
+            write_sql(&table.name, cols, &select, sink, table)
+        }
+        _ => {
+            let values = format!("VALUES ({})", literals.join(", "));
+            write_sql(&table.name, cols, &values, sink, table)
+        }
+    }
+}
+
+pub(crate) fn offset_update(next: u64) -> String {
+    format!("UPDATE consumer_offsets SET next_offset = {next} WHERE consumer = 'consumer';")
+}
+
+/// One block of the SQL view: a title and its statements.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SqlBlock {
+    pub title: String,
+    pub sql: String,
+}
+
+/// The SQL a valid design amounts to, for the canvas's SQL view: the job's statements for its
+/// first run, or the consumer's statements for one message (with `:field` placeholders).
+pub fn design_sql(scenario: &Scenario, design: &ValidDesign) -> Vec<SqlBlock> {
+    let Ok(model) = crate::sim::Model::compile(scenario, design) else { return Vec::new() };
+    match (&model.shape, design.pipeline()) {
+        (crate::sim::Shape::Batch { steps, runs, .. }, Pipeline::Batch { job, .. }) => {
+            let Some(run) = runs.first() else { return Vec::new() };
+            batch_sql(&model, steps, job, run.logical_date, run.start)
+        }
+        (crate::sim::Shape::Stream { sink, .. } | crate::sim::Shape::Sender { sink, .. }, Pipeline::Stream { consumer, .. } | Pipeline::Sender { consumer, .. }) => {
+            let table = &model.initial.tables[sink.table];
+            let cols = table.columns.clone();
+            let literals: Vec<String> = cols.iter().map(|c| format!(":{c}")).collect();
+            let write = message_sql(table, sink, &cols, &literals);
+            let is_stream = matches!(design.pipeline(), Pipeline::Stream { .. });
+            let sql = if !is_stream {
+                format!("-- for each message the sender delivers, then ack it\n{write}")
+            } else {
+                match consumer.offset_commit {
+                    OffsetCommit::BeforeWrite => format!("-- for each message at :offset\n-- 1. commit offset :offset + 1 to the broker (commitSync)\n-- 2. write the row\n{write}"),
+                    OffsetCommit::AfterWrite => format!("-- for each message at :offset\n-- 1. write the row\n{write}\n-- 2. commit offset :offset + 1 to the broker (commitSync)"),
+                    OffsetCommit::WithWrite => format!(
+                        "-- for each message at :offset: the row and the offset in one transaction\nBEGIN;\n{write}\nUPDATE consumer_offsets SET next_offset = :offset + 1 WHERE consumer = 'consumer';\nCOMMIT;"
+                    ),
+                }
+            };
+            vec![SqlBlock { title: format!("consumer → {}", table.name), sql }]
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn batch_sql(model: &crate::sim::Model, steps: &[CStep], job: &JobOptions, logical: NaiveDate, start: NaiveDateTime) -> Vec<SqlBlock> {
+    let clock = job.date_filter == DateFilter::CurrentDateMinus1;
+    let day = if clock { start.date() - chrono::Duration::days(1) } else { logical };
+    let stamp = match job.loaded_at {
+        LoadedAt::None => None,
+        LoadedAt::Now => Some(start),
+        LoadedAt::LogicalDate => logical.and_hms_opt(0, 0, 0),
+    };
+    let ctx = Ctx { tables: &model.initial.tables, types: &model.column_types, day, stamp, clock };
+    let mut out = Vec::new();
+    let per_run = job.transaction == crate::design::Transaction::PerRun;
+    if per_run {
+        out.push(SqlBlock { title: "open one transaction".into(), sql: "BEGIN;".into() });
+    }
+    for step in steps {
+        let mut sql = String::new();
+        if step.sink.write == WriteMode::DeleteInsert {
+            sql.push_str(&delete_partition(&ctx, step));
+            sql.push('\n');
+        }
+        sql.push_str(&step_write(&ctx, step));
+        let title = match &step.def {
+            StepDef::Copy { title, .. } | StepDef::Sum { title, .. } => format!("step {}: {title}", step.number),
+        };
+        out.push(SqlBlock { title, sql });
+    }
+    if per_run {
+        out.push(SqlBlock { title: "commit".into(), sql: "COMMIT;".into() });
+    }
+    out
+}

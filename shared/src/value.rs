@@ -1,0 +1,191 @@
+//! Typed cell values: integers, text, exact decimals, dates and timestamps, and SQL NULL.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use chrono::{NaiveDate, NaiveDateTime};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+
+/// The type of a column or message field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ColumnType {
+    /// A whole number, written in JSON as a number.
+    Integer,
+    /// Text, written as a string.
+    Text,
+    /// An exact decimal (money), written as a string such as "25.00" so it stays exact.
+    Decimal,
+    /// A calendar date, written as "YYYY-MM-DD".
+    Date,
+    /// A UTC timestamp, written as "YYYY-MM-DDTHH:MM:SSZ".
+    Timestamp,
+}
+
+impl ColumnType {
+    pub fn sql_name(self) -> &'static str {
+        match self {
+            ColumnType::Integer => "BIGINT",
+            ColumnType::Text => "TEXT",
+            ColumnType::Decimal => "NUMERIC(12,2)",
+            ColumnType::Date => "DATE",
+            ColumnType::Timestamp => "TIMESTAMP",
+        }
+    }
+}
+
+/// One cell. `Null` is SQL NULL: it never equals anything as a key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Value {
+    Null,
+    Int(i64),
+    Text(String),
+    Decimal(Decimal),
+    Date(NaiveDate),
+    Timestamp(NaiveDateTime),
+}
+
+impl Value {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// Parses a JSON value as a cell of the given type. Decimals must be strings (or integers)
+    /// so that money is never rounded through floating point.
+    pub fn from_json(ty: ColumnType, json: &serde_json::Value) -> Result<Value, String> {
+        use serde_json::Value as J;
+        if json.is_null() {
+            return Ok(Value::Null);
+        }
+        match ty {
+            ColumnType::Integer => match json {
+                J::Number(n) if n.is_i64() => Ok(Value::Int(n.as_i64().unwrap_or_default())),
+                _ => Err(format!("expected a whole number, found {json}")),
+            },
+            ColumnType::Text => match json {
+                J::String(s) => Ok(Value::Text(s.clone())),
+                _ => Err(format!("expected a string, found {json}")),
+            },
+            ColumnType::Decimal => match json {
+                J::String(s) => s
+                    .parse::<Decimal>()
+                    .map(Value::Decimal)
+                    .map_err(|_| format!("\"{s}\" is not a decimal number such as \"25.00\"")),
+                J::Number(n) if n.is_i64() => Ok(Value::Decimal(Decimal::from(n.as_i64().unwrap_or_default()))),
+                J::Number(n) => Err(format!(
+                    "write the decimal {n} as a string (\"{n}\") so it stays exact"
+                )),
+                _ => Err(format!("expected a decimal string such as \"25.00\", found {json}")),
+            },
+            ColumnType::Date => match json {
+                J::String(s) => NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                    .map(Value::Date)
+                    .map_err(|_| format!("\"{s}\" is not a date written as YYYY-MM-DD")),
+                _ => Err(format!("expected a date string such as \"2026-01-10\", found {json}")),
+            },
+            ColumnType::Timestamp => match json {
+                J::String(s) => parse_timestamp(s)
+                    .map(Value::Timestamp)
+                    .ok_or_else(|| format!("\"{s}\" is not a timestamp written as YYYY-MM-DDTHH:MM:SSZ")),
+                _ => Err(format!("expected a timestamp string, found {json}")),
+            },
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Value::Null => serde_json::Value::Null,
+            Value::Int(i) => serde_json::Value::from(*i),
+            other => serde_json::Value::String(other.to_string()),
+        }
+    }
+
+    /// The value as a SQL literal.
+    pub fn sql_literal(&self) -> String {
+        match self {
+            Value::Null => "NULL".into(),
+            Value::Int(i) => i.to_string(),
+            Value::Text(s) => format!("'{}'", s.replace('\'', "''")),
+            Value::Decimal(d) => d.to_string(),
+            Value::Date(d) => format!("DATE '{}'", d.format("%Y-%m-%d")),
+            Value::Timestamp(t) => format!("TIMESTAMP '{}'", t.format("%Y-%m-%d %H:%M:%S")),
+        }
+    }
+
+    fn rank(&self) -> u8 {
+        match self {
+            Value::Null => 0,
+            Value::Int(_) => 1,
+            Value::Decimal(_) => 2,
+            Value::Text(_) => 3,
+            Value::Date(_) => 4,
+            Value::Timestamp(_) => 5,
+        }
+    }
+
+    /// SQL comparison: `None` when either side is NULL or the types cannot be compared.
+    pub fn sql_cmp(&self, other: &Value) -> Option<Ordering> {
+        match (self, other) {
+            (Value::Null, _) | (_, Value::Null) => None,
+            (Value::Int(a), Value::Int(b)) => Some(a.cmp(b)),
+            (Value::Decimal(a), Value::Decimal(b)) => Some(a.cmp(b)),
+            (Value::Int(a), Value::Decimal(b)) => Some(Decimal::from(*a).cmp(b)),
+            (Value::Decimal(a), Value::Int(b)) => Some(a.cmp(&Decimal::from(*b))),
+            (Value::Text(a), Value::Text(b)) => Some(a.cmp(b)),
+            (Value::Date(a), Value::Date(b)) => Some(a.cmp(b)),
+            (Value::Timestamp(a), Value::Timestamp(b)) => Some(a.cmp(b)),
+            _ => None,
+        }
+    }
+
+    /// Key equality as a unique index sees it: NULL never equals anything.
+    pub fn key_eq(&self, other: &Value) -> bool {
+        self.sql_cmp(other) == Some(Ordering::Equal)
+    }
+}
+
+/// A total order for sorting rows deterministically (NULL first). Decimals compare by
+/// value and then by scale, so that 25.0 and 25.00 sort apart but stably.
+impl Ord for Value {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (Value::Decimal(a), Value::Decimal(b)) => a.cmp(b).then(a.scale().cmp(&b.scale())),
+            _ => match self.sql_cmp(other) {
+                Some(o) => o,
+                None => self.rank().cmp(&other.rank()),
+            },
+        }
+    }
+}
+
+impl PartialOrd for Value {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => f.write_str("NULL"),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Text(s) => f.write_str(s),
+            Value::Decimal(d) => write!(f, "{d}"),
+            Value::Date(d) => write!(f, "{}", d.format("%Y-%m-%d")),
+            Value::Timestamp(t) => write!(f, "{}", format_time(*t)),
+        }
+    }
+}
+
+pub fn parse_timestamp(s: &str) -> Option<NaiveDateTime> {
+    let s = s.strip_suffix('Z').unwrap_or(s);
+    NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S")
+        .or_else(|_| NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S"))
+        .ok()
+}
+
+pub fn format_time(t: NaiveDateTime) -> String {
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}

@@ -1,0 +1,262 @@
+//! The warehouse: tables of typed rows with SQL write semantics, transactions by undo log,
+//! and an offset store that can take part in a transaction.
+//!
+//! There is one writer at a time, so the committed state is the current state whenever no
+//! transaction is open; readers only look at such moments.
+
+use crate::value::Value;
+
+pub type Row = Vec<Value>;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    pub name: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Row>,
+}
+
+impl Table {
+    /// The rows sorted, for comparing contents in any order.
+    pub fn sorted_rows(&self) -> Vec<Row> {
+        let mut rows = self.rows.clone();
+        rows.sort();
+        rows
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Undo {
+    Inserted { table: usize },
+    Deleted { table: usize, at: usize, row: Row },
+    Updated { table: usize, at: usize, row: Row },
+    Offset { old: u64 },
+}
+
+/// Raised by a statement that a real database would refuse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SqlError(pub String);
+
+#[derive(Clone, Debug)]
+pub struct Warehouse {
+    pub tables: Vec<Table>,
+    /// The consumer's next offset when it is stored in the warehouse (`with_write`).
+    pub stored_offset: u64,
+    undo: Option<Vec<Undo>>,
+}
+
+/// How a statement changed a table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Affected {
+    pub inserted: usize,
+    pub updated: usize,
+    pub deleted: usize,
+    pub ignored: usize,
+}
+
+impl Affected {
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        let plural = |n: usize| if n == 1 { "row" } else { "rows" };
+        if self.deleted > 0 {
+            parts.push(format!("{} {} deleted", self.deleted, plural(self.deleted)));
+        }
+        if self.updated > 0 {
+            parts.push(format!("{} {} updated", self.updated, plural(self.updated)));
+        }
+        if self.inserted > 0 || parts.is_empty() {
+            parts.push(format!("{} {} inserted", self.inserted, plural(self.inserted)));
+        }
+        if self.ignored > 0 {
+            parts.push(format!("{} skipped as {}", self.ignored, if self.ignored == 1 { "a repeat" } else { "repeats" }));
+        }
+        parts.join(", ")
+    }
+}
+
+impl Warehouse {
+    pub fn new(tables: Vec<Table>) -> Self {
+        Warehouse { tables, stored_offset: 0, undo: None }
+    }
+
+    pub fn in_transaction(&self) -> bool {
+        self.undo.is_some()
+    }
+
+    pub fn begin(&mut self) {
+        assert!(self.undo.is_none(), "nested transactions are never opened");
+        self.undo = Some(Vec::new());
+    }
+
+    pub fn commit(&mut self) {
+        assert!(self.undo.is_some(), "COMMIT without BEGIN");
+        self.undo = None;
+    }
+
+    /// Undoes every change of the open transaction, if there is one. Returns whether one was open.
+    pub fn rollback(&mut self) -> bool {
+        let Some(log) = self.undo.take() else { return false };
+        for undo in log.into_iter().rev() {
+            match undo {
+                Undo::Inserted { table } => {
+                    self.tables[table].rows.pop();
+                }
+                Undo::Deleted { table, at, row } => self.tables[table].rows.insert(at, row),
+                Undo::Updated { table, at, row } => self.tables[table].rows[at] = row,
+                Undo::Offset { old } => self.stored_offset = old,
+            }
+        }
+        true
+    }
+
+    fn log(&mut self, undo: Undo) {
+        if let Some(log) = &mut self.undo {
+            log.push(undo);
+        }
+    }
+
+    pub fn set_offset(&mut self, offset: u64) {
+        let old = self.stored_offset;
+        self.stored_offset = offset;
+        self.log(Undo::Offset { old });
+    }
+
+    /// Plain `INSERT`.
+    pub fn insert(&mut self, table: usize, rows: Vec<Row>) -> Affected {
+        let n = rows.len();
+        for row in rows {
+            self.tables[table].rows.push(row);
+            self.log(Undo::Inserted { table });
+        }
+        Affected { inserted: n, ..Affected::default() }
+    }
+
+    /// `DELETE FROM table WHERE column = value`.
+    pub fn delete_where_eq(&mut self, table: usize, column: usize, value: &Value) -> Affected {
+        let mut deleted = 0;
+        let mut at = self.tables[table].rows.len();
+        while at > 0 {
+            at -= 1;
+            if self.tables[table].rows[at][column].key_eq(value) {
+                let row = self.tables[table].rows.remove(at);
+                self.log(Undo::Deleted { table, at, row });
+                deleted += 1;
+            }
+        }
+        Affected { deleted, ..Affected::default() }
+    }
+
+    fn matches(&self, table: usize, key: &[usize], row: &Row) -> Vec<usize> {
+        if key.iter().any(|&k| row[k].is_null()) {
+            return Vec::new();
+        }
+        self.tables[table]
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(_, existing)| key.iter().all(|&k| existing[k].key_eq(&row[k])))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// `INSERT … ON CONFLICT (key) DO NOTHING`: a row whose key is already present (or was
+    /// inserted earlier by the same statement) is skipped; a NULL key never conflicts.
+    pub fn insert_ignore(&mut self, table: usize, key: &[usize], rows: Vec<Row>) -> Affected {
+        let mut affected = Affected::default();
+        for row in rows {
+            if self.matches(table, key, &row).is_empty() {
+                self.tables[table].rows.push(row);
+                self.log(Undo::Inserted { table });
+                affected.inserted += 1;
+            } else {
+                affected.ignored += 1;
+            }
+        }
+        affected
+    }
+
+    /// `MERGE … ON key`: matched rows are updated (every column that is not the key), new rows
+    /// inserted. As in PostgreSQL, a target row matched by two source rows is an error.
+    pub fn merge(&mut self, table: usize, key: &[usize], rows: Vec<Row>) -> Result<Affected, SqlError> {
+        let mut plan = Vec::with_capacity(rows.len());
+        let mut touched = std::collections::BTreeSet::new();
+        for row in &rows {
+            let matched = self.matches(table, key, row);
+            for &m in &matched {
+                if !touched.insert(m) {
+                    return Err(SqlError(format!(
+                        "MERGE command cannot affect row a second time (two incoming rows have the same key in {})",
+                        self.tables[table].name
+                    )));
+                }
+            }
+            plan.push(matched);
+        }
+        let mut affected = Affected::default();
+        for (row, matched) in rows.into_iter().zip(plan) {
+            if matched.is_empty() {
+                self.tables[table].rows.push(row);
+                self.log(Undo::Inserted { table });
+                affected.inserted += 1;
+            } else {
+                for at in matched {
+                    let old = self.tables[table].rows[at].clone();
+                    let mut new = old.clone();
+                    for (c, v) in row.iter().enumerate() {
+                        if !key.contains(&c) {
+                            new[c] = v.clone();
+                        }
+                    }
+                    self.tables[table].rows[at] = new;
+                    self.log(Undo::Updated { table, at, row: old });
+                    affected.updated += 1;
+                }
+            }
+        }
+        Ok(affected)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wh() -> Warehouse {
+        Warehouse::new(vec![Table {
+            name: "t".into(),
+            columns: vec!["k".into(), "v".into()],
+            rows: vec![vec![Value::Int(1), Value::Int(10)], vec![Value::Int(2), Value::Int(20)]],
+        }])
+    }
+
+    #[test]
+    fn rollback_restores_every_change_in_place() {
+        let mut w = wh();
+        let before = w.tables.clone();
+        w.begin();
+        w.insert(0, vec![vec![Value::Int(3), Value::Int(30)]]);
+        w.delete_where_eq(0, 0, &Value::Int(1));
+        w.merge(0, &[0], vec![vec![Value::Int(2), Value::Int(99)]]).unwrap();
+        w.set_offset(7);
+        assert_ne!(w.tables, before);
+        assert!(w.rollback());
+        assert_eq!(w.tables, before);
+        assert_eq!(w.stored_offset, 0);
+    }
+
+    #[test]
+    fn null_keys_never_conflict() {
+        let mut w = wh();
+        let a = w.insert_ignore(0, &[0], vec![vec![Value::Null, Value::Int(1)], vec![Value::Null, Value::Int(1)]]);
+        assert_eq!(a.inserted, 2);
+        let b = w.insert_ignore(0, &[0], vec![vec![Value::Int(1), Value::Int(5)], vec![Value::Int(4), Value::Int(5)], vec![Value::Int(4), Value::Int(6)]]);
+        assert_eq!((b.inserted, b.ignored), (1, 2));
+    }
+
+    #[test]
+    fn merge_refuses_to_touch_a_row_twice() {
+        let mut w = wh();
+        let err = w.merge(0, &[0], vec![vec![Value::Int(1), Value::Int(5)], vec![Value::Int(1), Value::Int(6)]]);
+        assert!(err.is_err());
+        assert_eq!(w.tables[0].rows[0][1], Value::Int(10), "a refused statement changes nothing");
+    }
+}
