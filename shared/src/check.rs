@@ -162,3 +162,32 @@ pub fn check_with(scenario: &Scenario, design: &ValidDesign, limits: Limits) -> 
         requirements,
     })
 }
+
+/// Runs one schedule, named by its failures as (choice point, kind) with kinds as in the
+/// verdict (`job_crash`, `consumer_crash`, `message_lost`, `ack_lost`, `redelivery:N`), and
+/// returns its trace. A failure that the run does not offer at that point is an error.
+pub fn replay(scenario: &Scenario, design: &serde_json::Value, faults: &[(u32, &str)]) -> Result<Vec<crate::verdict::TraceEntry>, String> {
+    let valid = validate_json(scenario, design).map_err(|e| CheckError::Design(e).to_string())?;
+    let model = Model::compile(scenario, &valid).map_err(|e| CheckError::Scenario(e).to_string())?;
+    let clean_run = Sim::run(&model, &[], false, false, None);
+    let clean = Clean { tables: clean_run.end_tables };
+    let mut plan: Plan = Vec::new();
+    for &(point, kind) in faults {
+        let fault = match kind {
+            "job_crash" => Fault::JobCrash,
+            "consumer_crash" => Fault::ConsumerCrash,
+            "message_lost" => Fault::MessageLost,
+            "ack_lost" => Fault::AckLost,
+            other => match other.strip_prefix("redelivery:").and_then(|n| n.parse().ok()) {
+                Some(after) => Fault::Redelivery { after },
+                None => return Err(format!("unknown failure kind \"{other}\"")),
+            },
+        };
+        let offers = Sim::run(&model, &plan, true, false, Some(&clean)).offers;
+        if !offers.contains(&(point, fault)) {
+            return Err(format!("the schedule offers no {kind} at choice point {point}"));
+        }
+        plan.push((point, fault));
+    }
+    Ok(Sim::run(&model, &plan, false, true, Some(&clean)).trace)
+}

@@ -636,8 +636,16 @@ fn typed_options(scenario: &Scenario, path: &str, node: &Node, errors: &mut Erro
         let allowed = palette.and_then(|p| p.get(spec.name));
         match spec.values {
             OptionValues::Choice(values) => {
+                // A missing option takes the spec's default, or the scenario's first offered
+                // value when the scenario does not offer the default.
+                let default = match allowed {
+                    Some(allowed) if !allowed.iter().any(|a| a == values[0]) => {
+                        values.iter().copied().find(|v| allowed.iter().any(|a| a == v)).unwrap_or(values[0])
+                    }
+                    _ => values[0],
+                };
                 let value: Option<&'static str> = match given {
-                    None => Some(values[0]),
+                    None => Some(default),
                     Some(Json::String(s)) => match values.iter().find(|v| **v == s) {
                         Some(v) => Some(*v),
                         None => {
@@ -652,14 +660,7 @@ fn typed_options(scenario: &Scenario, path: &str, node: &Node, errors: &mut Erro
                 };
                 if let (Some(v), Some(allowed)) = (value, allowed) {
                     if !allowed.iter().any(|a| a == v) {
-                        let how = if given.is_none() { format!("{} defaults to {v}, which", spec.name) } else { format!("{} {v}", spec.name) };
-                        let verb = if given.is_none() { "" } else { " is not offered here" };
-                        let message = if given.is_none() {
-                            format!("{how} this scenario does not offer; choose one of {}", allowed.join(", "))
-                        } else {
-                            format!("{how}{verb}; choose one of {}", allowed.join(", "))
-                        };
-                        errors.push(&opath, "not_in_palette", message);
+                        errors.push(&opath, "not_in_palette", format!("{} {v} is not offered in this scenario; choose one of {}", spec.name, allowed.join(", ")));
                     }
                 }
                 if let Some(v) = value {

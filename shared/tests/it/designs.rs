@@ -1,0 +1,135 @@
+//! Design parsing and validation: every problem reported, each with its JSON path.
+
+use serde_json::json;
+
+use crate::{batch_design, scenario_file};
+use shared::validate_json;
+
+fn errors(design: serde_json::Value) -> Vec<(String, String)> {
+    let s = scenario_file("safe-retry");
+    match validate_json(&s, &design) {
+        Ok(_) => Vec::new(),
+        Err(list) => list.into_iter().map(|e| (e.path, e.code)).collect(),
+    }
+}
+
+fn has(list: &[(String, String)], path: &str, code: &str) -> bool {
+    list.iter().any(|(p, c)| p == path && c == code)
+}
+
+#[test]
+fn the_reference_design_validates_with_defaults() {
+    let s = scenario_file("safe-retry");
+    let v = validate_json(&s, &batch_design("per_run", "delete_insert", "delete_insert")).unwrap();
+    match v.pipeline() {
+        shared::design::Pipeline::Batch { job, sinks, .. } => {
+            assert_eq!(job.loaded_at, shared::design::LoadedAt::None, "a missing option takes its default");
+            assert_eq!(sinks[0].key, vec!["order_id".to_string()], "the key defaults to the table's first");
+            assert_eq!(sinks.iter().map(|s| s.table.as_str()).collect::<Vec<_>>(), ["orders", "daily_revenue"], "sinks in step order");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn every_problem_is_reported_with_its_path() {
+    let list = errors(json!({
+        "nodes": [
+            {"id": "src", "kind": "source_table", "options": {"table": "source_orders"}, "colour": "red"},
+            {"id": "job", "kind": "batch_job", "options": {"transaction": "sometimes", "retries": 3}},
+            {"id": "x", "kind": "kafka_topic"},
+            {"id": "orders", "kind": "table", "options": {"table": "orders", "write": "upsert"}}
+        ],
+        "edges": [{"from": "src", "to": "job"}, {"from": "job", "to": "nowhere"}],
+        "extra": true
+    }));
+    assert!(has(&list, "$.extra", "unknown_field"), "{list:?}");
+    assert!(has(&list, "$.nodes[0].colour", "unknown_field"), "{list:?}");
+    assert!(has(&list, "$.nodes[2].kind", "unknown_kind"), "{list:?}");
+    // Shape errors stop before option checks; fix the shape and options are checked.
+    let list = errors(json!({
+        "nodes": [
+            {"id": "src", "kind": "source_table", "options": {"table": "source_orders"}},
+            {"id": "job", "kind": "batch_job", "options": {"transaction": "sometimes", "retries": 3}},
+            {"id": "orders", "kind": "table", "options": {"table": "orders", "write": "upsert"}},
+            {"id": "orders", "kind": "table", "options": {"table": "daily_revenue"}}
+        ],
+        "edges": [{"from": "src", "to": "job"}, {"from": "job", "to": "nowhere"}, {"from": "job", "to": "src"}]
+    }));
+    assert!(has(&list, "$.nodes[1].options.transaction", "bad_option_value"), "{list:?}");
+    assert!(has(&list, "$.nodes[1].options.retries", "unknown_option"), "{list:?}");
+    assert!(has(&list, "$.nodes[2].options.write", "bad_option_value"), "{list:?}");
+    assert!(has(&list, "$.nodes[3].id", "duplicate_id"), "{list:?}");
+    assert!(has(&list, "$.edges[1].to", "dangling_edge"), "{list:?}");
+    assert!(has(&list, "$.edges[2]", "bad_wiring"), "{list:?}");
+    assert!(has(&list, "$.edges", "cycle"), "{list:?}");
+}
+
+#[test]
+fn wiring_that_makes_no_sense_is_refused_with_a_reason() {
+    let list = errors(json!({
+        "nodes": [
+            {"id": "src", "kind": "source_table"},
+            {"id": "job", "kind": "batch_job"},
+            {"id": "orders", "kind": "table", "options": {"table": "orders"}},
+            {"id": "rev", "kind": "table", "options": {"table": "daily_revenue"}}
+        ],
+        "edges": [{"from": "src", "to": "job"}, {"from": "job", "to": "orders"}, {"from": "orders", "to": "rev"}]
+    }));
+    assert!(has(&list, "$.edges[2]", "bad_wiring"), "{list:?}");
+    let refusal = shared::design::wiring_refusal(shared::design::NodeKind::Table, shared::design::NodeKind::StreamConsumer).unwrap();
+    assert!(refusal.contains("cannot feed a stream consumer"), "{refusal}");
+}
+
+#[test]
+fn the_palette_limits_kinds_and_values() {
+    // safe-retry offers no stream and only the logical date.
+    let list = errors(json!({
+        "nodes": [
+            {"id": "src", "kind": "source_table"},
+            {"id": "job", "kind": "batch_job", "options": {"date_filter": "current_date_minus_1", "loaded_at": "now"}},
+            {"id": "orders", "kind": "table", "options": {"table": "orders"}},
+            {"id": "rev", "kind": "table", "options": {"table": "daily_revenue"}},
+            {"id": "s", "kind": "stream"}
+        ],
+        "edges": [{"from": "src", "to": "job"}, {"from": "job", "to": "orders"}, {"from": "job", "to": "rev"}]
+    }));
+    assert!(has(&list, "$.nodes[1].options.date_filter", "not_in_palette"), "{list:?}");
+    assert!(has(&list, "$.nodes[1].options.loaded_at", "not_in_palette"), "{list:?}");
+    assert!(has(&list, "$.nodes[4].kind", "not_in_palette"), "{list:?}");
+}
+
+#[test]
+fn an_incomplete_design_says_what_is_missing() {
+    let list = errors(json!({
+        "nodes": [
+            {"id": "src", "kind": "source_table"},
+            {"id": "job", "kind": "batch_job"},
+            {"id": "orders", "kind": "table", "options": {"table": "orders"}}
+        ],
+        "edges": [{"from": "src", "to": "job"}, {"from": "job", "to": "orders"}]
+    }));
+    assert!(has(&list, "$.nodes[1]", "incomplete"), "{list:?}");
+    let empty = errors(json!({"nodes": [], "edges": []}));
+    assert!(has(&empty, "$.nodes", "incomplete"), "{empty:?}");
+}
+
+#[test]
+fn write_modes_need_what_they_use() {
+    let s = crate::chapter::offset_commit_scenario();
+    let mut no_key = s.clone();
+    no_key.tables[0].keys.clear();
+    let list = validate_json(&no_key, &crate::chapter::stream_design("after_write", "insert_ignore")).unwrap_err();
+    assert!(list.iter().any(|e| e.code == "no_key"), "{list:?}");
+    let list = validate_json(&s, &crate::chapter::stream_design("after_write", "delete_insert")).unwrap_err();
+    assert!(list.iter().any(|e| e.code == "no_partition" || e.code == "bad_write"), "{list:?}");
+}
+
+#[test]
+fn hostile_graphs_are_refused_early() {
+    let nodes: Vec<_> = (0..65).map(|i| json!({"id": format!("n{i}"), "kind": "table"})).collect();
+    let list = errors(json!({"nodes": nodes, "edges": []}));
+    assert!(has(&list, "$.nodes", "too_many_nodes"), "{list:?}");
+    assert!(has(&errors(json!([1, 2])), "$", "not_an_object"));
+    assert!(shared::design::parse_design("{\"nodes\": [").unwrap_err()[0].code == "malformed_json");
+}
