@@ -1,10 +1,25 @@
-//! Checks on scenario files for course authors: the file parses, every name it uses exists,
-//! every reference design passes, every wrong design misses what it names, and every
-//! requirement is missed by some wrong design. Verdicts come from the real simulator.
+//! Checks on scenario files for course authors: the file parses and fits the format, every
+//! name it uses exists, every reference design passes, every wrong design misses what it
+//! names, and every requirement is missed by some wrong design. Verdicts come from the real
+//! simulator, so a scenario that validates is one the course can ship.
+//!
+//! This module reads no files: callers (the server's start-up, the `scenarios validate`
+//! command, tests) read them and pass the text. Every problem is reported, not the first
+//! only, each with the file, a JSON path such as `$.requirements[2].check.table`, and a
+//! message an author can act on.
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
 
-use crate::scenario::Scenario;
+use crate::design::{NodeKind, OptionValues};
+use crate::scenario::{
+    Check, ColumnDef, Condition, ExampleDesign, FailureSpec, JobDef, Op, Palette, Requirement, RunDef, Scenario, SenderDef, StepDef,
+    StreamDef, TableDef, TableRole, WrongDesign,
+};
+use crate::value::{ColumnType, Value};
 
 /// One problem in a scenario file: the file, the JSON path inside it, and a message an
 /// author can act on.
@@ -21,38 +36,1137 @@ impl std::fmt::Display for Diagnostic {
     }
 }
 
+/// The JSON Schema of scenario files, generated from the Rust types. The committed copy is
+/// `scenarios/scenario.schema.json`; a test keeps the two equal.
+#[cfg(feature = "schema")]
+pub fn schema_json() -> String {
+    let schema = schemars::schema_for!(Scenario);
+    let mut text = serde_json::to_string_pretty(&schema).expect("a JSON Schema always serialises");
+    text.push('\n');
+    text
+}
+
 /// Parses and checks one scenario file's text; all problems are reported.
 pub fn validate_scenario_text(file: &str, text: &str) -> Result<Scenario, Vec<Diagnostic>> {
-    let diag = |path: &str, message: String| Diagnostic { file: file.to_string(), path: path.to_string(), message };
-    let scenario = Scenario::from_json(text).map_err(|e| vec![diag("$", format!("line {} column {}: {e}", e.line(), e.column()))])?;
-    let mut problems = Vec::new();
-    for (i, d) in scenario.reference_designs.iter().enumerate() {
-        match crate::check_json(&scenario, &d.design) {
-            Ok(v) if v.passed => {}
-            Ok(v) => {
-                let missed: Vec<&str> = v.requirements.iter().filter(|r| !r.passed).map(|r| r.id.as_str()).collect();
-                problems.push(diag(&format!("$.reference_designs[{i}]"), format!("reference design \"{}\" misses {}", d.name, missed.join(", "))));
-            }
-            Err(e) => problems.push(diag(&format!("$.reference_designs[{i}].design"), e.to_string())),
-        }
-    }
-    if problems.is_empty() {
+    let mut out = Diagnostics { file, list: Vec::new() };
+    let Some(scenario) = parse(text, &mut out) else {
+        return Err(out.list);
+    };
+    let names_ok = {
+        let before = out.list.len();
+        check_names(&scenario, &mut out);
+        out.list.len() == before
+    };
+    check_designs(&scenario, names_ok, &mut out);
+    if out.list.is_empty() {
         Ok(scenario)
     } else {
-        Err(problems)
+        Err(out.list)
     }
 }
 
-/// Checks a whole catalogue: each file, and that ids and orders are unique.
+/// Checks a whole catalogue: each file, and that ids and orders are unique across files.
+/// Returns the scenarios that validated, in course order, and every problem found.
 pub fn validate_catalogue(files: &[(String, String)]) -> (Vec<Scenario>, Vec<Diagnostic>) {
     let mut scenarios = Vec::new();
     let mut problems = Vec::new();
+    let mut ids: BTreeMap<String, &str> = BTreeMap::new();
+    let mut orders: BTreeMap<u64, &str> = BTreeMap::new();
     for (file, text) in files {
+        // Ids and orders are read from the raw JSON, so that a clash is reported even when
+        // the file has other problems.
+        let mut clash = false;
+        if let Ok(Json::Object(raw)) = serde_json::from_str::<Json>(text) {
+            if let Some(Json::String(id)) = raw.get("id") {
+                if let Some(first) = ids.get(id) {
+                    clash = true;
+                    problems.push(Diagnostic {
+                        file: file.clone(),
+                        path: "$.id".into(),
+                        message: format!("the id \"{id}\" is already used by {first}; ids must be unique across the catalogue, because URLs and graders name scenarios by id"),
+                    });
+                } else {
+                    ids.insert(id.clone(), file);
+                }
+            }
+            if let Some(order) = raw.get("order").and_then(Json::as_u64) {
+                if let Some(first) = orders.get(&order) {
+                    problems.push(Diagnostic {
+                        file: file.clone(),
+                        path: "$.order".into(),
+                        message: format!("order {order} is already taken by {first}; give each scenario its own place in the course"),
+                    });
+                } else {
+                    orders.insert(order, file);
+                }
+            }
+        }
         match validate_scenario_text(file, text) {
-            Ok(s) => scenarios.push(s),
+            Ok(s) if !clash => scenarios.push(s),
+            Ok(_) => {}
             Err(mut d) => problems.append(&mut d),
         }
     }
     scenarios.sort_by(|a, b| a.order.cmp(&b.order).then(a.id.cmp(&b.id)));
     (scenarios, problems)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Collecting problems
+// ---------------------------------------------------------------------------------------------
+
+struct Diagnostics<'a> {
+    file: &'a str,
+    list: Vec<Diagnostic>,
+}
+
+impl Diagnostics<'_> {
+    fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        let d = Diagnostic { file: self.file.to_string(), path: path.into(), message: message.into() };
+        if !self.list.contains(&d) {
+            self.list.push(d);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing: JSON, then the format, part by part so that every shape problem is reported
+// ---------------------------------------------------------------------------------------------
+
+fn parse(text: &str, out: &mut Diagnostics) -> Option<Scenario> {
+    if let Err(e) = serde_json::from_str::<Json>(text) {
+        out.push("$", format!("the file is not valid JSON: {} (line {}, column {})", strip_position(&e), e.line(), e.column()));
+        return None;
+    }
+    let spans = Spans::scan(text);
+    match serde_json::from_str::<Scenario>(text) {
+        Ok(s) => Some(s),
+        Err(whole) => {
+            let before = out.list.len();
+            check_parts(text, &spans, out);
+            if out.list.len() == before {
+                // The part-by-part pass found nothing; report serde's own finding.
+                report_serde(text, &spans, 0, &whole, out);
+            }
+            None
+        }
+    }
+}
+
+/// serde_json appends " at line L column C"; the diagnostic states the position itself.
+fn strip_position(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Reports a serde error found while reading `text[base..]`, with the JSON path of the place.
+fn report_serde(text: &str, spans: &Spans, base: usize, e: &serde_json::Error, out: &mut Diagnostics) {
+    let slice = &text[base..];
+    let offset = base + offset_of(slice, e.line(), e.column());
+    let (line, column) = line_column(text, offset);
+    let message = strip_position(e);
+    let mut path = spans.path_at(offset);
+    // An unknown field sits in its object, not in a value: name it in the path.
+    if let Some(name) = message.strip_prefix("unknown field `").and_then(|r| r.split('`').next()) {
+        path = child_key(&path, name);
+    }
+    let advice = if message.starts_with("unknown field") {
+        "; check the spelling against the format (docs/authoring.md, scenario.schema.json)"
+    } else {
+        ""
+    };
+    out.push(path, format!("{message}{advice} (line {line}, column {column})"));
+}
+
+fn offset_of(text: &str, line: usize, column: usize) -> usize {
+    let mut start = 0;
+    for _ in 1..line.max(1) {
+        match text[start..].find('\n') {
+            Some(i) => start += i + 1,
+            None => break,
+        }
+    }
+    (start + column.saturating_sub(1)).min(text.len().saturating_sub(1))
+}
+
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text.as_bytes()[..offset.min(text.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    (line, offset - line_start + 1)
+}
+
+const TOP_LEVEL: &[&str] = &[
+    "$schema",
+    "id",
+    "order",
+    "title",
+    "task",
+    "concepts",
+    "tables",
+    "streams",
+    "senders",
+    "job",
+    "runs",
+    "failures",
+    "palette",
+    "starting_design",
+    "requirements",
+    "reference_designs",
+    "wrong_designs",
+];
+const REQUIRED: &[&str] = &["id", "order", "title", "task", "failures", "palette", "requirements", "reference_designs", "wrong_designs"];
+
+/// Reads each top-level field, and each element of each list, on its own, so that one
+/// mistake does not hide the others.
+fn check_parts(text: &str, spans: &Spans, out: &mut Diagnostics) {
+    let Ok(Json::Object(top)) = serde_json::from_str::<Json>(text) else {
+        out.push("$", "a scenario file is one JSON object, { \"id\": …, \"title\": …, … }");
+        return;
+    };
+    for key in top.keys() {
+        if !TOP_LEVEL.contains(&key.as_str()) {
+            out.push(child_key("$", key), format!("unknown field \"{key}\"; a scenario has the fields {}", TOP_LEVEL.join(", ")));
+        }
+    }
+    for key in REQUIRED {
+        if !top.contains_key(*key) {
+            out.push("$", format!("the field \"{key}\" is missing"));
+        }
+    }
+    let part = |key: &str, out: &mut Diagnostics, read: &dyn Fn(&str) -> Result<(), serde_json::Error>| {
+        let path = child_key("$", key);
+        if let Some((start, end)) = spans.span(&path) {
+            if let Err(e) = read(&text[start..end]) {
+                report_serde(text, spans, start, &e, out);
+            }
+        }
+    };
+    fn one<T: DeserializeOwned>(s: &str) -> Result<(), serde_json::Error> {
+        serde_json::from_str::<T>(s).map(|_| ())
+    }
+    part("$schema", out, &one::<String>);
+    part("id", out, &one::<String>);
+    part("order", out, &one::<u32>);
+    part("title", out, &one::<String>);
+    part("task", out, &one::<String>);
+    part("concepts", out, &one::<Vec<String>>);
+    part("job", out, &one::<JobDef>);
+    part("failures", out, &one::<FailureSpec>);
+    part("palette", out, &one::<Palette>);
+    let list = |key: &str, out: &mut Diagnostics, read: &dyn Fn(&str) -> Result<(), serde_json::Error>| {
+        let path = child_key("$", key);
+        match top.get(key) {
+            None => {}
+            Some(Json::Array(items)) => {
+                for i in 0..items.len() {
+                    if let Some((start, end)) = spans.span(&format!("{path}[{i}]")) {
+                        if let Err(e) = read(&text[start..end]) {
+                            report_serde(text, spans, start, &e, out);
+                        }
+                    }
+                }
+            }
+            Some(_) => out.push(path, format!("\"{key}\" must be a list")),
+        }
+    };
+    list("tables", out, &one::<TableDef>);
+    list("streams", out, &one::<StreamDef>);
+    list("senders", out, &one::<SenderDef>);
+    list("runs", out, &one::<RunDef>);
+    list("requirements", out, &one::<Requirement>);
+    list("reference_designs", out, &one::<ExampleDesign>);
+    list("wrong_designs", out, &one::<WrongDesign>);
+}
+
+fn child_key(parent: &str, key: &str) -> String {
+    let plain = !key.is_empty()
+        && key.chars().enumerate().all(|(i, c)| c == '_' || c == '$' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
+    if plain {
+        format!("{parent}.{key}")
+    } else {
+        format!("{parent}[{}]", Json::String(key.to_string()))
+    }
+}
+
+/// Where each value of a JSON text starts and ends, by JSON path.
+struct Spans {
+    /// (path, start byte, end byte), children before their parents.
+    entries: Vec<(String, usize, usize)>,
+}
+
+impl Spans {
+    /// The most a scenario nests; deeper values are not given paths of their own.
+    const MAX_DEPTH: usize = 64;
+
+    fn scan(text: &str) -> Spans {
+        let mut spans = Spans { entries: Vec::new() };
+        let mut i = 0;
+        spans.value(text.as_bytes(), &mut i, "$".to_string(), 0);
+        spans
+    }
+
+    fn span(&self, path: &str) -> Option<(usize, usize)> {
+        self.entries.iter().find(|(p, _, _)| p == path).map(|&(_, s, e)| (s, e))
+    }
+
+    /// The innermost value that contains `offset`.
+    fn path_at(&self, offset: usize) -> String {
+        self.entries
+            .iter()
+            .filter(|(_, s, e)| *s <= offset && offset <= *e)
+            .min_by_key(|(_, s, e)| e - s)
+            .map_or_else(|| "$".to_string(), |(p, _, _)| p.clone())
+    }
+
+    fn value(&mut self, b: &[u8], i: &mut usize, path: String, depth: usize) {
+        skip_ws(b, i);
+        let start = *i;
+        match b.get(*i) {
+            Some(b'{') => {
+                *i += 1;
+                loop {
+                    skip_ws(b, i);
+                    match b.get(*i) {
+                        Some(b'}') => {
+                            *i += 1;
+                            break;
+                        }
+                        Some(b',') => {
+                            *i += 1;
+                            continue;
+                        }
+                        Some(b'"') => {}
+                        _ => break,
+                    }
+                    let key_start = *i;
+                    skip_string(b, i);
+                    let key: String = std::str::from_utf8(&b[key_start..*i]).ok().and_then(|k| serde_json::from_str(k).ok()).unwrap_or_default();
+                    skip_ws(b, i);
+                    if b.get(*i) == Some(&b':') {
+                        *i += 1;
+                    }
+                    let child = child_key(&path, &key);
+                    if depth < Self::MAX_DEPTH {
+                        self.value(b, i, child, depth + 1);
+                    } else {
+                        skip_value(b, i);
+                    }
+                }
+            }
+            Some(b'[') => {
+                *i += 1;
+                let mut index = 0;
+                loop {
+                    skip_ws(b, i);
+                    match b.get(*i) {
+                        Some(b']') => {
+                            *i += 1;
+                            break;
+                        }
+                        Some(b',') => {
+                            *i += 1;
+                            continue;
+                        }
+                        None => break,
+                        _ => {}
+                    }
+                    if depth < Self::MAX_DEPTH {
+                        self.value(b, i, format!("{path}[{index}]"), depth + 1);
+                    } else {
+                        skip_value(b, i);
+                    }
+                    index += 1;
+                }
+            }
+            Some(b'"') => skip_string(b, i),
+            Some(_) => skip_scalar(b, i),
+            None => {}
+        }
+        self.entries.push((path, start, *i));
+    }
+}
+
+fn skip_ws(b: &[u8], i: &mut usize) {
+    while matches!(b.get(*i), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+        *i += 1;
+    }
+}
+
+fn skip_string(b: &[u8], i: &mut usize) {
+    *i += 1;
+    while let Some(&c) = b.get(*i) {
+        *i += 1;
+        match c {
+            b'\\' => *i += 1,
+            b'"' => return,
+            _ => {}
+        }
+    }
+}
+
+fn skip_scalar(b: &[u8], i: &mut usize) {
+    while !matches!(b.get(*i), None | Some(b',' | b']' | b'}' | b' ' | b'\t' | b'\r' | b'\n')) {
+        *i += 1;
+    }
+}
+
+/// Skips a whole value without recording paths (past the depth limit), bounded by the text.
+fn skip_value(b: &[u8], i: &mut usize) {
+    skip_ws(b, i);
+    let mut depth = 0usize;
+    while let Some(&c) = b.get(*i) {
+        match c {
+            b'"' => {
+                skip_string(b, i);
+                if depth == 0 {
+                    return;
+                }
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                if depth == 0 {
+                    return;
+                }
+                depth -= 1;
+                if depth == 0 {
+                    *i += 1;
+                    return;
+                }
+            }
+            b',' if depth == 0 => return,
+            _ => {}
+        }
+        *i += 1;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names: everything a scenario refers to exists and fits
+// ---------------------------------------------------------------------------------------------
+
+fn is_slug(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') && !s.starts_with('-') && !s.ends_with('-')
+}
+
+fn list_names<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.into_iter().collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+fn check_names(s: &Scenario, out: &mut Diagnostics) {
+    if !is_slug(&s.id) {
+        out.push("$.id", format!("the id \"{}\" must be lowercase letters, digits and dashes (it is used in URLs), such as \"safe-retry\"", s.id));
+    }
+    if s.order == 0 {
+        out.push("$.order", "order is the scenario's place in the course and starts at 1");
+    }
+    for (field, value) in [("title", &s.title), ("task", &s.task)] {
+        if value.trim().is_empty() {
+            out.push(format!("$.{field}"), format!("the {field} is empty; students read it first"));
+        }
+    }
+    check_tables(s, out);
+    check_streams_and_senders(s, out);
+    check_job(s, out);
+    check_failures(s, out);
+    check_palette(s, out);
+    check_requirements(s, out);
+    if s.reference_designs.is_empty() {
+        out.push("$.reference_designs", "add at least one reference design that passes every requirement: it proves the scenario can be solved");
+    }
+    for (i, w) in s.wrong_designs.iter().enumerate() {
+        let path = format!("$.wrong_designs[{i}]");
+        if w.misses.is_empty() {
+            out.push(format!("{path}.misses"), format!("wrong design \"{}\" names no requirement; list the requirement ids it must miss", w.name));
+        }
+        for (j, id) in w.misses.iter().enumerate() {
+            if s.requirement(id).is_none() {
+                out.push(
+                    format!("{path}.misses[{j}]"),
+                    format!("wrong design \"{}\" names requirement \"{id}\", which does not exist; the requirement ids are {}", w.name, list_names(s.requirements.iter().map(|r| r.id.as_str()))),
+                );
+            }
+        }
+    }
+    let mut design_names = BTreeSet::new();
+    let named = s.reference_designs.iter().map(|d| (&d.name, "reference_designs")).chain(s.wrong_designs.iter().map(|d| (&d.name, "wrong_designs")));
+    for (i, (name, list)) in named.enumerate() {
+        let index = if i < s.reference_designs.len() { i } else { i - s.reference_designs.len() };
+        if name.trim().is_empty() {
+            out.push(format!("$.{list}[{index}].name"), "give the design a name; it is shown when the design passes or fails unexpectedly");
+        } else if !design_names.insert(name.as_str()) {
+            out.push(format!("$.{list}[{index}].name"), format!("two designs are called \"{name}\"; give each its own name"));
+        }
+    }
+}
+
+fn check_columns(path: &str, what: &str, columns: &[ColumnDef], out: &mut Diagnostics) {
+    if columns.is_empty() {
+        out.push(path.to_string(), format!("{what} has no columns"));
+    }
+    let mut seen = BTreeSet::new();
+    for (c, col) in columns.iter().enumerate() {
+        if col.name.trim().is_empty() {
+            out.push(format!("{path}[{c}].name"), "a column needs a name");
+        } else if !seen.insert(col.name.as_str()) {
+            out.push(format!("{path}[{c}].name"), format!("{what} has two columns called \"{}\"", col.name));
+        }
+    }
+}
+
+fn check_tables(s: &Scenario, out: &mut Diagnostics) {
+    let mut names = BTreeSet::new();
+    for (t, table) in s.tables.iter().enumerate() {
+        let path = format!("$.tables[{t}]");
+        if table.name.trim().is_empty() {
+            out.push(format!("{path}.name"), "a table needs a name");
+        } else if !names.insert(table.name.as_str()) {
+            out.push(format!("{path}.name"), format!("two tables are called \"{}\"", table.name));
+        }
+        check_columns(&format!("{path}.columns"), &format!("table {}", table.name), &table.columns, out);
+        for (k, key) in table.keys.iter().enumerate() {
+            if key.is_empty() {
+                out.push(format!("{path}.keys[{k}]"), "a key lists at least one column; leave \"keys\" empty when the table has no natural key");
+            }
+            for (c, col) in key.iter().enumerate() {
+                if table.column_index(col).is_none() {
+                    out.push(format!("{path}.keys[{k}][{c}]"), format!("key column \"{col}\" is not a column of {}; its columns are {}", table.name, list_names(table.columns.iter().map(|c| c.name.as_str()))));
+                }
+            }
+        }
+        if let Some(p) = &table.partition {
+            match table.column_type(p) {
+                None => out.push(format!("{path}.partition"), format!("partition column \"{p}\" is not a column of {}", table.name)),
+                Some(ColumnType::Date) => {}
+                Some(ty) => out.push(format!("{path}.partition"), format!("partition column \"{p}\" is a {ty:?} column; a partition is one day, so it must be a date column")),
+            }
+        }
+        for (r, row) in table.rows.iter().enumerate() {
+            if row.len() != table.columns.len() {
+                out.push(format!("{path}.rows[{r}]"), format!("the row has {} values but table {} has {} columns ({})", row.len(), table.name, table.columns.len(), list_names(table.columns.iter().map(|c| c.name.as_str()))));
+                continue;
+            }
+            for (c, (cell, col)) in row.iter().zip(&table.columns).enumerate() {
+                if let Err(m) = Value::from_json(col.ty, cell) {
+                    out.push(format!("{path}.rows[{r}][{c}]"), format!("{}: {m}", col.name));
+                }
+            }
+        }
+        if table.role == TableRole::Source && table.partition.is_none() && s.job.as_ref().is_some_and(|j| j.source == table.name) {
+            out.push(format!("{path}.partition"), format!("the job reads {} one day at a time, so the table needs a date partition column", table.name));
+        }
+    }
+    if !s.tables.iter().any(|t| t.role == TableRole::Sink) {
+        out.push("$.tables", "the scenario has no sink table (role \"sink\") for the pipeline to write");
+    }
+}
+
+fn check_messages(path: &str, what: &str, fields: &[ColumnDef], messages: &[BTreeMap<String, Json>], out: &mut Diagnostics) {
+    for (i, m) in messages.iter().enumerate() {
+        for (name, raw) in m {
+            match fields.iter().find(|f| &f.name == name) {
+                None => out.push(
+                    format!("{}.{name}", format_args!("{path}.messages[{i}]")),
+                    format!("\"{name}\" is not a field of {what}; its fields are {}", list_names(fields.iter().map(|f| f.name.as_str()))),
+                ),
+                Some(f) => {
+                    if let Err(e) = Value::from_json(f.ty, raw) {
+                        out.push(child_key(&format!("{path}.messages[{i}]"), name), format!("{name}: {e}"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn check_streams_and_senders(s: &Scenario, out: &mut Diagnostics) {
+    let tables: BTreeSet<&str> = s.tables.iter().map(|t| t.name.as_str()).collect();
+    let mut names = BTreeSet::new();
+    let sources = s
+        .streams
+        .iter()
+        .enumerate()
+        .map(|(i, st)| (format!("$.streams[{i}]"), "stream", &st.name, &st.key_field, &st.fields, &st.messages))
+        .chain(s.senders.iter().enumerate().map(|(i, se)| (format!("$.senders[{i}]"), "sender", &se.name, &se.key_field, &se.fields, &se.messages)));
+    for (path, kind, name, key_field, fields, messages) in sources {
+        if name.trim().is_empty() {
+            out.push(format!("{path}.name"), format!("a {kind} needs a name"));
+        } else if tables.contains(name.as_str()) || !names.insert(name.clone()) {
+            out.push(format!("{path}.name"), format!("the name \"{name}\" is already used by another table, stream or sender; requirements name their source by it"));
+        }
+        let what = format!("{kind} {name}");
+        check_columns(&format!("{path}.fields"), &what, fields, out);
+        if let Some(k) = key_field {
+            if !fields.iter().any(|f| &f.name == k) {
+                out.push(format!("{path}.key_field"), format!("key_field \"{k}\" is not a field of {what}; its fields are {}", list_names(fields.iter().map(|f| f.name.as_str()))));
+            }
+        }
+        if messages.is_empty() {
+            out.push(format!("{path}.messages"), format!("{what} has no messages"));
+        }
+        check_messages(&path, &what, fields, messages, out);
+    }
+    // Messages are written into the sink by column name: a field no sink has is dropped.
+    let sinks: Vec<&TableDef> = s.tables.iter().filter(|t| t.role == TableRole::Sink).collect();
+    for (i, st) in s.streams.iter().enumerate() {
+        for (f, field) in st.fields.iter().enumerate() {
+            if !sinks.is_empty() && !sinks.iter().any(|t| t.column_index(&field.name).is_some()) {
+                out.push(format!("$.streams[{i}].fields[{f}]"), format!("no sink table has a column \"{}\", so the consumer would drop this field", field.name));
+            }
+        }
+    }
+    for (i, se) in s.senders.iter().enumerate() {
+        let offers_keys = s.palette.sender.as_ref().and_then(|p| p.get("idempotency_key")).is_none_or(|v| v.iter().any(|x| x != "none"));
+        if offers_keys && !sinks.iter().any(|t| t.column_index(&se.idempotency_field).is_some()) {
+            let uses = s.palette.sender.as_ref().is_some_and(|p| p.contains_key("idempotency_key"));
+            if uses {
+                out.push(
+                    format!("$.senders[{i}].idempotency_field"),
+                    format!("the palette offers idempotency keys, but no sink table has a column \"{}\" to store them; add the column or point idempotency_field at one", se.idempotency_field),
+                );
+            }
+        }
+    }
+}
+
+fn check_conditions(path: &str, table: &TableDef, conds: &[Condition], out: &mut Diagnostics) {
+    for (i, c) in conds.iter().enumerate() {
+        let p = format!("{path}[{i}]");
+        let Some(ty) = table.column_type(&c.column) else {
+            out.push(format!("{p}.column"), format!("table {} has no column \"{}\"; its columns are {}", table.name, c.column, list_names(table.columns.iter().map(|c| c.name.as_str()))));
+            continue;
+        };
+        match (c.op, &c.value) {
+            (Op::In | Op::NotIn, Json::Array(items)) => {
+                for (j, v) in items.iter().enumerate() {
+                    if let Err(m) = Value::from_json(ty, v) {
+                        out.push(format!("{p}.value[{j}]"), format!("{}: {m}", c.column));
+                    }
+                }
+            }
+            (Op::In | Op::NotIn, _) => out.push(format!("{p}.value"), "in and not_in take a list of values, such as [101, 102]"),
+            (_, Json::Array(_)) => out.push(format!("{p}.value"), "a list of values needs the op \"in\" or \"not_in\""),
+            (_, v) => {
+                if v.is_null() {
+                    out.push(format!("{p}.value"), "a comparison with NULL never matches a row in SQL; compare with a value");
+                } else if let Err(m) = Value::from_json(ty, v) {
+                    out.push(format!("{p}.value"), format!("{}: {m}", c.column));
+                }
+            }
+        }
+    }
+}
+
+fn check_job(s: &Scenario, out: &mut Diagnostics) {
+    let Some(job) = &s.job else {
+        if !s.runs.is_empty() {
+            out.push("$.runs", "runs belong to a batch job, and the scenario has no \"job\"");
+        }
+        if s.streams.is_empty() && s.senders.is_empty() {
+            out.push("$", "the scenario has no data to move: give it a \"job\" (with a source table), a stream or a sender");
+        }
+        return;
+    };
+    match s.table(&job.source) {
+        None => out.push("$.job.source", format!("the job reads \"{}\", which is not a table of the scenario; its source tables are {}", job.source, source_names(s))),
+        Some(t) if t.role != TableRole::Source => out.push("$.job.source", format!("the job reads {}, which is a sink; give it role \"source\" or read a source table", job.source)),
+        Some(_) => {}
+    }
+    if job.steps.is_empty() {
+        out.push("$.job.steps", "the job has no steps; add at least one");
+    }
+    if job.max_attempts == 0 {
+        out.push("$.job.max_attempts", "the scheduler makes at least one attempt; max_attempts must be 1 or more");
+    }
+    let mut ids = BTreeSet::new();
+    let mut targets = BTreeSet::new();
+    for (i, step) in job.steps.iter().enumerate() {
+        let p = format!("$.job.steps[{i}]");
+        if !ids.insert(step.id()) {
+            out.push(format!("{p}.id"), format!("two steps have the id \"{}\"", step.id()));
+        }
+        let from = s.table(step.from());
+        if from.is_none() {
+            out.push(format!("{p}.from"), format!("step \"{}\" reads \"{}\", which is not a table of the scenario; its tables are {}", step.id(), step.from(), list_names(s.tables.iter().map(|t| t.name.as_str()))));
+        }
+        if let Some(from) = from {
+            if from.partition.is_none() {
+                out.push(format!("{p}.from"), format!("step \"{}\" reads one day of {}, so {} needs a date partition column", step.id(), from.name, from.name));
+            }
+        }
+        let target = s.table(step.target());
+        match target {
+            None => out.push(format!("{p}.target"), format!("step \"{}\" writes \"{}\", which is not a table of the scenario; its sink tables are {}", step.id(), step.target(), sink_names(s))),
+            Some(t) if t.role != TableRole::Sink => out.push(format!("{p}.target"), format!("step \"{}\" writes {}, which is a source table; steps write sink tables", step.id(), t.name)),
+            Some(_) => {}
+        }
+        if !targets.insert(step.target()) {
+            out.push(format!("{p}.target"), format!("two steps write {}; a design has one table node per step", step.target()));
+        }
+        if let Some(from) = from {
+            check_conditions(&format!("{p}.where"), from, step.filter(), out);
+        }
+        let (Some(from), Some(target)) = (from, target) else { continue };
+        match step {
+            StepDef::Copy { columns, .. } => {
+                if columns.is_empty() {
+                    out.push(format!("{p}.columns"), "a copy step lists the columns it copies");
+                }
+                for (c, col) in columns.iter().enumerate() {
+                    for t in [from, target] {
+                        if t.column_index(col).is_none() {
+                            out.push(format!("{p}.columns[{c}]"), format!("column \"{col}\" is not a column of {}; a copied column must be in both {} and {}", t.name, from.name, target.name));
+                        }
+                    }
+                }
+            }
+            StepDef::Sum { group_by, sum, into, .. } => {
+                for (field, col, t) in [("group_by", group_by, from), ("group_by", group_by, target), ("sum", sum, from), ("into", into, target)] {
+                    if t.column_index(col).is_none() {
+                        out.push(format!("{p}.{field}"), format!("{field} \"{col}\" is not a column of {}; its columns are {}", t.name, list_names(t.columns.iter().map(|c| c.name.as_str()))));
+                    }
+                }
+                if let Some(ty) = from.column_type(sum) {
+                    if !matches!(ty, ColumnType::Decimal | ColumnType::Integer) {
+                        out.push(format!("{p}.sum"), format!("sum \"{sum}\" must be a decimal or integer column"));
+                    }
+                }
+                if let Some(ty) = target.column_type(into) {
+                    if ty != ColumnType::Decimal {
+                        out.push(format!("{p}.into"), format!("into \"{into}\" receives a sum of money and must be a decimal column"));
+                    }
+                }
+            }
+        }
+    }
+    if s.runs.is_empty() {
+        out.push("$.runs", "the job needs at least one run: the day it loads and when it starts");
+    }
+    let mut run_ids = BTreeSet::new();
+    for (i, run) in s.runs.iter().enumerate() {
+        if !is_slug(&run.id) {
+            out.push(format!("$.runs[{i}].id"), format!("the run id \"{}\" must be lowercase letters, digits and dashes, such as \"load-2026-01-10\"", run.id));
+        }
+        if !run_ids.insert(run.id.as_str()) {
+            out.push(format!("$.runs[{i}].id"), format!("two runs have the id \"{}\"", run.id));
+        }
+        if i > 0 && run.start < s.runs[i - 1].start {
+            out.push(format!("$.runs[{i}].start"), format!("run \"{}\" starts before the run listed above it; list runs in the order they start", run.id));
+        }
+    }
+}
+
+fn source_names(s: &Scenario) -> String {
+    list_names(s.tables.iter().filter(|t| t.role == TableRole::Source).map(|t| t.name.as_str()))
+}
+
+fn sink_names(s: &Scenario) -> String {
+    list_names(s.tables.iter().filter(|t| t.role == TableRole::Sink).map(|t| t.name.as_str()))
+}
+
+fn check_failures(s: &Scenario, out: &mut Diagnostics) {
+    let f = &s.failures;
+    let any = f.job_crash.is_some() || f.consumer_crash.is_some() || f.message_lost.is_some() || f.ack_lost.is_some() || f.redelivery.is_some();
+    if f.bound == 0 && any {
+        out.push("$.failures.bound", "bound is 0, so no failure is ever injected; set it to the most failures one schedule may have");
+    }
+    if f.bound > 0 && !any {
+        out.push("$.failures", "no failure kind is switched on; add job_crash, consumer_crash, message_lost, ack_lost or redelivery");
+    }
+    if let Some(jc) = &f.job_crash {
+        if s.job.is_none() {
+            out.push("$.failures.job_crash", "job_crash needs a batch job, and the scenario has no \"job\"");
+        }
+        if jc.max_per_run == 0 {
+            out.push("$.failures.job_crash.max_per_run", "max_per_run is 0, so the job never crashes; set it to 1 or more");
+        }
+        if s.job.as_ref().is_some_and(|j| jc.max_per_run >= j.max_attempts) {
+            out.push(
+                "$.failures.job_crash.max_per_run",
+                format!("with {} crashes per run and {} attempts the scheduler gives up on a run; lower max_per_run or raise job.max_attempts", jc.max_per_run, s.job.as_ref().map_or(0, |j| j.max_attempts)),
+            );
+        }
+        for (i, id) in jc.runs.iter().flatten().enumerate() {
+            if !s.runs.iter().any(|r| &r.id == id) {
+                out.push(format!("$.failures.job_crash.runs[{i}]"), format!("no run \"{id}\"; the runs are {}", list_names(s.runs.iter().map(|r| r.id.as_str()))));
+            }
+        }
+    }
+    if f.consumer_crash.is_some() || f.redelivery.is_some() {
+        let what = if f.consumer_crash.is_some() { "consumer_crash" } else { "redelivery" };
+        if s.streams.is_empty() {
+            out.push(format!("$.failures.{what}"), format!("{what} happens on a stream, and the scenario has none (a sender is explored with message_lost and ack_lost)"));
+        }
+    }
+    let longest = s.streams.iter().map(|st| st.messages.len()).max().unwrap_or(0);
+    if let Some(offsets) = f.consumer_crash.as_ref().and_then(|c| c.offsets.as_ref()) {
+        // Late duplicates lengthen the stream by at most one message per failure.
+        let room = longest + if f.redelivery.is_some() { f.bound as usize } else { 0 };
+        if offsets.is_empty() {
+            out.push("$.failures.consumer_crash.offsets", "an empty list of offsets means the consumer never crashes; leave \"offsets\" out to crash at every offset");
+        }
+        for (i, o) in offsets.iter().enumerate() {
+            if *o as usize >= room && !s.streams.is_empty() {
+                out.push(format!("$.failures.consumer_crash.offsets[{i}]"), format!("offset {o} is past the end of the stream (offsets 0 to {})", room.saturating_sub(1)));
+            }
+        }
+    }
+    if let Some(r) = &f.redelivery {
+        if r.after_min == 0 {
+            out.push("$.failures.redelivery.after_min", "a late copy comes after at least 1 other message; after_min must be 1 or more");
+        }
+        if r.after_min > r.after_max {
+            out.push("$.failures.redelivery", format!("after_min ({}) is larger than after_max ({})", r.after_min, r.after_max));
+        }
+        if longest > 0 && r.after_min.max(1) as usize >= longest {
+            out.push("$.failures.redelivery.after_min", format!("no message has {} others after it in a stream of {longest}, so no late copy is ever explored", r.after_min.max(1)));
+        }
+    }
+    for (what, on) in [("message_lost", f.message_lost.is_some()), ("ack_lost", f.ack_lost.is_some())] {
+        if on && s.senders.is_empty() {
+            out.push(format!("$.failures.{what}"), format!("{what} happens between a sender and its consumer, and the scenario has no sender"));
+        }
+    }
+}
+
+fn check_palette(s: &Scenario, out: &mut Diagnostics) {
+    for kind in NodeKind::ALL {
+        let Some(options) = s.palette.kind(kind) else { continue };
+        let path = format!("$.palette.{}", kind.name());
+        let sensible = match kind {
+            NodeKind::SourceTable | NodeKind::BatchJob => s.job.is_some(),
+            NodeKind::Stream => !s.streams.is_empty(),
+            NodeKind::Sender => !s.senders.is_empty(),
+            NodeKind::StreamConsumer => !s.streams.is_empty() || !s.senders.is_empty(),
+            NodeKind::Table => s.tables.iter().any(|t| t.role == TableRole::Sink),
+        };
+        if !sensible {
+            let why = match kind {
+                NodeKind::SourceTable | NodeKind::BatchJob => "the scenario has no job",
+                NodeKind::Stream => "the scenario has no stream",
+                NodeKind::Sender => "the scenario has no sender",
+                NodeKind::StreamConsumer => "the scenario has no stream or sender",
+                NodeKind::Table => "the scenario has no sink table",
+            };
+            out.push(path.clone(), format!("the palette offers {} ({}), but {why}; remove it", kind.describe(), kind.name()));
+        }
+        let specs = kind.options();
+        for (name, values) in options {
+            let opath = child_key(&path, name);
+            let Some(spec) = specs.iter().find(|o| o.name == name) else {
+                out.push(opath, format!("{} has no option \"{name}\"; its options are {}", kind.name(), list_names(specs.iter().map(|o| o.name))));
+                continue;
+            };
+            if values.is_empty() {
+                out.push(opath.clone(), format!("no value of {name} is offered, so no design can be drawn; list the values a student may choose, or leave {name} out to offer them all"));
+            }
+            let mut seen = BTreeSet::new();
+            for (v, value) in values.iter().enumerate() {
+                let vpath = format!("{opath}[{v}]");
+                if !seen.insert(value.as_str()) {
+                    out.push(vpath.clone(), format!("{value} is listed twice"));
+                }
+                match spec.values {
+                    OptionValues::Choice(choices) => {
+                        if !choices.contains(&value.as_str()) {
+                            out.push(vpath, format!("\"{value}\" is not a value of {} {name}; its values are {}", kind.name(), choices.join(", ")));
+                        }
+                    }
+                    OptionValues::Count { max, .. } => {
+                        if !value.parse::<u32>().is_ok_and(|n| n >= 1 && n <= max) {
+                            out.push(vpath, format!("{name} is a whole number from 1 to {max}, written as a string such as \"2\"; \"{value}\" is not"));
+                        }
+                    }
+                    OptionValues::SourceTable => {
+                        if !s.tables.iter().any(|t| t.role == TableRole::Source && &t.name == value) {
+                            out.push(vpath, format!("\"{value}\" is not a source table of the scenario; its source tables are {}", source_names(s)));
+                        }
+                    }
+                    OptionValues::SinkTable => {
+                        if !s.tables.iter().any(|t| t.role == TableRole::Sink && &t.name == value) {
+                            out.push(vpath, format!("\"{value}\" is not a sink table of the scenario; its sink tables are {}", sink_names(s)));
+                        }
+                    }
+                    OptionValues::Stream => {
+                        if s.stream(value).is_none() {
+                            out.push(vpath, format!("\"{value}\" is not a stream of the scenario; its streams are {}", list_names(s.streams.iter().map(|x| x.name.as_str()))));
+                        }
+                    }
+                    OptionValues::Key => {
+                        out.push(opath.clone(), "the palette cannot restrict key; a table offers the keys listed in its \"keys\", so change those instead");
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn check_requirements(s: &Scenario, out: &mut Diagnostics) {
+    if s.requirements.is_empty() {
+        out.push("$.requirements", "the scenario has no requirements; add at least one");
+    }
+    let mut ids: BTreeMap<&str, usize> = BTreeMap::new();
+    for (r, req) in s.requirements.iter().enumerate() {
+        let path = format!("$.requirements[{r}]");
+        if !is_slug(&req.id) {
+            out.push(format!("{path}.id"), format!("the requirement id \"{}\" must be lowercase letters, digits and dashes, such as \"revenue-correct\"; graders read it", req.id));
+        }
+        if let Some(first) = ids.insert(req.id.as_str(), r) {
+            out.push(format!("{path}.id"), format!("the requirement id \"{}\" is already used by $.requirements[{first}]; requirement ids must be unique", req.id));
+        }
+        for (field, value) in [("text", &req.text), ("hint", &req.hint)] {
+            if value.trim().is_empty() {
+                out.push(format!("{path}.{field}"), format!("the {field} is empty; a student reads it when the requirement is missed"));
+            }
+        }
+        check_check(s, &format!("{path}.check"), &req.id, &req.check, out);
+    }
+}
+
+/// The table a check names, or a diagnostic that says which tables exist.
+fn table_of<'a>(s: &'a Scenario, path: &str, id: &str, name: &str, out: &mut Diagnostics) -> Option<&'a TableDef> {
+    let t = s.table(name);
+    if t.is_none() {
+        out.push(format!("{path}.table"), format!("requirement \"{id}\" checks table \"{name}\", which the scenario does not define; its tables are {}", list_names(s.tables.iter().map(|t| t.name.as_str()))));
+    }
+    t
+}
+
+fn column_of(t: &TableDef, path: &str, name: &str, out: &mut Diagnostics) -> Option<ColumnType> {
+    let ty = t.column_type(name);
+    if ty.is_none() {
+        out.push(path.to_string(), format!("table {} has no column \"{name}\"; its columns are {}", t.name, list_names(t.columns.iter().map(|c| c.name.as_str()))));
+    }
+    ty
+}
+
+fn check_check(s: &Scenario, p: &str, id: &str, check: &Check, out: &mut Diagnostics) {
+    match check {
+        Check::Value { table, column, filter, expected } => {
+            let Some(t) = table_of(s, p, id, table, out) else { return };
+            check_conditions(&format!("{p}.where"), t, filter, out);
+            if let Some(ty) = column_of(t, &format!("{p}.column"), column, out) {
+                if let Err(m) = Value::from_json(ty, expected) {
+                    out.push(format!("{p}.expected"), format!("{column}: {m}"));
+                }
+            }
+        }
+        Check::Sum { table, column, filter, expected } => {
+            let Some(t) = table_of(s, p, id, table, out) else { return };
+            check_conditions(&format!("{p}.where"), t, filter, out);
+            if let Some(ty) = column_of(t, &format!("{p}.column"), column, out) {
+                if !matches!(ty, ColumnType::Decimal | ColumnType::Integer) {
+                    out.push(format!("{p}.column"), format!("a sum needs a decimal or integer column, and {column} is not one"));
+                }
+            }
+            if let Some(e) = expected {
+                if !matches!(Value::from_json(ColumnType::Decimal, e), Ok(Value::Decimal(_))) {
+                    out.push(format!("{p}.expected"), format!("expected is a decimal written as a string, such as \"80.50\"; {e} is not one"));
+                }
+            }
+        }
+        Check::RowCount { table, filter, .. } => {
+            let Some(t) = table_of(s, p, id, table, out) else { return };
+            check_conditions(&format!("{p}.where"), t, filter, out);
+        }
+        Check::Unique { table, columns } => {
+            let Some(t) = table_of(s, p, id, table, out) else { return };
+            if columns.is_empty() {
+                out.push(format!("{p}.columns"), "list the columns that must be unique together");
+            }
+            for (c, col) in columns.iter().enumerate() {
+                column_of(t, &format!("{p}.columns[{c}]"), col, out);
+            }
+        }
+        Check::Complete { table, column, source, source_column, source_where } => {
+            let Some(t) = table_of(s, p, id, table, out) else { return };
+            column_of(t, &format!("{p}.column"), column, out);
+            if let Some(src) = s.table(source) {
+                column_of(src, &format!("{p}.source_column"), source_column, out);
+                check_conditions(&format!("{p}.source_where"), src, source_where, out);
+            } else {
+                let fields = s.stream(source).map(|x| &x.fields).or_else(|| s.sender(source).map(|x| &x.fields));
+                match fields {
+                    None => out.push(
+                        format!("{p}.source"),
+                        format!(
+                            "\"{source}\" is not a table, stream or sender of the scenario; choose one of {}",
+                            list_names(s.tables.iter().map(|x| x.name.as_str()).chain(s.streams.iter().map(|x| x.name.as_str())).chain(s.senders.iter().map(|x| x.name.as_str())))
+                        ),
+                    ),
+                    Some(fields) => {
+                        if !fields.iter().any(|f| &f.name == source_column) {
+                            out.push(format!("{p}.source_column"), format!("{source} has no field \"{source_column}\"; its fields are {}", list_names(fields.iter().map(|f| f.name.as_str()))));
+                        }
+                        if !source_where.is_empty() {
+                            out.push(format!("{p}.source_where"), format!("source_where filters a source table; every message of {source} counts"));
+                        }
+                    }
+                }
+            }
+        }
+        Check::SameAsCleanRun { tables } => {
+            if tables.is_empty() {
+                out.push(format!("{p}.tables"), "list the tables that must end as after a run with no failure");
+            }
+            for (i, name) in tables.iter().enumerate() {
+                if s.table(name).is_none() {
+                    out.push(format!("{p}.tables[{i}]"), format!("requirement \"{id}\" checks table \"{name}\", which the scenario does not define; its tables are {}", list_names(s.tables.iter().map(|t| t.name.as_str()))));
+                }
+            }
+        }
+        Check::RerunNoop { table, run } => {
+            table_of(s, p, id, table, out);
+            if !s.runs.iter().any(|r| &r.id == run) {
+                out.push(format!("{p}.run"), format!("requirement \"{id}\" names run \"{run}\", which is not one of the scenario's runs ({})", list_names(s.runs.iter().map(|r| r.id.as_str()))));
+            }
+        }
+        Check::NeverSeen { table, filter, rows, column, value } => {
+            let Some(t) = table_of(s, p, id, table, out) else { return };
+            check_conditions(&format!("{p}.where"), t, filter, out);
+            match (column, value) {
+                (Some(c), Some(v)) => {
+                    if let Some(ty) = column_of(t, &format!("{p}.column"), c, out) {
+                        if let Err(m) = Value::from_json(ty, v) {
+                            out.push(format!("{p}.value"), format!("{c}: {m}"));
+                        }
+                    }
+                }
+                (Some(_), None) => out.push(format!("{p}.value"), "column needs a value: the value every matching row must have"),
+                (None, Some(_)) => out.push(format!("{p}.column"), "value needs a column: which column must hold it"),
+                (None, None) if rows.is_none() => out.push(p.to_string(), "never_seen needs rows, or column and value, or both; without them it checks nothing"),
+                (None, None) => {}
+            }
+        }
+        Check::Finishes {} => {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Designs: the starting design fits the palette, reference designs pass, wrong designs miss
+// ---------------------------------------------------------------------------------------------
+
+/// Re-roots a design error's path (`$.nodes[1].options`) under the design's place in the file.
+fn under(prefix: &str, path: &str) -> String {
+    format!("{prefix}{}", path.strip_prefix('$').unwrap_or(path))
+}
+
+fn check_designs(s: &Scenario, names_ok: bool, out: &mut Diagnostics) {
+    if let Some(start) = &s.starting_design {
+        if let Err(errors) = crate::design::validate_json(s, start) {
+            for e in errors {
+                out.push(under("$.starting_design", &e.path), format!("the starting design does not fit the scenario: {}", e.message));
+            }
+        }
+    }
+    if !names_ok {
+        // The simulator would only repeat the problems above; designs are still checked
+        // against the palette, which needs no simulation.
+        let designs = s.reference_designs.iter().enumerate().map(|(i, d)| (format!("$.reference_designs[{i}].design"), &d.design)).chain(
+            s.wrong_designs.iter().enumerate().map(|(i, d)| (format!("$.wrong_designs[{i}].design"), &d.design)),
+        );
+        for (path, design) in designs {
+            if let Err(errors) = crate::design::validate_json(s, design) {
+                for e in errors {
+                    out.push(under(&path, &e.path), e.message);
+                }
+            }
+        }
+        return;
+    }
+    let mut missable: BTreeSet<&str> = BTreeSet::new();
+    for (i, d) in s.reference_designs.iter().enumerate() {
+        let path = format!("$.reference_designs[{i}]");
+        let Some(verdict) = verdict(s, &format!("{path}.design"), &d.design, out) else { continue };
+        for r in verdict.requirements.iter().filter(|r| !r.passed) {
+            let how = r.counterexample.as_ref().map_or_else(String::new, |c| {
+                let when = if c.failures.is_empty() { "even with no failure".to_string() } else { format!("when {}", c.failures.join(", then ")) };
+                format!(": expected {}, got {} {when}", c.expected, c.actual)
+            });
+            out.push(path.clone(), format!("reference design \"{}\" misses requirement \"{}\"{how}; a reference design must pass everything, so fix the design or the requirement", d.name, r.id));
+        }
+    }
+    for (i, d) in s.wrong_designs.iter().enumerate() {
+        let path = format!("$.wrong_designs[{i}]");
+        let Some(verdict) = verdict(s, &format!("{path}.design"), &d.design, out) else { continue };
+        for (j, id) in d.misses.iter().enumerate() {
+            match verdict.requirements.iter().find(|r| &r.id == id) {
+                Some(r) if r.passed => out.push(
+                    format!("{path}.misses[{j}]"),
+                    format!(
+                        "wrong design \"{}\" should miss \"{id}\" but passes it in all {} schedules explored; change the design so it misses it, or remove \"{id}\" from its misses",
+                        d.name, verdict.schedules_explored
+                    ),
+                ),
+                Some(_) => {
+                    missable.insert(id.as_str());
+                }
+                None => {}
+            }
+        }
+    }
+    for (r, req) in s.requirements.iter().enumerate() {
+        let named = s.wrong_designs.iter().any(|w| w.misses.contains(&req.id));
+        if !named {
+            out.push(
+                format!("$.requirements[{r}]"),
+                format!("no wrong design misses requirement \"{}\"; add a wrong design that names it in \"misses\", to prove a student can miss it", req.id),
+            );
+        } else if !missable.contains(req.id.as_str()) && !out.list.iter().any(|d| d.message.contains(&format!("should miss \"{}\"", req.id))) {
+            out.push(format!("$.requirements[{r}]"), format!("no wrong design actually misses requirement \"{}\"", req.id));
+        }
+    }
+}
+
+/// Checks one design with the real simulator; problems go to `out` under the design's path.
+fn verdict(s: &Scenario, path: &str, design: &Json, out: &mut Diagnostics) -> Option<crate::Verdict> {
+    match crate::check_json(s, design) {
+        Ok(v) => Some(v),
+        Err(crate::CheckError::Design(errors)) => {
+            for e in errors {
+                out.push(under(path, &e.path), e.message);
+            }
+            None
+        }
+        Err(crate::CheckError::Scenario(errors)) => {
+            for e in errors {
+                out.push(e.path, e.message);
+            }
+            None
+        }
+        Err(crate::CheckError::TooLarge { schedules, limit }) => {
+            out.push(path.to_string(), format!("checking this design stopped after {schedules} schedules ({limit}); lower failures.bound, or use fewer messages or crash points"));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_give_the_innermost_path() {
+        let text = r#"{"a": [1, {"b": "x"}], "c d": 2}"#;
+        let spans = Spans::scan(text);
+        assert_eq!(spans.path_at(text.find("\"x\"").unwrap()), "$.a[1].b");
+        assert_eq!(spans.path_at(text.find('2').unwrap()), "$[\"c d\"]");
+        assert_eq!(spans.span("$.a[0]"), Some((7, 8)));
+    }
+
+    #[test]
+    fn an_unknown_field_is_named_in_the_path() {
+        let text = "{\n  \"id\": \"x\",\n  \"order\": 1,\n  \"title\": \"t\",\n  \"task\": \"t\",\n  \"failures\": {\"bound\": 1, \"jobcrash\": {}},\n  \"palette\": {},\n  \"requirements\": [],\n  \"reference_designs\": [],\n  \"wrong_designs\": []\n}";
+        let errors = validate_scenario_text("f.json", text).unwrap_err();
+        assert!(errors.iter().any(|d| d.path == "$.failures.jobcrash" && d.message.contains("line 6")), "{errors:?}");
+    }
 }
