@@ -492,7 +492,7 @@ fn check_names(s: &Scenario, out: &mut Diagnostics) {
             if s.requirement(id).is_none() {
                 out.push(
                     format!("{path}.misses[{j}]"),
-                    format!("wrong design \"{}\" names requirement \"{id}\", which does not exist; the requirement ids are {}", w.name, list_names(s.requirements.iter().map(|r| r.id.as_str()))),
+                    format!("wrong design \"{}\" names requirement \"{id}\", which does not exist; the requirement ids are {}", w.name, list_names(s.requirements.iter().map(|r| r.id.as_str()).collect::<BTreeSet<_>>())),
                 );
             }
         }

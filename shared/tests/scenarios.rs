@@ -1,0 +1,118 @@
+//! The shipped scenarios are the test corpus: every file under `scenarios/` must validate
+//! (its reference designs pass, its wrong designs miss what they name), and every broken
+//! fixture under `tests/fixtures/broken-scenarios/` must produce the diagnostic written in its
+//! sibling `.expected` file.
+
+use std::path::{Path, PathBuf};
+
+use shared::authoring::{validate_catalogue, validate_scenario_text};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("shared sits in the workspace").to_path_buf()
+}
+
+/// The `.json` files of a folder, sorted, as (file name relative to the workspace, text).
+fn json_files(folder: &Path) -> Vec<(String, String)> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(folder)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", folder.display()))
+        .map(|entry| entry.expect("a readable folder entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.to_string_lossy().ends_with(".schema.json"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
+            let name = p.strip_prefix(workspace()).unwrap_or(&p).to_string_lossy().into_owned();
+            (name, text)
+        })
+        .collect()
+}
+
+#[test]
+fn every_shipped_scenario_validates() {
+    let files = json_files(&workspace().join("scenarios"));
+    let (scenarios, diagnostics) = validate_catalogue(&files);
+    let shown: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+    assert!(diagnostics.is_empty(), "the shipped scenarios have problems:\n{}", shown.join("\n"));
+    let ids: Vec<&str> = scenarios.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["safe-retry", "safe-rerun", "logical-date", "delivery-promise", "dedupe-by-key", "idempotency-key", "offset-commit", "exactly-once"],
+        "the course ships SPEC §4's eight scenarios, in its order"
+    );
+    for (i, s) in scenarios.iter().enumerate() {
+        assert_eq!(s.order as usize, i + 1, "{} has order {}", s.id, s.order);
+        assert_eq!(s.schema.as_deref(), Some("./scenario.schema.json"), "{} names the committed schema", s.id);
+    }
+}
+
+#[test]
+fn every_broken_fixture_gives_its_diagnostic() {
+    let folder = workspace().join("tests/fixtures/broken-scenarios");
+    let fixtures = json_files(&folder);
+    assert!(fixtures.len() >= 8, "the broken-scenario fixtures are missing from {}", folder.display());
+    let mut failures = Vec::new();
+    for (file, text) in &fixtures {
+        let expected_path = workspace().join(file).with_extension("expected");
+        let expected = std::fs::read_to_string(&expected_path).unwrap_or_else(|e| panic!("{file} needs a sibling {}: {e}", expected_path.display()));
+        let shown = match validate_scenario_text(file, text) {
+            Ok(_) => String::from("(no diagnostics: the file validated)"),
+            Err(diagnostics) => diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"),
+        };
+        for line in expected.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            if !shown.contains(line) {
+                failures.push(format!("{file}: expected a diagnostic containing\n    {line}\n  got\n    {}", shown.replace('\n', "\n    ")));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Prints, for every shipped scenario, what each of its designs passes and misses, and how
+/// many schedules the check explored. Run with `-- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn print_verdicts() {
+    for (file, text) in json_files(&workspace().join("scenarios")) {
+        let scenario = match shared::Scenario::from_json(&text) {
+            Ok(s) => s,
+            Err(e) => {
+                println!("{file}: {e}");
+                continue;
+            }
+        };
+        println!("== {} ({file})", scenario.id);
+        let designs = scenario
+            .starting_design
+            .iter()
+            .map(|d| ("starting design".to_string(), d))
+            .chain(scenario.reference_designs.iter().map(|d| (format!("reference: {}", d.name), &d.design)))
+            .chain(scenario.wrong_designs.iter().map(|d| (format!("wrong: {} (misses {})", d.name, d.misses.join(", ")), &d.design)));
+        for (name, design) in designs {
+            match shared::check_json(&scenario, design) {
+                Err(e) => println!("  {name}: {e}"),
+                Ok(v) => {
+                    println!("  {name}: {}/{} in {} schedules", v.score, v.max_score, v.schedules_explored);
+                    for r in v.requirements.iter().filter(|r| !r.passed) {
+                        let c = r.counterexample.as_ref().expect("a missed requirement has a counterexample");
+                        println!("    misses {}: expected {}, got {} — {}", r.id, c.expected, c.actual, c.failures.join("; "));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Prints every diagnostic of every broken fixture. Run with `-- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn print_fixture_diagnostics() {
+    for (file, text) in json_files(&workspace().join("tests/fixtures/broken-scenarios")) {
+        println!("== {file}");
+        match validate_scenario_text(&file, &text) {
+            Ok(_) => println!("  (validates)"),
+            Err(diagnostics) => diagnostics.iter().for_each(|d| println!("  {}: {}", d.path, d.message)),
+        }
+    }
+}
