@@ -1,1 +1,318 @@
-fn main() {}
+//! `pipeline-builder`: serve the app and the API, validate scenario files, check a design
+//! offline, and manage grader tokens.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use server::{catalogue, report, AppState, Config, Store};
+
+#[derive(Parser)]
+#[command(name = "pipeline-builder", version, about = "Pipeline Builder: the practice canvas of the idempotency chapter")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the web app and the REST API.
+    Serve(ServeArgs),
+    /// Work with scenario files.
+    #[command(subcommand)]
+    Scenarios(ScenariosCommand),
+    /// Check a design offline and print its verdict (exit 0 passed, 1 missed, 2 bad input).
+    Check(CheckArgs),
+    /// Manage grader tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Args)]
+struct DatabaseArg {
+    /// sqlite://PATH (created when missing) or postgres://…
+    #[arg(long, env = "DATABASE_URL", default_value = server::store::DEFAULT_DATABASE_URL)]
+    database_url: String,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// The address to listen on; port 0 picks a free port.
+    #[arg(long, env = "BIND", default_value = "127.0.0.1:3000")]
+    bind: String,
+    #[command(flatten)]
+    database: DatabaseArg,
+    /// The folder of scenario files.
+    #[arg(long, env = "SCENARIOS_DIR", default_value = "scenarios")]
+    scenarios: PathBuf,
+    /// The built web app; served when it exists.
+    #[arg(long, env = "STATIC_DIR", default_value = "web/dist")]
+    static_dir: PathBuf,
+    /// The largest request body, in bytes (POST /api/grade accepts 64 times as much).
+    #[arg(long, env = "BODY_LIMIT_BYTES", default_value_t = 256 * 1024)]
+    body_limit_bytes: usize,
+    /// The longest a request may run, in seconds.
+    #[arg(long, env = "REQUEST_TIMEOUT_SECONDS", default_value_t = 300)]
+    request_timeout_seconds: u64,
+}
+
+#[derive(Subcommand)]
+enum ScenariosCommand {
+    /// Validate scenario files or folders (default: scenarios/); print every problem.
+    Validate {
+        paths: Vec<PathBuf>,
+    },
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    /// The scenario id, for example safe-retry.
+    #[arg(long)]
+    scenario: String,
+    /// The folder of scenario files.
+    #[arg(long, env = "SCENARIOS_DIR", default_value = "scenarios")]
+    scenarios: PathBuf,
+    /// The design's JSON file.
+    design: PathBuf,
+    /// Print the verdict as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Make a grader token and print it once.
+    Create {
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
+    /// List the grader tokens (names and dates, never the tokens).
+    List {
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
+    /// Revoke a grader token by name.
+    Revoke {
+        name: String,
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    match cli.command {
+        Command::Serve(args) => runtime().block_on(serve(args)),
+        Command::Scenarios(ScenariosCommand::Validate { paths }) => validate(paths),
+        Command::Check(args) => check(args),
+        Command::Token(command) => runtime().block_on(token(command)),
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("the async runtime starts")
+}
+
+async fn serve(args: ServeArgs) -> ExitCode {
+    let scenarios_dir = args.scenarios.clone();
+    let loaded = tokio::task::spawn_blocking(move || catalogue::load(&scenarios_dir)).await;
+    let catalogue = match loaded {
+        Ok(Ok(c)) => c,
+        Ok(Err(problems)) => {
+            for p in &problems {
+                eprintln!("{p}");
+            }
+            eprintln!("refusing to start: {} problem(s) in the scenario files under {}", problems.len(), args.scenarios.display());
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("loading the scenarios failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let store = match Store::connect(&args.database.database_url).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let static_dir = args.static_dir.join("index.html").is_file().then(|| args.static_dir.clone());
+    if static_dir.is_none() {
+        tracing::warn!(dir = %args.static_dir.display(), "no built web app there; serving the API only (cargo xtask run builds it)");
+    }
+    let config = Config {
+        body_limit_bytes: args.body_limit_bytes,
+        grade_body_limit_bytes: args.body_limit_bytes.saturating_mul(64),
+        request_timeout: Duration::from_secs(args.request_timeout_seconds),
+        idempotency_stale_after: Duration::from_secs(args.request_timeout_seconds.saturating_mul(2)),
+        static_dir,
+        ..Config::default()
+    };
+    let listener = match tokio::net::TcpListener::bind(&args.bind).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("cannot listen on {}: {e}", args.bind);
+            return ExitCode::FAILURE;
+        }
+    };
+    let address = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| args.bind.clone());
+    tracing::info!(scenarios = catalogue.len(), database = store.backend(), "ready");
+    // Scripts and tests read this line to learn the port.
+    println!("pipeline-builder listening on http://{address}");
+    let state = AppState::new(store.clone(), catalogue, config);
+    let result = server::app::serve(listener, state).await;
+    store.close().await;
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("the server stopped: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn validate(paths: Vec<PathBuf>) -> ExitCode {
+    let paths = if paths.is_empty() { vec![PathBuf::from("scenarios")] } else { paths };
+    match catalogue::validate_paths(&paths) {
+        Ok(scenarios) => {
+            let noun = if scenarios.len() == 1 { "scenario" } else { "scenarios" };
+            println!("{} {noun} valid", scenarios.len());
+            ExitCode::SUCCESS
+        }
+        Err(problems) => {
+            for p in &problems {
+                println!("{p}");
+            }
+            eprintln!("{} problem(s) found", problems.len());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn check(args: CheckArgs) -> ExitCode {
+    let bad_input = |message: String| {
+        eprintln!("{message}");
+        ExitCode::from(2)
+    };
+    let scenario = match catalogue::find(&args.scenarios, &args.scenario) {
+        Ok(s) => s,
+        Err(e) => return bad_input(e),
+    };
+    let text = match std::fs::read_to_string(&args.design) {
+        Ok(t) => t,
+        Err(e) => return bad_input(format!("{}: cannot read the design: {e}", args.design.display())),
+    };
+    let design: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(d) => d,
+        Err(e) => return bad_input(format!("{}: $: the design is not valid JSON: {e}", args.design.display())),
+    };
+    match shared::check_json(&scenario, &design) {
+        Ok(verdict) => {
+            if args.json {
+                match serde_json::to_string_pretty(&verdict) {
+                    Ok(text) => println!("{text}"),
+                    Err(e) => return bad_input(format!("cannot write the verdict: {e}")),
+                }
+            } else {
+                print!("{}", report::verdict_text(&scenario, &verdict));
+            }
+            if verdict.passed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(shared::CheckError::Design(errors)) => {
+            for e in &errors {
+                eprintln!("{}: {}: {}", args.design.display(), e.path, e.message);
+            }
+            ExitCode::from(2)
+        }
+        Err(e) => bad_input(format!("{}: {e}", display(&args.design))),
+    }
+}
+
+fn display(path: &Path) -> String {
+    path.display().to_string()
+}
+
+async fn token(command: TokenCommand) -> ExitCode {
+    let url = match &command {
+        TokenCommand::Create { database, .. } | TokenCommand::List { database } | TokenCommand::Revoke { database, .. } => database.database_url.clone(),
+    };
+    let store = match Store::connect(&url).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = match token_command(&store, command).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("database error: {e}");
+            ExitCode::FAILURE
+        }
+    };
+    store.close().await;
+    code
+}
+
+async fn token_command(store: &Store, command: TokenCommand) -> Result<ExitCode, sqlx::Error> {
+    match command {
+        TokenCommand::Create { name, .. } => {
+            let name = name.trim().to_string();
+            if name.is_empty() || name.len() > 64 || name.chars().any(|c| c.is_control() || c.is_whitespace()) {
+                eprintln!("a token name has 1 to 64 characters and no spaces");
+                return Ok(ExitCode::from(2));
+            }
+            let token = match server::auth::new_token() {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("cannot make a random token: {e}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            if !store.create_token(&name, &server::auth::hash_token(&token)).await? {
+                eprintln!("a token called \"{name}\" exists already; revoke it first or pick another name");
+                return Ok(ExitCode::FAILURE);
+            }
+            println!("{token}");
+            eprintln!("grader token \"{name}\" created; it is shown only this once. Send it as: Authorization: Bearer <token>");
+            Ok(ExitCode::SUCCESS)
+        }
+        TokenCommand::List { .. } => {
+            let tokens = store.list_tokens().await?;
+            if tokens.is_empty() {
+                println!("no grader tokens");
+            }
+            for t in tokens {
+                let created = t.created_at.format("%Y-%m-%d %H:%M:%SZ");
+                match t.revoked_at {
+                    Some(r) => println!("{}\tcreated {created}\trevoked {}", t.name, r.format("%Y-%m-%d %H:%M:%SZ")),
+                    None => println!("{}\tcreated {created}\tactive", t.name),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        TokenCommand::Revoke { name, .. } => {
+            if store.revoke_token(&name).await? {
+                println!("revoked \"{name}\"");
+                Ok(ExitCode::SUCCESS)
+            } else {
+                eprintln!("there is no active token called \"{name}\"");
+                Ok(ExitCode::FAILURE)
+            }
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! A small Prometheus registry kept by hand: requests by route and status, a latency
+//! histogram per route, checks run and schedules explored.
+//!
+//! Rationale: four metric families do not justify a metrics framework and its exporter; the
+//! text format is simple and stable.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Upper bounds of the latency buckets, in seconds.
+const BUCKETS_SECONDS: [f64; 12] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+#[derive(Default)]
+struct Histogram {
+    counts: [u64; BUCKETS_SECONDS.len()],
+    count: u64,
+    sum_seconds: f64,
+}
+
+#[derive(Default)]
+struct Registry {
+    /// (method, route, status) → count.
+    requests: BTreeMap<(String, String, u16), u64>,
+    /// (method, route) → latency.
+    latency: BTreeMap<(String, String), Histogram>,
+    /// (scenario, outcome) → count; outcome is passed, missed, invalid or too_large.
+    checks: BTreeMap<(String, &'static str), u64>,
+    /// scenario → schedules.
+    schedules: BTreeMap<String, u64>,
+}
+
+#[derive(Default)]
+pub struct Metrics {
+    registry: Mutex<Registry>,
+}
+
+impl Metrics {
+    fn with<R>(&self, f: impl FnOnce(&mut Registry) -> R) -> R {
+        // A panic while holding the lock cannot leave the counters inconsistent in a way
+        // that matters, so a poisoned lock is used as is.
+        let mut guard = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard)
+    }
+
+    pub fn observe_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
+        self.with(|r| {
+            *r.requests.entry((method.to_string(), route.to_string(), status)).or_default() += 1;
+            let h = r.latency.entry((method.to_string(), route.to_string())).or_default();
+            let seconds = elapsed.as_secs_f64();
+            for (i, bound) in BUCKETS_SECONDS.iter().enumerate() {
+                if seconds <= *bound {
+                    h.counts[i] += 1;
+                }
+            }
+            h.count += 1;
+            h.sum_seconds += seconds;
+        });
+    }
+
+    pub fn observe_check(&self, scenario: &str, outcome: &'static str, schedules: u64) {
+        self.with(|r| {
+            *r.checks.entry((scenario.to_string(), outcome)).or_default() += 1;
+            *r.schedules.entry(scenario.to_string()).or_default() += schedules;
+        });
+    }
+
+    /// The Prometheus text exposition format, version 0.0.4.
+    pub fn render(&self) -> String {
+        self.with(|r| {
+            let mut out = String::new();
+            out.push_str("# HELP pipeline_builder_http_requests_total HTTP requests answered, by method, route and status.\n");
+            out.push_str("# TYPE pipeline_builder_http_requests_total counter\n");
+            for ((method, route, status), n) in &r.requests {
+                let _ = writeln!(out, "pipeline_builder_http_requests_total{{method=\"{}\",route=\"{}\",status=\"{status}\"}} {n}", escape(method), escape(route));
+            }
+            out.push_str("# HELP pipeline_builder_http_request_duration_seconds Time to answer an HTTP request, by method and route.\n");
+            out.push_str("# TYPE pipeline_builder_http_request_duration_seconds histogram\n");
+            for ((method, route), h) in &r.latency {
+                let labels = format!("method=\"{}\",route=\"{}\"", escape(method), escape(route));
+                for (i, bound) in BUCKETS_SECONDS.iter().enumerate() {
+                    let _ = writeln!(out, "pipeline_builder_http_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {}", h.counts[i]);
+                }
+                let _ = writeln!(out, "pipeline_builder_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
+                let _ = writeln!(out, "pipeline_builder_http_request_duration_seconds_sum{{{labels}}} {}", h.sum_seconds);
+                let _ = writeln!(out, "pipeline_builder_http_request_duration_seconds_count{{{labels}}} {}", h.count);
+            }
+            out.push_str("# HELP pipeline_builder_checks_total Designs checked, by scenario and outcome (passed, missed, invalid, too_large).\n");
+            out.push_str("# TYPE pipeline_builder_checks_total counter\n");
+            for ((scenario, outcome), n) in &r.checks {
+                let _ = writeln!(out, "pipeline_builder_checks_total{{scenario=\"{}\",outcome=\"{outcome}\"}} {n}", escape(scenario));
+            }
+            out.push_str("# HELP pipeline_builder_schedules_explored_total Failure schedules the simulator ran to the end, by scenario.\n");
+            out.push_str("# TYPE pipeline_builder_schedules_explored_total counter\n");
+            for (scenario, n) in &r.schedules {
+                let _ = writeln!(out, "pipeline_builder_schedules_explored_total{{scenario=\"{}\"}} {n}", escape(scenario));
+            }
+            out
+        })
+    }
+}
+
+fn escape(label: &str) -> String {
+    label.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}

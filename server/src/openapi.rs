@@ -1,0 +1,143 @@
+//! The OpenAPI 3 document, generated from the handlers' annotations.
+//!
+//! The verdict's types live in `shared`, which must not depend on utoipa; the `*Doc` types
+//! below describe the same JSON for the document only.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+use crate::api;
+use crate::error::{ErrorBody, ErrorDetail};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Pipeline Builder", description = "Check data-pipeline designs against every failure a scenario allows; record and grade students' attempts."),
+    paths(
+        api::get_session, api::put_session,
+        api::list_scenarios, api::get_scenario, api::check,
+        api::create_submission, api::list_submissions, api::get_submission,
+        api::grade,
+        api::get_draft, api::put_draft,
+        api::openapi, api::healthz, api::readyz, api::metrics,
+    ),
+    components(schemas(
+        ErrorBody, ErrorDetail, DesignErrorDoc, VerdictDoc, RequirementVerdictDoc, CounterexampleDoc, TraceEntryDoc, FaultAtDoc, TableViewDoc,
+        api::SessionBody, api::SessionUpdate, api::ScenarioSummary, api::ProgressState, api::SubmissionRequest, api::Submission,
+        api::SubmissionSummary, api::GradeItem, api::GradeResult, api::DraftBody, api::DraftAnswer, api::Health,
+    )),
+    modifiers(&Security),
+    tags(
+        (name = "scenarios", description = "The catalogue and the check"),
+        (name = "submissions", description = "Recorded attempts"),
+        (name = "grading", description = "Whole classes at once"),
+        (name = "students", description = "Anonymous sessions and drafts"),
+        (name = "operations", description = "Health, readiness, metrics and this document"),
+    )
+)]
+struct ApiDoc;
+
+struct Security;
+
+impl Modify for Security {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "grader_token",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some("A grader token from `pipeline-builder token create`")).build()),
+        );
+        components.add_security_scheme("student_cookie", SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new("pb_student"))));
+    }
+}
+
+pub fn document() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}
+
+/// One problem of a design.
+#[derive(Serialize, ToSchema)]
+#[schema(as = DesignError)]
+pub struct DesignErrorDoc {
+    #[schema(example = "$.nodes[2].options.write")]
+    pub path: String,
+    #[schema(example = "unknown_value")]
+    pub code: String,
+    pub message: String,
+}
+
+/// The verdict of a check (SPEC §2).
+#[derive(Serialize, ToSchema)]
+#[schema(as = Verdict)]
+pub struct VerdictDoc {
+    #[schema(example = "safe-retry")]
+    pub scenario: String,
+    /// sha256 of the scenario, so a grade names exactly what it was graded against.
+    #[schema(example = "sha256:…")]
+    pub scenario_hash: String,
+    pub passed: bool,
+    /// One point per requirement passed.
+    pub score: u32,
+    pub max_score: u32,
+    /// Failure schedules run to the end, the clean run included.
+    pub schedules_explored: u64,
+    pub requirements: Vec<RequirementVerdictDoc>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = RequirementVerdict)]
+pub struct RequirementVerdictDoc {
+    pub id: String,
+    pub text: String,
+    pub passed: bool,
+    /// For a missed requirement: the shortest failure schedule that breaks it.
+    pub counterexample: Option<CounterexampleDoc>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = Counterexample)]
+pub struct CounterexampleDoc {
+    /// The failures in words, in order.
+    pub failures: Vec<String>,
+    pub faults: Vec<FaultAtDoc>,
+    pub trace: Vec<TraceEntryDoc>,
+    /// The trace step where the requirement was seen to be missed.
+    pub went_wrong_at: u32,
+    pub expected: String,
+    pub actual: String,
+    /// The tables at the moment it went wrong.
+    pub tables: BTreeMap<String, TableViewDoc>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = FaultAt)]
+pub struct FaultAtDoc {
+    pub step: u32,
+    pub kind: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = TraceEntry)]
+pub struct TraceEntryDoc {
+    pub step: u32,
+    pub time: String,
+    /// scheduler, job, consumer, sender, stream or broker.
+    pub actor: String,
+    pub node: Option<String>,
+    pub edge: Option<[String; 2]>,
+    pub action: String,
+    pub sql: Option<String>,
+    pub outcome: String,
+    pub failure: Option<bool>,
+    pub tables: Option<BTreeMap<String, TableViewDoc>>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = TableView)]
+pub struct TableViewDoc {
+    pub columns: Vec<String>,
+    /// Rows of cells: strings, numbers or null.
+    #[schema(value_type = Vec<Vec<Object>>)]
+    pub rows: Vec<Vec<serde_json::Value>>,
+}

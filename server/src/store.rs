@@ -1,0 +1,453 @@
+//! Persistence: students, drafts, attempts, grader tokens and idempotency records.
+//!
+//! Two real backends sit behind one type: SQLite, the embedded default, and PostgreSQL, for
+//! a course that runs several servers behind a load balancer. Each has its own migrations
+//! (`migrations/sqlite`, `migrations/postgres`) because the column types differ (JSONB and
+//! TIMESTAMPTZ on PostgreSQL). The SQL of the queries is the same text for both: both accept
+//! `$1` placeholders, `ON CONFLICT` and `RETURNING`, so each method is written once and
+//! expanded for each pool by `with_pool!`.
+//!
+//! Rationale: `sqlx::Any` supports only basic types and would lose JSONB and TIMESTAMPTZ; a
+//! trait object with two hand-written copies of every query would let them drift apart.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value as Json;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::types::Json as SqlJson;
+use sqlx::Row;
+
+/// The database URL used when none is given.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/pipeline-builder.db";
+
+#[derive(Clone, Debug)]
+pub enum Store {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs the same body against whichever pool the store has.
+macro_rules! with_pool {
+    ($store:expr, $pool:ident => $body:expr) => {
+        match $store {
+            Store::Sqlite($pool) => $body,
+            Store::Postgres($pool) => $body,
+        }
+    };
+}
+
+pub type StoreResult<T> = Result<T, sqlx::Error>;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Student {
+    pub id: String,
+    pub display_name: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Draft {
+    pub scenario: String,
+    pub design: Json,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// One recorded attempt: a design checked for a student.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attempt {
+    pub id: String,
+    pub student: String,
+    pub scenario: String,
+    pub scenario_hash: String,
+    pub design: Json,
+    pub verdict: Json,
+    pub score: i32,
+    pub max_score: i32,
+    pub passed: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// An attempt without its design and verdict, for lists.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttemptSummary {
+    pub id: String,
+    pub student: String,
+    pub scenario: String,
+    pub scenario_hash: String,
+    pub score: i32,
+    pub max_score: i32,
+    pub passed: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenInfo {
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// What a student has done with a scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Progress {
+    pub tried: bool,
+    pub passed: bool,
+}
+
+/// The outcome of claiming an idempotency key.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Claim {
+    /// The key is new (or its first holder was abandoned): this request runs.
+    Started,
+    /// The key was used with the same request, which finished: answer what it answered.
+    Replay { status: u16, body: Json },
+    /// The key was used with another request.
+    Mismatch,
+    /// The first request with this key is still running.
+    InFlight,
+}
+
+/// The stored answer of an idempotent request, written with the attempt in one transaction.
+#[derive(Clone, Debug)]
+pub struct IdempotentAnswer<'a> {
+    pub caller: &'a str,
+    pub key: &'a str,
+    pub status: u16,
+    pub body: &'a Json,
+}
+
+#[derive(Debug)]
+pub enum ConnectError {
+    BadUrl(String),
+    Io(String),
+    Database(sqlx::Error),
+    Migrate(sqlx::migrate::MigrateError),
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectError::BadUrl(m) => write!(f, "bad database URL: {m}"),
+            ConnectError::Io(m) => write!(f, "{m}"),
+            ConnectError::Database(e) => write!(f, "could not connect to the database: {e}"),
+            ConnectError::Migrate(e) => write!(f, "could not apply the database migrations: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {}
+
+impl Store {
+    /// Connects to `url` (`sqlite://…` or `postgres://…`), creating a SQLite file and its
+    /// folder when missing, and applies the migrations.
+    pub async fn connect(url: &str) -> Result<Store, ConnectError> {
+        let store = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let options = PgConnectOptions::from_str(url).map_err(|e| ConnectError::BadUrl(e.to_string()))?;
+            let pool = PgPoolOptions::new()
+                .max_connections(10)
+                .acquire_timeout(Duration::from_secs(5))
+                .connect_with(options)
+                .await
+                .map_err(ConnectError::Database)?;
+            Store::Postgres(pool)
+        } else if url.starts_with("sqlite:") {
+            let options = SqliteConnectOptions::from_str(url)
+                .map_err(|e| ConnectError::BadUrl(e.to_string()))?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .foreign_keys(true)
+                .busy_timeout(Duration::from_secs(5));
+            let memory = url.contains(":memory:") || url.contains("mode=memory");
+            if !memory {
+                if let Some(parent) = Path::new(options.get_filename()).parent() {
+                    if !parent.as_os_str().is_empty() {
+                        std::fs::create_dir_all(parent)
+                            .map_err(|e| ConnectError::Io(format!("could not create {}: {e}", parent.display())))?;
+                    }
+                }
+            }
+            // An in-memory database lives only as long as its one connection.
+            let max = if memory { 1 } else { 8 };
+            let pool = SqlitePoolOptions::new()
+                .max_connections(max)
+                .acquire_timeout(Duration::from_secs(5))
+                .idle_timeout(if memory { None } else { Some(Duration::from_secs(600)) })
+                .max_lifetime(if memory { None } else { Some(Duration::from_secs(3600)) })
+                .connect_with(options)
+                .await
+                .map_err(ConnectError::Database)?;
+            Store::Sqlite(pool)
+        } else {
+            return Err(ConnectError::BadUrl(format!(
+                "\"{url}\" is neither sqlite://… nor postgres://…"
+            )));
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn migrate(&self) -> Result<(), ConnectError> {
+        match self {
+            Store::Sqlite(pool) => sqlx::migrate!("../migrations/sqlite").run(pool).await.map_err(ConnectError::Migrate),
+            Store::Postgres(pool) => sqlx::migrate!("../migrations/postgres").run(pool).await.map_err(ConnectError::Migrate),
+        }
+    }
+
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Store::Sqlite(_) => "sqlite",
+            Store::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Succeeds when the database answers.
+    pub async fn ping(&self) -> StoreResult<()> {
+        with_pool!(self, pool => sqlx::query("SELECT 1").execute(pool).await.map(|_| ()))
+    }
+
+    /// Closes every connection; later queries fail. Tests use it to break the database.
+    pub async fn close(&self) {
+        with_pool!(self, pool => pool.close().await)
+    }
+
+    // Students.
+
+    /// Makes a new student for a browser session.
+    pub async fn create_session_student(&self, id: &str) -> StoreResult<Student> {
+        let now = Utc::now();
+        with_pool!(self, pool => sqlx::query("INSERT INTO students (id, display_name, origin, created_at) VALUES ($1, NULL, 'session', $2)")
+            .bind(id).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(Student { id: id.to_string(), display_name: None })
+    }
+
+    /// The student a session cookie names, if it was made for a session. A student named by
+    /// a grader can never be taken over by setting a cookie by hand.
+    pub async fn session_student(&self, id: &str) -> StoreResult<Option<Student>> {
+        with_pool!(self, pool => {
+            let row = sqlx::query("SELECT id, display_name FROM students WHERE id = $1 AND origin = 'session'")
+                .bind(id).fetch_optional(pool).await?;
+            row.map(|r| Ok(Student { id: r.try_get("id")?, display_name: r.try_get("display_name")? })).transpose()
+        })
+    }
+
+    pub async fn set_display_name(&self, id: &str, display_name: Option<&str>) -> StoreResult<()> {
+        with_pool!(self, pool => sqlx::query("UPDATE students SET display_name = $2 WHERE id = $1")
+            .bind(id).bind(display_name).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    // Drafts.
+
+    pub async fn get_draft(&self, student: &str, scenario: &str) -> StoreResult<Option<Draft>> {
+        with_pool!(self, pool => {
+            let row = sqlx::query("SELECT scenario, design, updated_at FROM drafts WHERE student = $1 AND scenario = $2")
+                .bind(student).bind(scenario).fetch_optional(pool).await?;
+            row.map(|r| {
+                let design: SqlJson<Json> = r.try_get("design")?;
+                Ok(Draft { scenario: r.try_get("scenario")?, design: design.0, updated_at: r.try_get("updated_at")? })
+            }).transpose()
+        })
+    }
+
+    pub async fn put_draft(&self, student: &str, scenario: &str, design: &Json) -> StoreResult<Draft> {
+        let now = Utc::now();
+        with_pool!(self, pool => sqlx::query(
+            "INSERT INTO drafts (student, scenario, design, updated_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (student, scenario) DO UPDATE SET design = excluded.design, updated_at = excluded.updated_at")
+            .bind(student).bind(scenario).bind(SqlJson(design)).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(Draft { scenario: scenario.to_string(), design: design.clone(), updated_at: now })
+    }
+
+    // Attempts.
+
+    pub async fn get_attempt(&self, id: &str) -> StoreResult<Option<Attempt>> {
+        with_pool!(self, pool => {
+            let row = sqlx::query(
+                "SELECT id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at \
+                 FROM attempts WHERE id = $1")
+                .bind(id).fetch_optional(pool).await?;
+            row.map(|r| {
+                let design: SqlJson<Json> = r.try_get("design")?;
+                let verdict: SqlJson<Json> = r.try_get("verdict")?;
+                Ok(Attempt {
+                    id: r.try_get("id")?,
+                    student: r.try_get("student")?,
+                    scenario: r.try_get("scenario")?,
+                    scenario_hash: r.try_get("scenario_hash")?,
+                    design: design.0,
+                    verdict: verdict.0,
+                    score: r.try_get("score")?,
+                    max_score: r.try_get("max_score")?,
+                    passed: r.try_get("passed")?,
+                    created_at: r.try_get("created_at")?,
+                })
+            }).transpose()
+        })
+    }
+
+    /// Attempts, newest first, filtered by student and scenario when given.
+    pub async fn list_attempts(&self, student: Option<&str>, scenario: Option<&str>, limit: u32) -> StoreResult<Vec<AttemptSummary>> {
+        with_pool!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT id, student, scenario, scenario_hash, score, max_score, passed, created_at FROM attempts \
+                 WHERE ($1 IS NULL OR student = $1) AND ($2 IS NULL OR scenario = $2) \
+                 ORDER BY created_at DESC, id DESC LIMIT $3")
+                .bind(student).bind(scenario).bind(i64::from(limit)).fetch_all(pool).await?;
+            rows.iter().map(|r| Ok(AttemptSummary {
+                id: r.try_get("id")?,
+                student: r.try_get("student")?,
+                scenario: r.try_get("scenario")?,
+                scenario_hash: r.try_get("scenario_hash")?,
+                score: r.try_get("score")?,
+                max_score: r.try_get("max_score")?,
+                passed: r.try_get("passed")?,
+                created_at: r.try_get("created_at")?,
+            })).collect()
+        })
+    }
+
+    /// Per scenario, whether the student has tried it (an attempt or a draft) and passed it.
+    pub async fn progress(&self, student: &str) -> StoreResult<BTreeMap<String, Progress>> {
+        let mut progress: BTreeMap<String, Progress> = BTreeMap::new();
+        with_pool!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT scenario, MAX(CASE WHEN passed THEN 1 ELSE 0 END) AS passed FROM attempts WHERE student = $1 GROUP BY scenario")
+                .bind(student).fetch_all(pool).await?;
+            for r in rows {
+                let scenario: String = r.try_get("scenario")?;
+                let passed: i32 = r.try_get("passed")?;
+                progress.insert(scenario, Progress { tried: true, passed: passed == 1 });
+            }
+            let rows = sqlx::query("SELECT scenario FROM drafts WHERE student = $1").bind(student).fetch_all(pool).await?;
+            for r in rows {
+                let scenario: String = r.try_get("scenario")?;
+                progress.entry(scenario).or_default().tried = true;
+            }
+        });
+        Ok(progress)
+    }
+
+    /// Records an attempt and, when the request carried an idempotency key, its stored
+    /// answer, in one transaction: either both are committed or neither.
+    pub async fn record(&self, attempt: Option<&Attempt>, answer: Option<&IdempotentAnswer<'_>>) -> StoreResult<()> {
+        let now = Utc::now();
+        with_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            if let Some(a) = attempt {
+                sqlx::query("INSERT INTO students (id, display_name, origin, created_at) VALUES ($1, NULL, 'grader', $2) ON CONFLICT (id) DO NOTHING")
+                    .bind(&a.student).bind(now).execute(&mut *tx).await?;
+                sqlx::query(
+                    "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)")
+                    .bind(&a.id).bind(&a.student).bind(&a.scenario).bind(&a.scenario_hash)
+                    .bind(SqlJson(&a.design)).bind(SqlJson(&a.verdict))
+                    .bind(a.score).bind(a.max_score).bind(a.passed).bind(a.created_at)
+                    .execute(&mut *tx).await?;
+            }
+            if let Some(ans) = answer {
+                sqlx::query(
+                    "UPDATE idempotency_keys SET state = 'done', status_code = $3, response = $4, updated_at = $5 \
+                     WHERE caller = $1 AND key = $2")
+                    .bind(ans.caller).bind(ans.key).bind(i32::from(ans.status)).bind(SqlJson(ans.body)).bind(now)
+                    .execute(&mut *tx).await?;
+            }
+            tx.commit().await
+        })
+    }
+
+    // Idempotency keys.
+
+    /// Claims `key` for `caller` with a request whose fingerprint is `fingerprint`. An
+    /// in-flight claim older than `stale_after` is taken to belong to a server that died,
+    /// and is taken over. The state lives in the database, so several servers agree.
+    pub async fn claim_idempotency_key(&self, caller: &str, key: &str, fingerprint: &str, stale_after: Duration) -> StoreResult<Claim> {
+        // Bounded: a claim can only disappear between the insert and the read when its
+        // holder abandoned it, which each retry observes.
+        for _ in 0..4 {
+            let now = Utc::now();
+            let inserted = with_pool!(self, pool => sqlx::query(
+                "INSERT INTO idempotency_keys (caller, key, fingerprint, state, created_at, updated_at) \
+                 VALUES ($1, $2, $3, 'in_flight', $4, $4) ON CONFLICT (caller, key) DO NOTHING")
+                .bind(caller).bind(key).bind(fingerprint).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+            if inserted == 1 {
+                return Ok(Claim::Started);
+            }
+            let row: Option<(String, String, Option<i32>, Option<Json>, DateTime<Utc>)> = with_pool!(self, pool => {
+                let row = sqlx::query("SELECT fingerprint, state, status_code, response, created_at FROM idempotency_keys WHERE caller = $1 AND key = $2")
+                    .bind(caller).bind(key).fetch_optional(pool).await?;
+                row.map(|r| {
+                    let response: Option<SqlJson<Json>> = r.try_get("response")?;
+                    Ok::<_, sqlx::Error>((r.try_get("fingerprint")?, r.try_get("state")?, r.try_get("status_code")?, response.map(|j| j.0), r.try_get("created_at")?))
+                }).transpose()?
+            });
+            let Some((stored_fingerprint, state, status, response, created_at)) = row else { continue };
+            if stored_fingerprint != fingerprint {
+                return Ok(Claim::Mismatch);
+            }
+            if state == "done" {
+                let status = status.and_then(|s| u16::try_from(s).ok()).unwrap_or(200);
+                return Ok(Claim::Replay { status, body: response.unwrap_or(Json::Null) });
+            }
+            let age = now.signed_duration_since(created_at).to_std().unwrap_or_default();
+            if age < stale_after {
+                return Ok(Claim::InFlight);
+            }
+            let taken = with_pool!(self, pool => sqlx::query(
+                "UPDATE idempotency_keys SET created_at = $4, updated_at = $4 \
+                 WHERE caller = $1 AND key = $2 AND state = 'in_flight' AND created_at = $3")
+                .bind(caller).bind(key).bind(created_at).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+            if taken == 1 {
+                return Ok(Claim::Started);
+            }
+        }
+        Ok(Claim::InFlight)
+    }
+
+    /// Gives up a claim whose request failed on our side, so that a retry can run.
+    pub async fn abandon_idempotency_key(&self, caller: &str, key: &str) -> StoreResult<()> {
+        with_pool!(self, pool => sqlx::query("DELETE FROM idempotency_keys WHERE caller = $1 AND key = $2 AND state = 'in_flight'")
+            .bind(caller).bind(key).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    // Grader tokens.
+
+    /// Stores a token's hash under `name`. A revoked name may be used again; an active one
+    /// may not (`Ok(false)`).
+    pub async fn create_token(&self, name: &str, token_hash: &str) -> StoreResult<bool> {
+        let now = Utc::now();
+        let done = with_pool!(self, pool => sqlx::query(
+            "INSERT INTO grader_tokens (name, token_hash, created_at, revoked_at) VALUES ($1, $2, $3, NULL) \
+             ON CONFLICT (name) DO UPDATE SET token_hash = excluded.token_hash, created_at = excluded.created_at, revoked_at = NULL \
+             WHERE grader_tokens.revoked_at IS NOT NULL")
+            .bind(name).bind(token_hash).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(done == 1)
+    }
+
+    pub async fn list_tokens(&self) -> StoreResult<Vec<TokenInfo>> {
+        with_pool!(self, pool => {
+            let rows = sqlx::query("SELECT name, created_at, revoked_at FROM grader_tokens ORDER BY name").fetch_all(pool).await?;
+            rows.iter().map(|r| Ok(TokenInfo { name: r.try_get("name")?, created_at: r.try_get("created_at")?, revoked_at: r.try_get("revoked_at")? })).collect()
+        })
+    }
+
+    /// Revokes the active token called `name`; `Ok(false)` when there is none.
+    pub async fn revoke_token(&self, name: &str) -> StoreResult<bool> {
+        let now = Utc::now();
+        let done = with_pool!(self, pool => sqlx::query("UPDATE grader_tokens SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL")
+            .bind(name).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(done == 1)
+    }
+
+    /// The names and hashes of the tokens that are not revoked.
+    pub async fn active_tokens(&self) -> StoreResult<Vec<(String, String)>> {
+        with_pool!(self, pool => {
+            let rows = sqlx::query("SELECT name, token_hash FROM grader_tokens WHERE revoked_at IS NULL ORDER BY name").fetch_all(pool).await?;
+            rows.iter().map(|r| Ok((r.try_get("name")?, r.try_get("token_hash")?))).collect()
+        })
+    }
+}
