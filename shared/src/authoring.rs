@@ -169,9 +169,11 @@ fn report_serde(text: &str, spans: &Spans, base: usize, e: &serde_json::Error, o
     let (line, column) = line_column(text, offset);
     let message = strip_position(e);
     let mut path = spans.path_at(offset);
-    // An unknown field sits in its object, not in a value: name it in the path.
+    // serde reports an unknown field where it noticed it, which for a tagged object (a
+    // requirement's check) is past the object's end: the field is the last one of that name
+    // that starts before the reported place.
     if let Some(name) = message.strip_prefix("unknown field `").and_then(|r| r.split('`').next()) {
-        path = child_key(&path, name);
+        path = spans.last_key_before(name, offset).unwrap_or_else(|| child_key(&path, name));
     }
     let advice = if message.starts_with("unknown field") {
         "; check the spelling against the format (docs/authoring.md, scenario.schema.json)"
@@ -311,6 +313,12 @@ impl Spans {
 
     fn span(&self, path: &str) -> Option<(usize, usize)> {
         self.entries.iter().find(|(p, _, _)| p == path).map(|&(_, s, e)| (s, e))
+    }
+
+    /// The path of the last field called `name` that starts at or before `offset`.
+    fn last_key_before(&self, name: &str, offset: usize) -> Option<String> {
+        let suffix = child_key("", name);
+        self.entries.iter().filter(|(p, s, _)| *s <= offset && p.ends_with(&suffix)).max_by_key(|(_, s, _)| *s).map(|(p, _, _)| p.clone())
     }
 
     /// The innermost value that contains `offset`.

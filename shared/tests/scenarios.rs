@@ -69,6 +69,17 @@ fn every_broken_fixture_gives_its_diagnostic() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+#[test]
+fn ids_and_orders_are_unique_across_the_catalogue() {
+    let text = std::fs::read_to_string(workspace().join("scenarios/offset-commit.json")).expect("offset-commit ships");
+    let files = vec![("scenarios/offset-commit.json".to_string(), text.clone()), ("scenarios/copy.json".to_string(), text)];
+    let (scenarios, diagnostics) = validate_catalogue(&files);
+    let shown: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+    assert_eq!(scenarios.len(), 1, "the copy is refused: {shown:?}");
+    assert!(shown.iter().any(|d| d.starts_with("scenarios/copy.json: $.id: the id \"offset-commit\" is already used by scenarios/offset-commit.json")), "{shown:?}");
+    assert!(shown.iter().any(|d| d.starts_with("scenarios/copy.json: $.order: order 7 is already taken by scenarios/offset-commit.json")), "{shown:?}");
+}
+
 /// Prints, for every shipped scenario, what each of its designs passes and misses, and how
 /// many schedules the check explored. Run with `-- --ignored --nocapture`.
 #[test]
