@@ -4,6 +4,8 @@
 //! There is one writer at a time, so the committed state is the current state whenever no
 //! transaction is open; readers only look at such moments.
 
+use std::collections::BTreeMap;
+
 use crate::value::Value;
 
 pub type Row = Vec<Value>;
@@ -36,12 +38,36 @@ enum Undo {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SqlError(pub String);
 
+/// The rows of one table by the values of a key, as a unique index would find them. Built on
+/// first use, kept up to date by inserts, and dropped by deletes (which move rows).
+#[derive(Clone, Debug)]
+struct KeyIndex {
+    key: Vec<usize>,
+    rows: BTreeMap<Vec<Value>, Vec<usize>>,
+}
+
 #[derive(Clone, Debug)]
 pub struct Warehouse {
     pub tables: Vec<Table>,
     /// The consumer's next offset when it is stored in the warehouse (`with_write`).
     pub stored_offset: u64,
     undo: Option<Vec<Undo>>,
+    indexes: Vec<Option<KeyIndex>>,
+}
+
+fn key_of(row: &Row, key: &[usize]) -> Option<Vec<Value>> {
+    if key.iter().any(|&k| row[k].is_null()) {
+        return None;
+    }
+    // Decimals are normalised so that 25.0 and 25.00 are one key, as in SQL.
+    Some(
+        key.iter()
+            .map(|&k| match &row[k] {
+                Value::Decimal(d) => Value::Decimal(d.normalize()),
+                v => v.clone(),
+            })
+            .collect(),
+    )
 }
 
 /// How a statement changed a table.
@@ -75,7 +101,8 @@ impl Affected {
 
 impl Warehouse {
     pub fn new(tables: Vec<Table>) -> Self {
-        Warehouse { tables, stored_offset: 0, undo: None }
+        let indexes = vec![None; tables.len()];
+        Warehouse { tables, stored_offset: 0, undo: None, indexes }
     }
 
     pub fn in_transaction(&self) -> bool {
@@ -98,9 +125,18 @@ impl Warehouse {
         for undo in log.into_iter().rev() {
             match undo {
                 Undo::Inserted { table } => {
-                    self.tables[table].rows.pop();
+                    let at = self.tables[table].rows.len() - 1;
+                    let row = self.tables[table].rows.pop().expect("an undone insert has its row");
+                    if let Some(index) = &mut self.indexes[table] {
+                        if let Some(rows) = key_of(&row, &index.key).and_then(|k| index.rows.get_mut(&k)) {
+                            rows.retain(|&r| r != at);
+                        }
+                    }
                 }
-                Undo::Deleted { table, at, row } => self.tables[table].rows.insert(at, row),
+                Undo::Deleted { table, at, row } => {
+                    self.indexes[table] = None;
+                    self.tables[table].rows.insert(at, row);
+                }
                 Undo::Updated { table, at, row } => self.tables[table].rows[at] = row,
                 Undo::Offset { old } => self.stored_offset = old,
             }
@@ -120,12 +156,22 @@ impl Warehouse {
         self.log(Undo::Offset { old });
     }
 
+    fn push(&mut self, table: usize, row: Row) {
+        let at = self.tables[table].rows.len();
+        if let Some(index) = &mut self.indexes[table] {
+            if let Some(k) = key_of(&row, &index.key) {
+                index.rows.entry(k).or_default().push(at);
+            }
+        }
+        self.tables[table].rows.push(row);
+        self.log(Undo::Inserted { table });
+    }
+
     /// Plain `INSERT`.
     pub fn insert(&mut self, table: usize, rows: Vec<Row>) -> Affected {
         let n = rows.len();
         for row in rows {
-            self.tables[table].rows.push(row);
-            self.log(Undo::Inserted { table });
+            self.push(table, row);
         }
         Affected { inserted: n, ..Affected::default() }
     }
@@ -137,6 +183,7 @@ impl Warehouse {
         while at > 0 {
             at -= 1;
             if self.tables[table].rows[at][column].key_eq(value) {
+                self.indexes[table] = None;
                 let row = self.tables[table].rows.remove(at);
                 self.log(Undo::Deleted { table, at, row });
                 deleted += 1;
@@ -145,17 +192,32 @@ impl Warehouse {
         Affected { deleted, ..Affected::default() }
     }
 
-    fn matches(&self, table: usize, key: &[usize], row: &Row) -> Vec<usize> {
+    fn matches(&mut self, table: usize, key: &[usize], row: &Row) -> Vec<usize> {
         if key.iter().any(|&k| row[k].is_null()) {
             return Vec::new();
         }
-        self.tables[table]
-            .rows
-            .iter()
-            .enumerate()
-            .filter(|(_, existing)| key.iter().all(|&k| existing[k].key_eq(&row[k])))
-            .map(|(i, _)| i)
-            .collect()
+        // A small table is scanned; a larger one gets an index, as a database would use.
+        if self.tables[table].rows.len() < 32 && self.indexes[table].is_none() {
+            return self.tables[table]
+                .rows
+                .iter()
+                .enumerate()
+                .filter(|(_, existing)| key.iter().all(|&k| existing[k].key_eq(&row[k])))
+                .map(|(i, _)| i)
+                .collect();
+        }
+        let Some(k) = key_of(row, key) else { return Vec::new() };
+        if self.indexes[table].as_ref().is_none_or(|i| i.key != key) {
+            let mut rows: BTreeMap<Vec<Value>, Vec<usize>> = BTreeMap::new();
+            for (at, existing) in self.tables[table].rows.iter().enumerate() {
+                if let Some(k) = key_of(existing, key) {
+                    rows.entry(k).or_default().push(at);
+                }
+            }
+            self.indexes[table] = Some(KeyIndex { key: key.to_vec(), rows });
+        }
+        let index = self.indexes[table].as_ref().expect("the index was just built");
+        index.rows.get(&k).cloned().unwrap_or_default()
     }
 
     /// `INSERT … ON CONFLICT (key) DO NOTHING`: a row whose key is already present (or was
@@ -164,8 +226,7 @@ impl Warehouse {
         let mut affected = Affected::default();
         for row in rows {
             if self.matches(table, key, &row).is_empty() {
-                self.tables[table].rows.push(row);
-                self.log(Undo::Inserted { table });
+                self.push(table, row);
                 affected.inserted += 1;
             } else {
                 affected.ignored += 1;
@@ -194,8 +255,7 @@ impl Warehouse {
         let mut affected = Affected::default();
         for (row, matched) in rows.into_iter().zip(plan) {
             if matched.is_empty() {
-                self.tables[table].rows.push(row);
-                self.log(Undo::Inserted { table });
+                self.push(table, row);
                 affected.inserted += 1;
             } else {
                 for at in matched {
@@ -250,6 +310,22 @@ mod tests {
         assert_eq!(a.inserted, 2);
         let b = w.insert_ignore(0, &[0], vec![vec![Value::Int(1), Value::Int(5)], vec![Value::Int(4), Value::Int(5)], vec![Value::Int(4), Value::Int(6)]]);
         assert_eq!((b.inserted, b.ignored), (1, 2));
+    }
+
+    #[test]
+    fn the_key_index_follows_inserts_rollbacks_and_deletes() {
+        let mut w = wh();
+        assert_eq!(w.insert_ignore(0, &[0], vec![vec![Value::Int(2), Value::Int(0)]]).ignored, 1);
+        w.begin();
+        w.insert_ignore(0, &[0], vec![vec![Value::Int(3), Value::Int(30)]]);
+        w.rollback();
+        assert_eq!(w.insert_ignore(0, &[0], vec![vec![Value::Int(3), Value::Int(31)]]).inserted, 1, "a rolled-back row is no conflict");
+        w.delete_where_eq(0, 0, &Value::Int(1));
+        assert_eq!(w.insert_ignore(0, &[0], vec![vec![Value::Int(1), Value::Int(11)]]).inserted, 1, "a deleted row is no conflict");
+        assert_eq!(w.insert_ignore(0, &[0], vec![vec![Value::Int(3), Value::Int(32)]]).ignored, 1);
+        let m = w.merge(0, &[0], vec![vec![Value::Int(3), Value::Int(99)]]).unwrap();
+        assert_eq!(m.updated, 1);
+        assert_eq!(w.tables[0].rows.iter().filter(|r| r[0] == Value::Int(3)).count(), 1);
     }
 
     #[test]
