@@ -193,20 +193,30 @@ pub async fn run_check(state: &AppState, entry: Arc<Entry>, design: Json_) -> Re
             metrics.observe_check(&scenario_id, if verdict.passed { "passed" } else { "missed" }, verdict.schedules_explored);
             Ok(verdict)
         }
-        Ok(Err(CheckError::Design(errors))) => {
-            metrics.observe_check(&scenario_id, "invalid", 0);
-            Err(design_error(errors))
+        Ok(Err(e)) => {
+            let (outcome, schedules) = match &e {
+                CheckError::Design(_) => ("invalid", 0),
+                CheckError::TooLarge { schedules, .. } => ("too_large", *schedules),
+                CheckError::Scenario(_) => ("broken_scenario", 0),
+            };
+            metrics.observe_check(&scenario_id, outcome, schedules);
+            Err(check_error(&scenario_id, e))
         }
-        Ok(Err(CheckError::TooLarge { schedules, limit })) => {
-            metrics.observe_check(&scenario_id, "too_large", schedules);
-            Err(AppError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "check_too_large",
-                format!("the check stopped after {schedules} failure schedules: it exceeds {limit}; simplify the design"),
-            ))
-        }
-        Ok(Err(e @ CheckError::Scenario(_))) => Err(AppError::internal(format!("scenario {scenario_id} is broken: {e}"))),
         Err(join) => Err(AppError::internal(format!("the check of {scenario_id} stopped: {join}"))),
+    }
+}
+
+/// The answer to a check that gave no verdict.
+pub fn check_error(scenario_id: &str, error: CheckError) -> AppError {
+    match error {
+        CheckError::Design(errors) => design_error(errors),
+        CheckError::TooLarge { schedules, limit } => AppError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "check_too_large",
+            format!("the check stopped after {schedules} failure schedules: it exceeds {limit}; simplify the design"),
+        ),
+        // The catalogue was validated at start, so this is our bug, not the client's.
+        e @ CheckError::Scenario(_) => AppError::internal(format!("scenario {scenario_id} is broken: {e}")),
     }
 }
 
@@ -378,7 +388,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, AppError> {
 
 /// What identifies a request for an idempotency key: the route and the body, with JSON
 /// compared by meaning (key order and spacing do not matter).
-fn fingerprint(route: &str, bytes: &[u8]) -> String {
+pub fn fingerprint(route: &str, bytes: &[u8]) -> String {
     let mut hasher = Sha256::new();
     hasher.update(route.as_bytes());
     hasher.update(b"\n");

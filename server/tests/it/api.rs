@@ -1,0 +1,741 @@
+//! The REST API through the router, without a socket: every route, every error code, each
+//! Idempotency-Key case and the access rules.
+
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+use server::Config;
+
+use crate::common::{failing_design, passing_design, spawn_app, spawn_app_with, As, TempDir};
+
+// Sessions.
+
+#[tokio::test]
+async fn a_session_is_made_once_and_kept_in_an_http_only_cookie() {
+    let app = spawn_app().await;
+    let first = app.get("/api/session", &As::nobody()).await;
+    assert_eq!(first.status, StatusCode::OK);
+    let set_cookie = first.header("set-cookie").expect("a new session sets its cookie").to_string();
+    assert!(set_cookie.starts_with("pb_student=s-"), "{set_cookie}");
+    for attribute in ["HttpOnly", "SameSite=Lax", "Path=/"] {
+        assert!(set_cookie.contains(attribute), "{attribute} missing in {set_cookie}");
+    }
+    assert!(!set_cookie.contains("Secure"), "plain HTTP must not get a Secure cookie: {set_cookie}");
+    assert_eq!(first.body["display_name"], Value::Null);
+
+    let cookie = first.cookie().unwrap();
+    let again = app.get("/api/session", &As::student(&cookie)).await;
+    assert_eq!(again.body["student"], first.body["student"]);
+    assert!(again.header("set-cookie").is_none(), "a known session is not set again");
+}
+
+#[tokio::test]
+async fn the_cookie_is_secure_behind_a_tls_proxy() {
+    let app = spawn_app().await;
+    let answer = app.send(Method::GET, "/api/session", &As::nobody(), &[("x-forwarded-proto", "https")], None).await;
+    assert!(answer.header("set-cookie").unwrap().contains("Secure"));
+}
+
+#[tokio::test]
+async fn a_display_name_can_be_set_and_removed() {
+    let app = spawn_app().await;
+    let (cookie, id) = app.new_student().await;
+    let who = As::student(&cookie);
+    let set = app.put("/api/session", &who, &json!({"display_name": "  Ada  "})).await;
+    assert_eq!(set.status, StatusCode::OK);
+    assert_eq!(set.body, json!({"student": id, "display_name": "Ada"}));
+    assert_eq!(app.get("/api/session", &who).await.body["display_name"], "Ada");
+    let too_long = app.put("/api/session", &who, &json!({"display_name": "x".repeat(81)})).await;
+    assert_eq!(too_long.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(too_long.code(), "invalid_request");
+    assert_eq!(too_long.body["error"]["path"], "$.display_name");
+    let removed = app.put("/api/session", &who, &json!({"display_name": null})).await;
+    assert_eq!(removed.body["display_name"], Value::Null);
+}
+
+#[tokio::test]
+async fn a_cookie_naming_a_student_the_server_did_not_make_is_ignored() {
+    let app = spawn_app().await;
+    let token = app.grader_token("ta").await;
+    // A grader names a student whose id has the shape of a session id.
+    let forged = "s-00000000000000000000000000000001";
+    let made = app.post("/api/submissions", &As::grader(&token), &json!({"scenario": "safe-retry", "student": forged, "design": passing_design("safe-retry")})).await;
+    assert_eq!(made.status, StatusCode::CREATED);
+    let answer = app.get("/api/session", &As::student(&format!("pb_student={forged}"))).await;
+    assert_ne!(answer.body["student"], forged, "a hand-set cookie must not take over a grader-named student");
+    assert!(answer.header("set-cookie").is_some());
+    let list = app.get("/api/submissions", &As::student(&format!("pb_student={forged}"))).await;
+    assert_eq!(list.body, json!([]));
+}
+
+// Scenarios.
+
+#[tokio::test]
+async fn the_catalogue_is_in_course_order_with_progress() {
+    let app = spawn_app().await;
+    let anonymous = app.get("/api/scenarios", &As::nobody()).await;
+    assert_eq!(anonymous.status, StatusCode::OK);
+    assert!(anonymous.header("set-cookie").is_none(), "reading the catalogue makes no session");
+    let list = anonymous.body.as_array().expect("an array").clone();
+    assert!(!list.is_empty());
+    assert_eq!(list[0]["id"], "safe-retry");
+    let orders: Vec<u64> = list.iter().map(|s| s["order"].as_u64().unwrap()).collect();
+    assert!(orders.windows(2).all(|w| w[0] < w[1]), "course order: {orders:?}");
+    for item in &list {
+        assert_eq!(item["progress"], "not_tried");
+        assert!(item["title"].is_string() && item["concepts"].is_array());
+        let keys: Vec<&String> = item.as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 5, "{keys:?}");
+    }
+
+    let (cookie, _) = app.new_student().await;
+    let who = As::student(&cookie);
+    let second = list[1]["id"].as_str().unwrap().to_string();
+    app.put(&format!("/api/drafts/{second}"), &who, &json!({"design": {"nodes": []}})).await;
+    let submitted = app.post("/api/submissions", &who, &json!({"scenario": "safe-retry", "design": passing_design("safe-retry")})).await;
+    assert_eq!(submitted.status, StatusCode::CREATED);
+    let mine = app.get("/api/scenarios", &who).await.body;
+    assert_eq!(mine[0]["progress"], "passed");
+    assert_eq!(mine[1]["progress"], "tried");
+    assert_eq!(mine[2]["progress"], "not_tried");
+}
+
+#[tokio::test]
+async fn a_scenario_is_shown_without_its_answers() {
+    let app = spawn_app().await;
+    let answer = app.get("/api/scenarios/safe-retry", &As::nobody()).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    let body = answer.body.as_object().unwrap();
+    for hidden in ["reference_designs", "wrong_designs", "$schema"] {
+        assert!(!body.contains_key(hidden), "{hidden} must not be shown");
+    }
+    for shown in ["id", "order", "title", "task", "concepts", "tables", "job", "runs", "failures", "palette", "starting_design", "requirements"] {
+        assert!(body.contains_key(shown), "{shown} missing");
+    }
+    for r in body["requirements"].as_array().unwrap() {
+        for key in ["id", "text", "hint", "check"] {
+            assert!(r.get(key).is_some(), "requirement without {key}: {r}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_scenario_is_404_everywhere() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.new_student().await;
+    let who = As::student(&cookie);
+    for answer in [
+        app.get("/api/scenarios/no-such", &As::nobody()).await,
+        app.post("/api/scenarios/no-such/check", &As::nobody(), &passing_design("safe-retry")).await,
+        app.post("/api/submissions", &who, &json!({"scenario": "no-such", "design": passing_design("safe-retry")})).await,
+        app.get("/api/drafts/no-such", &who).await,
+        app.put("/api/drafts/no-such", &who, &json!({"design": {}})).await,
+    ] {
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{}", answer.text);
+        assert_eq!(answer.code(), "unknown_scenario");
+        assert!(answer.body["error"]["message"].as_str().unwrap().contains("no-such"));
+    }
+}
+
+// The check.
+
+#[tokio::test]
+async fn the_check_answers_the_verdict_and_stores_nothing() {
+    let app = spawn_app().await;
+    let passed = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &passing_design("safe-retry")).await;
+    assert_eq!(passed.status, StatusCode::OK);
+    assert_eq!(passed.body["passed"], true);
+    assert_eq!(passed.body["score"], passed.body["max_score"]);
+    assert!(passed.body["scenario_hash"].as_str().unwrap().starts_with("sha256:"));
+    assert!(passed.body["schedules_explored"].as_u64().unwrap() > 1);
+    assert!(passed.header("set-cookie").is_none(), "the check needs no session");
+
+    let missed = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &failing_design()).await;
+    assert_eq!(missed.status, StatusCode::OK);
+    assert_eq!(missed.body["passed"], false);
+    let requirement = &missed.body["requirements"][0];
+    assert_eq!(requirement["id"], "revenue-correct");
+    assert_eq!(requirement["counterexample"]["expected"], "25.00");
+    assert_eq!(requirement["counterexample"]["actual"], "50.00");
+    assert!(!requirement["counterexample"]["trace"].as_array().unwrap().is_empty());
+
+    // The same design always gets the same verdict, byte for byte.
+    let again = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &failing_design()).await;
+    assert_eq!(again.text, missed.text);
+    assert!(app.state.store().list_attempts(None, None, 10).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn malformed_json_is_400() {
+    let app = spawn_app().await;
+    let answer = app.send(Method::POST, "/api/scenarios/safe-retry/check", &As::nobody(), &[], Some(b"{\"nodes\": [".to_vec())).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    assert_eq!(answer.code(), "malformed_json");
+    let empty = app.send(Method::POST, "/api/scenarios/safe-retry/check", &As::nobody(), &[], Some(Vec::new())).await;
+    assert_eq!(empty.code(), "malformed_json");
+}
+
+#[tokio::test]
+async fn an_invalid_design_names_every_problem_with_its_path() {
+    let app = spawn_app().await;
+    let mut design = passing_design("safe-retry");
+    design["nodes"][2]["options"]["write"] = json!("upsert_maybe");
+    design["edges"].as_array_mut().unwrap().push(json!({"from": "job", "to": "ghost"}));
+    let answer = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &design).await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(answer.code(), "invalid_design");
+    let details = answer.body["error"]["details"].as_array().unwrap();
+    assert!(details.len() >= 2, "{details:?}");
+    assert_eq!(answer.body["error"]["path"], details[0]["path"]);
+    for d in details {
+        assert!(d["path"].as_str().unwrap().starts_with("$."), "{d}");
+        assert!(d["code"].is_string() && d["message"].is_string());
+    }
+    let not_object = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &json!([1, 2])).await;
+    assert_eq!(not_object.code(), "invalid_design");
+}
+
+#[tokio::test]
+async fn a_graph_too_large_is_refused() {
+    let app = spawn_app().await;
+    let nodes: Vec<Value> = (0..65).map(|i| json!({"id": format!("t{i}"), "kind": "table", "options": {"table": "orders"}})).collect();
+    let answer = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &json!({"nodes": nodes, "edges": []})).await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(answer.code(), "graph_too_large");
+    assert_eq!(answer.body["error"]["path"], "$.nodes");
+
+    let edges: Vec<Value> = (0..257).map(|_| json!({"from": "src", "to": "job"})).collect();
+    let mut design = passing_design("safe-retry");
+    design["edges"] = json!(edges);
+    let answer = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &design).await;
+    assert_eq!(answer.code(), "graph_too_large");
+    assert_eq!(answer.body["error"]["path"], "$.edges");
+}
+
+#[tokio::test]
+async fn a_body_too_large_is_413() {
+    let app = spawn_app().await;
+    let big = format!("{{\"nodes\": [], \"padding\": \"{}\"}}", "x".repeat(300 * 1024));
+    for uri in ["/api/scenarios/safe-retry/check", "/api/submissions"] {
+        let answer = app.send(Method::POST, uri, &As::nobody(), &[], Some(big.clone().into_bytes())).await;
+        assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE, "{uri}: {}", answer.text);
+        assert_eq!(answer.code(), "body_too_large");
+    }
+    let (cookie, _) = app.new_student().await;
+    let answer = app.send(Method::PUT, "/api/drafts/safe-retry", &As::student(&cookie), &[], Some(big.into_bytes())).await;
+    assert_eq!(answer.code(), "body_too_large");
+}
+
+#[tokio::test]
+async fn the_body_limit_is_configurable() {
+    let app = spawn_app_with(Config { body_limit_bytes: 64, ..Config::default() }).await;
+    let answer = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &passing_design("safe-retry")).await;
+    assert_eq!(answer.code(), "body_too_large");
+}
+
+#[test]
+fn a_check_beyond_the_simulators_limits_is_check_too_large() {
+    let error = server::api::check_error("safe-retry", shared::CheckError::TooLarge { schedules: 2_000_000, limit: "the limit of 2000000 schedules".into() });
+    assert_eq!(error.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(error.code, "check_too_large");
+    assert!(error.message.contains("2000000"));
+}
+
+#[tokio::test]
+async fn unknown_routes_and_methods_answer_json_errors() {
+    let app = spawn_app().await;
+    let missing = app.get("/api/no-such-thing", &As::nobody()).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert_eq!(missing.code(), "not_found");
+    let wrong_method = app.send(Method::DELETE, "/api/scenarios", &As::nobody(), &[], None).await;
+    assert_eq!(wrong_method.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(wrong_method.code(), "method_not_allowed");
+    assert!(wrong_method.header("allow").is_some());
+    let no_app = app.get("/scenarios/safe-retry", &As::nobody()).await;
+    assert_eq!(no_app.code(), "not_found");
+}
+
+// Submissions and access rules.
+
+#[tokio::test]
+async fn a_student_submits_for_themself_and_reads_only_their_own() {
+    let app = spawn_app().await;
+    let (alice_cookie, alice) = app.new_student().await;
+    let (bob_cookie, bob) = app.new_student().await;
+    let as_alice = As::student(&alice_cookie);
+    let as_bob = As::student(&bob_cookie);
+
+    let created = app.post("/api/submissions", &as_alice, &json!({"scenario": "safe-retry", "design": failing_design()})).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let keys: Vec<&str> = created.body.as_object().unwrap().keys().map(String::as_str).collect();
+    for key in ["id", "scenario", "student", "created_at", "score", "max_score", "passed", "verdict"] {
+        assert!(keys.contains(&key), "{key} missing in {keys:?}");
+    }
+    assert_eq!(created.body["student"], alice);
+    assert_eq!(created.body["passed"], false);
+    assert_eq!(created.body["verdict"]["scenario"], "safe-retry");
+    let id = created.body["id"].as_str().unwrap().to_string();
+    assert_eq!(created.header("location"), Some(format!("/api/submissions/{id}").as_str()));
+
+    let own = app.get(&format!("/api/submissions/{id}"), &as_alice).await;
+    assert_eq!(own.status, StatusCode::OK);
+    assert_eq!(own.body["verdict"], created.body["verdict"]);
+    assert_eq!(own.body["design"], failing_design());
+
+    let theirs = app.get(&format!("/api/submissions/{id}"), &as_bob).await;
+    assert_eq!(theirs.status, StatusCode::FORBIDDEN);
+    assert_eq!(theirs.code(), "forbidden");
+
+    let unknown = app.get("/api/submissions/no-such-id", &as_alice).await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    assert_eq!(unknown.code(), "unknown_submission");
+
+    let for_bob = app.post("/api/submissions", &as_alice, &json!({"scenario": "safe-retry", "student": bob, "design": failing_design()})).await;
+    assert_eq!(for_bob.status, StatusCode::FORBIDDEN);
+    assert_eq!(for_bob.code(), "forbidden");
+    let for_self = app.post("/api/submissions", &as_alice, &json!({"scenario": "safe-retry", "student": alice, "design": passing_design("safe-retry")})).await;
+    assert_eq!(for_self.status, StatusCode::CREATED);
+
+    let list = app.get("/api/submissions", &as_alice).await;
+    assert_eq!(list.status, StatusCode::OK);
+    let list = list.body.as_array().unwrap().clone();
+    assert_eq!(list.len(), 2);
+    assert!(list.iter().all(|s| s["student"] == alice));
+    assert_eq!(list[0]["passed"], true, "newest first");
+    assert!(list[0].get("verdict").is_none(), "lists carry no verdicts");
+
+    assert_eq!(app.get("/api/submissions", &as_bob).await.body, json!([]));
+    let peek = app.get(&format!("/api/submissions?student={alice}"), &as_bob).await;
+    assert_eq!(peek.status, StatusCode::FORBIDDEN);
+    let filtered = app.get("/api/submissions?scenario=safe-rerun", &as_alice).await;
+    assert_eq!(filtered.body, json!([]));
+}
+
+#[tokio::test]
+async fn a_submission_with_a_bad_body_gets_its_own_code() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.new_student().await;
+    let who = As::student(&cookie);
+    let missing = app.post("/api/submissions", &who, &json!({"scenario": "safe-retry"})).await;
+    assert_eq!(missing.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(missing.code(), "invalid_request");
+    let invalid = app.post("/api/submissions", &who, &json!({"scenario": "safe-retry", "design": {"nodes": "no"}})).await;
+    assert_eq!(invalid.code(), "invalid_design");
+    let malformed = app.send(Method::POST, "/api/submissions", &who, &[], Some(b"nope".to_vec())).await;
+    assert_eq!(malformed.code(), "malformed_json");
+    assert!(app.state.store().list_attempts(None, None, 10).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_grader_submits_for_any_student_and_sees_all() {
+    let app = spawn_app().await;
+    let token = app.grader_token("ta").await;
+    let grader = As::grader(&token);
+    let no_student = app.post("/api/submissions", &grader, &json!({"scenario": "safe-retry", "design": failing_design()})).await;
+    assert_eq!(no_student.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(no_student.body["error"]["path"], "$.student");
+    let made = app.post("/api/submissions", &grader, &json!({"scenario": "safe-retry", "student": "lms-42", "design": passing_design("safe-retry")})).await;
+    assert_eq!(made.status, StatusCode::CREATED);
+    assert_eq!(made.body["student"], "lms-42");
+    assert_eq!(made.body["score"], made.body["max_score"]);
+
+    let (cookie, _) = app.new_student().await;
+    app.post("/api/submissions", &As::student(&cookie), &json!({"scenario": "safe-retry", "design": failing_design()})).await;
+    let all = app.get("/api/submissions", &grader).await;
+    assert_eq!(all.body.as_array().unwrap().len(), 2);
+    let one = app.get("/api/submissions?student=lms-42&scenario=safe-retry", &grader).await;
+    assert_eq!(one.body.as_array().unwrap().len(), 1);
+    let id = made.body["id"].as_str().unwrap();
+    assert_eq!(app.get(&format!("/api/submissions/{id}"), &grader).await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn bad_missing_and_revoked_tokens_are_401() {
+    let app = spawn_app().await;
+    let token = app.grader_token("ta").await;
+    let item = json!([{"scenario": "safe-retry", "student": "s1", "design": passing_design("safe-retry")}]);
+
+    let without = app.post("/api/grade", &As::nobody(), &item).await;
+    assert_eq!(without.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(without.code(), "unauthorized");
+    let wrong = app.post("/api/grade", &As::grader("pbt_not-a-token"), &item).await;
+    assert_eq!(wrong.code(), "unauthorized");
+    let basic = app.send(Method::POST, "/api/grade", &As::nobody(), &[("authorization", "Basic dGE6dGE=")], Some(item.to_string().into_bytes())).await;
+    assert_eq!(basic.code(), "unauthorized");
+    let bad_submission = app.post("/api/submissions", &As::grader("pbt_wrong"), &json!({"scenario": "safe-retry", "student": "x", "design": {}})).await;
+    assert_eq!(bad_submission.status, StatusCode::UNAUTHORIZED);
+    let bad_list = app.get("/api/submissions", &As::grader("pbt_wrong")).await;
+    assert_eq!(bad_list.status, StatusCode::UNAUTHORIZED);
+
+    assert_eq!(app.post("/api/grade", &As::grader(&token), &item).await.status, StatusCode::OK);
+    assert!(app.state.store().revoke_token("ta").await.unwrap());
+    let revoked = app.post("/api/grade", &As::grader(&token), &item).await;
+    assert_eq!(revoked.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(revoked.code(), "unauthorized");
+
+    // A student cookie is no grader token.
+    let (cookie, _) = app.new_student().await;
+    assert_eq!(app.post("/api/grade", &As::student(&cookie), &item).await.status, StatusCode::UNAUTHORIZED);
+}
+
+// Idempotency keys.
+
+async fn submit_with_key(app: &crate::common::TestApp, who: &As, key: &str, body: &Value) -> crate::common::Answer {
+    app.send(Method::POST, "/api/submissions", who, &[("idempotency-key", key)], Some(serde_json::to_vec(body).unwrap())).await
+}
+
+#[tokio::test]
+async fn the_same_key_and_body_answer_the_stored_answer_and_record_once() {
+    let app = spawn_app().await;
+    let token = app.grader_token("ta").await;
+    let grader = As::grader(&token);
+    let body = json!({"scenario": "safe-retry", "student": "lms-1", "design": failing_design()});
+    let first = submit_with_key(&app, &grader, "key-1", &body).await;
+    assert_eq!(first.status, StatusCode::CREATED);
+    assert!(first.header("idempotent-replayed").is_none());
+    // Key order and spacing do not make another request.
+    let reordered = serde_json::to_vec_pretty(&json!({"design": failing_design(), "student": "lms-1", "scenario": "safe-retry"})).unwrap();
+    let second = app.send(Method::POST, "/api/submissions", &grader, &[("idempotency-key", "key-1")], Some(reordered)).await;
+    assert_eq!(second.status, StatusCode::CREATED);
+    assert_eq!(second.header("idempotent-replayed"), Some("true"));
+    assert_eq!(second.body, first.body);
+    assert_eq!(app.state.store().list_attempts(None, None, 10).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn the_same_key_with_another_body_is_422() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.new_student().await;
+    let who = As::student(&cookie);
+    let first = submit_with_key(&app, &who, "k", &json!({"scenario": "safe-retry", "design": failing_design()})).await;
+    assert_eq!(first.status, StatusCode::CREATED);
+    let other = submit_with_key(&app, &who, "k", &json!({"scenario": "safe-retry", "design": passing_design("safe-retry")})).await;
+    assert_eq!(other.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(other.code(), "idempotency_key_reused");
+    assert_eq!(app.state.store().list_attempts(None, None, 10).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn the_same_key_while_the_first_request_runs_is_409() {
+    let app = spawn_app().await;
+    let (cookie, student) = app.new_student().await;
+    let who = As::student(&cookie);
+    let body = json!({"scenario": "safe-retry", "design": failing_design()});
+    // The first request has claimed the key and is still checking.
+    let fingerprint_body = serde_json::to_vec(&body).unwrap();
+    let claim = app
+        .state
+        .store()
+        .claim_idempotency_key(&format!("student:{student}"), "busy", &server::api::fingerprint("POST /api/submissions", &fingerprint_body), std::time::Duration::from_secs(600))
+        .await
+        .unwrap();
+    assert_eq!(claim, server::store::Claim::Started);
+    let answer = submit_with_key(&app, &who, "busy", &body).await;
+    assert_eq!(answer.status, StatusCode::CONFLICT);
+    assert_eq!(answer.code(), "idempotency_key_in_flight");
+    assert_eq!(answer.header("retry-after"), Some("1"));
+    assert!(app.state.store().list_attempts(None, None, 10).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_abandoned_in_flight_key_is_taken_over_after_the_stale_window() {
+    let app = spawn_app_with(Config { idempotency_stale_after: std::time::Duration::from_millis(50), ..Config::default() }).await;
+    let (cookie, student) = app.new_student().await;
+    let body = json!({"scenario": "safe-retry", "design": failing_design()});
+    let fp = server::api::fingerprint("POST /api/submissions", &serde_json::to_vec(&body).unwrap());
+    app.state.store().claim_idempotency_key(&format!("student:{student}"), "dead", &fp, std::time::Duration::from_secs(600)).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+    let answer = submit_with_key(&app, &As::student(&cookie), "dead", &body).await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
+}
+
+#[tokio::test]
+async fn an_error_answer_is_replayed_too() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.new_student().await;
+    let who = As::student(&cookie);
+    let body = json!({"scenario": "safe-retry", "design": {"nodes": [{"id": "x", "kind": "bogus"}]}});
+    let first = submit_with_key(&app, &who, "err", &body).await;
+    assert_eq!(first.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(first.code(), "invalid_design");
+    let again = submit_with_key(&app, &who, "err", &body).await;
+    assert_eq!(again.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_eq!(again.body, first.body);
+}
+
+#[tokio::test]
+async fn keys_are_scoped_per_caller() {
+    let app = spawn_app().await;
+    let (a, _) = app.new_student().await;
+    let (b, _) = app.new_student().await;
+    let body = json!({"scenario": "safe-retry", "design": failing_design()});
+    let first = submit_with_key(&app, &As::student(&a), "same", &body).await;
+    let second = submit_with_key(&app, &As::student(&b), "same", &body).await;
+    assert_eq!(first.status, StatusCode::CREATED);
+    assert_eq!(second.status, StatusCode::CREATED);
+    assert!(second.header("idempotent-replayed").is_none());
+    assert_ne!(first.body["id"], second.body["id"]);
+}
+
+#[tokio::test]
+async fn a_bad_idempotency_key_is_400() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.new_student().await;
+    let long = "k".repeat(256);
+    let answer = submit_with_key(&app, &As::student(&cookie), &long, &json!({"scenario": "safe-retry", "design": failing_design()})).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    assert_eq!(answer.code(), "invalid_idempotency_key");
+}
+
+// Grading.
+
+fn class() -> Value {
+    json!([
+        {"scenario": "safe-retry", "student": "ada", "design": passing_design("safe-retry")},
+        {"scenario": "no-such", "student": "bob", "design": passing_design("safe-retry")},
+        {"scenario": "safe-retry", "student": "cy", "design": failing_design()},
+        {"scenario": "safe-retry", "student": "dee", "design": {"nodes": [{"id": "x", "kind": "bogus"}]}},
+        {"student": "eve"},
+    ])
+}
+
+#[tokio::test]
+async fn grading_answers_one_result_per_item_in_order() {
+    let app = spawn_app().await;
+    let token = app.grader_token("ta").await;
+    let answer = app.post("/api/grade", &As::grader(&token), &class()).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    let results = answer.body.as_array().unwrap();
+    assert_eq!(results.len(), 5);
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r["index"], i);
+    }
+    assert_eq!(results[0]["student"], "ada");
+    assert_eq!(results[0]["passed"], true);
+    assert!(results[0]["id"].is_string() && results[0]["verdict"].is_object());
+    assert_eq!(results[1]["error"]["code"], "unknown_scenario");
+    assert_eq!(results[2]["student"], "cy");
+    assert_eq!(results[2]["score"], 0);
+    assert_eq!(results[2]["max_score"], 3);
+    assert_eq!(results[3]["error"]["code"], "invalid_design");
+    assert_eq!(results[3]["error"]["path"], "$[3].nodes[0].kind");
+    assert_eq!(results[4]["error"]["code"], "invalid_request");
+    // The good items are recorded.
+    assert_eq!(app.state.store().list_attempts(None, None, 10).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn grading_in_gradescope_shape_has_one_test_per_requirement() {
+    let app = spawn_app().await;
+    let token = app.grader_token("ta").await;
+    let answer = app.post("/api/grade?format=gradescope", &As::grader(&token), &class()).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    let results = answer.body.as_array().unwrap();
+    assert_eq!(results.len(), 5);
+    let passed = &results[0];
+    assert_eq!(passed["score"], 3);
+    assert_eq!(passed["max_score"], 3);
+    assert_eq!(passed["extra_data"]["student"], "ada");
+    let missed = &results[2];
+    let tests = missed["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 3);
+    for t in tests {
+        for key in ["name", "score", "max_score", "status", "output", "output_format"] {
+            assert!(t.get(key).is_some(), "{key} missing in {t}");
+        }
+        assert_eq!(t["output_format"], "md");
+        assert_eq!(t["max_score"], 1);
+    }
+    assert_eq!(tests[0]["status"], "failed");
+    assert_eq!(tests[0]["score"], 0);
+    let output = tests[0]["output"].as_str().unwrap();
+    assert!(output.contains("**Expected** `25.00`, **actual** `50.00`"), "{output}");
+    assert!(output.contains("```text"), "{output}");
+    assert_eq!(results[1]["error"]["code"], "unknown_scenario");
+    assert_eq!(results[1]["index"], 1);
+
+    let unknown_format = app.post("/api/grade?format=csv", &As::grader(&token), &class()).await;
+    assert_eq!(unknown_format.code(), "invalid_request");
+    let not_array = app.post("/api/grade", &As::grader(&token), &json!({"scenario": "safe-retry"})).await;
+    assert_eq!(not_array.code(), "invalid_request");
+}
+
+#[tokio::test]
+async fn grading_caps_the_number_of_items() {
+    let app = spawn_app_with(Config { grade_items_max: 2, ..Config::default() }).await;
+    let token = app.grader_token("ta").await;
+    let answer = app.post("/api/grade", &As::grader(&token), &class()).await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(answer.code(), "invalid_request");
+}
+
+// Drafts.
+
+#[tokio::test]
+async fn a_draft_round_trips_for_its_student_only() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.new_student().await;
+    let who = As::student(&cookie);
+    let none = app.get("/api/drafts/safe-retry", &who).await;
+    assert_eq!(none.status, StatusCode::NOT_FOUND);
+    assert_eq!(none.code(), "no_draft");
+
+    // A draft may be unfinished and invalid.
+    let draft = json!({"nodes": [{"id": "job", "kind": "batch_job", "options": {"transaction": "maybe"}}]});
+    let saved = app.put("/api/drafts/safe-retry", &who, &json!({"design": draft})).await;
+    assert_eq!(saved.status, StatusCode::OK);
+    assert_eq!(saved.body["scenario"], "safe-retry");
+    assert_eq!(saved.body["design"], draft);
+    assert!(saved.body["updated_at"].is_string());
+    let read = app.get("/api/drafts/safe-retry", &who).await;
+    assert_eq!(read.body["design"], draft);
+
+    let newer = json!({"nodes": [], "edges": []});
+    app.put("/api/drafts/safe-retry", &who, &json!({"design": newer})).await;
+    assert_eq!(app.get("/api/drafts/safe-retry", &who).await.body["design"], newer);
+
+    let (other, _) = app.new_student().await;
+    assert_eq!(app.get("/api/drafts/safe-retry", &As::student(&other)).await.code(), "no_draft");
+
+    let not_object = app.put("/api/drafts/safe-retry", &who, &json!({"design": [1]})).await;
+    assert_eq!(not_object.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(not_object.body["error"]["path"], "$.design");
+
+    // The first draft request of a new browser makes its session.
+    let fresh = app.get("/api/drafts/safe-retry", &As::nobody()).await;
+    assert_eq!(fresh.code(), "no_draft");
+    assert!(fresh.header("set-cookie").is_some());
+}
+
+// Operations.
+
+#[tokio::test]
+async fn the_openapi_document_covers_every_route() {
+    let app = spawn_app().await;
+    let answer = app.get("/api/openapi.json", &As::nobody()).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert!(answer.body["openapi"].as_str().unwrap().starts_with("3."));
+    let paths = answer.body["paths"].as_object().unwrap();
+    for (path, methods) in [
+        ("/api/session", &["get", "put"][..]),
+        ("/api/scenarios", &["get"]),
+        ("/api/scenarios/{id}", &["get"]),
+        ("/api/scenarios/{id}/check", &["post"]),
+        ("/api/submissions", &["get", "post"]),
+        ("/api/submissions/{id}", &["get"]),
+        ("/api/grade", &["post"]),
+        ("/api/drafts/{scenario}", &["get", "put"]),
+        ("/api/openapi.json", &["get"]),
+        ("/healthz", &["get"]),
+        ("/readyz", &["get"]),
+        ("/metrics", &["get"]),
+    ] {
+        for m in methods {
+            assert!(paths.get(path).and_then(|p| p.get(*m)).is_some(), "{m} {path} missing from the OpenAPI document");
+        }
+    }
+    assert_eq!(paths.len(), 12, "a route was added without documenting it, or the other way round");
+    let schemas = answer.body["components"]["schemas"].as_object().unwrap();
+    for name in ["ErrorBody", "Verdict", "Submission", "GradeItem", "ScenarioSummary", "DraftAnswer"] {
+        assert!(schemas.contains_key(name), "schema {name} missing");
+    }
+    let text = answer.text;
+    for code in ["malformed_json", "unknown_scenario", "body_too_large", "graph_too_large", "check_too_large", "idempotency_key_reused", "idempotency_key_in_flight", "unauthorized", "forbidden"] {
+        assert!(text.contains(code), "the document never mentions {code}");
+    }
+}
+
+#[tokio::test]
+async fn health_readiness_and_a_broken_database() {
+    let app = spawn_app().await;
+    assert_eq!(app.get("/healthz", &As::nobody()).await.body, json!({"status": "ok"}));
+    assert_eq!(app.get("/readyz", &As::nobody()).await.status, StatusCode::OK);
+    app.state.store().close().await;
+    let broken = app.get("/readyz", &As::nobody()).await;
+    assert_eq!(broken.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(broken.code(), "unavailable");
+    assert_eq!(app.get("/healthz", &As::nobody()).await.status, StatusCode::OK, "liveness does not depend on the database");
+    let session = app.get("/api/session", &As::nobody()).await;
+    assert_eq!(session.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(!session.text.contains("pool"), "no internal detail in the body: {}", session.text);
+}
+
+#[tokio::test]
+async fn metrics_count_requests_checks_and_schedules() {
+    let app = spawn_app().await;
+    app.post("/api/scenarios/safe-retry/check", &As::nobody(), &passing_design("safe-retry")).await;
+    app.post("/api/scenarios/safe-retry/check", &As::nobody(), &failing_design()).await;
+    app.get("/api/scenarios/nope", &As::nobody()).await;
+    let answer = app.get("/metrics", &As::nobody()).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert!(answer.header("content-type").unwrap().starts_with("text/plain"));
+    let text = answer.text;
+    for line in [
+        "pipeline_builder_http_requests_total{method=\"POST\",route=\"/api/scenarios/{id}/check\",status=\"200\"} 2",
+        "pipeline_builder_http_requests_total{method=\"GET\",route=\"/api/scenarios/{id}\",status=\"404\"} 1",
+        "pipeline_builder_checks_total{scenario=\"safe-retry\",outcome=\"passed\"} 1",
+        "pipeline_builder_checks_total{scenario=\"safe-retry\",outcome=\"missed\"} 1",
+        "# TYPE pipeline_builder_http_request_duration_seconds histogram",
+        "pipeline_builder_http_request_duration_seconds_bucket{method=\"POST\",route=\"/api/scenarios/{id}/check\",le=\"+Inf\"} 2",
+    ] {
+        assert!(text.contains(line), "missing: {line}\n{text}");
+    }
+    assert!(text.contains("pipeline_builder_schedules_explored_total{scenario=\"safe-retry\"}"));
+}
+
+#[tokio::test]
+async fn the_web_app_is_served_with_index_html_for_client_routes() {
+    let web = TempDir::new("web");
+    std::fs::write(web.path().join("index.html"), "<!doctype html><title>Pipeline Builder</title>").unwrap();
+    std::fs::write(web.path().join("app.js"), "console.log('hi')").unwrap();
+    let app = spawn_app_with(Config { static_dir: Some(web.path().to_path_buf()), ..Config::default() }).await;
+    let root = app.get("/", &As::nobody()).await;
+    assert_eq!(root.status, StatusCode::OK);
+    assert!(root.text.contains("Pipeline Builder"));
+    let route = app.get("/scenarios/safe-retry", &As::nobody()).await;
+    assert_eq!(route.status, StatusCode::OK);
+    assert!(route.text.contains("Pipeline Builder"));
+    let file = app.get("/app.js", &As::nobody()).await;
+    assert_eq!(file.status, StatusCode::OK);
+    assert!(file.text.contains("console.log"));
+    let api = app.get("/api/nope", &As::nobody()).await;
+    assert_eq!(api.status, StatusCode::NOT_FOUND);
+    assert_eq!(api.code(), "not_found");
+}
+
+#[tokio::test]
+async fn every_answer_carries_a_request_id() {
+    let app = spawn_app().await;
+    let answer = app.get("/healthz", &As::nobody()).await;
+    assert!(answer.header("x-request-id").is_some());
+    let given = app.send(Method::GET, "/healthz", &As::nobody(), &[("x-request-id", "abc-123")], None).await;
+    assert_eq!(given.header("x-request-id"), Some("abc-123"));
+}
+
+#[tokio::test]
+async fn hostile_bodies_never_cause_a_5xx() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.new_student().await;
+    let token = app.grader_token("ta").await;
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    let bodies: Vec<Vec<u8>> = vec![
+        deep.into_bytes(),
+        b"null".to_vec(),
+        b"\"text\"".to_vec(),
+        vec![0xff, 0xfe, 0x00],
+        serde_json::to_vec(&json!({"nodes": [{"id": "", "kind": "table", "options": {"key": [[[]]]}}], "edges": [{"from": 1}]})).unwrap(),
+        serde_json::to_vec(&json!({"nodes": [{"id": "a", "kind": "batch_job"}, {"id": "b", "kind": "batch_job"}], "edges": [{"from": "a", "to": "b"}, {"from": "b", "to": "a"}]})).unwrap(),
+        serde_json::to_vec(&json!({"scenario": 5, "design": {"nodes": []}})).unwrap(),
+    ];
+    for body in bodies {
+        for (uri, who) in [
+            ("/api/scenarios/safe-retry/check", As::nobody()),
+            ("/api/submissions", As::student(&cookie)),
+            ("/api/grade", As::grader(&token)),
+        ] {
+            let answer = app.send(Method::POST, uri, &who, &[], Some(body.clone())).await;
+            assert!(!answer.status.is_server_error(), "{uri}: {} {}", answer.status, answer.text);
+            assert!(answer.body.is_object() || answer.body.is_array(), "{uri}: {}", answer.text);
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! What the tests share: a fresh app on its own SQLite file, and requests through the router.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use axum::Router;
+use serde_json::Value;
+use server::{AppState, Catalogue, Config, Store};
+use shared::Scenario;
+use tower::ServiceExt;
+
+pub fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
+}
+
+/// The shipped scenarios, validated once per test run.
+pub fn scenarios() -> Vec<Scenario> {
+    static LOADED: OnceLock<Vec<Scenario>> = OnceLock::new();
+    LOADED
+        .get_or_init(|| match server::catalogue::validate_paths(&[scenarios_dir()]) {
+            Ok(s) => s,
+            Err(problems) => panic!("the shipped scenarios do not validate: {problems:?}"),
+        })
+        .clone()
+}
+
+pub fn scenario(id: &str) -> Scenario {
+    scenarios().into_iter().find(|s| s.id == id).unwrap_or_else(|| panic!("no scenario {id}"))
+}
+
+/// The first reference design of a scenario: passes everything.
+pub fn passing_design(id: &str) -> Value {
+    scenario(id).reference_designs[0].design.clone()
+}
+
+/// The chapter's append-only job: misses every requirement of safe-retry.
+pub fn failing_design() -> Value {
+    scenario("safe-retry").starting_design.expect("safe-retry has a starting design")
+}
+
+/// A folder that is removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(label: &str) -> TempDir {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let path = std::env::temp_dir().join(format!(
+            "pipeline-builder-{label}-{}-{}-{nanos}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&path).expect("a temp folder");
+        TempDir(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn sqlite_url(&self) -> String {
+        format!("sqlite://{}", self.0.join("db/test.db").display())
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub struct TestApp {
+    pub router: Router,
+    pub state: AppState,
+    /// Kept so that the database folder lives as long as the app.
+    pub _dir: TempDir,
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(Config::default()).await
+}
+
+pub async fn spawn_app_with(config: Config) -> TestApp {
+    let dir = TempDir::new("api");
+    let store = Store::connect(&dir.sqlite_url()).await.expect("a fresh SQLite database");
+    let state = AppState::new(store, Catalogue::new(scenarios()), config);
+    TestApp { router: server::router(state.clone()), state, _dir: dir }
+}
+
+/// An answer: status, headers and the body as JSON (or as a JSON string when it is not JSON).
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Answer {
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or_else(|| panic!("not an error answer ({}): {}", self.status, self.text))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The `pb_student=…` pair of the Set-Cookie header, ready for a Cookie header.
+    pub fn cookie(&self) -> Option<String> {
+        self.header("set-cookie").and_then(|c| c.split(';').next()).map(str::to_string)
+    }
+}
+
+/// How a test calls: as nobody, as the student of a cookie, or as a grader.
+#[derive(Clone, Debug, Default)]
+pub struct As {
+    pub cookie: Option<String>,
+    pub token: Option<String>,
+}
+
+impl As {
+    pub fn nobody() -> As {
+        As::default()
+    }
+    pub fn student(cookie: &str) -> As {
+        As { cookie: Some(cookie.to_string()), token: None }
+    }
+    pub fn grader(token: &str) -> As {
+        As { cookie: None, token: Some(token.to_string()) }
+    }
+}
+
+impl TestApp {
+    pub async fn send(&self, method: Method, uri: &str, who: &As, headers: &[(&str, &str)], body: Option<Vec<u8>>) -> Answer {
+        let mut builder = Request::builder().method(method).uri(uri);
+        if let Some(c) = &who.cookie {
+            builder = builder.header("cookie", c);
+        }
+        if let Some(t) = &who.token {
+            builder = builder.header("authorization", format!("Bearer {t}"));
+        }
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        let has_body = body.is_some();
+        if has_body {
+            builder = builder.header("content-type", "application/json");
+        }
+        let request = builder.body(body.map(Body::from).unwrap_or_else(Body::empty)).expect("a request");
+        let response = self.router.clone().oneshot(request).await.expect("the router always answers");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("a body");
+        let text = String::from_utf8_lossy(&bytes).to_string();
+        let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(text.clone()));
+        Answer { status, headers, body, text }
+    }
+
+    pub async fn get(&self, uri: &str, who: &As) -> Answer {
+        self.send(Method::GET, uri, who, &[], None).await
+    }
+
+    pub async fn post(&self, uri: &str, who: &As, body: &Value) -> Answer {
+        self.send(Method::POST, uri, who, &[], Some(serde_json::to_vec(body).unwrap())).await
+    }
+
+    pub async fn put(&self, uri: &str, who: &As, body: &Value) -> Answer {
+        self.send(Method::PUT, uri, who, &[], Some(serde_json::to_vec(body).unwrap())).await
+    }
+
+    /// A new student session; returns its cookie and id.
+    pub async fn new_student(&self) -> (String, String) {
+        let answer = self.get("/api/session", &As::nobody()).await;
+        assert_eq!(answer.status, StatusCode::OK);
+        let cookie = answer.cookie().expect("a new session sets a cookie");
+        let id = answer.body["student"].as_str().expect("a student id").to_string();
+        (cookie, id)
+    }
+
+    /// A grader token stored the way `token create` stores it.
+    pub async fn grader_token(&self, name: &str) -> String {
+        let token = server::auth::new_token().expect("randomness");
+        assert!(self.state.store().create_token(name, &server::auth::hash_token(&token)).await.expect("the store answers"));
+        token
+    }
+}

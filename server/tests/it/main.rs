@@ -1,0 +1,11 @@
+//! The server's tests, in one binary: the API through the router without a socket, one test
+//! over a real socket, the storage on SQLite and PostgreSQL, two server processes on one
+//! PostgreSQL database, and the command line.
+
+mod api;
+mod cli;
+mod common;
+mod postgres;
+mod processes;
+mod socket;
+mod storage;
