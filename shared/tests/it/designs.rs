@@ -133,3 +133,23 @@ fn hostile_graphs_are_refused_early() {
     assert!(has(&errors(json!([1, 2])), "$", "not_an_object"));
     assert!(shared::design::parse_design("{\"nodes\": [").unwrap_err()[0].code == "malformed_json");
 }
+
+#[test]
+fn the_sql_view_shows_the_chapters_statements() {
+    let s = scenario_file("safe-retry");
+    let valid = validate_json(&s, &batch_design("per_run", "delete_insert", "merge")).unwrap();
+    let blocks = shared::sql::design_sql(&s, &valid);
+    let all: String = blocks.iter().map(|b| b.sql.as_str()).collect::<Vec<_>>().join("\n");
+    assert!(all.starts_with("BEGIN;\nDELETE FROM orders WHERE order_date = DATE '2026-01-10';\nINSERT INTO orders"), "{all}");
+    assert!(all.contains("MERGE INTO daily_revenue AS t\nUSING (SELECT order_date, SUM(amount) AS paid_revenue FROM orders WHERE order_date = DATE '2026-01-10' AND status = 'paid' GROUP BY order_date) AS s\nON t.order_date = s.order_date"), "{all}");
+    assert!(all.ends_with("COMMIT;"), "{all}");
+
+    let s = crate::chapter::offset_commit_scenario();
+    let valid = validate_json(&s, &crate::chapter::stream_design("with_write", "insert_ignore")).unwrap();
+    let sql = &shared::sql::design_sql(&s, &valid)[0].sql;
+    assert!(sql.contains("INSERT INTO paid_orders (order_id, amount)\nVALUES (:order_id, :amount)\nON CONFLICT (order_id) DO NOTHING;"), "{sql}");
+    assert!(sql.contains("UPDATE consumer_offsets SET next_offset = :offset + 1"), "{sql}");
+    let valid = validate_json(&s, &crate::chapter::stream_design("before_write", "append")).unwrap();
+    let sql = &shared::sql::design_sql(&s, &valid)[0].sql;
+    assert!(sql.find("commit offset").unwrap() < sql.find("INSERT INTO").unwrap(), "commit before write: {sql}");
+}
