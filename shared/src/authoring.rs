@@ -583,7 +583,7 @@ fn check_messages(path: &str, what: &str, fields: &[ColumnDef], messages: &[BTre
         for (name, raw) in m {
             match fields.iter().find(|f| &f.name == name) {
                 None => out.push(
-                    format!("{}.{name}", format_args!("{path}.messages[{i}]")),
+                    child_key(&format!("{path}.messages[{i}]"), name),
                     format!("\"{name}\" is not a field of {what}; its fields are {}", list_names(fields.iter().map(|f| f.name.as_str()))),
                 ),
                 Some(f) => {
@@ -623,25 +623,19 @@ fn check_streams_and_senders(s: &Scenario, out: &mut Diagnostics) {
         }
         check_messages(&path, &what, fields, messages, out);
     }
-    // Messages are written into the sink by column name: a field no sink has is dropped.
+    // A sender's idempotency key is written into a sink column by name; without that column
+    // the key would be dropped and no design could use it.
     let sinks: Vec<&TableDef> = s.tables.iter().filter(|t| t.role == TableRole::Sink).collect();
-    for (i, st) in s.streams.iter().enumerate() {
-        for (f, field) in st.fields.iter().enumerate() {
-            if !sinks.is_empty() && !sinks.iter().any(|t| t.column_index(&field.name).is_some()) {
-                out.push(format!("$.streams[{i}].fields[{f}]"), format!("no sink table has a column \"{}\", so the consumer would drop this field", field.name));
-            }
-        }
-    }
+    let offers_keys = s.palette.sender.as_ref().is_some_and(|p| p.get("idempotency_key").is_none_or(|v| v.iter().any(|x| x != "none")));
     for (i, se) in s.senders.iter().enumerate() {
-        let offers_keys = s.palette.sender.as_ref().and_then(|p| p.get("idempotency_key")).is_none_or(|v| v.iter().any(|x| x != "none"));
-        if offers_keys && !sinks.iter().any(|t| t.column_index(&se.idempotency_field).is_some()) {
-            let uses = s.palette.sender.as_ref().is_some_and(|p| p.contains_key("idempotency_key"));
-            if uses {
-                out.push(
-                    format!("$.senders[{i}].idempotency_field"),
-                    format!("the palette offers idempotency keys, but no sink table has a column \"{}\" to store them; add the column or point idempotency_field at one", se.idempotency_field),
-                );
-            }
+        if offers_keys && !sinks.is_empty() && !sinks.iter().any(|t| t.column_index(&se.idempotency_field).is_some()) {
+            out.push(
+                format!("$.senders[{i}].idempotency_field"),
+                format!(
+                    "the palette offers idempotency keys, but no sink table has a column \"{}\" to store them; add the column, point idempotency_field at one, or offer only idempotency_key \"none\"",
+                    se.idempotency_field
+                ),
+            );
         }
     }
 }
@@ -1090,6 +1084,17 @@ fn check_designs(s: &Scenario, names_ok: bool, out: &mut Diagnostics) {
             }
         }
         return;
+    }
+    if let Some(start) = &s.starting_design {
+        // Only a design that fits the palette is simulated; the problems of one that does not
+        // are reported above.
+        if crate::design::validate_json(s, start).is_ok() {
+            if let Some(v) = verdict(s, "$.starting_design", start, out) {
+                if v.passed {
+                    out.push("$.starting_design", "the starting design already passes every requirement, so the student has nothing to do; start from the broken pipeline the task describes");
+                }
+            }
+        }
     }
     let mut missable: BTreeSet<&str> = BTreeSet::new();
     for (i, d) in s.reference_designs.iter().enumerate() {

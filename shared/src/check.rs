@@ -76,66 +76,99 @@ pub fn check(scenario: &Scenario, design: &ValidDesign) -> Result<Verdict, Check
 
 type Plan = Vec<(u32, Fault)>;
 
-struct Search<'a> {
-    model: &'a Model,
-    clean: Clean,
-    limits: Limits,
-    explored: u64,
-    steps: u64,
-    /// Per requirement, the shortest failing plan so far.
-    best: Vec<Option<Plan>>,
-    exceeded: Option<String>,
-}
-
-impl Search<'_> {
-    fn visit(&mut self, plan: &mut Plan) {
-        if self.exceeded.is_some() {
-            return;
-        }
-        let outcome: Outcome = Sim::run(self.model, plan, true, false, Some(&self.clean));
-        self.explored += 1;
-        self.steps += outcome.steps;
-        for (i, miss) in outcome.misses.iter().enumerate() {
-            if miss.is_some() && self.best[i].as_ref().is_none_or(|b| plan.len() < b.len()) {
-                self.best[i] = Some(plan.clone());
+/// Depth-first enumeration of every schedule up to the model's bound, in lexicographic order
+/// of (choice point, failure): each schedule is run once, untraced, and handed to `visit`.
+/// Returns the number of schedules explored.
+fn explore(model: &Model, clean: &Clean, limits: Limits, visit: &mut dyn FnMut(&Plan, &Outcome)) -> Result<u64, CheckError> {
+    struct Walk<'a> {
+        model: &'a Model,
+        clean: &'a Clean,
+        limits: Limits,
+        explored: u64,
+        steps: u64,
+        exceeded: Option<String>,
+    }
+    fn walk(w: &mut Walk, plan: &mut Plan, visit: &mut dyn FnMut(&Plan, &Outcome)) {
+        let outcome: Outcome = Sim::run(w.model, plan, true, false, Some(w.clean));
+        w.explored += 1;
+        w.steps += outcome.steps;
+        visit(plan, &outcome);
+        for &(point, fault) in &outcome.offers {
+            if w.exceeded.is_none() && w.explored >= w.limits.max_schedules {
+                w.exceeded = Some(format!("the limit of {} schedules", w.limits.max_schedules));
             }
-        }
-        if self.explored >= self.limits.max_schedules {
-            self.exceeded = Some(format!("the limit of {} schedules", self.limits.max_schedules));
-            return;
-        }
-        if self.steps >= self.limits.max_steps {
-            self.exceeded = Some(format!("the limit of {} simulated steps", self.limits.max_steps));
-            return;
-        }
-        for (point, fault) in outcome.offers {
-            plan.push((point, fault));
-            self.visit(plan);
-            plan.pop();
-            if self.exceeded.is_some() {
+            if w.exceeded.is_none() && w.steps >= w.limits.max_steps {
+                w.exceeded = Some(format!("the limit of {} simulated steps", w.limits.max_steps));
+            }
+            if w.exceeded.is_some() {
                 return;
             }
+            plan.push((point, fault));
+            walk(w, plan, visit);
+            plan.pop();
         }
     }
+    let mut w = Walk { model, clean, limits, explored: 0, steps: 0, exceeded: None };
+    walk(&mut w, &mut Vec::new(), visit);
+    match w.exceeded {
+        Some(limit) => Err(CheckError::TooLarge { schedules: w.explored, limit }),
+        None => Ok(w.explored),
+    }
+}
+
+fn clean_run(model: &Model) -> Clean {
+    Clean { tables: Sim::run(model, &[], false, false, None).end_tables }
+}
+
+/// One schedule as the conformance runner replays it: its failures and its traced run.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    /// The failures as (choice point, kind), in the form `replay` takes.
+    pub faults: Vec<(u32, String)>,
+    pub trace: Vec<crate::verdict::TraceEntry>,
+}
+
+/// Calls `f` with every schedule the check of this design explores, traced with SQL of the
+/// given dialect, in the check's order. Returns the number of schedules.
+pub fn for_each_schedule(scenario: &Scenario, design: &ValidDesign, dialect: crate::sql::Dialect, limits: Limits, f: &mut dyn FnMut(Schedule)) -> Result<u64, CheckError> {
+    let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
+    let clean = clean_run(&model);
+    explore(&model, &clean, limits, &mut |plan, _| {
+        let traced = Sim::run_in(&model, plan, false, true, Some(&clean), dialect);
+        let faults = plan
+            .iter()
+            .map(|(point, fault)| {
+                let kind = match fault {
+                    Fault::Redelivery { after } => format!("redelivery:{after}"),
+                    other => other.kind().to_string(),
+                };
+                (*point, kind)
+            })
+            .collect();
+        f(Schedule { faults, trace: traced.trace });
+    })
 }
 
 /// Checks a design under every failure schedule the scenario allows, within `limits`.
 pub fn check_with(scenario: &Scenario, design: &ValidDesign, limits: Limits) -> Result<Verdict, CheckError> {
     let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
-    let clean_run = Sim::run(&model, &[], false, false, None);
-    let clean = Clean { tables: clean_run.end_tables };
-    let mut search = Search { model: &model, clean, limits, explored: 0, steps: 0, best: vec![None; scenario.requirements.len()], exceeded: None };
-    // Depth-first in lexicographic order of (choice point, failure): the first failing plan
-    // found of a given length is the one whose failures come earliest.
-    search.visit(&mut Vec::new());
-    if let Some(limit) = search.exceeded {
-        return Err(CheckError::TooLarge { schedules: search.explored, limit });
-    }
+    let clean = clean_run(&model);
+    // Per requirement, the shortest failing plan: the search is depth-first in lexicographic
+    // order, so the first failing plan of a given length is the one whose failures come
+    // earliest, and only a strictly shorter one replaces it.
+    let mut best: Vec<Option<Plan>> = vec![None; scenario.requirements.len()];
+    let explored = explore(&model, &clean, limits, &mut |plan, outcome| {
+        for (i, miss) in outcome.misses.iter().enumerate() {
+            if miss.is_some() && best[i].as_ref().is_none_or(|b| plan.len() < b.len()) {
+                best[i] = Some(plan.clone());
+            }
+        }
+    })?;
     let mut requirements = Vec::with_capacity(scenario.requirements.len());
     let mut traced: BTreeMap<Plan, Outcome> = BTreeMap::new();
     for (i, req) in scenario.requirements.iter().enumerate() {
-        let counterexample = search.best[i].as_ref().map(|plan| {
-            let outcome = traced.entry(plan.clone()).or_insert_with(|| Sim::run(&model, plan, false, true, Some(&search.clean)));
+        let counterexample = best[i].as_ref().map(|plan| {
+            let outcome = traced.entry(plan.clone()).or_insert_with(|| Sim::run(&model, plan, false, true, Some(&clean)));
             let miss = outcome.misses[i].clone().expect("a traced replay misses what the search saw it miss");
             let last = outcome.trace.len() as u32;
             Counterexample {
@@ -158,7 +191,7 @@ pub fn check_with(scenario: &Scenario, design: &ValidDesign, limits: Limits) -> 
         passed: score == max_score,
         score,
         max_score,
-        schedules_explored: search.explored,
+        schedules_explored: explored,
         requirements,
     })
 }
@@ -169,8 +202,7 @@ pub fn check_with(scenario: &Scenario, design: &ValidDesign, limits: Limits) -> 
 pub fn replay(scenario: &Scenario, design: &serde_json::Value, faults: &[(u32, &str)]) -> Result<Vec<crate::verdict::TraceEntry>, String> {
     let valid = validate_json(scenario, design).map_err(|e| CheckError::Design(e).to_string())?;
     let model = Model::compile(scenario, &valid).map_err(|e| CheckError::Scenario(e).to_string())?;
-    let clean_run = Sim::run(&model, &[], false, false, None);
-    let clean = Clean { tables: clean_run.end_tables };
+    let clean = clean_run(&model);
     let mut plan: Plan = Vec::new();
     for &(point, kind) in faults {
         let fault = match kind {

@@ -591,6 +591,8 @@ pub(crate) struct Sim<'a> {
     /// The simulated wall clock, in seconds since the Unix epoch (cheap to advance).
     clock_s: i64,
     tracing: bool,
+    /// The SQL dialect of the trace.
+    dialect: sql::Dialect,
     trace: Vec<TraceEntry>,
     failure_words: Vec<String>,
     faults: Vec<FaultAt>,
@@ -603,6 +605,10 @@ pub(crate) struct Sim<'a> {
 
 impl<'a> Sim<'a> {
     pub(crate) fn run(m: &'a Model, plan: &'a [(u32, Fault)], record: bool, tracing: bool, clean: Option<&Clean>) -> Outcome {
+        Self::run_in(m, plan, record, tracing, clean, sql::Dialect::Display)
+    }
+
+    pub(crate) fn run_in(m: &'a Model, plan: &'a [(u32, Fault)], record: bool, tracing: bool, clean: Option<&Clean>, dialect: sql::Dialect) -> Outcome {
         let start = match &m.shape {
             Shape::Batch { runs, .. } => runs.first().map(|r| r.start).unwrap_or_default(),
             Shape::Stream { start, .. } | Shape::Sender { start, .. } => *start,
@@ -618,6 +624,7 @@ impl<'a> Sim<'a> {
             wh: m.initial.clone(),
             clock_s: start.and_utc().timestamp(),
             tracing,
+            dialect,
             trace: Vec::new(),
             failure_words: Vec::new(),
             faults: Vec::new(),
@@ -927,7 +934,7 @@ impl<'a> Sim<'a> {
 
     fn sql_ctx(&self, day: NaiveDate, stamp: Option<NaiveDateTime>) -> sql::Ctx<'_> {
         let Shape::Batch { job, .. } = &self.m.shape else { unreachable!() };
-        sql::Ctx { tables: &self.wh.tables, types: &self.m.column_types, day, stamp, clock: job.date_filter == DateFilter::CurrentDateMinus1 }
+        sql::Ctx { tables: &self.wh.tables, types: &self.m.column_types, day, stamp, clock: job.date_filter == DateFilter::CurrentDateMinus1, dialect: self.dialect }
     }
 
     fn select(&self, step: &CStep, day: NaiveDate, stamp: Option<NaiveDateTime>) -> Vec<Row> {
@@ -1115,7 +1122,7 @@ impl<'a> Sim<'a> {
             log!(self, "consumer", Some(consumer_node), None, format!("skips message {pos}: key {key} is in its memory"), None, "skipped as a repeat".into(), false);
             return;
         }
-        let sql = self.tracing.then(|| sql::message_write(&self.wh.tables[sink.table], &self.m.column_types[sink.table], sink, &row));
+        let sql = self.tracing.then(|| sql::message_write(&self.wh.tables[sink.table], sink, &row, self.dialect));
         let result = self.write_rows(sink, vec![row]);
         let committed = !self.wh.in_transaction();
         match result {

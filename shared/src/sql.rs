@@ -11,6 +11,29 @@ use crate::sim::{CStep, Sink, StepKind};
 use crate::value::{ColumnType, Value};
 use crate::warehouse::{Row, Table};
 
+/// Which SQL to render.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dialect {
+    /// PostgreSQL as a student reads it: a job that asks the clock shows `CURRENT_DATE - 1`.
+    #[default]
+    Display,
+    /// PostgreSQL to execute: the day the clock gave is a literal.
+    Postgres,
+    /// SQLite to execute: ISO text for dates, and `INSERT … ON CONFLICT DO UPDATE` for `MERGE`.
+    Sqlite,
+}
+
+impl Dialect {
+    fn lit(self) -> Dialect {
+        if self == Dialect::Display {
+            Dialect::Postgres
+        } else {
+            self
+        }
+    }
+}
+
 pub(crate) struct Ctx<'a> {
     pub tables: &'a [Table],
     pub types: &'a [Vec<ColumnType>],
@@ -18,12 +41,13 @@ pub(crate) struct Ctx<'a> {
     pub stamp: Option<NaiveDateTime>,
     /// The job asks the clock for its day (`CURRENT_DATE - 1`).
     pub clock: bool,
+    pub dialect: Dialect,
 }
 
 impl Ctx<'_> {
     fn day_sql(&self) -> String {
-        let literal = Value::Date(self.day).sql_literal();
-        if self.clock {
+        let literal = Value::Date(self.day).literal(self.dialect.lit());
+        if self.clock && self.dialect == Dialect::Display {
             format!("CURRENT_DATE - 1 /* {} at this attempt */", self.day)
         } else {
             literal
@@ -42,8 +66,8 @@ fn stamp_sql(ctx: &Ctx, sink: &Sink) -> Option<(String, String)> {
     let t = &ctx.tables[sink.table];
     let value = match ctx.stamp {
         None => "NULL".to_string(),
-        Some(s) if ty == ColumnType::Date => Value::Date(s.date()).sql_literal(),
-        Some(s) => Value::Timestamp(s).sql_literal(),
+        Some(s) if ty == ColumnType::Date => Value::Date(s.date()).literal(ctx.dialect.lit()),
+        Some(s) => Value::Timestamp(s).literal(ctx.dialect.lit()),
     };
     Some((t.columns[c].clone(), value))
 }
@@ -56,8 +80,8 @@ fn step_select(ctx: &Ctx, step: &CStep) -> (Vec<String>, String) {
     for c in step.def.filter() {
         let ty = ctx.types[step.from].get(from.columns.iter().position(|n| *n == c.column).unwrap_or(0)).copied().unwrap_or(ColumnType::Text);
         let value = match &c.value {
-            serde_json::Value::Array(items) => format!("({})", items.iter().map(|v| Value::from_json(ty, v).map(|v| v.sql_literal()).unwrap_or_default()).collect::<Vec<_>>().join(", ")),
-            v => Value::from_json(ty, v).map(|v| v.sql_literal()).unwrap_or_default(),
+            serde_json::Value::Array(items) => format!("({})", items.iter().map(|v| Value::from_json(ty, v).map(|v| v.literal(ctx.dialect.lit())).unwrap_or_default()).collect::<Vec<_>>().join(", ")),
+            v => Value::from_json(ty, v).map(|v| v.literal(ctx.dialect.lit())).unwrap_or_default(),
         };
         conds.push(format!("{} {} {value}", c.column, c.op.sql()));
     }
@@ -96,14 +120,23 @@ fn step_select(ctx: &Ctx, step: &CStep) -> (Vec<String>, String) {
 pub(crate) fn step_write(ctx: &Ctx, step: &CStep) -> String {
     let target = &ctx.tables[step.sink.table];
     let (cols, select) = step_select(ctx, step);
-    write_sql(&target.name, &cols, &select, &step.sink, target)
+    write_sql(&target.name, &cols, &select, &step.sink, target, ctx.dialect)
 }
 
-fn write_sql(table: &str, cols: &[String], select: &str, sink: &Sink, target: &Table) -> String {
+fn write_sql(table: &str, cols: &[String], select: &str, sink: &Sink, target: &Table, dialect: Dialect) -> String {
     let key: Vec<&str> = sink.key.iter().map(|&k| target.columns[k].as_str()).collect();
     match sink.write {
         WriteMode::Append | WriteMode::DeleteInsert => format!("INSERT INTO {table} ({})\n{select};", cols.join(", ")),
         WriteMode::InsertIgnore => format!("INSERT INTO {table} ({})\n{select}\nON CONFLICT ({}) DO NOTHING;", cols.join(", "), key.join(", ")),
+        WriteMode::Merge if dialect == Dialect::Sqlite => {
+            // SQLite has no MERGE: an upsert on the key's unique index does the same for
+            // incoming rows with distinct keys (which every step and message produces).
+            let set: Vec<String> = cols.iter().filter(|c| !key.contains(&c.as_str())).map(|c| format!("{c} = excluded.{c}")).collect();
+            let action = if set.is_empty() { "NOTHING".to_string() } else { format!("UPDATE SET {}", set.join(", ")) };
+            format!("INSERT INTO {table} ({})
+{select}
+ON CONFLICT ({}) DO {action};", cols.join(", "), key.join(", "))
+        }
         WriteMode::Merge => {
             let on: Vec<String> = key.iter().map(|k| format!("t.{k} = s.{k}")).collect();
             let set: Vec<String> = cols.iter().filter(|c| !key.contains(&c.as_str())).map(|c| format!("{c} = s.{c}")).collect();
@@ -121,21 +154,21 @@ fn write_sql(table: &str, cols: &[String], select: &str, sink: &Sink, target: &T
 }
 
 /// The statement that writes one message's row.
-pub(crate) fn message_write(table: &Table, _types: &[ColumnType], sink: &Sink, row: &Row) -> String {
+pub(crate) fn message_write(table: &Table, sink: &Sink, row: &Row, dialect: Dialect) -> String {
     let cols: Vec<String> = table.columns.clone();
-    let literals: Vec<String> = row.iter().map(Value::sql_literal).collect();
-    message_sql(table, sink, &cols, &literals)
+    let literals: Vec<String> = row.iter().map(|v| v.literal(dialect.lit())).collect();
+    message_sql(table, sink, &cols, &literals, dialect)
 }
 
-fn message_sql(table: &Table, sink: &Sink, cols: &[String], literals: &[String]) -> String {
+fn message_sql(table: &Table, sink: &Sink, cols: &[String], literals: &[String], dialect: Dialect) -> String {
     match sink.write {
-        WriteMode::Merge => {
+        WriteMode::Merge if dialect != Dialect::Sqlite => {
             let select = format!("SELECT {}", cols.iter().zip(literals).map(|(c, l)| format!("{l} AS {c}")).collect::<Vec<_>>().join(", "));
-            write_sql(&table.name, cols, &select, sink, table)
+            write_sql(&table.name, cols, &select, sink, table, dialect)
         }
         _ => {
             let values = format!("VALUES ({})", literals.join(", "));
-            write_sql(&table.name, cols, &values, sink, table)
+            write_sql(&table.name, cols, &values, sink, table, dialect)
         }
     }
 }
@@ -164,7 +197,7 @@ pub fn design_sql(scenario: &Scenario, design: &ValidDesign) -> Vec<SqlBlock> {
             let table = &model.initial.tables[sink.table];
             let cols = table.columns.clone();
             let literals: Vec<String> = cols.iter().map(|c| format!(":{c}")).collect();
-            let write = message_sql(table, sink, &cols, &literals);
+            let write = message_sql(table, sink, &cols, &literals, Dialect::Display);
             let is_stream = matches!(design.pipeline(), Pipeline::Stream { .. });
             let sql = if !is_stream {
                 format!("-- for each message the sender delivers, then ack it\n{write}")
@@ -191,7 +224,7 @@ fn batch_sql(model: &crate::sim::Model, steps: &[CStep], job: &JobOptions, logic
         LoadedAt::Now => Some(start),
         LoadedAt::LogicalDate => logical.and_hms_opt(0, 0, 0),
     };
-    let ctx = Ctx { tables: &model.initial.tables, types: &model.column_types, day, stamp, clock };
+    let ctx = Ctx { tables: &model.initial.tables, types: &model.column_types, day, stamp, clock, dialect: Dialect::Display };
     let mut out = Vec::new();
     let per_run = job.transaction == crate::design::Transaction::PerRun;
     if per_run {

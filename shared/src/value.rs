@@ -102,8 +102,19 @@ impl Value {
         }
     }
 
-    /// The value as a SQL literal.
+    /// The value as a SQL literal (PostgreSQL).
     pub fn sql_literal(&self) -> String {
+        self.literal(crate::sql::Dialect::Postgres)
+    }
+
+    /// The value as a SQL literal of a dialect. SQLite has no date types: dates and times are
+    /// ISO text, which compares in the same order.
+    pub fn literal(&self, dialect: crate::sql::Dialect) -> String {
+        match (self, dialect) {
+            (Value::Date(d), crate::sql::Dialect::Sqlite) => return format!("'{}'", d.format("%Y-%m-%d")),
+            (Value::Timestamp(t), crate::sql::Dialect::Sqlite) => return format!("'{}'", t.format("%Y-%m-%d %H:%M:%S")),
+            _ => {}
+        }
         match self {
             Value::Null => "NULL".into(),
             Value::Int(i) => i.to_string(),

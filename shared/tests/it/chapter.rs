@@ -169,3 +169,21 @@ fn the_trace_shows_the_consumer_restarting_from_the_committed_offset() {
     assert_eq!(writes_of_102, 2);
     assert_eq!(c.trace.iter().filter(|t| t.failure).count(), 1);
 }
+
+#[test]
+fn a_check_past_its_limits_answers_with_an_error_not_a_hang() {
+    let s = scenario_file("safe-retry");
+    let valid = shared::validate_json(&s, &batch_design("none", "append", "append")).unwrap();
+    let all = shared::check(&s, &valid).unwrap().schedules_explored;
+    let exact = shared::check_with(&s, &valid, shared::Limits { max_schedules: all, max_steps: u64::MAX }).unwrap();
+    assert_eq!(exact.schedules_explored, all, "a limit equal to the count still completes");
+    let err = shared::check_with(&s, &valid, shared::Limits { max_schedules: all - 1, max_steps: u64::MAX }).unwrap_err();
+    assert!(matches!(err, shared::CheckError::TooLarge { .. }), "{err:?}");
+    let mut n = 0;
+    let counted = shared::check::for_each_schedule(&s, &valid, shared::sql::Dialect::Sqlite, shared::Limits::default(), &mut |sch| {
+        n += 1;
+        assert!(sch.trace.iter().all(|t| !t.sql.as_deref().unwrap_or("").contains("DATE '")), "SQLite dates are text");
+    })
+    .unwrap();
+    assert_eq!((n, counted), (all, all));
+}
