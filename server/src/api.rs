@@ -613,8 +613,13 @@ pub async fn grade(State(state): State<AppState>, grader: Grader, Query(query): 
                 }
             }
             Err(mut error) => {
+                // Paths name the place in the whole batch, not in the item.
+                let prefix = format!("$[{index}]");
                 if let Some(path) = &error.path {
-                    error.path = Some(path.replacen('$', &format!("$[{index}]"), 1));
+                    error.path = Some(path.replacen('$', &prefix, 1));
+                }
+                for detail in error.details.iter_mut().flatten() {
+                    detail.path = detail.path.replacen('$', &prefix, 1);
                 }
                 let mut body = error.body();
                 if let Json_::Object(map) = &mut body {

@@ -120,6 +120,15 @@ pub struct IdempotentAnswer<'a> {
     pub body: &'a Json,
 }
 
+/// An idempotency record as read back.
+struct StoredKey {
+    fingerprint: String,
+    state: String,
+    status: Option<i32>,
+    response: Option<Json>,
+    created_at: DateTime<Utc>,
+}
+
 #[derive(Debug)]
 pub enum ConnectError {
     BadUrl(String),
@@ -376,15 +385,21 @@ impl Store {
             if inserted == 1 {
                 return Ok(Claim::Started);
             }
-            let row: Option<(String, String, Option<i32>, Option<Json>, DateTime<Utc>)> = with_pool!(self, pool => {
+            let row: Option<StoredKey> = with_pool!(self, pool => {
                 let row = sqlx::query("SELECT fingerprint, state, status_code, response, created_at FROM idempotency_keys WHERE caller = $1 AND key = $2")
                     .bind(caller).bind(key).fetch_optional(pool).await?;
                 row.map(|r| {
                     let response: Option<SqlJson<Json>> = r.try_get("response")?;
-                    Ok::<_, sqlx::Error>((r.try_get("fingerprint")?, r.try_get("state")?, r.try_get("status_code")?, response.map(|j| j.0), r.try_get("created_at")?))
+                    Ok::<_, sqlx::Error>(StoredKey {
+                        fingerprint: r.try_get("fingerprint")?,
+                        state: r.try_get("state")?,
+                        status: r.try_get("status_code")?,
+                        response: response.map(|j| j.0),
+                        created_at: r.try_get("created_at")?,
+                    })
                 }).transpose()?
             });
-            let Some((stored_fingerprint, state, status, response, created_at)) = row else { continue };
+            let Some(StoredKey { fingerprint: stored_fingerprint, state, status, response, created_at }) = row else { continue };
             if stored_fingerprint != fingerprint {
                 return Ok(Claim::Mismatch);
             }

@@ -519,6 +519,7 @@ async fn grading_answers_one_result_per_item_in_order() {
     assert_eq!(results[2]["max_score"], 3);
     assert_eq!(results[3]["error"]["code"], "invalid_design");
     assert_eq!(results[3]["error"]["path"], "$[3].nodes[0].kind");
+    assert_eq!(results[3]["error"]["details"][0]["path"], "$[3].nodes[0].kind");
     assert_eq!(results[4]["error"]["code"], "invalid_request");
     // The good items are recorded.
     assert_eq!(app.state.store().list_attempts(None, None, 10).await.unwrap().len(), 2);
