@@ -172,6 +172,25 @@ fn count(n: i32) -> u32 {
     u32::try_from(n).unwrap_or(0)
 }
 
+/// True when some string or key of `value` holds the NUL character. PostgreSQL cannot store
+/// it in text or JSONB, so it is refused at the edge instead of becoming a database error.
+/// The recursion is bounded by serde_json's nesting limit of 128.
+fn has_nul(value: &Json_) -> bool {
+    match value {
+        Json_::String(s) => s.contains('\0'),
+        Json_::Array(items) => items.iter().any(has_nul),
+        Json_::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        _ => false,
+    }
+}
+
+fn refuse_nul(value: &Json_, path: &str) -> Result<(), AppError> {
+    if has_nul(value) {
+        return Err(AppError::invalid_request("text in the body may not contain the NUL character (\\u0000)").at(path));
+    }
+    Ok(())
+}
+
 fn scenario_entry(state: &AppState, id: &str) -> Result<Arc<Entry>, AppError> {
     state.catalogue().get(id).ok_or_else(|| AppError::unknown_scenario(id))
 }
@@ -345,6 +364,7 @@ fn submission_body(a: &Attempt, with_design: bool) -> Submission {
 /// Checks a design for `student` and builds the attempt to record.
 async fn check_attempt(state: &AppState, scenario: &str, student: String, design: Json_) -> Result<Attempt, AppError> {
     let entry = scenario_entry(state, scenario)?;
+    refuse_nul(&design, "$.design")?;
     let verdict = run_check(state, Arc::clone(&entry), design.clone()).await?;
     Ok(Attempt {
         id: uuid::Uuid::new_v4().to_string(),
@@ -514,11 +534,12 @@ async fn submit_idempotently(state: AppState, caller: Caller, key: Option<String
         (status = 403, description = "forbidden: another student's attempt", body = ErrorBody),
         (status = 404, description = "unknown_submission", body = ErrorBody)))]
 pub async fn get_submission(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Submission>, AppError> {
-    let attempt = state
-        .store()
-        .get_attempt(&id)
-        .await?
-        .ok_or_else(|| AppError::new(StatusCode::NOT_FOUND, "unknown_submission", format!("there is no submission \"{id}\"")))?;
+    let unknown = || AppError::new(StatusCode::NOT_FOUND, "unknown_submission", format!("there is no submission \"{}\"", id.escape_default()));
+    // Ids are UUIDs; anything else cannot name a submission.
+    if id.len() > 64 || id.chars().any(char::is_control) {
+        return Err(unknown());
+    }
+    let attempt = state.store().get_attempt(&id).await?.ok_or_else(unknown)?;
     if let Caller::Student(s) = &caller {
         if s.id != attempt.student {
             return Err(AppError::forbidden("this submission belongs to another student"));
@@ -534,6 +555,11 @@ pub async fn get_submission(State(state): State<AppState>, caller: Caller, Path(
     responses((status = 200, body = [SubmissionSummary]), (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: a student asking for another student's attempts", body = ErrorBody)))]
 pub async fn list_submissions(State(state): State<AppState>, caller: Caller, Query(query): Query<SubmissionQuery>) -> Result<Json<Vec<SubmissionSummary>>, AppError> {
+    for (name, value) in [("student", &query.student), ("scenario", &query.scenario)] {
+        if value.as_deref().is_some_and(|v| v.chars().any(char::is_control)) {
+            return Err(AppError::invalid_request(format!("\"{name}\" may not contain control characters")).at(format!("?{name}")));
+        }
+    }
     let student = match &caller {
         Caller::Student(s) => {
             if query.student.as_deref().is_some_and(|named| named != s.id) {
@@ -674,6 +700,7 @@ pub async fn put_draft(
     if !body.design.is_object() {
         return Err(AppError::invalid_request("a draft's design must be a JSON object").at("$.design"));
     }
+    refuse_nul(&body.design, "$.design")?;
     let draft = state.store().put_draft(&student.id, &scenario, &body.design).await?;
     Ok(Json(DraftAnswer { scenario: draft.scenario, design: draft.design, updated_at: time(draft.updated_at) }))
 }

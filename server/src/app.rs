@@ -18,7 +18,8 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::services::{ServeDir, ServeFile};
 use tower_http::timeout::TimeoutLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tracing::Level;
 
 use crate::api;
 use crate::auth;
@@ -131,7 +132,14 @@ pub fn router(state: AppState) -> Router {
     // The first layer listed is the outermost.
     let layers = ServiceBuilder::new()
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
-        .layer(TraceLayer::new_for_http())
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|request: &Request| {
+                    let id = request.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
+                    tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
+                })
+                .on_response(DefaultOnResponse::new().level(Level::INFO)),
+        )
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(middleware::from_fn_with_state(state.clone(), track_metrics))
         .layer(CompressionLayer::new())

@@ -5,7 +5,7 @@ use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 use server::Config;
 
-use crate::common::{failing_design, passing_design, spawn_app, spawn_app_with, As, TempDir};
+use crate::common::{failing_design, passing_design, spawn_app, spawn_app_on, spawn_app_with, As, TempDir, TestApp};
 
 // Sessions.
 
@@ -713,12 +713,15 @@ async fn every_answer_carries_a_request_id() {
     assert_eq!(given.header("x-request-id"), Some("abc-123"));
 }
 
-#[tokio::test]
-async fn hostile_bodies_never_cause_a_5xx() {
-    let app = spawn_app().await;
+/// Bodies a careless or hostile client might send; none may cause a 5xx, on either database.
+async fn hostile_requests_never_cause_a_5xx(app: &TestApp) {
     let (cookie, _) = app.new_student().await;
     let token = app.grader_token("ta").await;
     let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    // A valid design whose node id holds a NUL: it passes the check, so only the guard at
+    // the edge keeps it out of PostgreSQL.
+    let with_nul: Value = serde_json::from_str(&passing_design("safe-retry").to_string().replace("\"src\"", "\"s\\u0000rc\"")).unwrap();
+    assert_eq!(app.post("/api/scenarios/safe-retry/check", &As::nobody(), &with_nul).await.body["passed"], true);
     let bodies: Vec<Vec<u8>> = vec![
         deep.into_bytes(),
         b"null".to_vec(),
@@ -727,16 +730,63 @@ async fn hostile_bodies_never_cause_a_5xx() {
         serde_json::to_vec(&json!({"nodes": [{"id": "", "kind": "table", "options": {"key": [[[]]]}}], "edges": [{"from": 1}]})).unwrap(),
         serde_json::to_vec(&json!({"nodes": [{"id": "a", "kind": "batch_job"}, {"id": "b", "kind": "batch_job"}], "edges": [{"from": "a", "to": "b"}, {"from": "b", "to": "a"}]})).unwrap(),
         serde_json::to_vec(&json!({"scenario": 5, "design": {"nodes": []}})).unwrap(),
+        serde_json::to_vec(&json!({"scenario": "safe-retry", "student": "a\u{0}b", "design": passing_design("safe-retry")})).unwrap(),
+        serde_json::to_vec(&json!({"scenario": "safe-retry", "design": {"nodes": [], "x\u{0}": "\u{0}"}})).unwrap(),
+        serde_json::to_vec(&json!({"scenario": "safe-retry", "student": "nul", "design": with_nul})).unwrap(),
+        serde_json::to_vec(&json!([{"scenario": "safe-retry", "student": "nul", "design": {"nodes": [{"id": "\u{0}", "kind": "table"}]}}])).unwrap(),
     ];
     for body in bodies {
-        for (uri, who) in [
-            ("/api/scenarios/safe-retry/check", As::nobody()),
-            ("/api/submissions", As::student(&cookie)),
-            ("/api/grade", As::grader(&token)),
+        for (method, uri, who) in [
+            (Method::POST, "/api/scenarios/safe-retry/check", As::nobody()),
+            (Method::POST, "/api/submissions", As::student(&cookie)),
+            (Method::POST, "/api/submissions", As::grader(&token)),
+            (Method::POST, "/api/grade", As::grader(&token)),
+            (Method::PUT, "/api/drafts/safe-retry", As::student(&cookie)),
+            (Method::PUT, "/api/session", As::student(&cookie)),
         ] {
-            let answer = app.send(Method::POST, uri, &who, &[], Some(body.clone())).await;
-            assert!(!answer.status.is_server_error(), "{uri}: {} {}", answer.status, answer.text);
+            let answer = app.send(method.clone(), uri, &who, &[], Some(body.clone())).await;
+            assert!(!answer.status.is_server_error(), "{method} {uri}: {} {}", answer.status, answer.text);
             assert!(answer.body.is_object() || answer.body.is_array(), "{uri}: {}", answer.text);
         }
     }
+    let nul_draft = app.put("/api/drafts/safe-retry", &As::student(&cookie), &json!({"design": {"nodes": "\u{0}"}})).await;
+    assert_eq!(nul_draft.code(), "invalid_request");
+    for uri in [
+        "/api/submissions/%00",
+        "/api/submissions/%FF%FE",
+        "/api/submissions?student=%00",
+        "/api/submissions?scenario=%00&limit=5",
+        "/api/submissions?limit=-1",
+        "/api/scenarios/%00",
+        "/api/scenarios/%FF/check",
+        "/api/drafts/%00",
+    ] {
+        for who in [As::student(&cookie), As::grader(&token)] {
+            let answer = app.get(uri, &who).await;
+            assert!(!answer.status.is_server_error(), "GET {uri}: {} {}", answer.status, answer.text);
+            assert!(answer.body.get("error").is_some(), "GET {uri}: {}", answer.text);
+        }
+    }
+}
+
+#[tokio::test]
+async fn hostile_requests_never_cause_a_5xx_on_sqlite() {
+    hostile_requests_never_cause_a_5xx(&spawn_app().await).await;
+}
+
+#[tokio::test]
+async fn hostile_requests_never_cause_a_5xx_on_postgres() {
+    let Some(db) = crate::postgres::database("hostile_requests_never_cause_a_5xx_on_postgres").await else { return };
+    let store = server::Store::connect(&db.url).await.expect("a PostgreSQL database");
+    let app = spawn_app_on(store, Config::default(), TempDir::new("pg-api"));
+    hostile_requests_never_cause_a_5xx(&app).await;
+    app.state.store().close().await;
+}
+
+#[tokio::test]
+async fn a_request_that_takes_too_long_is_408_in_json() {
+    let app = spawn_app_with(Config { request_timeout: std::time::Duration::ZERO, ..Config::default() }).await;
+    let answer = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &passing_design("safe-retry")).await;
+    assert_eq!(answer.status, StatusCode::REQUEST_TIMEOUT);
+    assert_eq!(answer.code(), "timeout");
 }

@@ -86,6 +86,11 @@ pub async fn spawn_app() -> TestApp {
 pub async fn spawn_app_with(config: Config) -> TestApp {
     let dir = TempDir::new("api");
     let store = Store::connect(&dir.sqlite_url()).await.expect("a fresh SQLite database");
+    spawn_app_on(store, config, dir)
+}
+
+/// The app on a given store (for example a PostgreSQL one).
+pub fn spawn_app_on(store: Store, config: Config, dir: TempDir) -> TestApp {
     let state = AppState::new(store, Catalogue::new(scenarios()), config);
     TestApp { router: server::router(state.clone()), state, _dir: dir }
 }
