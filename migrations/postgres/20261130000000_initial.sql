@@ -45,7 +45,8 @@ CREATE TABLE idempotency_keys (
     fingerprint TEXT NOT NULL,
     state       TEXT NOT NULL CHECK (state IN ('in_flight', 'done')),
     status_code INTEGER,
-    response    JSONB,
+    -- The answer's exact bytes, so that a replay is byte for byte the first answer.
+    response    TEXT,
     created_at  TIMESTAMPTZ NOT NULL,
     updated_at  TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (caller, key)

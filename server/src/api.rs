@@ -598,7 +598,7 @@ fn summary_body(a: AttemptSummary) -> SubmissionSummary {
     params(GradeQuery),
     request_body = [GradeItem],
     security(("grader_token" = [])),
-    responses((status = 200, description = "One result per item, in order", body = [GradeResult]),
+    responses((status = 200, description = "One result per item, in order", body = [crate::openapi::GradeEntryDoc]),
         (status = 400, description = "malformed_json", body = ErrorBody),
         (status = 401, description = "unauthorized: no token, or a bad or revoked one", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),

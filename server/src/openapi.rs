@@ -27,6 +27,7 @@ use crate::error::{ErrorBody, ErrorDetail};
         ErrorBody, ErrorDetail, DesignErrorDoc, VerdictDoc, RequirementVerdictDoc, CounterexampleDoc, TraceEntryDoc, FaultAtDoc, TableViewDoc,
         api::SessionBody, api::SessionUpdate, api::ScenarioSummary, api::ProgressState, api::SubmissionRequest, api::Submission,
         api::SubmissionSummary, api::GradeItem, api::GradeResult, api::DraftBody, api::DraftAnswer, api::Health,
+        GradeEntryDoc, GradeErrorDoc, GradescopeResultDoc, GradescopeTestDoc,
     )),
     modifiers(&Security),
     tags(
@@ -140,4 +141,59 @@ pub struct TableViewDoc {
     /// Rows of cells: strings, numbers or null.
     #[schema(value_type = Vec<Vec<Object>>)]
     pub rows: Vec<Vec<serde_json::Value>>,
+}
+
+/// One entry of a grading batch's answer.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[schema(as = GradeEntry)]
+pub enum GradeEntryDoc {
+    /// Without `format`: the recorded submission.
+    Graded(crate::api::GradeResult),
+    /// With `format=gradescope`: Gradescope's `results.json`.
+    Gradescope(GradescopeResultDoc),
+    /// An item that could not be graded.
+    Failed(GradeErrorDoc),
+}
+
+/// An item of a batch that could not be graded; the batch goes on.
+#[derive(Serialize, ToSchema)]
+#[schema(as = GradeError)]
+pub struct GradeErrorDoc {
+    pub index: usize,
+    /// Paths start at the batch: `$[3].nodes[0].kind`.
+    pub error: ErrorDetail,
+}
+
+/// Gradescope's `results.json`: one test per requirement.
+#[derive(Serialize, ToSchema)]
+#[schema(as = GradescopeResult)]
+pub struct GradescopeResultDoc {
+    pub score: u32,
+    pub max_score: u32,
+    /// A Markdown summary.
+    pub output: String,
+    #[schema(example = "md")]
+    pub output_format: String,
+    pub tests: Vec<GradescopeTestDoc>,
+    /// `index`, `submission_id`, `student`, `scenario`, `scenario_hash`, `schedules_explored`.
+    #[schema(value_type = Object)]
+    pub extra_data: serde_json::Value,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = GradescopeTest)]
+pub struct GradescopeTestDoc {
+    /// `<requirement id>: <requirement text>`
+    pub name: String,
+    pub number: String,
+    /// 1 when the requirement passed, else 0.
+    pub score: u32,
+    pub max_score: u32,
+    /// `passed` or `failed`.
+    pub status: String,
+    /// Markdown: the failures, expected against actual, the trace and a hint.
+    pub output: String,
+    #[schema(example = "md")]
+    pub output_format: String,
 }

@@ -361,7 +361,7 @@ impl Store {
                 sqlx::query(
                     "UPDATE idempotency_keys SET state = 'done', status_code = $3, response = $4, updated_at = $5 \
                      WHERE caller = $1 AND key = $2")
-                    .bind(ans.caller).bind(ans.key).bind(i32::from(ans.status)).bind(SqlJson(ans.body)).bind(now)
+                    .bind(ans.caller).bind(ans.key).bind(i32::from(ans.status)).bind(ans.body.to_string()).bind(now)
                     .execute(&mut *tx).await?;
             }
             tx.commit().await
@@ -389,12 +389,12 @@ impl Store {
                 let row = sqlx::query("SELECT fingerprint, state, status_code, response, created_at FROM idempotency_keys WHERE caller = $1 AND key = $2")
                     .bind(caller).bind(key).fetch_optional(pool).await?;
                 row.map(|r| {
-                    let response: Option<SqlJson<Json>> = r.try_get("response")?;
+                    let response: Option<String> = r.try_get("response")?;
                     Ok::<_, sqlx::Error>(StoredKey {
                         fingerprint: r.try_get("fingerprint")?,
                         state: r.try_get("state")?,
                         status: r.try_get("status_code")?,
-                        response: response.map(|j| j.0),
+                        response: response.map(|text| serde_json::from_str(&text).unwrap_or(Json::String(text))),
                         created_at: r.try_get("created_at")?,
                     })
                 }).transpose()?

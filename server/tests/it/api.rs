@@ -637,7 +637,7 @@ async fn the_openapi_document_covers_every_route() {
     }
     assert_eq!(paths.len(), 12, "a route was added without documenting it, or the other way round");
     let schemas = answer.body["components"]["schemas"].as_object().unwrap();
-    for name in ["ErrorBody", "Verdict", "Submission", "GradeItem", "ScenarioSummary", "DraftAnswer"] {
+    for name in ["ErrorBody", "Verdict", "Submission", "GradeItem", "GradeEntry", "GradescopeResult", "ScenarioSummary", "DraftAnswer"] {
         assert!(schemas.contains_key(name), "schema {name} missing");
     }
     let text = answer.text;
