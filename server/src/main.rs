@@ -113,9 +113,16 @@ fn main() -> ExitCode {
     }
 }
 
+/// Logs go to stderr, filtered by `RUST_LOG`; `LOG_FORMAT=json` writes one JSON object per
+/// line for a log collector.
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if std::env::var("LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json")) {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
