@@ -790,3 +790,55 @@ async fn a_request_that_takes_too_long_is_408_in_json() {
     assert_eq!(answer.status, StatusCode::REQUEST_TIMEOUT);
     assert_eq!(answer.code(), "timeout");
 }
+
+/// Many copies of one request with one key at once: exactly one attempt is recorded, and
+/// every other copy is told so (the stored answer) or told to wait (409).
+async fn racing_copies_of_one_request_record_once(app: &TestApp) {
+    let token = app.grader_token("racer").await;
+    let body = serde_json::to_vec(&json!({"scenario": "safe-retry", "student": "lms-race", "design": failing_design()})).unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..12 {
+        let router = app.router.clone();
+        let body = body.clone();
+        let token = token.clone();
+        tasks.push(tokio::spawn(async move {
+            use tower::ServiceExt;
+            let request = axum::http::Request::post("/api/submissions")
+                .header("authorization", format!("Bearer {token}"))
+                .header("idempotency-key", "race")
+                .body(axum::body::Body::from(body))
+                .unwrap();
+            let response = router.oneshot(request).await.unwrap();
+            let status = response.status();
+            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+        }));
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for task in tasks {
+        let (status, body) = task.await.unwrap();
+        match status {
+            StatusCode::CREATED => {
+                ids.insert(body["id"].as_str().unwrap().to_string());
+            }
+            StatusCode::CONFLICT => assert_eq!(body["error"]["code"], "idempotency_key_in_flight"),
+            other => panic!("unexpected {other}: {body}"),
+        }
+    }
+    assert_eq!(ids.len(), 1, "every 201 names the same submission");
+    assert_eq!(app.state.store().list_attempts(Some("lms-race"), None, 100).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn racing_copies_record_once_on_sqlite() {
+    racing_copies_of_one_request_record_once(&spawn_app().await).await;
+}
+
+#[tokio::test]
+async fn racing_copies_record_once_on_postgres() {
+    let Some(db) = crate::postgres::database("racing_copies_record_once_on_postgres").await else { return };
+    let store = server::Store::connect(&db.url).await.expect("a PostgreSQL database");
+    let app = spawn_app_on(store, Config::default(), TempDir::new("pg-race"));
+    racing_copies_of_one_request_record_once(&app).await;
+    app.state.store().close().await;
+}
