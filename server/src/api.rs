@@ -201,9 +201,11 @@ fn scenario_entry(state: &AppState, id: &str) -> Result<Arc<Entry>, AppError> {
 pub async fn run_check(state: &AppState, entry: Arc<Entry>, design: Json_) -> Result<Verdict, AppError> {
     let permit = state.check_permit().await;
     let scenario_id = entry.scenario.id.clone();
+    let limits = state.config().check_limits;
     let result = tokio::task::spawn_blocking(move || {
         let _permit = permit;
-        shared::check_json(&entry.scenario, &design)
+        let valid = shared::validate_json(&entry.scenario, &design).map_err(CheckError::Design)?;
+        shared::check_with(&entry.scenario, &valid, limits)
     })
     .await;
     let metrics = state.metrics();

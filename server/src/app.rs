@@ -44,6 +44,8 @@ pub struct Config {
     pub idempotency_stale_after: Duration,
     /// The built web app, served for every path that is not the API.
     pub static_dir: Option<PathBuf>,
+    /// How far one check may go before it is answered with `check_too_large`.
+    pub check_limits: shared::Limits,
 }
 
 impl Default for Config {
@@ -55,6 +57,7 @@ impl Default for Config {
             request_timeout: Duration::from_secs(300),
             idempotency_stale_after: Duration::from_secs(600),
             static_dir: None,
+            check_limits: shared::Limits::default(),
         }
     }
 }

@@ -55,6 +55,9 @@ struct ServeArgs {
     /// The longest a request may run, in seconds.
     #[arg(long, env = "REQUEST_TIMEOUT_SECONDS", default_value_t = 300)]
     request_timeout_seconds: u64,
+    /// The most failure schedules one check may explore before it is refused as too large.
+    #[arg(long, env = "CHECK_MAX_SCHEDULES")]
+    check_max_schedules: Option<u64>,
 }
 
 #[derive(Subcommand)]
@@ -163,6 +166,10 @@ async fn serve(args: ServeArgs) -> ExitCode {
         request_timeout: Duration::from_secs(args.request_timeout_seconds),
         idempotency_stale_after: Duration::from_secs(args.request_timeout_seconds.saturating_mul(2)),
         static_dir,
+        check_limits: shared::Limits {
+            max_schedules: args.check_max_schedules.unwrap_or(shared::Limits::default().max_schedules),
+            ..shared::Limits::default()
+        },
         ..Config::default()
     };
     let listener = match tokio::net::TcpListener::bind(&args.bind).await {

@@ -232,6 +232,17 @@ async fn the_body_limit_is_configurable() {
     assert_eq!(answer.code(), "body_too_large");
 }
 
+#[tokio::test]
+async fn a_check_beyond_its_limits_is_check_too_large() {
+    let limits = shared::Limits { max_schedules: 2, ..shared::Limits::default() };
+    let app = spawn_app_with(Config { check_limits: limits, ..Config::default() }).await;
+    let answer = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &passing_design("safe-retry")).await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", answer.text);
+    assert_eq!(answer.code(), "check_too_large");
+    let metrics = app.get("/metrics", &As::nobody()).await.text;
+    assert!(metrics.contains("pipeline_builder_checks_total{scenario=\"safe-retry\",outcome=\"too_large\"} 1"), "{metrics}");
+}
+
 #[test]
 fn a_check_beyond_the_simulators_limits_is_check_too_large() {
     let error = server::api::check_error("safe-retry", shared::CheckError::TooLarge { schedules: 2_000_000, limit: "the limit of 2000000 schedules".into() });
@@ -785,7 +796,13 @@ async fn hostile_requests_never_cause_a_5xx_on_postgres() {
 
 #[tokio::test]
 async fn a_request_that_takes_too_long_is_408_in_json() {
-    let app = spawn_app_with(Config { request_timeout: std::time::Duration::ZERO, ..Config::default() }).await;
+    let app = spawn_app_with(Config { request_timeout: std::time::Duration::from_millis(200), ..Config::default() }).await;
+    // Every core is busy with other checks, so this one waits past its deadline.
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let mut busy = Vec::new();
+    for _ in 0..cores {
+        busy.push(app.state.check_permit().await);
+    }
     let answer = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &passing_design("safe-retry")).await;
     assert_eq!(answer.status, StatusCode::REQUEST_TIMEOUT);
     assert_eq!(answer.code(), "timeout");
