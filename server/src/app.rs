@@ -183,6 +183,14 @@ async fn json_errors(request: Request, next: Next) -> Response {
     if is_json {
         return response;
     }
+    let (parts, body) = response.into_parts();
+    // axum's own rejections explain themselves in a line of text; keep it as the message.
+    let said = axum::body::to_bytes(body, 2048)
+        .await
+        .ok()
+        .and_then(|b| String::from_utf8(b.to_vec()).ok())
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty());
     let error = match status {
         StatusCode::PAYLOAD_TOO_LARGE => body_too_large(),
         StatusCode::REQUEST_TIMEOUT => AppError::new(status, "timeout", "the request took too long and was stopped"),
@@ -190,12 +198,12 @@ async fn json_errors(request: Request, next: Next) -> Response {
         StatusCode::NOT_FOUND => AppError::new(status, "not_found", "there is nothing at this path"),
         StatusCode::UNSUPPORTED_MEDIA_TYPE => AppError::new(status, "unsupported_media_type", "send the body as application/json"),
         s if s.is_server_error() => AppError::new(s, "internal", "something went wrong on the server; the log says what"),
-        s => AppError::new(s, "bad_request", s.canonical_reason().unwrap_or("the request was refused").to_string()),
+        s => AppError::new(s, "bad_request", said.unwrap_or_else(|| s.canonical_reason().unwrap_or("the request was refused").to_string())),
     };
     let mut fresh = error.into_response();
     // Keep the headers that matter to clients (Allow, request id).
     for name in [header::ALLOW, REQUEST_ID] {
-        if let Some(v) = response.headers().get(&name) {
+        if let Some(v) = parts.headers.get(&name) {
             fresh.headers_mut().insert(name, v.clone());
         }
     }

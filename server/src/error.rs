@@ -36,7 +36,8 @@ pub struct ErrorDetail {
     /// `graph_too_large`, `check_too_large`, `body_too_large`, `unknown_scenario`,
     /// `unknown_submission`, `no_draft`, `unauthorized`, `forbidden`, `idempotency_key_reused`,
     /// `idempotency_key_in_flight`, `invalid_idempotency_key`, `not_found`,
-    /// `method_not_allowed`, `timeout`, `unavailable`, `internal`.
+    /// `method_not_allowed`, `bad_request` (an unreadable query or path), `timeout`,
+    /// `unavailable`, `internal`.
     #[schema(example = "unknown_scenario")]
     pub code: String,
     /// A sentence a person can act on.

@@ -261,6 +261,10 @@ async fn unknown_routes_and_methods_answer_json_errors() {
     assert_eq!(wrong_method.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(wrong_method.code(), "method_not_allowed");
     assert!(wrong_method.header("allow").is_some());
+    let bad_query = app.get("/api/submissions?limit=many", &As::nobody()).await;
+    assert_eq!(bad_query.status, StatusCode::BAD_REQUEST);
+    assert_eq!(bad_query.code(), "bad_request");
+    assert!(bad_query.body["error"]["message"].as_str().unwrap().contains("limit"), "{}", bad_query.text);
     let no_app = app.get("/scenarios/safe-retry", &As::nobody()).await;
     assert_eq!(no_app.code(), "not_found");
 }
