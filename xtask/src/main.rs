@@ -1,17 +1,32 @@
 //! Build automation for Pipeline Builder, in Rust so that a local green run means a green CI.
 //!
+//! - `cargo xtask dist`: builds the browser app (WASM) into `web/dist`.
 //! - `cargo xtask run`: builds everything and serves the app and the API.
-//! - `cargo xtask test`: runs every test.
+//! - `cargo xtask test`: runs every test: the Rust tests, then the browser tests in Chromium.
+//!
+//! It downloads no tool from outside the package registries: the WASM bindings are generated
+//! by `wasm-bindgen-cli-support` used as a library, pinned to the same version as the
+//! `wasm-bindgen` the app links, so the two can never drift apart.
 
-use std::process::{Command, ExitCode};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+/// The budget for the app's WASM, gzipped.
+const WASM_GZIP_BYTES_MAX: u64 = 400 * 1024;
+const SERVER_START_SECONDS_MAX: u64 = 60;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
+        Some("dist") => dist().map(|_| ()),
         Some("run") => run(&args[1..]),
-        Some("test") => test(),
+        Some("test") => test(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <run|test>");
+            eprintln!("usage: cargo xtask <dist|run|test>\n  dist   build the browser app into web/dist\n  run    build everything and serve it (extra arguments go to the server)\n  test   run every test (--no-browser skips the browser tests)");
             return ExitCode::from(2);
         }
     };
@@ -24,8 +39,21 @@ fn main() -> ExitCode {
     }
 }
 
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => root().join(dir),
+        None => root().join("target"),
+    }
+}
+
 fn cargo() -> Command {
-    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
 }
 
 fn status(cmd: &mut Command) -> Result<(), String> {
@@ -37,10 +65,299 @@ fn status(cmd: &mut Command) -> Result<(), String> {
     }
 }
 
-fn run(extra: &[String]) -> Result<(), String> {
-    status(cargo().args(["run", "--release", "-p", "server", "--bin", "pipeline-builder", "--", "serve"]).args(extra))
+fn step(what: &str) {
+    eprintln!("\n==> {what}");
 }
 
-fn test() -> Result<(), String> {
-    status(cargo().args(["test", "--workspace", "--exclude", "web"]))
+// ---------------------------------------------------------------------------------------------
+// dist
+// ---------------------------------------------------------------------------------------------
+
+fn ensure_wasm_target() -> Result<(), String> {
+    let installed = Command::new("rustup").args(["target", "list", "--installed"]).output();
+    match installed {
+        Ok(out) if String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == WASM_TARGET) => Ok(()),
+        Ok(_) => {
+            step(&format!("adding the {WASM_TARGET} target"));
+            status(Command::new("rustup").args(["target", "add", WASM_TARGET]))
+        }
+        // Without rustup the toolchain may still have the target (a distro toolchain); let
+        // the build say so if it does not.
+        Err(_) => Ok(()),
+    }
+}
+
+/// Builds the app into `web/dist` and returns the size of its WASM, gzipped.
+fn dist() -> Result<u64, String> {
+    ensure_wasm_target()?;
+    step("building the browser app (wasm32, profile wasm-release)");
+    status(cargo().args(["build", "-p", "web", "--bin", "web", "--target", WASM_TARGET, "--profile", "wasm-release"]))?;
+    let wasm = target_dir().join(WASM_TARGET).join("wasm-release").join("web.wasm");
+    let dist = root().join("web").join("dist");
+    if dist.exists() {
+        std::fs::remove_dir_all(&dist).map_err(|e| format!("could not clear {}: {e}", dist.display()))?;
+    }
+    std::fs::create_dir_all(&dist).map_err(|e| format!("could not create {}: {e}", dist.display()))?;
+    step("generating the JS bindings");
+    wasm_bindgen_cli_support::Bindgen::new()
+        .input_path(&wasm)
+        .web(true)
+        .map_err(|e| e.to_string())?
+        // index.html loads the module by its own path; the default path is written in.
+        .omit_default_module_path(false)
+        .debug(false)
+        .generate(&dist)
+        .map_err(|e| format!("wasm-bindgen: {e}"))?;
+    let out_wasm = dist.join("web_bg.wasm");
+    strip_custom_sections(&out_wasm)?;
+    optimize(&out_wasm);
+    for file in ["index.html", "style.css"] {
+        let from = root().join("web").join(file);
+        std::fs::copy(&from, dist.join(file)).map_err(|e| format!("could not copy {}: {e}", from.display()))?;
+    }
+    let raw = std::fs::metadata(&out_wasm).map(|m| m.len()).unwrap_or(0);
+    let gzipped = gzip_size(&out_wasm);
+    match gzipped {
+        Some(g) => {
+            eprintln!("web/dist/web_bg.wasm: {} KB, {} KB gzipped (budget {} KB)", raw / 1024, g / 1024, WASM_GZIP_BYTES_MAX / 1024);
+            if g > WASM_GZIP_BYTES_MAX {
+                return Err(format!("the app's wasm is {} KB gzipped, over the budget of {} KB", g / 1024, WASM_GZIP_BYTES_MAX / 1024));
+            }
+        }
+        None => eprintln!("web/dist/web_bg.wasm: {} KB (gzip not found, gzipped size unknown)", raw / 1024),
+    }
+    eprintln!("built {}", dist.display());
+    Ok(gzipped.unwrap_or(raw))
+}
+
+/// Drops the module's custom sections (function names, producers). The name section alone is
+/// larger than the code, and a browser runs the module without any of them. (Cargo's
+/// `strip = true` would also remove the `target_features` section that wasm-bindgen reads.)
+fn strip_custom_sections(path: &Path) -> Result<(), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("could not read {}: {e}", path.display()))?;
+    let stripped = without_custom_sections(&bytes).ok_or_else(|| format!("{} is not a wasm module", path.display()))?;
+    std::fs::write(path, stripped).map_err(|e| format!("could not write {}: {e}", path.display()))
+}
+
+fn read_leb128(bytes: &[u8], mut at: usize) -> Option<(usize, usize)> {
+    let mut value: u64 = 0;
+    // A u32 takes at most five bytes of LEB128.
+    for shift in (0..35).step_by(7) {
+        let byte = *bytes.get(at)?;
+        at += 1;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Some((usize::try_from(value).ok()?, at));
+        }
+    }
+    None
+}
+
+fn without_custom_sections(bytes: &[u8]) -> Option<Vec<u8>> {
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return None;
+    }
+    let mut out = bytes[..8].to_vec();
+    let mut at = 8;
+    while at < bytes.len() {
+        let id = bytes[at];
+        let (size, body) = read_leb128(bytes, at + 1)?;
+        let end = body.checked_add(size).filter(|&e| e <= bytes.len())?;
+        if id != 0 {
+            out.extend_from_slice(&bytes[at..end]);
+        }
+        at = end;
+    }
+    Some(out)
+}
+
+/// Runs `wasm-opt -Oz` when a version that is known to work (116 or newer, as in the npm
+/// package `binaryen`) is on PATH. Debian's wasm-opt 108 produces a module that fails at
+/// page load, so older versions are skipped.
+fn optimize(wasm: &Path) {
+    let Ok(out) = Command::new("wasm-opt").arg("--version").output() else { return };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version: Option<u32> = text.split_whitespace().find_map(|w| w.parse().ok());
+    match version {
+        Some(v) if v >= 116 => {
+            step(&format!("wasm-opt {v}: optimizing for size"));
+            let optimized = wasm.with_extension("opt.wasm");
+            let ok = Command::new("wasm-opt")
+                .args(["-Oz", "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals", "--enable-reference-types", "--enable-multivalue"])
+                .arg(wasm)
+                .arg("-o")
+                .arg(&optimized)
+                .status()
+                .is_ok_and(|s| s.success());
+            if ok {
+                let _ = std::fs::rename(&optimized, wasm);
+            } else {
+                eprintln!("wasm-opt failed; keeping the unoptimized module");
+                let _ = std::fs::remove_file(&optimized);
+            }
+        }
+        _ => eprintln!("(wasm-opt {} skipped: only version 116 or newer is used)", version.map(|v| v.to_string()).unwrap_or_else(|| "?".into())),
+    }
+}
+
+fn gzip_size(path: &Path) -> Option<u64> {
+    let out = Command::new("gzip").args(["-9", "-c"]).arg(path).output().ok()?;
+    out.status.success().then_some(out.stdout.len() as u64)
+}
+
+// ---------------------------------------------------------------------------------------------
+// run
+// ---------------------------------------------------------------------------------------------
+
+fn run(extra: &[String]) -> Result<(), String> {
+    dist()?;
+    step("serving the app and the API");
+    status(cargo().args(["run", "--release", "-p", "server", "--bin", "pipeline-builder", "--", "serve", "--static-dir", "web/dist"]).args(extra))
+}
+
+// ---------------------------------------------------------------------------------------------
+// test
+// ---------------------------------------------------------------------------------------------
+
+fn test(args: &[String]) -> Result<(), String> {
+    step("Rust tests (server, shared, xtask, and the canvas logic of web)");
+    status(cargo().args(["test", "--workspace"]))?;
+    if args.iter().any(|a| a == "--no-browser") {
+        return Ok(());
+    }
+    browser_tests()
+}
+
+fn chromium() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("CHROMIUM") {
+        return Ok(PathBuf::from(path));
+    }
+    for candidate in ["/usr/bin/chromium", "/usr/bin/chromium-browser"] {
+        if Path::new(candidate).exists() {
+            return Ok(PathBuf::from(candidate));
+        }
+    }
+    Err("the browser tests need Chromium and none was found at /usr/bin/chromium.\n       Install Debian's: apt-get update && apt-get install -y chromium\n       (or set CHROMIUM=/path/to/chromium; `cargo xtask test --no-browser` skips these tests)".into())
+}
+
+fn ensure_node_modules(dir: &Path) -> Result<(), String> {
+    if dir.join("node_modules").join("playwright-core").exists() {
+        return Ok(());
+    }
+    step("installing the browser tests' npm packages (playwright-core)");
+    let sub = if dir.join("package-lock.json").exists() { "ci" } else { "install" };
+    status(Command::new("npm").args([sub, "--no-audit", "--no-fund"]).current_dir(dir))
+        .map_err(|e| format!("{e}\n       (the browser tests need node and npm: apt-get install -y nodejs npm)"))
+}
+
+fn free_port() -> Result<u16, String> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
+    listener.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
+}
+
+/// Stops the server when the tests end, however they end.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn healthy(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").is_err() {
+        return false;
+    }
+    let mut reply = String::new();
+    let _ = stream.read_to_string(&mut reply);
+    reply.starts_with("HTTP/1.1 200") || reply.starts_with("HTTP/1.0 200")
+}
+
+fn browser_tests() -> Result<(), String> {
+    let chromium = chromium()?;
+    let tests = root().join("tests").join("browser");
+    ensure_node_modules(&tests)?;
+    dist()?;
+    step("building the server (release)");
+    status(cargo().args(["build", "--release", "-p", "server", "--bin", "pipeline-builder"]))?;
+    let binary = target_dir().join("release").join("pipeline-builder");
+
+    let port = free_port()?;
+    let scratch = std::env::temp_dir().join(format!("pipeline-builder-browser-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("could not create {}: {e}", scratch.display()))?;
+    let database = format!("sqlite://{}", scratch.join("browser.db").display());
+    step(&format!("starting the server on 127.0.0.1:{port} with a fresh database"));
+    let log = std::fs::File::create(scratch.join("server.log")).map_err(|e| e.to_string())?;
+    let child = Command::new(&binary)
+        .current_dir(root())
+        .args(["serve", "--static-dir", "web/dist", "--bind"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--database-url")
+        .arg(&database)
+        .stdout(Stdio::from(log.try_clone().map_err(|e| e.to_string())?))
+        .stderr(Stdio::from(log))
+        .spawn()
+        .map_err(|e| format!("could not start {}: {e}", binary.display()))?;
+    let mut server = Server(child);
+    let started = Instant::now();
+    while !healthy(port) {
+        if let Ok(Some(exit)) = server.0.try_wait() {
+            let log = std::fs::read_to_string(scratch.join("server.log")).unwrap_or_default();
+            return Err(format!("the server stopped at start ({exit}):\n{log}"));
+        }
+        if started.elapsed() > Duration::from_secs(SERVER_START_SECONDS_MAX) {
+            return Err(format!("the server did not answer /healthz within {SERVER_START_SECONDS_MAX} s"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    step("browser tests (Chromium)");
+    let output = root().join("test-output").join("browser");
+    std::fs::create_dir_all(&output).map_err(|e| e.to_string())?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&tests)
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "js" || x == "mjs") && p.file_name().is_some_and(|n| n.to_string_lossy().contains(".test.")))
+        .collect();
+    files.sort();
+    let result = status(
+        Command::new("node")
+            .arg("--test")
+            .arg("--test-concurrency=1")
+            .args(&files)
+            .current_dir(&tests)
+            .env("BASE_URL", format!("http://127.0.0.1:{port}"))
+            .env("CHROMIUM", &chromium)
+            .env("SCREENSHOT_DIR", &output),
+    );
+    drop(server);
+    if result.is_err() {
+        let log = std::fs::read_to_string(scratch.join("server.log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(30).collect();
+        eprintln!("server log (last lines):\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+    } else {
+        let _ = std::fs::remove_dir_all(&scratch);
+        eprintln!("screenshots in {}", output.display());
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn custom_sections_are_dropped_and_the_rest_kept() {
+        let mut module = b"\0asm\x01\0\0\0".to_vec();
+        module.extend_from_slice(&[1, 2, 0xaa, 0xbb]); // a type section of two bytes
+        module.extend_from_slice(&[0, 5, 4, b'n', b'a', b'm', b'e']); // a custom section "name"
+        module.extend_from_slice(&[10, 1, 0xcc]); // a code section of one byte
+        let stripped = without_custom_sections(&module).unwrap();
+        assert_eq!(stripped, [&module[..8], &[1, 2, 0xaa, 0xbb], &[10, 1, 0xcc]].concat());
+        assert!(without_custom_sections(b"not wasm").is_none());
+        assert!(without_custom_sections(&module[..module.len() - 1]).is_none(), "a truncated module is refused");
+    }
 }

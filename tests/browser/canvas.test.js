@@ -1,0 +1,254 @@
+// A new student's first session, in a real Chromium, clicking and typing like a person.
+// The steps share one browser, so each starts where the last one left the page.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { openBrowser, screenshot, tabTo, centre } from './harness.js';
+
+let browser;
+let page;
+
+before(async () => {
+  browser = await openBrowser();
+  page = browser.page;
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+const node = (id) => page.locator(`g.node[data-node="${id}"]`);
+const summary = (id) => node(id).locator('.node-summary');
+const result = (id) => page.locator(`.result[data-requirement="${id}"]`);
+const choice = (value) => page.locator(`.inspector label.choice:has(input[value="${value}"])`);
+
+test('a new student opens the app and sees the scenarios in course order', async () => {
+  const started = Date.now();
+  await page.goto('/');
+  await page.locator('.card').first().waitFor();
+  const shownMs = Date.now() - started;
+  const ids = await page.locator('.card').evaluateAll((cards) => cards.map((c) => c.dataset.scenario));
+  assert.deepEqual(ids.slice(0, 2), ['safe-retry', 'safe-rerun']);
+  assert.ok(ids.includes('offset-commit'), `offset-commit is offered: ${ids}`);
+  assert.equal(ids.length, 8);
+  assert.match(await page.locator('.card[data-scenario="safe-retry"] .badge').innerText(), /Not tried/);
+  assert.ok(shownMs < 3000, `the catalogue showed in ${shownMs} ms`);
+  await screenshot(page, 'catalogue');
+});
+
+test('safe-retry opens on the append-only starting design', async () => {
+  await page.locator('.card[data-scenario="safe-retry"] a').click();
+  await page.waitForURL('**/scenarios/safe-retry');
+  await node('orders').waitFor();
+  assert.match(await page.locator('.brief h1').innerText(), /retry/i);
+  assert.match(await page.locator('.task').innerText(), /2026-01-10/);
+  assert.match(await summary('orders').textContent(), /append/);
+  assert.match(await summary('rev').textContent(), /append/);
+  assert.equal(await page.locator('g.edge').count(), 3);
+  // The palette offers only what the scenario allows.
+  const palette = await page.locator('.palette-item').allInnerTexts();
+  assert.equal(palette.length, 3, `${palette}`);
+  assert.ok(!palette.some((p) => /Stream/.test(p)));
+  // The instant preview already knows the starting design misses.
+  await page.locator('.req.preview-miss').first().waitFor();
+  await screenshot(page, 'safe-retry-start');
+});
+
+test('Check shows the missed requirement with 50.00 against 25.00', async () => {
+  await page.locator('button.check').click();
+  const missed = result('revenue-correct');
+  await missed.waitFor();
+  assert.ok(await missed.evaluate((e) => e.classList.contains('missed')));
+  assert.match(await missed.locator('.result-head').innerText(), /✗/);
+  assert.equal(await missed.locator('.expected strong').innerText(), '25.00');
+  assert.equal(await missed.locator('.actual strong').innerText(), '50.00');
+  assert.match(await missed.locator('.failures').innerText(), /crash/i);
+  // The hint comes only on request.
+  assert.equal(await missed.locator('.hint').count(), 0);
+  await missed.getByRole('button', { name: 'Show a hint' }).click();
+  assert.match(await missed.locator('.hint').innerText(), /retry/i);
+  // The trace, as a timeline.
+  await missed.locator('details.trace summary').click();
+  assert.ok(await missed.locator('.timeline .step').count() >= 3);
+  assert.ok(await missed.locator('.timeline .step.failure').count() >= 1);
+  await missed.locator('.what-happened').scrollIntoViewIfNeeded();
+  await screenshot(page, 'safe-retry-missed');
+});
+
+test('the counterexample replays on the drawing', async () => {
+  await result('revenue-correct').getByRole('button', { name: /Replay/ }).click();
+  const position = page.locator('.replay-position');
+  await position.waitFor();
+  const total = Number((await position.innerText()).match(/of (\d+)/)[1]);
+  assert.ok(total >= 3, `the trace has ${total} steps`);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  // Step until the crash: the acting node is lit and marked.
+  let crashed = false;
+  for (let i = 0; i < total && !crashed; i += 1) {
+    crashed = (await page.locator('g.node.crashed').count()) > 0;
+    if (!crashed) await page.getByRole('button', { name: 'Next step' }).click();
+  }
+  assert.ok(crashed, 'a crash is marked on the drawing');
+  assert.equal(await page.locator('g.node.crashed').getAttribute('data-node'), 'job');
+  await page.locator('.crash-mark').waitFor();
+  assert.match(await page.locator('.replay-step').innerText(), /✕/);
+  await screenshot(page, 'replay-crash');
+  // Play runs to the end, where the doubled revenue is visible beside the drawing.
+  await page.getByRole('button', { name: 'Play' }).click();
+  await page.getByRole('button', { name: 'Pause' }).waitFor();
+  await page.waitForFunction((n) => document.querySelector('.replay-position')?.textContent === `Step ${n} of ${n}`, total, { timeout: 30_000 });
+  await page.getByRole('button', { name: 'Play' }).waitFor();
+  const tables = await page.locator('.replay .tables').innerText();
+  assert.match(tables, /50\.00/);
+  assert.ok(await page.locator('g.edge.acting, g.node.acting').count() >= 1, 'the acting node or edge is lit');
+  await screenshot(page, 'replay-end');
+  await page.getByRole('button', { name: 'Close replay' }).click();
+});
+
+test('an impossible connection is refused with the reason', async () => {
+  const from = await centre(node('job').locator('circle.port.out'));
+  const to = await centre(node('src'));
+  await page.mouse.move(from.x, from.y);
+  await page.mouse.down();
+  await page.mouse.move(to.x, to.y, { steps: 8 });
+  await page.mouse.up();
+  const notice = page.locator('.notice.refusal');
+  await notice.waitFor();
+  assert.match(await notice.innerText(), /where data starts; nothing can feed it/);
+  assert.equal(await page.locator('g.edge').count(), 3);
+});
+
+test('the student fixes the design with the mouse and every requirement passes', async () => {
+  await node('orders').click();
+  await choice('delete_insert').click();
+  await node('rev').click();
+  await choice('delete_insert').click();
+  await node('job').click();
+  await choice('per_run').click();
+  assert.match(await summary('orders').textContent(), /delete-insert/);
+  assert.match(await summary('job').textContent(), /1 transaction/);
+  // Dragging a node moves it on the grid.
+  const before = await node('src').getAttribute('transform');
+  const grab = await centre(node('src').locator('.node-kind'));
+  await page.mouse.move(grab.x, grab.y);
+  await page.mouse.down();
+  await page.mouse.move(grab.x + 13, grab.y + 47, { steps: 6 });
+  await page.mouse.up();
+  const after = await node('src').getAttribute('transform');
+  assert.notEqual(after, before);
+  assert.match(after, /translate\(\d+[02468]0? \d+\)/);
+  await page.locator('button.check').click();
+  await page.locator('.verdict-summary.passed').waitFor();
+  assert.equal(await page.locator('.result.passed').count(), 3);
+  assert.equal(await page.locator('.result.missed').count(), 0);
+  await page.locator('.panel-tabs').scrollIntoViewIfNeeded();
+  await screenshot(page, 'safe-retry-passed');
+  // The SQL view shows what the design amounts to.
+  await page.getByRole('tab', { name: 'SQL' }).click();
+  const sql = await page.locator('.sql-view').innerText();
+  assert.match(sql, /BEGIN;/);
+  assert.match(sql, /DELETE FROM orders/);
+  await screenshot(page, 'sql-view');
+  await page.getByRole('tab', { name: 'Results' }).click();
+});
+
+test('undo and redo an edit', async () => {
+  await node('job').click();
+  await choice('none').click();
+  assert.match(await summary('job').textContent(), /autocommit/);
+  await page.keyboard.press('Control+z');
+  assert.match(await summary('job').textContent(), /1 transaction/);
+  await page.keyboard.press('Control+Shift+z');
+  assert.match(await summary('job').textContent(), /autocommit/);
+  await page.keyboard.press('Control+z');
+  assert.match(await summary('job').textContent(), /1 transaction/);
+  // The toolbar buttons do the same.
+  await page.getByRole('button', { name: 'Redo (Ctrl+Shift+Z)' }).click();
+  assert.match(await summary('job').textContent(), /autocommit/);
+  await page.getByRole('button', { name: 'Undo (Ctrl+Z)' }).click();
+  assert.match(await summary('job').textContent(), /1 transaction/);
+  await page.keyboard.press('Control+y');
+  assert.match(await summary('job').textContent(), /autocommit/);
+  await page.keyboard.press('Control+z');
+  assert.match(await summary('job').textContent(), /1 transaction/);
+  await screenshot(page, 'undo-redo');
+});
+
+test('after a reload the draft comes back', async () => {
+  await page.locator('.saved', { hasText: 'Draft saved' }).waitFor();
+  await page.reload();
+  await node('orders').waitFor();
+  assert.match(await summary('orders').textContent(), /delete-insert/);
+  assert.match(await summary('rev').textContent(), /delete-insert/);
+  assert.match(await summary('job').textContent(), /1 transaction/);
+  assert.match(await page.locator('.notice').innerText(), /draft/i);
+  await screenshot(page, 'draft-restored');
+  // The catalogue now shows the progress.
+  await page.locator('.crumbs a').click();
+  await page.locator('.card[data-scenario="safe-retry"] .badge.passed').waitFor();
+});
+
+test('a stream design for offset-commit, built from an empty canvas with the keyboard only', async () => {
+  await page.goto('/scenarios/offset-commit');
+  await node('consumer').waitFor();
+  await page.locator('body').focus();
+  // Empty the canvas: Tab to each node and delete it.
+  for (const id of ['stream', 'consumer', 'paid']) {
+    await tabTo(page, `g.node[data-node="${id}"]`);
+    await page.keyboard.press('Delete');
+  }
+  assert.equal(await page.locator('g.node').count(), 0);
+  await screenshot(page, 'offset-commit-empty');
+  // Add a stream, a consumer and a table from the palette.
+  for (const name of ['Add stream', 'Add stream consumer', 'Add warehouse table']) {
+    await tabTo(page, `.palette-item[aria-label="${name}"]`, { back: true });
+    await page.keyboard.press('Enter');
+  }
+  assert.equal(await page.locator('g.node').count(), 3);
+  // Connect: pick a source with C, then the target with Enter.
+  await tabTo(page, 'g.node[data-node="stream"]');
+  await page.keyboard.press('c');
+  await tabTo(page, 'g.node[data-node="consumer"]');
+  await page.keyboard.press('Enter');
+  await page.keyboard.press('c');
+  await tabTo(page, 'g.node[data-node="paid_orders"]');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.locator('g.edge').count(), 2);
+  // A table feeds nothing: the keyboard gets the same refusal as the mouse.
+  await page.keyboard.press('c');
+  assert.match(await page.locator('.notice.refusal').innerText(), /where data ends/);
+  // Arrow keys move the selected node on the grid.
+  const before = await node('paid_orders').getAttribute('transform');
+  await page.keyboard.press('ArrowDown');
+  assert.notEqual(await node('paid_orders').getAttribute('transform'), before);
+  // Options: Enter opens them; arrow keys pick within a group.
+  await tabTo(page, 'g.node[data-node="consumer"]', { back: true });
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement.value), 'before_write');
+  await page.keyboard.press('ArrowDown');
+  assert.match(await summary('consumer').textContent(), /commit after write/);
+  await screenshot(page, 'offset-commit-options');
+  await tabTo(page, 'g.node[data-node="paid_orders"]', { back: true });
+  await page.keyboard.press('Enter');
+  await tabTo(page, '.inspector input[value="append"]');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  assert.match(await summary('paid_orders').textContent(), /insert-ignore/);
+  await tabTo(page, 'button.check', { back: true });
+  await page.keyboard.press('Enter');
+  await page.locator('.verdict-summary.passed').waitFor();
+  assert.equal(await page.locator('.result.passed').count(), 3);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await screenshot(page, 'offset-commit-passed');
+});
+
+test('the page stays usable at a narrow width, and nothing went wrong in the console', async () => {
+  await page.setViewportSize({ width: 760, height: 900 });
+  await page.locator('button.check').scrollIntoViewIfNeeded();
+  assert.ok(await page.locator('button.check').isVisible());
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 1, `the page scrolls sideways by ${overflow} px`);
+  await screenshot(page, 'narrow');
+  await page.setViewportSize({ width: 1280, height: 800 });
+  assert.deepEqual(browser.problems, []);
+});

@@ -1,0 +1,65 @@
+// Starts Debian's Chromium for the browser tests and keeps screenshots in one folder.
+// `cargo xtask test` starts the server and sets BASE_URL, CHROMIUM and SCREENSHOT_DIR.
+
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium } from 'playwright-core';
+
+export const BASE_URL = process.env.BASE_URL ?? 'http://127.0.0.1:3000';
+const EXECUTABLE = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const SHOTS = process.env.SCREENSHOT_DIR ?? resolve(import.meta.dirname, '../../test-output/browser');
+
+// Flags measured to work as root with no network (see BUILD-NOTES.md).
+const FLAGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+
+/** A fresh browser profile at 1280×800, as a new student would have. */
+export async function openBrowser() {
+  const profile = mkdtempSync(join(tmpdir(), 'pipeline-builder-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: EXECUTABLE,
+    headless: true,
+    args: FLAGS,
+    viewport: { width: 1280, height: 800 },
+    baseURL: BASE_URL,
+  });
+  context.setDefaultTimeout(15_000);
+  const page = context.pages()[0] ?? await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  return {
+    context, page, problems,
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+let shot = 0;
+/** Saves a numbered screenshot of the whole window. */
+export async function screenshot(page, name) {
+  mkdirSync(SHOTS, { recursive: true });
+  shot += 1;
+  await page.screenshot({ path: join(SHOTS, `${String(shot).padStart(2, '0')}-${name}.png`) });
+}
+
+/** Presses Tab (or Shift+Tab) until the focused element matches `selector`, as a keyboard user would. */
+export async function tabTo(page, selector, { back = false, limit = 80 } = {}) {
+  for (let i = 0; i < limit; i += 1) {
+    if (await page.evaluate((s) => document.activeElement?.matches(s) ?? false, selector)) return;
+    await page.keyboard.press(back ? 'Shift+Tab' : 'Tab');
+  }
+  throw new Error(`${limit} presses of ${back ? 'Shift+Tab' : 'Tab'} never reached ${selector}`);
+}
+
+/** The centre of an element, in page coordinates. */
+export async function centre(locator) {
+  const box = await locator.boundingBox();
+  if (!box) throw new Error('the element is not visible');
+  return { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+}

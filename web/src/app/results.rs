@@ -1,0 +1,231 @@
+//! The server's verdict: every requirement with ✓ or ✗, and for a missed one what happened,
+//! the trace, expected against actual, the tables, a hint, and a replay on the drawing.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use leptos::prelude::*;
+use shared::verdict::{Counterexample, RequirementVerdict, TableView, TraceEntry};
+
+use super::editor::{Page, Replay};
+use crate::replay::{cell_text, outcome_class};
+
+#[component]
+pub fn ResultsPanel() -> impl IntoView {
+    let page = expect_context::<Page>();
+    let stale = move || {
+        let current = page.editor.with(|e| e.design().clone());
+        page.checked_design.with(|c| c.as_ref().is_some_and(|c| *c != current))
+    };
+    view! {
+        <div class="results" aria-live="polite">
+            {move || page.check_error.get().map(|e| view! {
+                <div class="error" role="alert">
+                    <p>{format!("The check did not run: {}", e.message)}</p>
+                    <ul>{e.details.into_iter().map(|d| view! { <li>{d}</li> }).collect_view()}</ul>
+                </div>
+            })}
+            {move || match page.verdict.get() {
+                None => view! {
+                    <p class="muted">"Press "<strong>"Check"</strong>" to run your design under every failure this scenario allows. The server's verdict is graded and kept as an attempt."</p>
+                }.into_any(),
+                Some(verdict) => {
+                    let summary = if verdict.passed {
+                        format!("Every requirement is met — {} of {}. {} failure schedules explored.", verdict.score, verdict.max_score, verdict.schedules_explored)
+                    } else {
+                        format!("{} of {} requirements met. {} failure schedules explored.", verdict.score, verdict.max_score, verdict.schedules_explored)
+                    };
+                    view! {
+                        <p class=if verdict.passed { "verdict-summary passed" } else { "verdict-summary missed" } role="status">{summary}</p>
+                        <Show when=stale><p class="stale">"Your design changed since this Check."</p></Show>
+                        <ol class="result-list">
+                            {verdict.requirements.into_iter().enumerate().map(|(i, r)| view! { <RequirementResult index=i result=r /> }).collect_view()}
+                        </ol>
+                    }.into_any()
+                }
+            }}
+        </div>
+    }
+}
+
+#[component]
+fn RequirementResult(index: usize, result: RequirementVerdict) -> impl IntoView {
+    let page = expect_context::<Page>();
+    let hint = page.scenario.with_value(|s| s.requirement(&result.id).map(|r| r.hint.clone()).unwrap_or_default());
+    let show_hint = RwSignal::new(false);
+    let mark = if result.passed { "✓" } else { "✗" };
+    let class = if result.passed { "result passed" } else { "result missed" };
+    let details = result.counterexample.map(|ce| {
+        let went_wrong = ce.went_wrong_at;
+        let trace_len = ce.trace.len();
+        view! {
+            <div class="what-happened">
+                <h4>"What happened"</h4>
+                {if ce.failures.is_empty() {
+                    view! { <p>"Even a run with no failure misses it."</p> }.into_any()
+                } else {
+                    view! { <ol class="failures">{ce.failures.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ol> }.into_any()
+                }}
+                <p class="expected-actual">
+                    <span class="expected">"Expected "<strong>{ce.expected.clone()}</strong></span>
+                    <span class="versus">" against "</span>
+                    <span class="actual">"actual "<strong>{ce.actual.clone()}</strong></span>
+                </p>
+                <div class="result-actions">
+                    <button class="primary small replay-button" on:click=move |_| {
+                        page.replay.set(Some(Replay { requirement: index, index: 0, playing: false }));
+                        page.selected.set(None);
+                    }>"▶ Replay on the drawing"</button>
+                    {(!hint.is_empty()).then(|| view! {
+                        <button class="secondary small" aria-expanded=move || show_hint.get().to_string() on:click=move |_| show_hint.update(|s| *s = !*s)>
+                            {move || if show_hint.get() { "Hide hint" } else { "Show a hint" }}
+                        </button>
+                    })}
+                </div>
+                <Show when=move || show_hint.get()><p class="hint">{hint.clone()}</p></Show>
+                <details class="trace">
+                    <summary>{format!("The run step by step ({trace_len} steps)")}</summary>
+                    <Timeline trace=ce.trace.clone() went_wrong=went_wrong current=None />
+                </details>
+                <h4>{format!("The tables when it went wrong (step {went_wrong})")}</h4>
+                <Tables tables=ce.tables.clone() />
+            </div>
+        }
+    });
+    view! {
+        <li class=class data-requirement=result.id.clone()>
+            <p class="result-head"><span class="mark" aria-hidden="true">{mark}</span>
+                <span class="visually-hidden">{if result.passed { "Passed: " } else { "Missed: " }}</span>
+                <span>{result.text}</span></p>
+            {details}
+        </li>
+    }
+}
+
+#[component]
+fn Timeline(trace: Vec<TraceEntry>, went_wrong: u32, current: Option<usize>) -> impl IntoView {
+    view! {
+        <ol class="timeline">
+            {trace.into_iter().enumerate().map(|(i, t)| {
+                let mut class = format!("step {}", outcome_class(&t.outcome, t.failure));
+                if t.step == went_wrong {
+                    class.push_str(" went-wrong");
+                }
+                if current == Some(i) {
+                    class.push_str(" current");
+                }
+                view! {
+                    <li class=class>
+                        <span class="step-time">{t.time.replace('T', " ").trim_end_matches('Z').to_string()}</span>
+                        <span class="step-actor">{t.actor.clone()}</span>
+                        <span class="step-action">{t.action.clone()}</span>
+                        <span class="step-outcome">{if t.failure { format!("✕ {}", t.outcome) } else { t.outcome.clone() }}</span>
+                        {t.sql.clone().map(|sql| view! { <pre class="sql"><code>{sql}</code></pre> })}
+                    </li>
+                }
+            }).collect_view()}
+        </ol>
+    }
+}
+
+#[component]
+fn Tables(tables: BTreeMap<String, TableView>) -> impl IntoView {
+    view! {
+        <div class="tables">
+            {tables.into_iter().map(|(name, t)| view! {
+                <table class="data">
+                    <caption>{name}</caption>
+                    <thead><tr>{t.columns.iter().map(|c| view! { <th scope="col">{c.clone()}</th> }).collect_view()}</tr></thead>
+                    <tbody>
+                        {if t.rows.is_empty() {
+                            let span = t.columns.len().max(1).to_string();
+                            view! { <tr><td class="muted" colspan=span>"(no rows)"</td></tr> }.into_any()
+                        } else {
+                            t.rows.iter().map(|r| view! { <tr>{r.iter().map(|c| view! { <td>{cell_text(c)}</td> }).collect_view()}</tr> }).collect_view().into_any()
+                        }}
+                    </tbody>
+                </table>
+            }).collect_view()}
+        </div>
+    }
+}
+
+/// Replay controls beside the drawing: play, pause, step, and the tables at each step.
+#[component]
+pub fn ReplayPanel() -> impl IntoView {
+    let page = expect_context::<Page>();
+    let counterexample = Memo::new(move |_| {
+        let r = page.replay.get()?;
+        page.verdict.with(|v| {
+            let req = v.as_ref()?.requirements.get(r.requirement)?;
+            Some((req.text.clone(), req.counterexample.clone()?))
+        })
+    });
+    let frame = Memo::new(move |_| page.frame());
+    let len = move || counterexample.with(|c| c.as_ref().map(|(_, ce)| ce.trace.len()).unwrap_or(0));
+    let step_to = move |i: usize| page.replay.update(|r| if let Some(r) = r { r.index = i });
+    let playing = move || page.replay.with(|r| r.as_ref().is_some_and(|r| r.playing));
+
+    // Playing advances one step a moment after each step is shown, and stops at the end.
+    let generation = StoredValue::new(0u64);
+    Effect::new(move |_| {
+        let Some(r) = page.replay.get() else { return };
+        generation.update_value(|g| *g += 1);
+        let mine = generation.get_value();
+        if !r.playing {
+            return;
+        }
+        let n = len();
+        set_timeout(
+            move || {
+                if generation.get_value() != mine {
+                    return;
+                }
+                page.replay.update(|x| if let Some(x) = x {
+                    if x.index + 1 < n { x.index += 1 } else { x.playing = false }
+                });
+            },
+            Duration::from_millis(900),
+        );
+    });
+
+    view! {
+        <section class="replay" aria-labelledby="replay-heading">
+            <h2 id="replay-heading">"Replay"</h2>
+            <p class="replay-of">{move || counterexample.with(|c| c.as_ref().map(|(t, _)| t.clone()).unwrap_or_default())}</p>
+            <div class="replay-controls" role="group" aria-label="Replay controls">
+                <button class="icon" aria-label="Previous step" disabled=move || frame.with(|f| f.as_ref().is_none_or(|f| f.index == 0))
+                    on:click=move |_| { let i = frame.with_untracked(|f| f.as_ref().map(|f| f.index).unwrap_or(0)); step_to(i.saturating_sub(1)); }>"⏮"</button>
+                <button class="primary small play" aria-label=move || if playing() { "Pause" } else { "Play" }
+                    on:click=move |_| page.replay.update(|r| if let Some(r) = r {
+                        if !r.playing && r.index + 1 >= len() { r.index = 0; }
+                        r.playing = !r.playing;
+                    })>{move || if playing() { "⏸ Pause" } else { "▶ Play" }}</button>
+                <button class="icon" aria-label="Next step" disabled=move || frame.with(|f| f.as_ref().is_none_or(|f| f.index + 1 >= len()))
+                    on:click=move |_| { let i = frame.with_untracked(|f| f.as_ref().map(|f| f.index).unwrap_or(0)); step_to((i + 1).min(len().saturating_sub(1))); }>"⏭"</button>
+                <span class="replay-position" role="status">{move || frame.with(|f| f.as_ref().map(|f| format!("Step {} of {}", f.index + 1, len())).unwrap_or_default())}</span>
+                <button class="link-button close" on:click=move |_| page.replay.set(None)>"Close replay"</button>
+            </div>
+            {move || {
+                let Some(f) = frame.get() else { return view! { <p class="muted">"Nothing to replay."</p> }.into_any() };
+                let entry = counterexample.with(|c| c.as_ref().and_then(|(_, ce)| ce.trace.get(f.index).cloned()));
+                let Some(entry) = entry else { return view! { <p></p> }.into_any() };
+                let class = format!("replay-step {}", outcome_class(&entry.outcome, entry.failure));
+                view! {
+                    <div class=class>
+                        <p class="replay-when"><span>{entry.time.replace('T', " ").trim_end_matches('Z').to_string()}</span>" · "<strong>{entry.actor.clone()}</strong></p>
+                        <p class="replay-action">{entry.action.clone()}</p>
+                        <p class="replay-outcome">{if entry.failure { format!("✕ {}", entry.outcome) } else { entry.outcome.clone() }}</p>
+                        {f.went_wrong.then(|| view! { <p class="went-wrong-note">"Here the requirement is missed."</p> })}
+                        {entry.sql.clone().map(|sql| view! { <pre class="sql"><code>{sql}</code></pre> })}
+                    </div>
+                    <h3>"What readers see"</h3>
+                    <Tables tables=f.tables.clone() />
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_types(_: &Counterexample) {}

@@ -1,0 +1,16 @@
+//! Pipeline Builder's canvas: the app a student uses in the browser, compiled to WASM.
+//!
+//! The modules at the top level are plain Rust with no browser in them (canvas geometry, hit
+//! tests, connection rules, undo history, replay frames, the task's Markdown, the chapter's
+//! words), so their unit tests run on the host with `cargo test -p web`. Everything that
+//! touches the DOM or the network lives in [`app`], which exists only on `wasm32`.
+//! The canvas never decides a verdict: the server's is authoritative, and the preview runs
+//! the same `shared` simulator.
+
+pub mod canvas;
+pub mod markdown;
+pub mod replay;
+pub mod words;
+
+#[cfg(target_arch = "wasm32")]
+pub mod app;
