@@ -131,7 +131,14 @@ pub struct Schedule {
 /// Calls `f` with every schedule the check of this design explores, traced with SQL of the
 /// given dialect, in the check's order. Returns the number of schedules.
 pub fn for_each_schedule(scenario: &Scenario, design: &ValidDesign, dialect: crate::sql::Dialect, limits: Limits, f: &mut dyn FnMut(Schedule)) -> Result<u64, CheckError> {
-    let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
+    for_each_schedule_of(scenario, design, dialect, limits, crate::sim::Mutation::None, f)
+}
+
+/// As `for_each_schedule`, under a deliberately wrong model (for testing the conformance
+/// runner).
+pub fn for_each_schedule_of(scenario: &Scenario, design: &ValidDesign, dialect: crate::sql::Dialect, limits: Limits, mutation: crate::sim::Mutation, f: &mut dyn FnMut(Schedule)) -> Result<u64, CheckError> {
+    let mut model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
+    model.mutation = mutation;
     let clean = clean_run(&model);
     explore(&model, &clean, limits, &mut |plan, _| {
         let traced = Sim::run_in(&model, plan, false, true, Some(&clean), dialect);

@@ -43,6 +43,16 @@ impl Fault {
     }
 }
 
+/// A deliberately wrong model of SQL, so that the conformance runner's own tests can prove it
+/// catches a simulator that disagrees with a real database. Checks never use one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mutation {
+    #[default]
+    None,
+    /// ROLLBACK keeps the rows the transaction wrote.
+    RollbackKeepsRows,
+}
+
 /// A problem in a scenario file that only shows when it is compiled against a design.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ScenarioError {
@@ -184,6 +194,7 @@ pub(crate) enum Shape {
 /// A scenario and a design compiled together into what the simulator runs.
 #[derive(Clone, Debug)]
 pub struct Model {
+    pub(crate) mutation: Mutation,
     pub(crate) initial: Warehouse,
     pub(crate) checks: Vec<CCheck>,
     pub(crate) shape: Shape,
@@ -376,7 +387,7 @@ impl Model {
             return Err(errors);
         }
         let sink_tables = scenario.tables.iter().enumerate().filter(|(_, t)| t.role == TableRole::Sink).map(|(i, _)| i).collect();
-        Ok(Model { initial: Warehouse::new(tables), checks, shape, sink_tables, bound: fs.bound, column_types })
+        Ok(Model { mutation: Mutation::None, initial: Warehouse::new(tables), checks, shape, sink_tables, bound: fs.bound, column_types })
     }
 }
 
@@ -681,6 +692,14 @@ impl<'a> Sim<'a> {
         self.steps += 1;
     }
 
+    /// Rolls back the open transaction, if any (or, under a mutation, wrongly keeps its rows).
+    fn rollback(&mut self) -> bool {
+        match self.m.mutation {
+            Mutation::None => self.wh.rollback(),
+            Mutation::RollbackKeepsRows => self.wh.abandon(),
+        }
+    }
+
     fn now(&self) -> NaiveDateTime {
         chrono::DateTime::from_timestamp(self.clock_s, 0).map(|t| t.naive_utc()).unwrap_or_default()
     }
@@ -874,7 +893,7 @@ impl<'a> Sim<'a> {
                 match result {
                     Err(SqlError(message)) => {
                         log!(self, "job", Some(job_node), Some(edge), what, sql, format!("error: {message}"), false);
-                        if self.wh.rollback() {
+                        if self.rollback() {
                             log!(self, "database", None, None, "rolls back the open transaction".into(), Some("ROLLBACK;".into()), "rolled back".into(), false);
                         }
                         return Err(false);
@@ -927,7 +946,7 @@ impl<'a> Sim<'a> {
             self.failure_words.push(format!("the job crashes {place} (run {run_id}, attempt {attempt})"));
         }
         log!(self, "job", Some(job_node), None, format!("crashes {place}"), None, "crashed".into(), false);
-        if self.wh.rollback() {
+        if self.rollback() {
             log!(self, "database", None, None, "rolls back the open transaction".into(), Some("ROLLBACK;".into()), "rolled back: nothing of this attempt is kept".into(), true);
         }
     }
@@ -1092,7 +1111,7 @@ impl<'a> Sim<'a> {
                         self.failure_words.push(format!("the consumer crashes while it handles offset {pos} ({}), {place}", msg.describe));
                     }
                     log!(self, "consumer", Some(consumer_node), None, format!("crashes {place}"), None, "crashed; its memory is lost".into(), false);
-                    if self.wh.rollback() {
+                    if self.rollback() {
                         log!(self, "database", None, None, "rolls back the open transaction".into(), Some("ROLLBACK;".into()), "rolled back".into(), true);
                     }
                     memory.clear();

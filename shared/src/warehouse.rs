@@ -144,6 +144,12 @@ impl Warehouse {
         true
     }
 
+    /// Closes the open transaction keeping its changes, as no database would on ROLLBACK:
+    /// only for a deliberately wrong model (`sim::Mutation`).
+    pub fn abandon(&mut self) -> bool {
+        self.undo.take().is_some()
+    }
+
     fn log(&mut self, undo: Undo) {
         if let Some(log) = &mut self.undo {
             log.push(undo);
