@@ -621,25 +621,9 @@ pub async fn grade(State(state): State<AppState>, grader: Grader, Query(query): 
     tracing::info!(grader = %grader.name, items = items.len(), gradescope, "grading a batch");
     let mut results = Vec::with_capacity(items.len());
     for (index, item) in items.into_iter().enumerate() {
-        let result = grade_one(&state, item).await;
+        let result = grade_one(&state, item, index, gradescope).await;
         results.push(match result {
-            Ok(attempt) => {
-                if gradescope {
-                    let entry = scenario_entry(&state, &attempt.scenario)?;
-                    let verdict: Verdict = serde_json::from_value(attempt.verdict.clone()).map_err(AppError::internal)?;
-                    let extra = json!({
-                        "index": index,
-                        "submission_id": attempt.id,
-                        "student": attempt.student,
-                        "scenario": attempt.scenario,
-                        "scenario_hash": attempt.scenario_hash,
-                        "schedules_explored": verdict.schedules_explored,
-                    });
-                    report::gradescope(&entry.scenario, &verdict, extra)
-                } else {
-                    serde_json::to_value(GradeResult { index, submission: submission_body(&attempt, false) }).map_err(AppError::internal)?
-                }
-            }
+            Ok(graded) => graded,
             Err(mut error) => {
                 // Paths name the place in the whole batch, not in the item.
                 let prefix = format!("$[{index}]");
@@ -660,12 +644,26 @@ pub async fn grade(State(state): State<AppState>, grader: Grader, Query(query): 
     Ok(Json(results))
 }
 
-async fn grade_one(state: &AppState, item: Json_) -> Result<Attempt, AppError> {
+/// Grades and records one item, and shapes its result; any failure is this item's alone.
+async fn grade_one(state: &AppState, item: Json_, index: usize, gradescope: bool) -> Result<Json_, AppError> {
     let item: GradeItem = crate::error::from_value(item)?;
     valid_student_id(&item.student)?;
     let attempt = check_attempt(state, &item.scenario, item.student, item.design).await?;
     state.store().record(Some(&attempt), None).await?;
-    Ok(attempt)
+    if !gradescope {
+        return serde_json::to_value(GradeResult { index, submission: submission_body(&attempt, false) }).map_err(AppError::internal);
+    }
+    let entry = scenario_entry(state, &attempt.scenario)?;
+    let verdict: Verdict = serde_json::from_value(attempt.verdict.clone()).map_err(AppError::internal)?;
+    let extra = json!({
+        "index": index,
+        "submission_id": attempt.id,
+        "student": attempt.student,
+        "scenario": attempt.scenario,
+        "scenario_hash": attempt.scenario_hash,
+        "schedules_explored": verdict.schedules_explored,
+    });
+    Ok(report::gradescope(&entry.scenario, &verdict, extra))
 }
 
 // Drafts.
