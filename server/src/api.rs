@@ -70,7 +70,7 @@ pub struct SubmissionRequest {
     /// own student.
     pub student: Option<String>,
     /// The design, as SPEC §1 defines it.
-    #[schema(value_type = Object)]
+    #[schema(value_type = crate::openapi::DesignDoc)]
     pub design: Json_,
 }
 
@@ -107,6 +107,7 @@ pub struct SubmissionSummary {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SubmissionQuery {
     /// Only this student's attempts (a student may name only themself).
     pub student: Option<String>,
@@ -122,11 +123,12 @@ pub struct SubmissionQuery {
 pub struct GradeItem {
     pub scenario: String,
     pub student: String,
-    #[schema(value_type = Object)]
+    #[schema(value_type = crate::openapi::DesignDoc)]
     pub design: Json_,
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct GradeQuery {
     /// `gradescope` answers each result in Gradescope's `results.json` shape.
     pub format: Option<String>,
@@ -327,7 +329,7 @@ pub async fn get_scenario(State(state): State<AppState>, Path(id): Path<String>)
 #[utoipa::path(post, path = "/api/scenarios/{id}/check", tag = "scenarios",
     description = "Checks a design under every failure schedule the scenario allows. Pure: nothing is stored, no login needed.",
     params(("id" = String, Path, description = "The scenario id")),
-    request_body(content = Object, description = "A design"),
+    request_body(content = crate::openapi::DesignDoc, description = "A design"),
     responses((status = 200, body = crate::openapi::VerdictDoc),
         (status = 400, description = "malformed_json", body = ErrorBody),
         (status = 404, description = "unknown_scenario", body = ErrorBody),

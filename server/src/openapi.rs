@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use serde_json::json;
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::api;
@@ -27,7 +28,7 @@ use crate::error::{ErrorBody, ErrorDetail};
         ErrorBody, ErrorDetail, DesignErrorDoc, VerdictDoc, RequirementVerdictDoc, CounterexampleDoc, TraceEntryDoc, FaultAtDoc, TableViewDoc,
         api::SessionBody, api::SessionUpdate, api::ScenarioSummary, api::ProgressState, api::SubmissionRequest, api::Submission,
         api::SubmissionSummary, api::GradeItem, api::GradeResult, api::DraftBody, api::DraftAnswer, api::Health,
-        GradeEntryDoc, GradeErrorDoc, GradescopeResultDoc, GradescopeTestDoc,
+        GradeEntryDoc, GradeErrorDoc, GradescopeResultDoc, GradescopeTestDoc, DesignDoc, NodeDoc, EdgeDoc, PositionDoc, NodeKindDoc,
     )),
     modifiers(&Security),
     tags(
@@ -196,4 +197,55 @@ pub struct GradescopeTestDoc {
     pub output: String,
     #[schema(example = "md")]
     pub output_format: String,
+}
+
+/// A design: the graph a student draws (SPEC §1). Unknown fields, kinds and option values,
+/// dangling edges, cycles and wiring that makes no sense are refused with their JSON path.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Design)]
+pub struct DesignDoc {
+    /// At most 64.
+    pub nodes: Vec<NodeDoc>,
+    /// At most 256.
+    pub edges: Vec<EdgeDoc>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = Node)]
+pub struct NodeDoc {
+    #[schema(example = "job")]
+    pub id: String,
+    pub kind: NodeKindDoc,
+    /// The kind's options; a missing option takes its default. For example a batch job's
+    /// `date_filter`, `transaction`, `loaded_at`, or a table's `table`, `write`, `key`.
+    #[schema(value_type = Object, example = json!({"date_filter": "logical_date", "transaction": "per_run"}))]
+    pub options: serde_json::Value,
+    /// For the canvas only; never changes a verdict.
+    pub position: Option<PositionDoc>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = NodeKind)]
+pub enum NodeKindDoc {
+    SourceTable,
+    Stream,
+    Sender,
+    BatchJob,
+    StreamConsumer,
+    Table,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = Position)]
+pub struct PositionDoc {
+    pub x: f64,
+    pub y: f64,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = Edge)]
+pub struct EdgeDoc {
+    pub from: String,
+    pub to: String,
 }

@@ -651,6 +651,15 @@ async fn the_openapi_document_covers_every_route() {
         }
     }
     assert_eq!(paths.len(), 12, "a route was added without documenting it, or the other way round");
+    let location = |path: &str, method: &str, name: &str| -> String {
+        let params = paths[path][method]["parameters"].as_array().cloned().unwrap_or_default();
+        let found = params.iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("{method} {path} has no parameter {name}"));
+        found["in"].as_str().unwrap().to_string()
+    };
+    assert_eq!(location("/api/grade", "post", "format"), "query");
+    assert_eq!(location("/api/submissions", "get", "student"), "query");
+    assert_eq!(location("/api/submissions", "post", "Idempotency-Key"), "header");
+    assert_eq!(location("/api/submissions/{id}", "get", "id"), "path");
     let schemas = answer.body["components"]["schemas"].as_object().unwrap();
     for name in ["ErrorBody", "Verdict", "Submission", "GradeItem", "GradeEntry", "GradescopeResult", "ScenarioSummary", "DraftAnswer"] {
         assert!(schemas.contains_key(name), "schema {name} missing");
