@@ -10,7 +10,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
-use crate::scenario::{Scenario, StepDef, TableRole};
+use crate::scenario::{Scenario, TableRole};
 
 /// The largest design accepted, so that a hostile graph cannot make validation expensive.
 pub const MAX_NODES: usize = 64;
@@ -928,22 +928,19 @@ fn extract_pipeline(
                 return None;
             }
             let sink = sinks_by_table.into_values().next()?;
-            if let Some(StepDef::Copy { .. }) = scenario.job.as_ref().and_then(|j| j.steps.first()) {
-                errors.push(node_path(p), "not_in_palette", "this scenario's data comes from a batch job");
+            if sink.write == WriteMode::DeleteInsert {
+                let i = design.nodes.iter().position(|n| n.id == sink.node).unwrap_or(0);
+                errors.push(format!("{}.options.write", node_path(i)), "bad_write", "a consumer writes one message at a time; delete_insert replaces a day and makes no sense here");
+                return None;
             }
             match source {
-                TypedOptions::Stream(topic) => {
-                    if consumer.offset_commit == OffsetCommit::WithWrite && sink.write == WriteMode::DeleteInsert {
-                        errors.push(format!("{}.options.write", design.nodes.iter().position(|n| n.id == sink.node).map(node_path).unwrap_or_default()), "bad_write", "a consumer writes one message at a time; delete_insert replaces a day and makes no sense here");
-                    }
-                    errors.0.is_empty().then(|| Pipeline::Stream {
-                        stream_node: design.nodes[input].id.clone(),
-                        topic: topic.clone(),
-                        consumer_node: design.nodes[p].id.clone(),
-                        consumer: consumer.clone(),
-                        sink,
-                    })
-                }
+                TypedOptions::Stream(topic) => Some(Pipeline::Stream {
+                    stream_node: design.nodes[input].id.clone(),
+                    topic: topic.clone(),
+                    consumer_node: design.nodes[p].id.clone(),
+                    consumer: consumer.clone(),
+                    sink,
+                }),
                 TypedOptions::Sender(sender) => {
                     let Some(def) = scenario.senders.first() else {
                         errors.push(node_path(input), "not_in_palette", "this scenario has no sender");
@@ -964,13 +961,4 @@ fn extract_pipeline(
         _ => None,
     }
     .filter(|_| errors.0.is_empty())
-    .map(|pipeline| {
-        if let Pipeline::Stream { sink, .. } | Pipeline::Sender { sink, .. } = &pipeline {
-            if sink.write == WriteMode::DeleteInsert {
-                let i = design.nodes.iter().position(|n| n.id == sink.node).unwrap_or(0);
-                errors.push(format!("{}.options.write", node_path(i)), "bad_write", "a consumer writes one message at a time; delete_insert replaces a day and makes no sense here");
-            }
-        }
-        pipeline
-    })
 }

@@ -888,7 +888,7 @@ impl<'a> Sim<'a> {
                 let what = if !self.tracing {
                     String::new()
                 } else if is_delete { format!("deletes {day} from {}", self.wh.tables[step.sink.table].name) } else { format!("step {}: {}", step.number, step.def.title()) };
-                let edge = if is_delete { (job_node.as_str(), step.sink.node.as_str()) } else { (job_node.as_str(), step.sink.node.as_str()) };
+                let edge = (job_node.as_str(), step.sink.node.as_str());
                 let _ = source_node;
                 match result {
                     Err(SqlError(message)) => {
@@ -1019,14 +1019,14 @@ impl<'a> Sim<'a> {
         // The producer's late duplicates: each message may reappear after some others.
         let mut copies: Vec<(usize, usize)> = Vec::new();
         if let Some((lo, hi)) = redelivery {
-            for i in 0..n {
+            for (i, message) in messages.iter().enumerate() {
                 let offered: Vec<Fault> = (*lo..=*hi).filter(|&k| i + (k as usize) < n).map(|after| Fault::Redelivery { after }).collect();
                 if let Some(Fault::Redelivery { after }) = self.point(&offered) {
                     copies.push((i, i + after as usize));
                     if self.tracing {
-                        self.failure_words.push(format!("the producer retries message {i} ({}), so it appears again after {after} other messages", messages[i].describe));
+                        self.failure_words.push(format!("the producer retries message {i} ({}), so it appears again after {after} other messages", message.describe));
                     }
-                    log!(self, "stream", Some(stream_node), None, format!("gets a late duplicate of offset {i} ({}) after {after} other messages", messages[i].describe), None, "duplicate appended".into(), false);
+                    log!(self, "stream", Some(stream_node), None, format!("gets a late duplicate of offset {i} ({}) after {after} other messages", message.describe), None, "duplicate appended".into(), false);
                 }
             }
         }
