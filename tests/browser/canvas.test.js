@@ -20,7 +20,8 @@ after(async () => {
 const node = (id) => page.locator(`g.node[data-node="${id}"]`);
 const summary = (id) => node(id).locator('.node-summary');
 const result = (id) => page.locator(`.result[data-requirement="${id}"]`);
-const choice = (value) => page.locator(`.inspector label.choice:has(input[value="${value}"])`);
+const choice = (option, value) => page.locator(`.inspector label.choice:has(input[name$="-${option}"][value="${value}"])`);
+const translate = async (id) => (await node(id).getAttribute('transform')).match(/translate\((-?[\d.]+) (-?[\d.]+)\)/).slice(1).map(Number);
 
 test('a new student opens the app and sees the scenarios in course order', async () => {
   const started = Date.now();
@@ -94,10 +95,10 @@ test('the counterexample replays on the drawing', async () => {
   assert.match(await page.locator('.replay-step').innerText(), /✕/);
   await screenshot(page, 'replay-crash');
   // Play runs to the end, where the doubled revenue is visible beside the drawing.
-  await page.getByRole('button', { name: 'Play' }).click();
-  await page.getByRole('button', { name: 'Pause' }).waitFor();
+  await page.getByRole('button', { name: 'Play', exact: true }).click();
+  await page.getByRole('button', { name: 'Pause', exact: true }).waitFor();
   await page.waitForFunction((n) => document.querySelector('.replay-position')?.textContent === `Step ${n} of ${n}`, total, { timeout: 30_000 });
-  await page.getByRole('button', { name: 'Play' }).waitFor();
+  await page.getByRole('button', { name: 'Play', exact: true }).waitFor();
   const tables = await page.locator('.replay .tables').innerText();
   assert.match(tables, /50\.00/);
   assert.ok(await page.locator('g.edge.acting, g.node.acting').count() >= 1, 'the acting node or edge is lit');
@@ -120,23 +121,23 @@ test('an impossible connection is refused with the reason', async () => {
 
 test('the student fixes the design with the mouse and every requirement passes', async () => {
   await node('orders').click();
-  await choice('delete_insert').click();
+  await choice('write', 'delete_insert').click();
   await node('rev').click();
-  await choice('delete_insert').click();
+  await choice('write', 'delete_insert').click();
   await node('job').click();
-  await choice('per_run').click();
+  await choice('transaction', 'per_run').click();
   assert.match(await summary('orders').textContent(), /delete-insert/);
   assert.match(await summary('job').textContent(), /1 transaction/);
   // Dragging a node moves it on the grid.
-  const before = await node('src').getAttribute('transform');
+  const before = await translate('src');
   const grab = await centre(node('src').locator('.node-kind'));
   await page.mouse.move(grab.x, grab.y);
   await page.mouse.down();
-  await page.mouse.move(grab.x + 13, grab.y + 47, { steps: 6 });
+  await page.mouse.move(grab.x + 13, grab.y + 67, { steps: 6 });
   await page.mouse.up();
-  const after = await node('src').getAttribute('transform');
-  assert.notEqual(after, before);
-  assert.match(after, /translate\(\d+[02468]0? \d+\)/);
+  const after = await translate('src');
+  assert.notDeepEqual(after, before);
+  assert.ok(after.every((v) => v % 20 === 0), `the node snapped to the grid: ${after}`);
   await page.locator('button.check').click();
   await page.locator('.verdict-summary.passed').waitFor();
   assert.equal(await page.locator('.result.passed').count(), 3);
@@ -154,7 +155,7 @@ test('the student fixes the design with the mouse and every requirement passes',
 
 test('undo and redo an edit', async () => {
   await node('job').click();
-  await choice('none').click();
+  await choice('transaction', 'none').click();
   assert.match(await summary('job').textContent(), /autocommit/);
   await page.keyboard.press('Control+z');
   assert.match(await summary('job').textContent(), /1 transaction/);
@@ -200,8 +201,10 @@ test('a stream design for offset-commit, built from an empty canvas with the key
   assert.equal(await page.locator('g.node').count(), 0);
   await screenshot(page, 'offset-commit-empty');
   // Add a stream, a consumer and a table from the palette.
-  for (const name of ['Add stream', 'Add stream consumer', 'Add warehouse table']) {
-    await tabTo(page, `.palette-item[aria-label="${name}"]`, { back: true });
+  await tabTo(page, '.palette-item[aria-label="Add stream"]', { back: true });
+  await page.keyboard.press('Enter');
+  for (const name of ['Add stream consumer', 'Add warehouse table']) {
+    await tabTo(page, `.palette-item[aria-label="${name}"]`);
     await page.keyboard.press('Enter');
   }
   assert.equal(await page.locator('g.node').count(), 3);
@@ -218,9 +221,9 @@ test('a stream design for offset-commit, built from an empty canvas with the key
   await page.keyboard.press('c');
   assert.match(await page.locator('.notice.refusal').innerText(), /where data ends/);
   // Arrow keys move the selected node on the grid.
-  const before = await node('paid_orders').getAttribute('transform');
+  const [x, y] = await translate('paid_orders');
   await page.keyboard.press('ArrowDown');
-  assert.notEqual(await node('paid_orders').getAttribute('transform'), before);
+  assert.deepEqual(await translate('paid_orders'), [x, y + 20]);
   // Options: Enter opens them; arrow keys pick within a group.
   await tabTo(page, 'g.node[data-node="consumer"]', { back: true });
   await page.keyboard.press('Enter');

@@ -30,7 +30,10 @@ export async function openBrowser() {
   const page = context.pages()[0] ?? await context.newPage();
   const problems = [];
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  // A 404 for a draft that does not exist yet is an answer, not a problem.
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/status of 404/.test(m.text())) problems.push(`console: ${m.text()}`);
+  });
   return {
     context, page, problems,
     async close() {

@@ -9,8 +9,8 @@ use shared::Scenario;
 
 /// Node positions snap to this grid, in canvas units.
 pub const GRID: f64 = 20.0;
-pub const NODE_W: f64 = 176.0;
-pub const NODE_H: f64 = 64.0;
+pub const NODE_W: f64 = 190.0;
+pub const NODE_H: f64 = 66.0;
 /// A port's drawn radius; hits are forgiven a few units beyond it.
 pub const PORT_R: f64 = 7.0;
 const PORT_HIT_R: f64 = PORT_R + 6.0;

@@ -139,14 +139,16 @@ impl Page {
     }
 }
 
-pub fn focus(selector: &str) {
-    let element = web_sys::window().and_then(|w| w.document()).and_then(|d| d.query_selector(selector).ok().flatten());
-    if let Some(element) = element.and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok().map(|h| h.unchecked_into::<web_sys::HtmlElement>())) {
-        let _ = element.focus();
-    } else if let Some(element) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.query_selector(selector).ok().flatten()) {
-        // SVG elements are focusable too, but are not HtmlElements.
-        let _ = js_sys::Reflect::get(&element, &"focus".into()).ok().and_then(|f| f.dyn_into::<js_sys::Function>().ok()).map(|f| f.call0(&element));
-    }
+/// Moves the focus to the first element that matches; false if there is none.
+pub fn focus(selector: &str) -> bool {
+    let Some(element) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.query_selector(selector).ok().flatten()) else {
+        return false;
+    };
+    // HTML and SVG elements both have focus(), through different interfaces.
+    js_sys::Reflect::get(&element, &"focus".into())
+        .ok()
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+        .is_some_and(|f| f.call0(&element).is_ok())
 }
 
 struct Loaded {
@@ -168,12 +170,12 @@ async fn load(id: String) -> Result<std::rc::Rc<Loaded>, String> {
         // A local draft the server never received is the newest.
         Some((design, false)) => {
             let _ = api::save_draft(&id, design).await.map(|()| api::local::store(&id, design, true));
-            (Some(design.clone()), Some("this browser"))
+            (Some(design.clone()), Some("Your draft is back (kept in this browser while the server was out of reach)."))
         }
         _ => match api::draft(&id).await {
-            Ok(Some(design)) => (Some(design), Some("your saved draft")),
+            Ok(Some(design)) => (Some(design), Some("Your saved draft is back. Reset returns to the starting design.")),
             Ok(None) => (None, None),
-            Err(_) => (local.map(|(d, _)| d), Some("this browser")),
+            Err(_) => (local.map(|(d, _)| d), Some("The server is out of reach; this is the draft kept in this browser.")),
         },
     };
     let design = saved.as_ref().and_then(|j| design_from_json(j).ok());
@@ -209,7 +211,7 @@ fn Workspace(loaded: std::rc::Rc<Loaded>) -> impl IntoView {
         editor: RwSignal::new(Editor::new(loaded.design.clone())),
         selected: RwSignal::new(None),
         connecting: RwSignal::new(None),
-        notice: RwSignal::new(loaded.restored.map(|from| (format!("Your draft from {from} is back."), false))),
+        notice: RwSignal::new(loaded.restored.map(|words| (words.to_string(), false))),
         view: RwSignal::new(View::default()),
         wire: RwSignal::new(None),
         preview: RwSignal::new(Preview::Pending),
@@ -660,7 +662,11 @@ fn CanvasView() -> impl IntoView {
                 let id = node.unwrap_or_default();
                 match page.connecting.get_untracked() {
                     Some(source) if source != id => page.connect(&source, &id),
-                    _ => focus(".inspector input:checked, .inspector input"),
+                    _ => {
+                        if !focus(".inspector input:checked") {
+                            focus(".inspector input");
+                        }
+                    }
                 }
             }
             "c" | "C" if node.is_some() => {
@@ -815,9 +821,9 @@ fn NodeView(id: String, frame: Memo<Option<Frame>>) -> impl IntoView {
             }>
             <rect class="node-body" width=canvas::num(NODE_W) height=canvas::num(NODE_H) rx="10" />
             <rect class="node-stripe" width="6" height=canvas::num(NODE_H) rx="3" />
-            <text class="node-kind" x="16" y="22">{title}</text>
-            <text class="node-id" x=canvas::num(NODE_W - 12.0) y="22" text-anchor="end">{id.clone()}</text>
-            <text class="node-summary" x="16" y="46">{summary}</text>
+            <text class="node-kind" x="16" y="19">{title}</text>
+            <text class="node-id" x="16" y="37">{id.clone()}</text>
+            <text class="node-summary" x="16" y="56">{summary}</text>
             {canvas::has_input(kind).then(|| view! { <circle class="port in" cx="0" cy=canvas::num(NODE_H / 2.0) r=canvas::num(PORT_R) /> })}
             {canvas::has_output(kind).then(|| view! { <circle class="port out" cx=canvas::num(NODE_W) cy=canvas::num(NODE_H / 2.0) r=canvas::num(PORT_R) /> })}
             <Show when=crashed.clone()>
@@ -988,7 +994,7 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
         <div class="options">{options}</div>
         <div class="inspector-actions">
             {connectable.then(|| view! {
-                <button class="secondary" on:click=move |_| { page.start_connecting(&cid); focus(".canvas"); }>"Connect from here"</button>
+                <button class="secondary" on:click=move |_| { page.start_connecting(&cid); focus(&format!("g.node[data-node=\"{cid}\"]")); }>"Connect from here"</button>
             })}
             <button class="danger" aria-label=format!("Delete node {id}") on:click=move |_| {
                 page.selected.set(Some(Selection::Node(did.clone())));

@@ -133,7 +133,7 @@ fn Tables(tables: BTreeMap<String, TableView>) -> impl IntoView {
     view! {
         <div class="tables">
             {tables.into_iter().map(|(name, t)| view! {
-                <table class="data">
+                <div class="table-wrap"><table class="data">
                     <caption>{name}</caption>
                     <thead><tr>{t.columns.iter().map(|c| view! { <th scope="col">{c.clone()}</th> }).collect_view()}</tr></thead>
                     <tbody>
@@ -144,7 +144,7 @@ fn Tables(tables: BTreeMap<String, TableView>) -> impl IntoView {
                             t.rows.iter().map(|r| view! { <tr>{r.iter().map(|c| view! { <td>{cell_text(c)}</td> }).collect_view()}</tr> }).collect_view().into_any()
                         }}
                     </tbody>
-                </table>
+                </table></div>
             }).collect_view()}
         </div>
     }
@@ -194,15 +194,15 @@ pub fn ReplayPanel() -> impl IntoView {
             <h2 id="replay-heading">"Replay"</h2>
             <p class="replay-of">{move || counterexample.with(|c| c.as_ref().map(|(t, _)| t.clone()).unwrap_or_default())}</p>
             <div class="replay-controls" role="group" aria-label="Replay controls">
-                <button class="icon" aria-label="Previous step" disabled=move || frame.with(|f| f.as_ref().is_none_or(|f| f.index == 0))
-                    on:click=move |_| { let i = frame.with_untracked(|f| f.as_ref().map(|f| f.index).unwrap_or(0)); step_to(i.saturating_sub(1)); }>"⏮"</button>
+                <button class="secondary small" aria-label="Previous step" disabled=move || frame.with(|f| f.as_ref().is_none_or(|f| f.index == 0))
+                    on:click=move |_| { let i = frame.with_untracked(|f| f.as_ref().map(|f| f.index).unwrap_or(0)); step_to(i.saturating_sub(1)); }>"← Back"</button>
                 <button class="primary small play" aria-label=move || if playing() { "Pause" } else { "Play" }
                     on:click=move |_| page.replay.update(|r| if let Some(r) = r {
                         if !r.playing && r.index + 1 >= len() { r.index = 0; }
                         r.playing = !r.playing;
                     })>{move || if playing() { "⏸ Pause" } else { "▶ Play" }}</button>
-                <button class="icon" aria-label="Next step" disabled=move || frame.with(|f| f.as_ref().is_none_or(|f| f.index + 1 >= len()))
-                    on:click=move |_| { let i = frame.with_untracked(|f| f.as_ref().map(|f| f.index).unwrap_or(0)); step_to((i + 1).min(len().saturating_sub(1))); }>"⏭"</button>
+                <button class="secondary small" aria-label="Next step" disabled=move || frame.with(|f| f.as_ref().is_none_or(|f| f.index + 1 >= len()))
+                    on:click=move |_| { let i = frame.with_untracked(|f| f.as_ref().map(|f| f.index).unwrap_or(0)); step_to((i + 1).min(len().saturating_sub(1))); }>"Next →"</button>
                 <span class="replay-position" role="status">{move || frame.with(|f| f.as_ref().map(|f| format!("Step {} of {}", f.index + 1, len())).unwrap_or_default())}</span>
                 <button class="link-button close" on:click=move |_| page.replay.set(None)>"Close replay"</button>
             </div>
