@@ -1019,8 +1019,10 @@ impl<'a> Sim<'a> {
         // The producer's late duplicates: each message may reappear after some others.
         let mut copies: Vec<(usize, usize)> = Vec::new();
         if let Some((lo, hi)) = redelivery {
+            let mut offered: Vec<Fault> = Vec::with_capacity((hi.saturating_sub(*lo) + 1) as usize);
             for (i, message) in messages.iter().enumerate() {
-                let offered: Vec<Fault> = (*lo..=*hi).filter(|&k| i + (k as usize) < n).map(|after| Fault::Redelivery { after }).collect();
+                offered.clear();
+                offered.extend((*lo..=*hi).filter(|&k| i + (k as usize) < n).map(|after| Fault::Redelivery { after }));
                 if let Some(Fault::Redelivery { after }) = self.point(&offered) {
                     copies.push((i, i + after as usize));
                     if self.tracing {
@@ -1278,16 +1280,21 @@ impl<'a> Sim<'a> {
                 }
                 CCheck::Unique { table, columns } => {
                     let t = &self.wh.tables[*table];
-                    let mut keys: Vec<Vec<&Value>> = t.rows.iter().map(|r| columns.iter().map(|&c| &r[c]).collect::<Vec<_>>()).filter(|k| k.iter().all(|v| !v.is_null())).collect();
-                    keys.sort();
-                    let dup = keys.windows(2).find(|w| w[0] == w[1]).map(|w| w[0].clone());
-                    dup.map(|k| {
+                    // Rows with a NULL in the key are never duplicates, as in a unique index.
+                    let key = |i: &usize| {
+                        let row = &t.rows[*i];
+                        columns.iter().map(move |&c| &row[c])
+                    };
+                    let mut rows: Vec<usize> = (0..t.rows.len()).filter(|i| key(i).all(|v| !v.is_null())).collect();
+                    rows.sort_by(|a, b| key(a).cmp(key(b)));
+                    let dup = rows.windows(2).find(|w| key(&w[0]).eq(key(&w[1]))).map(|w| w[0]);
+                    dup.map(|first| {
                         if !detail {
                             return Default::default();
                         }
                         let names: Vec<&str> = columns.iter().map(|&c| t.columns[c].as_str()).collect();
-                        let shown: Vec<String> = k.iter().map(|v| v.to_string()).collect();
-                        let count = keys.iter().filter(|x| **x == k).count();
+                        let shown: Vec<String> = key(&first).map(|v| v.to_string()).collect();
+                        let count = rows.iter().filter(|i| key(i).eq(key(&first))).count();
                         (format!("each {} once", names.join(", ")), format!("{} {} appears {count} times", names.join(", "), shown.join(", ")))
                     })
                 }

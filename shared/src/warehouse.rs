@@ -198,6 +198,17 @@ impl Warehouse {
         Affected { deleted, ..Affected::default() }
     }
 
+    /// Whether a row with the same key is present (a NULL key never is).
+    fn key_present(&mut self, table: usize, key: &[usize], row: &Row) -> bool {
+        if key.iter().any(|&k| row[k].is_null()) {
+            return false;
+        }
+        if self.tables[table].rows.len() < 32 && self.indexes[table].is_none() {
+            return self.tables[table].rows.iter().any(|existing| key.iter().all(|&k| existing[k].key_eq(&row[k])));
+        }
+        !self.matches(table, key, row).is_empty()
+    }
+
     fn matches(&mut self, table: usize, key: &[usize], row: &Row) -> Vec<usize> {
         if key.iter().any(|&k| row[k].is_null()) {
             return Vec::new();
@@ -231,11 +242,11 @@ impl Warehouse {
     pub fn insert_ignore(&mut self, table: usize, key: &[usize], rows: Vec<Row>) -> Affected {
         let mut affected = Affected::default();
         for row in rows {
-            if self.matches(table, key, &row).is_empty() {
+            if self.key_present(table, key, &row) {
+                affected.ignored += 1;
+            } else {
                 self.push(table, row);
                 affected.inserted += 1;
-            } else {
-                affected.ignored += 1;
             }
         }
         affected
