@@ -460,7 +460,7 @@ async fn submit_idempotently(state: AppState, caller: Caller, key: Option<String
     let scope = caller.scope();
     let store = state.store();
     if let Some(key) = &key {
-        let claim = store.claim_idempotency_key(&scope, key, &fingerprint("POST /api/submissions", &bytes), state.config().idempotency_stale_after).await;
+        let claim = store.claim_idempotency_key(&scope, key, &fingerprint("POST /api/submissions", &bytes), state.config().idempotency_lease).await;
         match claim {
             Err(e) => return AppError::from(e).into_response(),
             Ok(Claim::Started) => {}
@@ -495,7 +495,26 @@ async fn submit_idempotently(state: AppState, caller: Caller, key: Option<String
             }
         }
     }
+    // While the work runs, the claim's lease is renewed, so that other servers (and this one
+    // after a restart) can tell a slow request from one whose server died.
+    let renewal = key.clone().map(|key| {
+        let store = store.clone();
+        let scope = scope.clone();
+        let every = (state.config().idempotency_lease / 4).max(std::time::Duration::from_millis(10));
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            loop {
+                ticks.tick().await;
+                if let Err(e) = store.renew_idempotency_key(&scope, &key).await {
+                    tracing::warn!(error = %e, "could not renew an idempotency key's lease");
+                }
+            }
+        })
+    });
     let outcome = submit(&state, &caller, &bytes).await;
+    if let Some(renewal) = renewal {
+        renewal.abort();
+    }
     let (attempt, status, body) = match &outcome {
         Ok(attempt) => {
             let body = serde_json::to_value(submission_body(attempt, false)).unwrap_or(Json_::Null);
@@ -510,7 +529,10 @@ async fn submit_idempotently(state: AppState, caller: Caller, key: Option<String
                 tracing::error!(error = %e, "could not release an idempotency key");
             }
         }
-        return json_response(status, &body);
+        return match outcome {
+            Err(e) => e.into_response(),
+            Ok(_) => json_response(status, &body),
+        };
     }
     let answer = key.as_deref().map(|key| IdempotentAnswer { caller: &scope, key, status: status.as_u16(), body: &body });
     if attempt.is_some() || answer.is_some() {
@@ -736,6 +758,25 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, AppEr
     responses((status = 200, description = "Prometheus text format 0.0.4", content_type = "text/plain", body = String)))]
 pub async fn metrics(State(state): State<AppState>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], state.metrics().render()).into_response()
+}
+
+#[derive(Deserialize)]
+pub struct FloorQuery {
+    /// The size of the answer, in bytes (default 64, at most 1 MiB).
+    pub bytes: Option<usize>,
+}
+
+/// `POST /api/floor?bytes=N` (only with `serve --floor-route`): a fixed JSON answer of N
+/// bytes that does no work and reads no body, so that a benchmark can compare the check's
+/// throughput with what the server stack alone can do.
+pub async fn floor(Query(query): Query<FloorQuery>) -> Response {
+    const EMPTY: &str = "{\"floor\":\"\"}";
+    let bytes = query.bytes.unwrap_or(64).clamp(EMPTY.len(), 1024 * 1024);
+    let mut body = String::with_capacity(bytes);
+    body.push_str("{\"floor\":\"");
+    body.extend(std::iter::repeat_n('x', bytes - EMPTY.len()));
+    body.push_str("\"}");
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 pub async fn api_not_found() -> AppError {

@@ -17,6 +17,7 @@ use tower_http::compression::CompressionLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::services::{ServeDir, ServeFile};
+use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
@@ -25,6 +26,8 @@ use crate::api;
 use crate::auth;
 use crate::catalogue::Catalogue;
 use crate::error::{body_too_large, AppError};
+use crate::headers;
+use crate::limit::{self, RateLimit, RateLimiter};
 use crate::metrics::Metrics;
 use crate::store::Store;
 
@@ -39,13 +42,18 @@ pub struct Config {
     pub grade_items_max: usize,
     /// The longest a request may take before it is answered with `timeout`.
     pub request_timeout: Duration,
-    /// How long an in-flight idempotency key is honoured before it is taken to belong to a
-    /// server that died.
-    pub idempotency_stale_after: Duration,
+    /// The lease of an in-flight idempotency key: its holder renews it every quarter of this
+    /// while it works; a claim not renewed for this long belongs to a server that died, and a
+    /// retry takes it over.
+    pub idempotency_lease: Duration,
     /// The built web app, served for every path that is not the API.
     pub static_dir: Option<PathBuf>,
     /// How far one check may go before it is answered with `check_too_large`.
     pub check_limits: shared::Limits,
+    /// Per-client request limits; `None` turns them off.
+    pub rate_limit: Option<RateLimit>,
+    /// Mounts `POST /api/floor`, an answer with no work, for benchmarks to compare against.
+    pub floor_route: bool,
 }
 
 impl Default for Config {
@@ -55,9 +63,11 @@ impl Default for Config {
             grade_body_limit_bytes: 16 * 1024 * 1024,
             grade_items_max: 1000,
             request_timeout: Duration::from_secs(300),
-            idempotency_stale_after: Duration::from_secs(600),
+            idempotency_lease: Duration::from_secs(10),
             static_dir: None,
             check_limits: shared::Limits::default(),
+            rate_limit: Some(RateLimit::default()),
+            floor_route: false,
         }
     }
 }
@@ -73,13 +83,18 @@ struct Inner {
     config: Config,
     /// Checks are CPU-bound: at most one per core runs at a time, the rest wait their turn.
     checks: Arc<tokio::sync::Semaphore>,
+    rate_limiter: Option<RateLimiter>,
 }
 
 impl AppState {
     pub fn new(store: Store, catalogue: Catalogue, config: Config) -> AppState {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         let checks = Arc::new(tokio::sync::Semaphore::new(cores));
-        AppState(Arc::new(Inner { store, catalogue, metrics: Metrics::default(), config, checks }))
+        let rate_limiter = config.rate_limit.map(RateLimiter::new);
+        AppState(Arc::new(Inner { store, catalogue, metrics: Metrics::default(), config, checks, rate_limiter }))
+    }
+    pub fn rate_limiter(&self) -> Option<&RateLimiter> {
+        self.0.rate_limiter.as_ref()
     }
     /// Waits for a turn to run a check.
     pub async fn check_permit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
@@ -106,7 +121,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// The whole application. Tests call it without a socket.
 pub fn router(state: AppState) -> Router {
     let config = state.config().clone();
-    let small = Router::new()
+    let mut small = Router::new()
         .route("/api/session", get(api::get_session).put(api::put_session))
         .route("/api/scenarios", get(api::list_scenarios))
         .route("/api/scenarios/{id}", get(api::get_scenario))
@@ -119,8 +134,11 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(api::readyz))
         .route("/metrics", get(api::metrics))
         .route("/api/{*rest}", any(api::api_not_found))
-        .route("/api", any(api::api_not_found))
-        .layer(RequestBodyLimitLayer::new(config.body_limit_bytes));
+        .route("/api", any(api::api_not_found));
+    if config.floor_route {
+        small = small.route("/api/floor", post(api::floor));
+    }
+    let small = small.layer(RequestBodyLimitLayer::new(config.body_limit_bytes));
     let grade = Router::new()
         .route("/api/grade", post(api::grade))
         .layer(RequestBodyLimitLayer::new(config.grade_body_limit_bytes));
@@ -145,12 +163,19 @@ pub fn router(state: AppState) -> Router {
         )
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(middleware::from_fn_with_state(state.clone(), track_metrics))
+        .layer(middleware::from_fn_with_state(state.clone(), limit::rate_limit))
         .layer(CompressionLayer::new())
         .layer(middleware::from_fn(json_errors))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, config.request_timeout))
         .layer(middleware::from_fn(auth::set_cookie_layer));
-    app.layer(layers).with_state(state)
+    let mut app = app.layer(layers);
+    // Outermost, so that every answer carries them: pages, errors, panics and timeouts.
+    let csp = headers::content_security_policy(config.static_dir.as_deref());
+    for (name, value) in headers::security_headers(&csp) {
+        app = app.layer(SetResponseHeaderLayer::overriding(name, value));
+    }
+    app.with_state(state)
 }
 
 /// Counts every answer by route and status, and times it.
@@ -245,5 +270,8 @@ pub async fn shutdown_signal() {
 
 /// Serves `state` on `listener` until ctrl-c or SIGTERM.
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown_signal()).await
+    // The peer address is the rate limit's key for a client with neither token nor session.
+    axum::serve(listener, router(state).into_make_service_with_connect_info::<std::net::SocketAddr>())
+        .with_graceful_shutdown(shutdown_signal())
+        .await
 }

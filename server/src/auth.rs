@@ -71,7 +71,8 @@ impl Caller {
     }
 }
 
-fn cookie_student(headers: &HeaderMap) -> Option<String> {
+/// The session id the `pb_student` cookie names, when it has the shape of one we make.
+pub fn cookie_student(headers: &HeaderMap) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()

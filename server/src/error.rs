@@ -22,6 +22,8 @@ pub struct AppError {
     pub message: String,
     pub path: Option<String>,
     pub details: Option<Vec<DesignError>>,
+    /// Seconds after which a retry may succeed; sent as `Retry-After`.
+    pub retry_after_seconds: Option<u64>,
 }
 
 /// The body of every error answer.
@@ -37,7 +39,8 @@ pub struct ErrorDetail {
     /// `unknown_submission`, `no_draft`, `unauthorized`, `forbidden`, `idempotency_key_reused`,
     /// `idempotency_key_in_flight`, `invalid_idempotency_key`, `not_found`,
     /// `method_not_allowed`, `bad_request` (an unreadable query or path), `timeout`,
-    /// `unavailable`, `internal`.
+    /// `rate_limited` (429, with `Retry-After`), `database_unavailable` (503, with
+    /// `Retry-After`), `internal`.
     #[schema(example = "unknown_scenario")]
     pub code: String,
     /// A sentence a person can act on.
@@ -53,7 +56,13 @@ pub struct ErrorDetail {
 
 impl AppError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> AppError {
-        AppError { status, code, message: message.into(), path: None, details: None }
+        AppError { status, code, message: message.into(), path: None, details: None, retry_after_seconds: None }
+    }
+
+    /// Tells the client when a retry may succeed.
+    pub fn retry_after(mut self, seconds: u64) -> AppError {
+        self.retry_after_seconds = Some(seconds);
+        self
     }
 
     pub fn at(mut self, path: impl Into<String>) -> AppError {
@@ -84,9 +93,16 @@ impl AppError {
         AppError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "something went wrong on the server; the log says what")
     }
 
+    /// The database cannot be reached. The route needs it; a retry after a few seconds may
+    /// succeed, and `POST /api/scenarios/{id}/check` keeps working meanwhile.
     pub fn unavailable(cause: impl std::fmt::Display) -> AppError {
         tracing::error!(%cause, "database unavailable");
-        AppError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the database is not reachable; try again shortly")
+        AppError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "database_unavailable",
+            "the database is not reachable; try again in a few seconds (checking a design still works)",
+        )
+        .retry_after(DATABASE_RETRY_AFTER_SECONDS)
     }
 
     pub fn body(&self) -> Json {
@@ -97,18 +113,41 @@ impl AppError {
     }
 }
 
+/// What a client is told to wait before retrying a route that needs the database.
+pub const DATABASE_RETRY_AFTER_SECONDS: u64 = 2;
+
+/// True when `e` says the database cannot be reached (as opposed to a query that is wrong):
+/// no connection to be had, a connection that broke, or a server that is shutting down or
+/// refusing connections. These are answered 503 with `Retry-After`, never 500.
+pub fn is_connection_error(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+            // SQLSTATE classes 08 (connection exception), 53 (insufficient resources), 57P
+            // (operator intervention: shutdown, crash, cannot connect now).
+            code.starts_with("08") || code.starts_with("53") || code.starts_with("57P")
+        }),
+        _ => false,
+    }
+}
+
 impl From<sqlx::Error> for AppError {
     fn from(e: sqlx::Error) -> AppError {
-        match e {
-            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => AppError::unavailable(e),
-            e => AppError::internal(e),
+        if is_connection_error(&e) {
+            AppError::unavailable(e)
+        } else {
+            AppError::internal(e)
         }
     }
 }
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
-        json_response(self.status, &self.body())
+        let mut response = json_response(self.status, &self.body());
+        if let Some(seconds) = self.retry_after_seconds {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
     }
 }
 

@@ -10,12 +10,17 @@
 //! - [`store`]: the database, one type over a SQLite and a PostgreSQL pool.
 //! - [`catalogue`]: loading and validating the scenario files.
 //! - [`report`]: verdicts in words and in Gradescope's shape.
+//! - [`limit`]: per-client rate limits; [`headers`]: the security headers of every answer.
+//! - [`load`]: the load generator behind `pipeline-builder load`.
 
 pub mod api;
 pub mod app;
 pub mod auth;
 pub mod catalogue;
 pub mod error;
+pub mod headers;
+pub mod limit;
+pub mod load;
 pub mod metrics;
 pub mod openapi;
 pub mod report;

@@ -27,6 +27,31 @@ enum Command {
     /// Manage grader tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Put a running server under load and print what it held (a table, then a JSON line).
+    Load(LoadArgs),
+}
+
+#[derive(Args)]
+struct LoadArgs {
+    /// The server, for example http://127.0.0.1:3000
+    #[arg(long)]
+    url: String,
+    /// How many clients, each with its own session, make requests at once.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+    /// How long to run, in seconds.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// The weighted mix of requests, for example check=6,submit=2,catalogue=2 (the default
+    /// when no --route is given).
+    #[arg(long, conflicts_with = "route")]
+    mix: Option<String>,
+    /// One route instead of the mix, for example --route POST /api/floor?bytes=256
+    #[arg(long, num_args = 2, value_names = ["METHOD", "PATH"])]
+    route: Option<Vec<String>>,
+    /// The request body of --route, read from a file.
+    #[arg(long, requires = "route")]
+    body: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -58,6 +83,21 @@ struct ServeArgs {
     /// The most failure schedules one check may explore before it is refused as too large.
     #[arg(long, env = "CHECK_MAX_SCHEDULES")]
     check_max_schedules: Option<u64>,
+    /// Requests per second each client (grader token, else student session, else address)
+    /// may make to /api, sustained; 0 turns the limit off.
+    #[arg(long, env = "RATE_LIMIT_PER_SECOND", default_value_t = 100)]
+    rate_limit_per_second: u32,
+    /// Requests each client may make at once before the sustained rate applies.
+    #[arg(long, env = "RATE_LIMIT_BURST", default_value_t = 200)]
+    rate_limit_burst: u32,
+    /// How long an in-flight Idempotency-Key is held by a server that stopped renewing it
+    /// (because it died) before a retry takes it over, in seconds.
+    #[arg(long, env = "IDEMPOTENCY_LEASE_SECONDS", default_value_t = 10)]
+    idempotency_lease_seconds: u64,
+    /// Mount POST /api/floor?bytes=N: a fixed JSON answer of N bytes that does no work, for
+    /// benchmarks to compare against.
+    #[arg(long, env = "FLOOR_ROUTE")]
+    floor_route: bool,
 }
 
 #[derive(Subcommand)]
@@ -113,6 +153,7 @@ fn main() -> ExitCode {
         Command::Scenarios(ScenariosCommand::Validate { paths }) => validate(paths),
         Command::Check(args) => check(args),
         Command::Token(command) => runtime().block_on(token(command)),
+        Command::Load(args) => runtime().block_on(load(args)),
     }
 }
 
@@ -164,7 +205,12 @@ async fn serve(args: ServeArgs) -> ExitCode {
         body_limit_bytes: args.body_limit_bytes,
         grade_body_limit_bytes: args.body_limit_bytes.saturating_mul(64),
         request_timeout: Duration::from_secs(args.request_timeout_seconds),
-        idempotency_stale_after: Duration::from_secs(args.request_timeout_seconds.saturating_mul(2)),
+        idempotency_lease: Duration::from_secs(args.idempotency_lease_seconds.max(1)),
+        rate_limit: (args.rate_limit_per_second > 0).then(|| server::limit::RateLimit {
+            per_second: f64::from(args.rate_limit_per_second),
+            burst: f64::from(args.rate_limit_burst.max(1)),
+        }),
+        floor_route: args.floor_route,
         static_dir,
         check_limits: shared::Limits {
             max_schedules: args.check_max_schedules.unwrap_or(shared::Limits::default().max_schedules),
@@ -190,6 +236,61 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("the server stopped: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn load(args: LoadArgs) -> ExitCode {
+    let workload = match (&args.route, &args.mix) {
+        (Some(route), _) => {
+            let method = match reqwest::Method::from_bytes(route[0].to_ascii_uppercase().as_bytes()) {
+                Ok(m) => m,
+                Err(_) => {
+                    eprintln!("\"{}\" is not an HTTP method", route[0]);
+                    return ExitCode::from(2);
+                }
+            };
+            let body = match &args.body {
+                Some(file) => match std::fs::read(file) {
+                    Ok(b) => Some(b),
+                    Err(e) => {
+                        eprintln!("{}: cannot read the body: {e}", file.display());
+                        return ExitCode::from(2);
+                    }
+                },
+                None => None,
+            };
+            server::load::Workload::Route { method, path: route[1].clone(), body }
+        }
+        (None, mix) => match server::load::Workload::parse_mix(mix.as_deref().unwrap_or("check=6,submit=2,catalogue=2")) {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!("--mix: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    if args.clients == 0 || args.seconds == 0 {
+        eprintln!("--clients and --seconds must be 1 or more");
+        return ExitCode::from(2);
+    }
+    let config = server::load::LoadConfig { url: args.url, clients: args.clients, duration: Duration::from_secs(args.seconds), workload };
+    match server::load::run(config).await {
+        Ok(summary) => {
+            print!("{}", server::load::table(&summary));
+            match serde_json::to_string(&summary) {
+                Ok(json) => println!("{json}"),
+                Err(e) => eprintln!("cannot write the summary: {e}"),
+            }
+            if summary.errors == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("the load could not run: {e}");
             ExitCode::FAILURE
         }
     }

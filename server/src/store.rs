@@ -22,6 +22,11 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use sqlx::types::Json as SqlJson;
 use sqlx::Row;
 
+/// How long a request waits for a PostgreSQL connection before it is answered 503
+/// `database_unavailable`. Short, so that an outage is told to clients at once instead of
+/// holding their requests; queries take milliseconds, so a healthy pool never waits this long.
+pub const POSTGRES_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// The database URL used when none is given.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/pipeline-builder.db";
 
@@ -126,7 +131,7 @@ struct StoredKey {
     state: String,
     status: Option<i32>,
     response: Option<Json>,
-    created_at: DateTime<Utc>,
+    renewed_at: DateTime<Utc>,
 }
 
 #[derive(Debug)]
@@ -158,7 +163,7 @@ impl Store {
             let options = PgConnectOptions::from_str(url).map_err(|e| ConnectError::BadUrl(e.to_string()))?;
             let pool = PgPoolOptions::new()
                 .max_connections(10)
-                .acquire_timeout(Duration::from_secs(5))
+                .acquire_timeout(POSTGRES_ACQUIRE_TIMEOUT)
                 .connect_with(options)
                 .await
                 .map_err(ConnectError::Database)?;
@@ -370,10 +375,12 @@ impl Store {
 
     // Idempotency keys.
 
-    /// Claims `key` for `caller` with a request whose fingerprint is `fingerprint`. An
-    /// in-flight claim older than `stale_after` is taken to belong to a server that died,
-    /// and is taken over. The state lives in the database, so several servers agree.
-    pub async fn claim_idempotency_key(&self, caller: &str, key: &str, fingerprint: &str, stale_after: Duration) -> StoreResult<Claim> {
+    /// Claims `key` for `caller` with a request whose fingerprint is `fingerprint`. A claim is
+    /// a lease: its holder renews it ([`Store::renew_idempotency_key`]) while it works, so an
+    /// in-flight claim not renewed for `lease` belongs to a server that died (`kill -9`, a
+    /// lost machine) and is taken over. The state lives in the database, so several servers
+    /// agree.
+    pub async fn claim_idempotency_key(&self, caller: &str, key: &str, fingerprint: &str, lease: Duration) -> StoreResult<Claim> {
         // Bounded: a claim can only disappear between the insert and the read when its
         // holder abandoned it, which each retry observes.
         for _ in 0..4 {
@@ -386,7 +393,7 @@ impl Store {
                 return Ok(Claim::Started);
             }
             let row: Option<StoredKey> = with_pool!(self, pool => {
-                let row = sqlx::query("SELECT fingerprint, state, status_code, response, created_at FROM idempotency_keys WHERE caller = $1 AND key = $2")
+                let row = sqlx::query("SELECT fingerprint, state, status_code, response, updated_at FROM idempotency_keys WHERE caller = $1 AND key = $2")
                     .bind(caller).bind(key).fetch_optional(pool).await?;
                 row.map(|r| {
                     let response: Option<String> = r.try_get("response")?;
@@ -395,11 +402,11 @@ impl Store {
                         state: r.try_get("state")?,
                         status: r.try_get("status_code")?,
                         response: response.map(|text| serde_json::from_str(&text).unwrap_or(Json::String(text))),
-                        created_at: r.try_get("created_at")?,
+                        renewed_at: r.try_get("updated_at")?,
                     })
                 }).transpose()?
             });
-            let Some(StoredKey { fingerprint: stored_fingerprint, state, status, response, created_at }) = row else { continue };
+            let Some(StoredKey { fingerprint: stored_fingerprint, state, status, response, renewed_at }) = row else { continue };
             if stored_fingerprint != fingerprint {
                 return Ok(Claim::Mismatch);
             }
@@ -407,19 +414,28 @@ impl Store {
                 let status = status.and_then(|s| u16::try_from(s).ok()).unwrap_or(200);
                 return Ok(Claim::Replay { status, body: response.unwrap_or(Json::Null) });
             }
-            let age = now.signed_duration_since(created_at).to_std().unwrap_or_default();
-            if age < stale_after {
+            let age = now.signed_duration_since(renewed_at).to_std().unwrap_or_default();
+            if age < lease {
                 return Ok(Claim::InFlight);
             }
             let taken = with_pool!(self, pool => sqlx::query(
-                "UPDATE idempotency_keys SET created_at = $4, updated_at = $4 \
-                 WHERE caller = $1 AND key = $2 AND state = 'in_flight' AND created_at = $3")
-                .bind(caller).bind(key).bind(created_at).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+                "UPDATE idempotency_keys SET fingerprint = $4, updated_at = $5 \
+                 WHERE caller = $1 AND key = $2 AND state = 'in_flight' AND updated_at = $3")
+                .bind(caller).bind(key).bind(renewed_at).bind(fingerprint).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
             if taken == 1 {
+                tracing::warn!(caller, key, "took over an idempotency key whose holder stopped renewing it");
                 return Ok(Claim::Started);
             }
         }
         Ok(Claim::InFlight)
+    }
+
+    /// Renews the lease of an in-flight claim; its holder calls it while it works.
+    pub async fn renew_idempotency_key(&self, caller: &str, key: &str) -> StoreResult<()> {
+        let now = Utc::now();
+        with_pool!(self, pool => sqlx::query("UPDATE idempotency_keys SET updated_at = $3 WHERE caller = $1 AND key = $2 AND state = 'in_flight'")
+            .bind(caller).bind(key).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(())
     }
 
     /// Gives up a claim whose request failed on our side, so that a retry can run.

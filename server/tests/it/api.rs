@@ -453,7 +453,7 @@ async fn the_same_key_while_the_first_request_runs_is_409() {
 
 #[tokio::test]
 async fn an_abandoned_in_flight_key_is_taken_over_after_the_stale_window() {
-    let app = spawn_app_with(Config { idempotency_stale_after: std::time::Duration::from_millis(50), ..Config::default() }).await;
+    let app = spawn_app_with(Config { idempotency_lease: std::time::Duration::from_millis(50), ..Config::default() }).await;
     let (cookie, student) = app.new_student().await;
     let body = json!({"scenario": "safe-retry", "design": failing_design()});
     let fp = server::api::fingerprint("POST /api/submissions", &serde_json::to_vec(&body).unwrap());
@@ -678,7 +678,8 @@ async fn health_readiness_and_a_broken_database() {
     app.state.store().close().await;
     let broken = app.get("/readyz", &As::nobody()).await;
     assert_eq!(broken.status, StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(broken.code(), "unavailable");
+    assert_eq!(broken.code(), "database_unavailable");
+    assert_eq!(broken.header("retry-after"), Some("2"));
     assert_eq!(app.get("/healthz", &As::nobody()).await.status, StatusCode::OK, "liveness does not depend on the database");
     let session = app.get("/api/session", &As::nobody()).await;
     assert_eq!(session.status, StatusCode::SERVICE_UNAVAILABLE);
