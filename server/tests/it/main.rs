@@ -7,5 +7,6 @@ mod cli;
 mod common;
 mod postgres;
 mod processes;
+mod security;
 mod socket;
 mod storage;
