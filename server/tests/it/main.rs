@@ -5,6 +5,7 @@
 mod api;
 mod cli;
 mod common;
+mod crash;
 mod postgres;
 mod processes;
 mod security;

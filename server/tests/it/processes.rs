@@ -14,15 +14,21 @@ use crate::postgres;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_pipeline-builder");
 
-struct ServerProcess {
-    child: Child,
-    base: String,
+pub struct ServerProcess {
+    pub child: Child,
+    pub base: String,
 }
 
 impl ServerProcess {
-    fn start(database_url: &str) -> ServerProcess {
+    pub fn start(database_url: &str) -> ServerProcess {
+        ServerProcess::start_with(database_url, &[])
+    }
+
+    /// Starts `pipeline-builder serve` with more flags and waits until it listens.
+    pub fn start_with(database_url: &str, extra: &[&str]) -> ServerProcess {
         let mut child = Command::new(BIN)
             .args(["serve", "--bind", "127.0.0.1:0", "--database-url", database_url, "--static-dir", "/nonexistent"])
+            .args(extra)
             .arg("--scenarios")
             .arg(scenarios_dir())
             .env("RUST_LOG", "warn")
@@ -49,8 +55,19 @@ impl ServerProcess {
         ServerProcess { child, base }
     }
 
+    /// Kills the process with SIGKILL (`kill -9`): no request in flight is finished, nothing
+    /// is flushed, no destructor runs.
+    pub fn kill9(mut self) {
+        let pid = self.child.id().to_string();
+        let killed = Command::new("kill").args(["-9", &pid]).status().expect("kill runs");
+        assert!(killed.success(), "kill -9 {pid} failed");
+        let status = self.child.wait().expect("the server stops");
+        assert!(!status.success(), "a killed server does not exit cleanly: {status}");
+        std::mem::forget(self);
+    }
+
     /// Asks for a graceful stop (SIGTERM) and waits for it.
-    fn terminate(mut self) -> std::process::ExitStatus {
+    pub fn terminate(mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs");
         let status = self.child.wait().expect("the server stops");
