@@ -291,7 +291,16 @@ pub async fn put_session(State(state): State<AppState>, Session(student): Sessio
     responses((status = 200, body = [ScenarioSummary])))]
 pub async fn list_scenarios(State(state): State<AppState>, MaybeSession(student): MaybeSession) -> Result<Json<Vec<ScenarioSummary>>, AppError> {
     let progress = match &student {
-        Some(s) => state.store().progress(&s.id).await?,
+        // During a database outage the catalogue is still served (it lives in memory, and
+        // checking designs still works), only without the student's progress.
+        Some(s) => match state.store().progress(&s.id).await {
+            Ok(p) => p,
+            Err(e) if crate::error::is_connection_error(&e) => {
+                tracing::warn!(error = %e, "the catalogue is served without progress: the database is unavailable");
+                Default::default()
+            }
+            Err(e) => return Err(e.into()),
+        },
         None => Default::default(),
     };
     let list = state

@@ -110,7 +110,12 @@ impl FromRequestParts<AppState> for MaybeSession {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        existing_session(parts, state).await.map(MaybeSession)
+        match existing_session(parts, state).await {
+            // Who is asking is optional here, so a database outage makes an anonymous
+            // caller, not a failed request.
+            Err(e) if e.code == "database_unavailable" => Ok(MaybeSession(None)),
+            other => other.map(MaybeSession),
+        }
     }
 }
 

@@ -7,6 +7,7 @@ mod cli;
 mod common;
 mod crash;
 mod postgres;
+mod outage;
 mod processes;
 mod security;
 mod socket;
