@@ -24,16 +24,22 @@ const choice = (option, value) => page.locator(`.inspector label.choice:has(inpu
 const translate = async (id) => (await node(id).getAttribute('transform')).match(/translate\((-?[\d.]+) (-?[\d.]+)\)/).slice(1).map(Number);
 
 test('a new student opens the app and sees the scenarios in course order', async () => {
-  const started = Date.now();
   await page.goto('/');
   await page.locator('.card').first().waitFor();
-  const shownMs = Date.now() - started;
+  // Time from the start of navigation until the cards are on screen.
+  const shownMs = await page.evaluate(() => performance.now());
   const ids = await page.locator('.card').evaluateAll((cards) => cards.map((c) => c.dataset.scenario));
   assert.deepEqual(ids.slice(0, 2), ['safe-retry', 'safe-rerun']);
   assert.ok(ids.includes('offset-commit'), `offset-commit is offered: ${ids}`);
   assert.equal(ids.length, 8);
   assert.match(await page.locator('.card[data-scenario="safe-retry"] .badge').innerText(), /Not tried/);
-  assert.ok(shownMs < 3000, `the catalogue showed in ${shownMs} ms`);
+  // A second visit, as any student's later ones: the budget is one second.
+  await page.reload();
+  await page.locator('.card').first().waitFor();
+  const againMs = await page.evaluate(() => performance.now());
+  console.log(`# the catalogue showed ${Math.round(shownMs)} ms after navigation began (first visit), ${Math.round(againMs)} ms (second)`);
+  assert.ok(againMs < 1000, `the catalogue showed in ${Math.round(againMs)} ms`);
+  assert.ok(shownMs < 2000, `the catalogue showed in ${Math.round(shownMs)} ms on the first visit`);
   await screenshot(page, 'catalogue');
 });
 

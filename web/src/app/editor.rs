@@ -128,6 +128,24 @@ impl Page {
         }
     }
 
+    /// Fits the drawing to the canvas when a node lies outside what the canvas shows.
+    pub fn reveal(&self, id: &str) {
+        let Some(wrap) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.query_selector(".canvas-wrap").ok().flatten()) else { return };
+        let (w, h) = (f64::from(wrap.client_width()), f64::from(wrap.client_height()));
+        let view = self.view.get_untracked();
+        let outside = self.editor.with_untracked(|e| {
+            e.node(id).is_some_and(|n| {
+                let p = canvas::position(n);
+                let (x0, y0) = (p.x * view.zoom + view.pan_x, p.y * view.zoom + view.pan_y);
+                let (x1, y1) = (x0 + NODE_W * view.zoom, y0 + NODE_H * view.zoom);
+                x0 < 0.0 || y0 < 0.0 || x1 > w || y1 > h
+            })
+        });
+        if outside {
+            self.view.set(self.editor.with_untracked(|e| canvas::fit(e.design(), w, h)));
+        }
+    }
+
     /// The replay frame the drawing shows, if a replay is on.
     pub fn frame(&self) -> Option<Frame> {
         let replay = self.replay.get()?;
@@ -453,6 +471,7 @@ fn Toolbar() -> impl IntoView {
                             on:click=move |_| {
                                 let id = page.scenario.with_value(|s| page.editor.try_update(|e| e.add_node(s, kind, None))).unwrap_or_default();
                                 page.selected.set(Some(Selection::Node(id.clone())));
+                                page.reveal(&id);
                                 page.say(format!("Added {} \"{id}\". Tab to it to move or connect it.", kind.describe()), false);
                             }>
                             <span class="plus" aria-hidden="true">"+"</span>{title}
@@ -988,10 +1007,37 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
     }).collect_view();
     let (cid, did) = (id.clone(), id.clone());
     let connectable = canvas::has_output(kind);
+    let eid = id.clone();
+    let connections = move || {
+        page.editor.with(|e| e.design().edges.iter().filter(|x| x.from == eid || x.to == eid).map(|x| (x.from.clone(), x.to.clone())).collect::<Vec<_>>())
+    };
     view! {
         <h2 id="inspector-heading">{words::kind_title(kind)}" "<code>{id.clone()}</code></h2>
         <p class="kind-line">{words::kind_line(kind)}</p>
         <div class="options">{options}</div>
+        <div class="connections">
+            <h3>"Connections"</h3>
+            {move || {
+                let list = connections();
+                if list.is_empty() {
+                    return view! { <p class="muted small">"None yet."</p> }.into_any();
+                }
+                view! {
+                    <ul>{list.into_iter().map(|(a, b)| {
+                        let label = format!("Remove the connection {a} → {b}");
+                        let (ra, rb) = (a.clone(), b.clone());
+                        view! {
+                            <li><code>{a}</code>" → "<code>{b}</code>
+                                <button class="link-button" aria-label=label on:click=move |_| {
+                                    page.editor.update(|e| { e.delete_edge(&ra, &rb); });
+                                    page.say(format!("Deleted the connection \"{ra}\" → \"{rb}\"."), false);
+                                }>"Remove"</button>
+                            </li>
+                        }
+                    }).collect_view()}</ul>
+                }.into_any()
+            }}
+        </div>
         <div class="inspector-actions">
             {connectable.then(|| view! {
                 <button class="secondary" on:click=move |_| { page.start_connecting(&cid); focus(&format!("g.node[data-node=\"{cid}\"]")); }>"Connect from here"</button>

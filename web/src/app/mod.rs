@@ -72,11 +72,14 @@ fn App() -> impl IntoView {
     provide_context(Navigator(route));
     let handle = window_event_listener(leptos::ev::popstate, move |_| route.set(parse_route(&current_path())));
     on_cleanup(move || handle.remove());
+    // The session comes first, so that every later request carries the student's cookie.
     let student = RwSignal::new(String::new());
+    let ready = RwSignal::new(false);
     leptos::task::spawn_local(async move {
         if let Ok(session) = api::session().await {
             student.set(session.display_name);
         }
+        ready.set(true);
     });
     Effect::new(move |_| {
         let title = match route.get() {
@@ -97,13 +100,13 @@ fn App() -> impl IntoView {
             <span class="student" aria-label="Signed in as">{move || student.get()}</span>
         </header>
         <main id="main">
-            {move || match route.get() {
+            {move || if !ready.get() { view! { <p class="page muted" role="status">"Loading…"</p> }.into_any() } else { match route.get() {
                 Route::Catalogue => view! { <catalogue::Catalogue /> }.into_any(),
                 Route::Scenario(id) => view! { <editor::ScenarioPage id=id /> }.into_any(),
                 Route::NotFound => view! {
                     <section class="page narrow"><h1>"Nothing here"</h1><p><Link href="/".to_string()>"Back to the scenarios"</Link></p></section>
                 }.into_any(),
-            }}
+            }}}
         </main>
     }
 }
