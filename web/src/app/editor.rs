@@ -243,41 +243,53 @@ fn Workspace(loaded: std::rc::Rc<Loaded>) -> impl IntoView {
     };
     provide_context(page);
 
-    // The instant preview and the draft follow the design, a moment after the last edit.
+    // The instant preview follows the design at once (a few milliseconds after a burst of
+    // edits); the draft is saved a moment after the last edit.
+    let preview_generation = StoredValue::new(0u64);
+    Effect::new(move |_| {
+        let design = page.editor.with(|e| e.design().clone());
+        preview_generation.update_value(|g| *g += 1);
+        let mine = preview_generation.get_value();
+        set_timeout(
+            move || {
+                if preview_generation.get_value() == mine {
+                    page.preview.set(page.scenario.with_value(|s| preview(s, &design)));
+                }
+            },
+            Duration::from_millis(40),
+        );
+    });
     let generation = StoredValue::new(0u64);
     let first = StoredValue::new(true);
     let draft_id = id.clone();
     Effect::new(move |_| {
         let design = page.editor.with(|e| e.design().clone());
+        if first.get_value() {
+            first.set_value(false);
+            return;
+        }
         generation.update_value(|g| *g += 1);
         let mine = generation.get_value();
-        let is_first = first.get_value();
-        first.set_value(false);
-        if !is_first {
-            page.saved.set(Saved::Saving);
-        }
+        page.saved.set(Saved::Saving);
         let draft_id = draft_id.clone();
         set_timeout(
             move || {
                 if generation.get_value() != mine {
                     return;
                 }
-                page.preview.set(page.scenario.with_value(|s| preview(s, &design)));
-                if !is_first {
-                    let json = serde_json::to_value(&design).unwrap_or(Json::Null);
-                    api::local::store(&draft_id, &json, false);
-                    leptos::task::spawn_local(async move {
-                        let ok = api::save_draft(&draft_id, &json).await.is_ok();
-                        if ok {
-                            api::local::store(&draft_id, &json, true);
-                        }
-                        if generation.get_value() == mine {
-                            page.saved.set(if ok { Saved::Saved } else { Saved::Local });
-                        }
-                    });
-                }
+                let json = serde_json::to_value(&design).unwrap_or(Json::Null);
+                api::local::store(&draft_id, &json, false);
+                leptos::task::spawn_local(async move {
+                    let ok = api::save_draft(&draft_id, &json).await.is_ok();
+                    if ok {
+                        api::local::store(&draft_id, &json, true);
+                    }
+                    if generation.get_value() == mine {
+                        page.saved.set(if ok { Saved::Saved } else { Saved::Local });
+                    }
+                });
             },
-            Duration::from_millis(if is_first { 30 } else { 350 }),
+            Duration::from_millis(400),
         );
     });
 
@@ -984,6 +996,8 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
                         <legend class="option-title">{legend}</legend>
                         {values.into_iter().map(|value| {
                             let (label, line) = words::value_words(name, &value);
+                            // Names (tables, streams) are their own label; choices show their JSON value too.
+                            let code = (!label.is_empty()).then(|| value.clone());
                             let label = if label.is_empty() { value.clone() } else { label.to_string() };
                             let v = value.clone();
                             let d = default.clone();
@@ -995,7 +1009,7 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
                                 <label class="choice">
                                     <input type="radio" name=group.clone() value=value.clone() prop:checked=checked
                                         on:change=move |_| page.editor.update(|e| e.set_option(&id, name, json.clone())) />
-                                    <span class="choice-label">{label}" "<code class="choice-value">{value.clone()}</code></span>
+                                    <span class="choice-label">{label}" "{code.map(|c| view! { <code class="choice-value">{c}</code> })}</span>
                                     <span class="choice-line">{line}</span>
                                 </label>
                             }
