@@ -181,6 +181,49 @@ test('undo and redo an edit', async () => {
   await screenshot(page, 'undo-redo');
 });
 
+test('reset, palette drag, pan and zoom, and tap-to-connect', async () => {
+  // Reset returns to the starting design, and is undoable like any edit.
+  await page.getByRole('button', { name: 'Reset to the starting design' }).click();
+  assert.match(await summary('orders').textContent(), /append/);
+  await page.getByRole('button', { name: 'Undo (Ctrl+Z)' }).click();
+  assert.match(await summary('orders').textContent(), /delete-insert/);
+  // A node dragged from the palette lands where it is dropped.
+  const canvas = page.locator('svg.canvas');
+  const box = await canvas.boundingBox();
+  await page.locator('.palette-item[aria-label="Add warehouse table"]').dragTo(canvas, { targetPosition: { x: 110, y: box.height - 60 } });
+  assert.equal(await page.locator('g.node').count(), 5);
+  await page.keyboard.press('Control+z');
+  assert.equal(await page.locator('g.node').count(), 4);
+  // Zoom and pan change the view, not the design.
+  const zoom = page.locator('.zoom-level');
+  const before = await zoom.innerText();
+  await page.getByRole('button', { name: 'Zoom in' }).click();
+  assert.notEqual(await zoom.innerText(), before);
+  const layer = page.locator('svg.canvas > g.layer');
+  const viewBefore = await layer.getAttribute('transform');
+  await page.mouse.move(box.x + 12, box.y + 12);
+  await page.mouse.down();
+  await page.mouse.move(box.x + 60, box.y + 40, { steps: 5 });
+  await page.mouse.up();
+  assert.notEqual(await layer.getAttribute('transform'), viewBefore);
+  await page.getByRole('button', { name: 'Fit the design in view' }).click();
+  // Tap a port, then another: the way to connect on a touch screen.
+  await node('rev').click();
+  await page.getByRole('button', { name: 'Remove the connection job → rev' }).click();
+  assert.equal(await page.locator('g.edge').count(), 2);
+  await node('job').locator('circle.port.out').click();
+  assert.match(await page.locator('.notice').innerText(), /Connecting from "job"/);
+  await node('rev').locator('circle.port.in').click();
+  assert.equal(await page.locator('g.edge').count(), 3);
+  assert.match(await page.locator('.notice').innerText(), /Connected "job" → "rev"/);
+  await screenshot(page, 'tap-to-connect');
+  // Every control has an accessible name.
+  const unnamed = await page.evaluate(() => [...document.querySelectorAll('button, [role="button"], input, a')]
+    .filter((e) => !(e.getAttribute('aria-label') || e.textContent.trim() || e.closest('label')))
+    .map((e) => e.outerHTML.slice(0, 80)));
+  assert.deepEqual(unnamed, []);
+});
+
 test('after a reload the draft comes back', async () => {
   await page.locator('.saved', { hasText: 'Draft saved' }).waitFor();
   await page.reload();

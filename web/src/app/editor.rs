@@ -740,7 +740,7 @@ fn CanvasView() -> impl IntoView {
                         <path d="M 0 0 L 10 5 L 0 10 z" class="arrow-head" />
                     </marker>
                 </defs>
-                <g transform=move || page.view.get().transform()>
+                <g class="layer" transform=move || page.view.get().transform()>
                     <rect x="-4000" y="-4000" width="12000" height="12000" fill="url(#grid)" class="grid" />
                     <For each=edge_ids key=|e| e.clone() let:edge>
                         <EdgeView source=edge.0 target=edge.1 frame=frame />
