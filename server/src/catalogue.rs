@@ -1,5 +1,11 @@
 //! The scenario catalogue: every scenario file of a folder, validated with the authors'
 //! checks before the server accepts a single request.
+//!
+//! A broken or hostile file is refused with a diagnostic, never by hanging: its size is
+//! checked before it is read, its nesting before it is parsed, and each of its designs is
+//! checked under [`AUTHORING_LIMITS`], far below the server's per-check limit, before the
+//! full validation runs, so that a failure bound that explodes the schedule count is caught
+//! after a bounded amount of work.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -8,6 +14,18 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 use shared::authoring::{validate_catalogue, Diagnostic};
 use shared::Scenario;
+
+/// The largest scenario file accepted. The shipped ones are about 10 KB.
+pub const MAX_SCENARIO_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The deepest nesting of arrays and objects accepted in a scenario file. The shipped ones
+/// nest 8 deep.
+pub const MAX_SCENARIO_NESTING: usize = 32;
+
+/// How far the check of any one design of a scenario file may go. The shipped scenarios'
+/// largest check explores 573 schedules; a file past this bound would make every student's
+/// check slow, and validating it would take minutes.
+pub const AUTHORING_LIMITS: shared::Limits = shared::Limits { max_schedules: 100_000, max_steps: 20_000_000 };
 
 /// One scenario and what the server derives from it once.
 #[derive(Debug)]
@@ -103,17 +121,104 @@ fn is_scenario_file(path: &Path) -> bool {
 }
 
 fn read_one(path: &Path, files: &mut Vec<(String, String)>, problems: &mut Vec<Diagnostic>) {
-    match std::fs::read_to_string(path) {
-        Ok(text) => files.push((path.display().to_string(), text)),
-        Err(e) => problems.push(Diagnostic { file: path.display().to_string(), path: "$".into(), message: format!("the file cannot be read: {e}") }),
+    let file = path.display().to_string();
+    let problem = |message: String| Diagnostic { file: file.clone(), path: "$".into(), message };
+    // The size first, so that a huge file is never read into memory.
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() > MAX_SCENARIO_FILE_BYTES => {
+            problems.push(problem(format!("the file has {} bytes; a scenario file may have at most {MAX_SCENARIO_FILE_BYTES}", m.len())));
+            return;
+        }
+        Ok(_) => {}
+        Err(e) => {
+            problems.push(problem(format!("the file cannot be read: {e}")));
+            return;
+        }
     }
+    // Read through a bound too, in case the file grew since.
+    use std::io::Read;
+    let mut text = String::new();
+    let read = std::fs::File::open(path).and_then(|f| f.take(MAX_SCENARIO_FILE_BYTES + 1).read_to_string(&mut text));
+    match read {
+        Ok(n) if n as u64 > MAX_SCENARIO_FILE_BYTES => problems.push(problem(format!("the file has more than {MAX_SCENARIO_FILE_BYTES} bytes"))),
+        Ok(_) => files.push((file.clone(), text)),
+        Err(e) => problems.push(problem(format!("the file cannot be read: {e}"))),
+    }
+}
+
+/// The deepest nesting of arrays and objects in JSON text, counted without parsing it
+/// (strings are skipped, so brackets inside them do not count).
+pub fn nesting_depth(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for b in text.bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// The problems found before the full validation: nesting too deep, or a design whose check
+/// goes past [`AUTHORING_LIMITS`]. A file with any of them is not validated further.
+pub fn precheck(file: &str, text: &str) -> Vec<Diagnostic> {
+    let problem = |path: String, message: String| Diagnostic { file: file.to_string(), path, message };
+    let depth = nesting_depth(text);
+    if depth > MAX_SCENARIO_NESTING {
+        return vec![problem("$".into(), format!("the file nests arrays and objects {depth} deep; a scenario file may nest at most {MAX_SCENARIO_NESTING} deep"))];
+    }
+    // A file that does not parse is left to the full validation, which says why.
+    let Ok(scenario) = Scenario::from_json(text) else { return Vec::new() };
+    let designs = scenario
+        .reference_designs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (format!("$.reference_designs[{i}].design"), &d.design))
+        .chain(scenario.wrong_designs.iter().enumerate().map(|(i, d)| (format!("$.wrong_designs[{i}].design"), &d.design)))
+        .chain(scenario.starting_design.iter().map(|d| ("$.starting_design".to_string(), d)));
+    let mut problems = Vec::new();
+    for (path, design) in designs {
+        let Ok(valid) = shared::validate_json(&scenario, design) else { continue };
+        if let Err(shared::CheckError::TooLarge { schedules, limit }) = shared::check_with(&scenario, &valid, AUTHORING_LIMITS) {
+            problems.push(problem(
+                path,
+                format!("checking this design stopped after {schedules} failure schedules ({limit}); a scenario's checks may explore at most {} schedules: lower failures.bound, or use fewer messages or crash points", AUTHORING_LIMITS.max_schedules),
+            ));
+            // One is enough to refuse the file; the others would cost as much again.
+            break;
+        }
+    }
+    problems
 }
 
 /// Reads and validates every scenario under `paths`; all diagnostics, or the scenarios in
 /// course order.
 pub fn validate_paths(paths: &[PathBuf]) -> Result<Vec<Scenario>, Vec<Diagnostic>> {
     let (files, mut problems) = read_files(paths);
-    let (scenarios, mut found) = validate_catalogue(&files);
+    let mut checked = Vec::with_capacity(files.len());
+    for (file, text) in files {
+        let mut found = precheck(&file, &text);
+        if found.is_empty() {
+            checked.push((file, text));
+        } else {
+            problems.append(&mut found);
+        }
+    }
+    let (scenarios, mut found) = validate_catalogue(&checked);
     problems.append(&mut found);
     if problems.is_empty() {
         Ok(scenarios)

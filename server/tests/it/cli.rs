@@ -132,3 +132,77 @@ fn tokens_are_created_listed_and_revoked() {
         assert!(!bytes.windows(needle.len()).any(|w| w == needle), "the token is in the database file");
     }
 }
+
+/// A folder with one hostile scenario file beside a good one.
+fn hostile_folder(label: &str, name: &str, text: &[u8]) -> TempDir {
+    let dir = TempDir::new(label);
+    std::fs::copy(scenarios_dir().join("offset-commit.json"), dir.path().join("good.json")).unwrap();
+    std::fs::write(dir.path().join(name), text).unwrap();
+    dir
+}
+
+/// `scenarios validate` and `serve` both refuse the folder, quickly, naming the file, the
+/// path and what is wrong.
+fn refused_quickly(dir: &TempDir, expected: &[&str]) {
+    let started = std::time::Instant::now();
+    let output = run(&["scenarios", "validate", dir.path().to_str().unwrap()]);
+    assert!(!output.status.success());
+    let all = text(&output);
+    for e in expected {
+        assert!(all.contains(e), "{e} missing in: {all}");
+    }
+    assert!(!all.contains("good.json"), "{all}");
+    let served = run(&["serve", "--bind", "127.0.0.1:0", "--database-url", &dir.sqlite_url(), "--scenarios", dir.path().to_str().unwrap()]);
+    assert!(!served.status.success());
+    let all = text(&served);
+    assert!(all.contains("refusing to start"), "{all}");
+    for e in expected {
+        assert!(all.contains(e), "{e} missing in: {all}");
+    }
+    // Both runs, in a debug build, on a shared machine.
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "took {:?}", started.elapsed());
+}
+
+#[test]
+fn a_huge_scenario_file_is_refused_before_it_is_read() {
+    let mut huge = br#"{"id": "huge", "title": ""#.to_vec();
+    huge.extend(std::iter::repeat_n(b'x', 2 * 1024 * 1024));
+    huge.extend(br#""}"#);
+    let dir = hostile_folder("huge", "huge.json", &huge);
+    refused_quickly(&dir, &["huge.json: $: the file has 2097", "at most 1048576"]);
+}
+
+#[test]
+fn a_deeply_nested_scenario_file_is_refused_before_it_is_parsed() {
+    let deep = format!("{{\"id\": \"deep\", \"task\": {}1{}}}", "[".repeat(100_000), "]".repeat(100_000));
+    let dir = hostile_folder("deep", "deep.json", deep.as_bytes());
+    refused_quickly(&dir, &["deep.json: $: the file nests arrays and objects 100001 deep", "at most 32"]);
+    // Brackets inside strings are text, not nesting.
+    assert_eq!(server::catalogue::nesting_depth(r#"{"a": "[[[[{{{{\"]]"}"#), 1);
+}
+
+#[test]
+fn a_failure_bound_that_explodes_the_schedule_count_is_refused_without_hanging() {
+    let mut scenario: Value = serde_json::from_str(&std::fs::read_to_string(scenarios_dir().join("dedupe-by-key.json")).unwrap()).unwrap();
+    scenario["id"] = "exploding".into();
+    scenario["order"] = 99.into();
+    scenario["failures"]["bound"] = 12.into();
+    let dir = hostile_folder("exploding", "exploding.json", serde_json::to_string_pretty(&scenario).unwrap().as_bytes());
+    refused_quickly(&dir, &["exploding.json: $.reference_designs[0].design: checking this design stopped after 100000 failure schedules", "lower failures.bound"]);
+}
+
+#[test]
+fn a_scenario_whose_reference_design_is_cyclic_or_wrong_typed_is_refused() {
+    let mut scenario: Value = serde_json::from_str(&std::fs::read_to_string(scenarios_dir().join("safe-retry.json")).unwrap()).unwrap();
+    scenario["id"] = "cyclic".into();
+    scenario["order"] = 98.into();
+    let edges = scenario["reference_designs"][0]["design"]["edges"].as_array_mut().unwrap();
+    let first = edges[0].clone();
+    edges.push(serde_json::json!({"from": first["to"], "to": first["from"]}));
+    scenario["failures"]["bound"] = "two".into();
+    let dir = hostile_folder("cyclic", "cyclic.json", serde_json::to_string_pretty(&scenario).unwrap().as_bytes());
+    refused_quickly(&dir, &["cyclic.json: $.failures.bound"]);
+    scenario["failures"]["bound"] = 2.into();
+    let dir = hostile_folder("cyclic2", "cyclic.json", serde_json::to_string_pretty(&scenario).unwrap().as_bytes());
+    refused_quickly(&dir, &["cyclic.json: $.reference_designs[0]"]);
+}
