@@ -294,6 +294,22 @@ test('a stream design for offset-commit, built from an empty canvas with the key
   await screenshot(page, 'offset-commit-passed');
 });
 
+test('offline, the draft is kept in the browser and reaches the server later', async () => {
+  await node('consumer').click();
+  await browser.context.setOffline(true);
+  await choice('offset_commit', 'before_write').click();
+  await page.locator('.saved', { hasText: 'Saved in this browser (offline)' }).waitFor();
+  await browser.context.setOffline(false);
+  await page.reload();
+  await node('consumer').waitFor();
+  assert.match(await summary('consumer').textContent(), /commit before write/);
+  assert.match(await page.locator('.notice').innerText(), /kept in this browser/);
+  // The server has it now: a fresh profile of the same student would see it.
+  const saved = await page.evaluate(async () => (await (await fetch('/api/drafts/offset-commit')).json()).design);
+  assert.equal(saved.nodes.find((n) => n.id === 'consumer').options.offset_commit, 'before_write');
+  await screenshot(page, 'offline-draft');
+});
+
 test('the page stays usable at a narrow width, and nothing went wrong in the console', async () => {
   await page.setViewportSize({ width: 760, height: 900 });
   await page.locator('button.check').scrollIntoViewIfNeeded();

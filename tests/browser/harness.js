@@ -30,9 +30,10 @@ export async function openBrowser() {
   const page = context.pages()[0] ?? await context.newPage();
   const problems = [];
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  // A 404 for a draft that does not exist yet is an answer, not a problem.
+  // A 404 for a draft that does not exist yet is an answer, and a request made while the
+  // test holds the browser offline fails on purpose; neither is a problem.
   page.on('console', (m) => {
-    if (m.type() === 'error' && !/status of 404/.test(m.text())) problems.push(`console: ${m.text()}`);
+    if (m.type() === 'error' && !/status of 404|ERR_INTERNET_DISCONNECTED/.test(m.text())) problems.push(`console: ${m.text()}`);
   });
   return {
     context, page, problems,

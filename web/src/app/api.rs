@@ -3,6 +3,7 @@
 use gloo_net::http::{Request, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
+use shared::design::Design;
 use shared::{Scenario, Verdict};
 
 #[derive(Clone, Debug, Deserialize)]
@@ -130,8 +131,19 @@ pub async fn scenario(id: &str) -> Result<Scenario, ApiError> {
     scenario_from_json(json).map_err(|message| ApiError { message, details: Vec::new(), offline: false })
 }
 
-pub async fn submit(scenario: &str, design: &Json) -> Result<Verdict, ApiError> {
-    let body = serde_json::json!({ "scenario": scenario, "design": design });
+#[derive(Serialize)]
+struct SubmissionBody<'a> {
+    scenario: &'a str,
+    design: &'a Design,
+}
+
+#[derive(Serialize)]
+struct DraftBody<'a> {
+    design: &'a Design,
+}
+
+pub async fn submit(scenario: &str, design: &Design) -> Result<Verdict, ApiError> {
+    let body = SubmissionBody { scenario, design };
     let submission: Submission = send("POST", "/api/submissions", &body).await?;
     Ok(submission.verdict)
 }
@@ -150,8 +162,8 @@ pub async fn draft(scenario: &str) -> Result<Option<Json>, ApiError> {
     read::<Draft>(response).await.map(|d| Some(d.design))
 }
 
-pub async fn save_draft(scenario: &str, design: &Json) -> Result<(), ApiError> {
-    let body = serde_json::json!({ "design": design });
+pub async fn save_draft(scenario: &str, design: &Design) -> Result<(), ApiError> {
+    let body = DraftBody { design };
     let response = Request::put(&format!("/api/drafts/{scenario}")).json(&body).map_err(ApiError::offline)?.send().await.map_err(ApiError::offline)?;
     if response.ok() {
         Ok(())
@@ -179,9 +191,14 @@ pub mod local {
         Some((json.get("design")?.clone(), json.get("synced").and_then(Json::as_bool).unwrap_or(false)))
     }
 
-    pub fn store(scenario: &str, design: &Json, synced: bool) {
-        if let Some(storage) = storage() {
-            let text = serde_json::json!({ "design": design, "synced": synced }).to_string();
+    #[derive(serde::Serialize)]
+    struct Stored<'a> {
+        design: &'a shared::design::Design,
+        synced: bool,
+    }
+
+    pub fn store(scenario: &str, design: &shared::design::Design, synced: bool) {
+        if let (Some(storage), Ok(text)) = (storage(), serde_json::to_string(&Stored { design, synced })) {
             let _ = storage.set_item(&key(scenario), &text);
         }
     }

@@ -54,7 +54,7 @@ pub enum Saved {
 /// The page's state: every piece is a signal, so the struct is `Copy` and shared by context.
 #[derive(Clone, Copy)]
 pub struct Page {
-    pub scenario: StoredValue<Scenario>,
+    pub scenario: StoredValue<std::sync::Arc<Scenario>>,
     pub start: StoredValue<Design>,
     pub editor: RwSignal<Editor>,
     pub selected: RwSignal<Option<Selection>>,
@@ -73,10 +73,6 @@ pub struct Page {
 }
 
 impl Page {
-    pub fn design_json(&self) -> Json {
-        self.editor.with_untracked(|e| serde_json::to_value(e.design()).unwrap_or(Json::Null))
-    }
-
     /// A message under the toolbar; `refusal` draws it as a refused action.
     pub fn say(&self, text: impl Into<String>, refusal: bool) {
         self.notice.set(Some((text.into(), refusal)));
@@ -151,7 +147,7 @@ impl Page {
         let replay = self.replay.get()?;
         self.verdict.with(|v| {
             let ce = v.as_ref()?.requirements.get(replay.requirement)?.counterexample.as_ref()?;
-            let initial = self.scenario.with_value(replay::initial_tables);
+            let initial = self.scenario.with_value(|s| replay::initial_tables(s));
             replay::frame(ce, &initial, replay.index)
         })
     }
@@ -170,7 +166,7 @@ pub fn focus(selector: &str) -> bool {
 }
 
 struct Loaded {
-    scenario: Scenario,
+    scenario: std::sync::Arc<Scenario>,
     start: Design,
     design: Design,
     restored: Option<&'static str>,
@@ -183,22 +179,22 @@ fn empty_design() -> Design {
 async fn load(id: String) -> Result<std::rc::Rc<Loaded>, String> {
     let scenario = api::scenario(&id).await.map_err(|e| e.message)?;
     let start = scenario.starting_design.as_ref().and_then(|j| design_from_json(j).ok()).unwrap_or_else(empty_design);
-    let local = api::local::load(&id);
-    let (saved, restored) = match &local {
+    let local = api::local::load(&id).and_then(|(json, synced)| Some((design_from_json(&json).ok()?, synced)));
+    let (design, restored) = match local {
         // A local draft the server never received is the newest.
         Some((design, false)) => {
-            let _ = api::save_draft(&id, design).await.map(|()| api::local::store(&id, design, true));
-            (Some(design.clone()), Some("Your draft is back (kept in this browser while the server was out of reach)."))
+            if api::save_draft(&id, &design).await.is_ok() {
+                api::local::store(&id, &design, true);
+            }
+            (Some(design), "Your draft is back (kept in this browser while the server was out of reach).")
         }
-        _ => match api::draft(&id).await {
-            Ok(Some(design)) => (Some(design), Some("Your saved draft is back. Reset returns to the starting design.")),
-            Ok(None) => (None, None),
-            Err(_) => (local.map(|(d, _)| d), Some("The server is out of reach; this is the draft kept in this browser.")),
+        local => match api::draft(&id).await {
+            Ok(saved) => (saved.and_then(|j| design_from_json(&j).ok()), "Your saved draft is back. Reset returns to the starting design."),
+            Err(_) => (local.map(|(d, _)| d), "The server is out of reach; this is the draft kept in this browser."),
         },
     };
-    let design = saved.as_ref().and_then(|j| design_from_json(j).ok());
-    let restored = design.as_ref().and(restored);
-    Ok(std::rc::Rc::new(Loaded { design: design.unwrap_or_else(|| start.clone()), scenario, start, restored }))
+    let restored = design.is_some().then_some(restored);
+    Ok(std::rc::Rc::new(Loaded { design: design.unwrap_or_else(|| start.clone()), scenario: std::sync::Arc::new(scenario), start, restored }))
 }
 
 #[component]
@@ -277,12 +273,11 @@ fn Workspace(loaded: std::rc::Rc<Loaded>) -> impl IntoView {
                 if generation.get_value() != mine {
                     return;
                 }
-                let json = serde_json::to_value(&design).unwrap_or(Json::Null);
-                api::local::store(&draft_id, &json, false);
+                api::local::store(&draft_id, &design, false);
                 leptos::task::spawn_local(async move {
-                    let ok = api::save_draft(&draft_id, &json).await.is_ok();
+                    let ok = api::save_draft(&draft_id, &design).await.is_ok();
                     if ok {
-                        api::local::store(&draft_id, &json, true);
+                        api::local::store(&draft_id, &design, true);
                     }
                     if generation.get_value() == mine {
                         page.saved.set(if ok { Saved::Saved } else { Saved::Local });
@@ -443,19 +438,18 @@ fn Requirements() -> impl IntoView {
 #[component]
 fn Toolbar() -> impl IntoView {
     let page = expect_context::<Page>();
-    let kinds = page.scenario.with_value(canvas::palette_kinds);
+    let kinds = page.scenario.with_value(|s| canvas::palette_kinds(s));
     let check = move |_| {
         if page.checking.get_untracked() {
             return;
         }
         let id = page.scenario.with_value(|s| s.id.clone());
         let design = page.editor.with_untracked(|e| e.design().clone());
-        let json = page.design_json();
         page.checking.set(true);
         page.check_error.set(None);
         page.tab.set("results");
         leptos::task::spawn_local(async move {
-            match api::submit(&id, &json).await {
+            match api::submit(&id, &design).await {
                 Ok(verdict) => {
                     page.replay.set(None);
                     page.verdict.set(Some(verdict));
