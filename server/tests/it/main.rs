@@ -6,6 +6,7 @@ mod api;
 mod cli;
 mod common;
 mod crash;
+mod fuzz;
 mod postgres;
 mod outage;
 mod processes;
