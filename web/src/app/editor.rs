@@ -325,7 +325,6 @@ fn Workspace(loaded: std::rc::Rc<Loaded>) -> impl IntoView {
             </aside>
             <section class="stage" aria-label="Your design">
                 <Toolbar />
-                <Notice />
                 <CanvasView />
                 <div class="panel-tabs" role="tablist" aria-label="Results and SQL">
                     <button role="tab" id="tab-results" aria-selected=move || (page.tab.get() == "results").to_string()
@@ -721,6 +720,7 @@ fn CanvasView() -> impl IntoView {
 
     view! {
         <div class="canvas-wrap" node_ref=wrap>
+            <Notice />
             <svg class=move || if page.connecting.with(Option::is_some) { "canvas connecting" } else { "canvas" }
                 tabindex="0" role="group"
                 aria-label=move || format!("Canvas with {} nodes. Tab moves through the nodes; arrow keys move one; C starts a connection; Enter opens its options or finishes a connection; Delete removes it.", count())
@@ -951,8 +951,13 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
                     page.scenario.with_value(|s| table.and_then(|t| s.table(&t).map(|t| t.keys.clone())).unwrap_or_default())
                 }};
                 let id2 = id.clone();
+                // A key matters only to the writes that match rows by it.
+                let shown = {
+                    let current = current.clone();
+                    move || current("write").and_then(|v| v.as_str().map(|w| w == "merge" || w == "insert_ignore")).unwrap_or(false)
+                };
                 view! {
-                    <fieldset class="option">
+                    <fieldset class="option" class:hidden=move || !shown()>
                         <legend class="option-title">{legend}</legend>
                         {move || {
                             let keys = keys();
