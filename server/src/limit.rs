@@ -7,6 +7,8 @@
 //!
 //! Only `/api/…` is limited: the probes (`/healthz`, `/readyz`, `/metrics`) and the web app's
 //! static files are not, so that a classroom behind one NAT address can load the page at once.
+//! For the same reason a peer address, which a whole classroom may share until each browser
+//! has its session, gets [`SHARED_ADDRESS_FACTOR`] times the limit of one client.
 //!
 //! Rationale: a hand-written bucket table instead of a rate-limiting crate, because the key
 //! (token, then cookie, then address) is ours and the table must stay bounded: past
@@ -26,6 +28,10 @@ use axum::response::{IntoResponse, Response};
 use crate::app::AppState;
 use crate::auth;
 use crate::error::AppError;
+
+/// How many times one client's limit a peer address gets: a classroom behind one NAT address
+/// opens its sessions (`GET /api/session`, keyed by address until the cookie is set) at once.
+pub const SHARED_ADDRESS_FACTOR: f64 = 10.0;
 
 /// The most clients remembered at once.
 const MAX_CLIENTS: usize = 100_000;
@@ -62,9 +68,10 @@ impl RateLimiter {
         RateLimiter { limit, buckets: Mutex::new(HashMap::new()) }
     }
 
-    /// Takes one request from `client`'s bucket; `Err(wait)` when it is empty.
-    pub fn take(&self, client: &str, now: Instant) -> Result<(), Duration> {
-        let RateLimit { per_second, burst } = self.limit;
+    /// Takes one request from `client`'s bucket; `Err(wait)` when it is empty. `factor`
+    /// scales the limit (1 for one client, [`SHARED_ADDRESS_FACTOR`] for an address).
+    pub fn take(&self, client: &str, factor: f64, now: Instant) -> Result<(), Duration> {
+        let (per_second, burst) = (self.limit.per_second * factor, self.limit.burst * factor);
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         if buckets.len() >= MAX_CLIENTS && !buckets.contains_key(client) {
             // Full buckets are the same as no bucket: forget them.
@@ -91,19 +98,19 @@ impl RateLimiter {
     }
 }
 
-/// Who a request comes from, as the rate limiter counts: the token's hash, the session
-/// cookie, or the peer address. None of these needs the database.
-pub fn client_key(request: &Request) -> String {
+/// Who a request comes from, as the rate limiter counts, and the factor of its limit: the
+/// token's hash, the session cookie, or the peer address. None of these needs the database.
+pub fn client_key(request: &Request) -> (String, f64) {
     let headers = request.headers();
     if let Some(value) = headers.get(header::AUTHORIZATION) {
-        return format!("token:{}", auth::hash_token(&String::from_utf8_lossy(value.as_bytes())));
+        return (format!("token:{}", auth::hash_token(&String::from_utf8_lossy(value.as_bytes()))), 1.0);
     }
     if let Some(session) = auth::cookie_student(headers) {
-        return format!("session:{session}");
+        return (format!("session:{session}"), 1.0);
     }
     match request.extensions().get::<ConnectInfo<SocketAddr>>() {
-        Some(ConnectInfo(address)) => format!("ip:{}", address.ip()),
-        None => "ip:unknown".to_string(),
+        Some(ConnectInfo(address)) => (format!("ip:{}", address.ip()), SHARED_ADDRESS_FACTOR),
+        None => ("ip:unknown".to_string(), SHARED_ADDRESS_FACTOR),
     }
 }
 
@@ -113,8 +120,8 @@ pub async fn rate_limit(State(state): State<AppState>, request: Request, next: N
     if !request.uri().path().starts_with("/api") {
         return next.run(request).await;
     }
-    let key = client_key(&request);
-    match limiter.take(&key, Instant::now()) {
+    let (key, factor) = client_key(&request);
+    match limiter.take(&key, factor, Instant::now()) {
         Ok(()) => next.run(request).await,
         Err(wait) => {
             let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
@@ -122,7 +129,11 @@ pub async fn rate_limit(State(state): State<AppState>, request: Request, next: N
             AppError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate_limited",
-                format!("too many requests from this client; wait {seconds} s (the limit is {} per second, {} at once)", limiter.limit.per_second, limiter.limit.burst),
+                format!(
+                    "too many requests from this client; wait {seconds} s (the limit is {} per second, {} at once)",
+                    limiter.limit.per_second * factor,
+                    limiter.limit.burst * factor
+                ),
             )
             .retry_after(seconds)
             .into_response()
@@ -139,20 +150,25 @@ mod tests {
         let limiter = RateLimiter::new(RateLimit { per_second: 10.0, burst: 3.0 });
         let start = Instant::now();
         for _ in 0..3 {
-            assert!(limiter.take("a", start).is_ok());
+            assert!(limiter.take("a", 1.0, start).is_ok());
         }
-        let wait = limiter.take("a", start).unwrap_err();
+        let wait = limiter.take("a", 1.0, start).unwrap_err();
         assert!(wait <= Duration::from_millis(100) && wait > Duration::ZERO, "{wait:?}");
         // Another client is not affected.
-        assert!(limiter.take("b", start).is_ok());
+        assert!(limiter.take("b", 1.0, start).is_ok());
         // A tenth of a second later, one more.
-        assert!(limiter.take("a", start + Duration::from_millis(100)).is_ok());
-        assert!(limiter.take("a", start + Duration::from_millis(100)).is_err());
+        assert!(limiter.take("a", 1.0, start + Duration::from_millis(100)).is_ok());
+        assert!(limiter.take("a", 1.0, start + Duration::from_millis(100)).is_err());
         // Long idle: full again, never more than the burst.
         let later = start + Duration::from_secs(60);
         for _ in 0..3 {
-            assert!(limiter.take("a", later).is_ok());
+            assert!(limiter.take("a", 1.0, later).is_ok());
         }
-        assert!(limiter.take("a", later).is_err());
+        assert!(limiter.take("a", 1.0, later).is_err());
+        // An address gets the limit of ten clients.
+        for _ in 0..30 {
+            assert!(limiter.take("ip", SHARED_ADDRESS_FACTOR, start).is_ok());
+        }
+        assert!(limiter.take("ip", SHARED_ADDRESS_FACTOR, start).is_err());
     }
 }

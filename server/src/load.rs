@@ -201,10 +201,21 @@ async fn client(index: usize, base: String, workload: Workload, corpus: Option<C
     let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).pool_max_idle_per_host(1).build().map_err(|e| e.to_string())?;
     let mut tally = Tally::default();
     // The session: the cookie the server sets, sent back on every request as a browser does.
-    let cookie = match http.get(format!("{base}/api/session")).send().await {
-        Ok(r) if r.status().is_success() => r.headers().get(SET_COOKIE).and_then(|v| v.to_str().ok()).and_then(|c| c.split(';').next()).map(str::to_string),
-        Ok(r) => return Err(format!("client {index}: GET /api/session answered {}", r.status())),
-        Err(e) => return Err(format!("client {index}: GET /api/session: {e}")),
+    // A 429 here (many clients opening sessions from one address at once) is waited out.
+    let mut tries = 0;
+    let cookie = loop {
+        tries += 1;
+        match http.get(format!("{base}/api/session")).send().await {
+            Ok(r) if r.status().is_success() => {
+                break r.headers().get(SET_COOKIE).and_then(|v| v.to_str().ok()).and_then(|c| c.split(';').next()).map(str::to_string)
+            }
+            Ok(r) if r.status().as_u16() == 429 && tries < 10 => {
+                let wait = r.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok()).unwrap_or(1);
+                tokio::time::sleep(Duration::from_secs(wait)).await;
+            }
+            Ok(r) => return Err(format!("client {index}: GET /api/session answered {}", r.status())),
+            Err(e) => return Err(format!("client {index}: GET /api/session: {e}")),
+        }
     };
     let mut headers = HeaderMap::new();
     if let Some(c) = cookie.as_deref().and_then(|c| HeaderValue::from_str(c).ok()) {
