@@ -587,7 +587,7 @@ mod tests {
         assert_eq!(num(12.0), "12");
         assert_eq!(num(-0.5), "-0.5");
         assert_eq!(num(1.006), "1.01");
-        assert_eq!(num(3.14159), "3.14");
+        assert_eq!(num(12.3456), "12.35");
         assert_eq!(num(-120.07), "-120.07");
     }
 

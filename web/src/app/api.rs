@@ -102,33 +102,9 @@ pub async fn catalogue() -> Result<Vec<CatalogueEntry>, ApiError> {
     get("/api/scenarios").await
 }
 
-/// Fields of a scenario file the canvas knows; the student's view may leave some out (the
-/// reference designs) or add others, so the JSON is fitted to `shared::Scenario` first.
-const SCENARIO_FIELDS: &[&str] = &[
-    "$schema", "id", "order", "title", "task", "concepts", "tables", "streams", "senders", "job", "runs", "failures", "palette", "starting_design", "requirements",
-    "reference_designs", "wrong_designs",
-];
-
-pub fn scenario_from_json(mut json: Json) -> Result<Scenario, String> {
-    if let Some(object) = json.as_object_mut() {
-        object.retain(|k, _| SCENARIO_FIELDS.contains(&k.as_str()));
-        for field in ["reference_designs", "wrong_designs"] {
-            object.entry(field).or_insert_with(|| Json::Array(Vec::new()));
-        }
-        if let Some(Json::Array(requirements)) = object.get_mut("requirements") {
-            for r in requirements.iter_mut().filter_map(Json::as_object_mut) {
-                r.entry("hint").or_insert_with(|| Json::from(""));
-            }
-        }
-    }
-    // Parsed from text rather than from the `Value`, so that the app carries one set of
-    // deserializers for the scenario's many types (a size budget matter).
-    Scenario::from_json(&json.to_string()).map_err(|e| format!("the scenario could not be read: {e}"))
-}
-
 pub async fn scenario(id: &str) -> Result<Scenario, ApiError> {
     let json: Json = get(&format!("/api/scenarios/{id}")).await?;
-    scenario_from_json(json).map_err(|message| ApiError { message, details: Vec::new(), offline: false })
+    crate::student_view::scenario(json).map_err(|message| ApiError { message, details: Vec::new(), offline: false })
 }
 
 #[derive(Serialize)]

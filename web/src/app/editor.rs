@@ -44,7 +44,7 @@ pub enum Preview {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Saved {
+pub enum DraftState {
     Unchanged,
     Saving,
     Saved,
@@ -68,7 +68,7 @@ pub struct Page {
     pub checking: RwSignal<bool>,
     pub check_error: RwSignal<Option<ApiError>>,
     pub replay: RwSignal<Option<Replay>>,
-    pub saved: RwSignal<Saved>,
+    pub saved: RwSignal<DraftState>,
     pub tab: RwSignal<&'static str>,
 }
 
@@ -234,7 +234,7 @@ fn Workspace(loaded: std::rc::Rc<Loaded>) -> impl IntoView {
         checking: RwSignal::new(false),
         check_error: RwSignal::new(None),
         replay: RwSignal::new(None),
-        saved: RwSignal::new(if loaded.restored.is_some() { Saved::Saved } else { Saved::Unchanged }),
+        saved: RwSignal::new(if loaded.restored.is_some() { DraftState::Saved } else { DraftState::Unchanged }),
         tab: RwSignal::new("results"),
     };
     provide_context(page);
@@ -266,7 +266,7 @@ fn Workspace(loaded: std::rc::Rc<Loaded>) -> impl IntoView {
         }
         generation.update_value(|g| *g += 1);
         let mine = generation.get_value();
-        page.saved.set(Saved::Saving);
+        page.saved.set(DraftState::Saving);
         let draft_id = draft_id.clone();
         set_timeout(
             move || {
@@ -280,7 +280,7 @@ fn Workspace(loaded: std::rc::Rc<Loaded>) -> impl IntoView {
                         api::local::store(&draft_id, &design, true);
                     }
                     if generation.get_value() == mine {
-                        page.saved.set(if ok { Saved::Saved } else { Saved::Local });
+                        page.saved.set(if ok { DraftState::Saved } else { DraftState::Local });
                     }
                 });
             },
@@ -494,10 +494,10 @@ fn Toolbar() -> impl IntoView {
                     page.say("Back to the starting design (Undo brings your design back).", false);
                 }>"Reset"</button>
                 <span class="saved" role="status" aria-live="polite">{move || match page.saved.get() {
-                    Saved::Unchanged => "",
-                    Saved::Saving => "Saving…",
-                    Saved::Saved => "Draft saved",
-                    Saved::Local => "Saved in this browser (offline)",
+                    DraftState::Unchanged => "",
+                    DraftState::Saving => "Saving…",
+                    DraftState::Saved => "Draft saved",
+                    DraftState::Local => "Saved in this browser (offline)",
                 }}</span>
                 <button class="primary check" on:click=check disabled=move || page.checking.get()>
                     {move || if page.checking.get() { "Checking…" } else { "Check" }}

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use leptos::prelude::*;
-use shared::verdict::{Counterexample, RequirementVerdict, TableView, TraceEntry};
+use shared::verdict::{RequirementVerdict, TableView, TraceEntry};
 
 use super::editor::{Page, Replay};
 use crate::replay::{cell_text, outcome_class};
@@ -226,6 +226,3 @@ pub fn ReplayPanel() -> impl IntoView {
         </section>
     }
 }
-
-#[allow(dead_code)]
-fn _assert_types(_: &Counterexample) {}

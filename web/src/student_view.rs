@@ -1,0 +1,70 @@
+//! The scenario as the server shows it to a student, read into `shared::Scenario`.
+//!
+//! The student's view leaves out what would give the answer away (the reference and wrong
+//! designs) and may carry fields the canvas does not know; `shared::Scenario` is strict about
+//! both, so the JSON is fitted to it first.
+
+use serde_json::Value as Json;
+use shared::Scenario;
+
+/// Fields of a scenario file the canvas knows.
+const SCENARIO_FIELDS: &[&str] = &[
+    "$schema", "id", "order", "title", "task", "concepts", "tables", "streams", "senders", "job", "runs", "failures", "palette", "starting_design", "requirements",
+    "reference_designs", "wrong_designs",
+];
+
+pub fn scenario(mut json: Json) -> Result<Scenario, String> {
+    if let Some(object) = json.as_object_mut() {
+        object.retain(|k, _| SCENARIO_FIELDS.contains(&k.as_str()));
+        for field in ["reference_designs", "wrong_designs"] {
+            object.entry(field).or_insert_with(|| Json::Array(Vec::new()));
+        }
+        if let Some(Json::Array(requirements)) = object.get_mut("requirements") {
+            for r in requirements.iter_mut().filter_map(Json::as_object_mut) {
+                r.entry("hint").or_insert_with(|| Json::from(""));
+            }
+        }
+    }
+    // Parsed from text rather than from the `Value`, so that the app carries one set of
+    // deserializers for the scenario's many types (a size budget matter).
+    Scenario::from_json(&json.to_string()).map_err(|e| format!("the scenario could not be read: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_scenario_reads_from_its_student_view() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
+        let mut read = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if !name.ends_with(".json") || name.contains("schema") {
+                continue;
+            }
+            let mut json: Json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let object = json.as_object_mut().unwrap();
+            // What the server leaves out, and something it might add.
+            object.remove("reference_designs");
+            object.remove("wrong_designs");
+            object.remove("$schema");
+            object.insert("progress".into(), Json::from("tried"));
+            for r in object["requirements"].as_array_mut().unwrap() {
+                r.as_object_mut().unwrap().remove("hint");
+            }
+            let scenario = scenario(json).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(scenario.reference_designs.is_empty());
+            assert!(!scenario.requirements.is_empty());
+            assert!(scenario.requirements.iter().all(|r| r.hint.is_empty()));
+            read += 1;
+        }
+        assert!(read >= 1);
+    }
+
+    #[test]
+    fn something_else_is_an_error() {
+        assert!(scenario(Json::from("not a scenario")).is_err());
+    }
+}
