@@ -73,7 +73,7 @@ pub struct Page {
 }
 
 impl Page {
-    /// A message under the toolbar; `refusal` draws it as a refused action.
+    /// A message over the drawing; `refusal` draws it as a refused action.
     pub fn say(&self, text: impl Into<String>, refusal: bool) {
         self.notice.set(Some((text.into(), refusal)));
     }

@@ -75,6 +75,10 @@ fn RequirementResult(index: usize, result: RequirementVerdict) -> impl IntoView 
                     <button class="primary small replay-button" on:click=move |_| {
                         page.replay.set(Some(Replay { requirement: index, index: 0, playing: false }));
                         page.selected.set(None);
+                        // The replay happens on the drawing: bring it into view.
+                        if let Some(canvas) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.query_selector(".canvas-wrap").ok().flatten()) {
+                            canvas.scroll_into_view();
+                        }
                     }>"▶ Replay on the drawing"</button>
                     {(!hint.is_empty()).then(|| view! {
                         <button class="secondary small" aria-expanded=move || show_hint.get().to_string() on:click=move |_| show_hint.update(|s| *s = !*s)>
