@@ -3,12 +3,13 @@
 
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 export const BASE_URL = process.env.BASE_URL ?? 'http://127.0.0.1:3000';
 const EXECUTABLE = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const SHOTS = process.env.SCREENSHOT_DIR ?? resolve(import.meta.dirname, '../../test-output/browser');
+const SHOTS = process.env.SCREENSHOT_DIR ?? fileURLToPath(new URL('../../test-output/browser/', import.meta.url));
 
 // Flags measured to work as root with no network (see BUILD-NOTES.md).
 const FLAGS = [
