@@ -2,6 +2,7 @@
 
 mod chapter;
 mod designs;
+mod pipelines;
 mod properties;
 
 use shared::{check_json, Scenario, Verdict};
