@@ -125,7 +125,7 @@ pub async fn rate_limit(State(state): State<AppState>, request: Request, next: N
         Ok(()) => next.run(request).await,
         Err(wait) => {
             let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
-            tracing::info!(client = %key.split(':').next().unwrap_or(""), "rate limited");
+            tracing::debug!(client = %key.split(':').next().unwrap_or(""), "rate limited");
             AppError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate_limited",

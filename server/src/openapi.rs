@@ -30,7 +30,7 @@ use crate::error::{ErrorBody, ErrorDetail};
         api::SubmissionSummary, api::GradeItem, api::GradeResult, api::DraftBody, api::DraftAnswer, api::Health,
         GradeEntryDoc, GradeErrorDoc, GradescopeResultDoc, GradescopeTestDoc, DesignDoc, NodeDoc, EdgeDoc, PositionDoc, NodeKindDoc,
     )),
-    modifiers(&Security),
+    modifiers(&Security, &CommonErrors),
     tags(
         (name = "scenarios", description = "The catalogue and the check"),
         (name = "submissions", description = "Recorded attempts"),
@@ -51,6 +51,46 @@ impl Modify for Security {
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some("A grader token from `pipeline-builder token create`")).build()),
         );
         components.add_security_scheme("student_cookie", SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new("pb_student"))));
+    }
+}
+
+/// The answers every route may give besides its own: `429 rate_limited` on `/api/…`, and
+/// `503 database_unavailable` on the routes that need the database; both with `Retry-After`.
+struct CommonErrors;
+
+impl Modify for CommonErrors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::header::HeaderBuilder;
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        use utoipa::openapi::{Content, Ref, RefOr, ResponseBuilder};
+        let error = |description: &str| -> RefOr<utoipa::openapi::Response> {
+            let retry_after = HeaderBuilder::new()
+                .schema(ObjectBuilder::new().schema_type(Type::Integer))
+                .description(Some("Seconds to wait before a retry may succeed"))
+                .build();
+            ResponseBuilder::new()
+                .description(description)
+                .content("application/json", Content::new(Some(Ref::from_schema_name("ErrorBody"))))
+                .header("Retry-After", retry_after)
+                .build()
+                .into()
+        };
+        // The catalogue degrades to no progress rather than failing; these need no database.
+        let without_database = ["/api/scenarios", "/api/scenarios/{id}", "/api/scenarios/{id}/check", "/api/openapi.json", "/healthz", "/metrics"];
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let limited = path.starts_with("/api/");
+            let needs_database = !without_database.contains(&path.as_str());
+            for operation in [&mut item.get, &mut item.put, &mut item.post, &mut item.delete].into_iter().flatten() {
+                let responses = &mut operation.responses.responses;
+                if limited {
+                    responses.entry("429".to_string()).or_insert_with(|| error("rate_limited: this client made too many requests; wait as Retry-After says"));
+                }
+                if needs_database {
+                    // Replaces a route's own 503, so that each one names its Retry-After.
+                    responses.insert("503".to_string(), error("database_unavailable: the database cannot be reached; retry after Retry-After seconds"));
+                }
+            }
+        }
     }
 }
 

@@ -263,3 +263,19 @@ async fn the_floor_route_is_mounted_only_when_asked_for() {
     assert!(bad.body["error"]["code"].is_string());
     let _: Value = bad.body;
 }
+
+#[tokio::test]
+async fn the_openapi_document_tells_of_rate_limits_and_outages() {
+    let app = spawn_app().await;
+    let doc = app.get("/api/openapi.json", &As::nobody()).await.body;
+    let responses = |path: &str, method: &str| doc["paths"][path][method]["responses"].clone();
+    for (path, method) in [("/api/submissions", "post"), ("/api/grade", "post"), ("/api/drafts/{scenario}", "put"), ("/api/session", "get")] {
+        let r = responses(path, method);
+        assert!(r["429"].is_object() && r["503"].is_object(), "{method} {path}: {r}");
+        assert!(r["503"]["headers"]["Retry-After"].is_object(), "{method} {path}: {r}");
+    }
+    let check = responses("/api/scenarios/{id}/check", "post");
+    assert!(check["429"].is_object(), "{check}");
+    assert!(check["503"].is_null(), "checking needs no database: {check}");
+    assert!(responses("/healthz", "get")["429"].is_null(), "probes are not limited");
+}
