@@ -7,6 +7,7 @@ mod cli;
 mod common;
 mod crash;
 mod fuzz;
+mod load;
 mod postgres;
 mod outage;
 mod processes;
