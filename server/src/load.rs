@@ -245,7 +245,7 @@ async fn client(index: usize, base: String, workload: Workload, corpus: Option<C
                     let body = serde_json::to_vec(&json!({"scenario": scenario, "design": design})).map_err(|e| e.to_string())?;
                     let key = format!("load-{index}-{sent}-{}", rng.next());
                     ("submit", http.post(format!("{base}/api/submissions")).headers(headers.clone()).header("idempotency-key", key).body(body))
-                } else if sent % 2 == 0 {
+                } else if sent.is_multiple_of(2) {
                     ("catalogue", http.get(format!("{base}/api/scenarios")).headers(headers.clone()))
                 } else {
                     ("catalogue", http.get(format!("{base}/api/scenarios/{scenario}")).headers(headers.clone()))

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
-use serde_json::json;
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::api;

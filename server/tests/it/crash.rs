@@ -23,7 +23,7 @@ enum Outcome {
 }
 
 fn body(i: usize) -> Value {
-    let design = if i % 2 == 0 { failing_design() } else { passing_design("safe-retry") };
+    let design = if i.is_multiple_of(2) { failing_design() } else { passing_design("safe-retry") };
     json!({"scenario": "safe-retry", "student": format!("crash-{i}"), "design": design})
 }
 
