@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -21,6 +22,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use sqlx::types::Json as SqlJson;
 use sqlx::Row;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// How long a request waits for a PostgreSQL connection before it is answered 503
 /// `database_unavailable`. Short, so that an outage is told to clients at once instead of
@@ -32,7 +34,10 @@ pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/pipeline-builder.db";
 
 #[derive(Clone, Debug)]
 pub enum Store {
-    Sqlite(SqlitePool),
+    /// The pool and its write gate: SQLite has one writer at a time, so writers take turns
+    /// here, in the process, instead of each holding a pooled connection while SQLite's busy
+    /// handler sleeps; readers always find a connection, and the lock never sits idle.
+    Sqlite(SqlitePool, Arc<Semaphore>),
     Postgres(PgPool),
 }
 
@@ -40,7 +45,7 @@ pub enum Store {
 macro_rules! with_pool {
     ($store:expr, $pool:ident => $body:expr) => {
         match $store {
-            Store::Sqlite($pool) => $body,
+            Store::Sqlite($pool, _) => $body,
             Store::Postgres($pool) => $body,
         }
     };
@@ -194,7 +199,7 @@ impl Store {
                 .connect_with(options)
                 .await
                 .map_err(ConnectError::Database)?;
-            Store::Sqlite(pool)
+            Store::Sqlite(pool, Arc::new(Semaphore::new(1)))
         } else {
             return Err(ConnectError::BadUrl(format!(
                 "\"{url}\" is neither sqlite://… nor postgres://…"
@@ -206,15 +211,24 @@ impl Store {
 
     async fn migrate(&self) -> Result<(), ConnectError> {
         match self {
-            Store::Sqlite(pool) => sqlx::migrate!("../migrations/sqlite").run(pool).await.map_err(ConnectError::Migrate),
+            Store::Sqlite(pool, _) => sqlx::migrate!("../migrations/sqlite").run(pool).await.map_err(ConnectError::Migrate),
             Store::Postgres(pool) => sqlx::migrate!("../migrations/postgres").run(pool).await.map_err(ConnectError::Migrate),
         }
     }
 
     pub fn backend(&self) -> &'static str {
         match self {
-            Store::Sqlite(_) => "sqlite",
+            Store::Sqlite(..) => "sqlite",
             Store::Postgres(_) => "postgres",
+        }
+    }
+
+    /// A turn to write, on SQLite; held for the whole write (a transaction included).
+    async fn write_turn(&self) -> Option<SemaphorePermit<'_>> {
+        match self {
+            // The gate is never closed, so `acquire` cannot fail.
+            Store::Sqlite(_, gate) => gate.acquire().await.ok(),
+            Store::Postgres(_) => None,
         }
     }
 
@@ -232,6 +246,7 @@ impl Store {
 
     /// Makes a new student for a browser session.
     pub async fn create_session_student(&self, id: &str) -> StoreResult<Student> {
+        let _turn = self.write_turn().await;
         let now = Utc::now();
         with_pool!(self, pool => sqlx::query("INSERT INTO students (id, display_name, origin, created_at) VALUES ($1, NULL, 'session', $2)")
             .bind(id).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
@@ -249,6 +264,7 @@ impl Store {
     }
 
     pub async fn set_display_name(&self, id: &str, display_name: Option<&str>) -> StoreResult<()> {
+        let _turn = self.write_turn().await;
         with_pool!(self, pool => sqlx::query("UPDATE students SET display_name = $2 WHERE id = $1")
             .bind(id).bind(display_name).execute(pool).await.map(|r| r.rows_affected()))?;
         Ok(())
@@ -268,6 +284,7 @@ impl Store {
     }
 
     pub async fn put_draft(&self, student: &str, scenario: &str, design: &Json) -> StoreResult<Draft> {
+        let _turn = self.write_turn().await;
         let now = Utc::now();
         with_pool!(self, pool => sqlx::query(
             "INSERT INTO drafts (student, scenario, design, updated_at) VALUES ($1, $2, $3, $4) \
@@ -348,6 +365,7 @@ impl Store {
     /// Records an attempt and, when the request carried an idempotency key, its stored
     /// answer, in one transaction: either both are committed or neither.
     pub async fn record(&self, attempt: Option<&Attempt>, answer: Option<&IdempotentAnswer<'_>>) -> StoreResult<()> {
+        let _turn = self.write_turn().await;
         let now = Utc::now();
         with_pool!(self, pool => {
             let mut tx = pool.begin().await?;
@@ -381,6 +399,7 @@ impl Store {
     /// lost machine) and is taken over. The state lives in the database, so several servers
     /// agree.
     pub async fn claim_idempotency_key(&self, caller: &str, key: &str, fingerprint: &str, lease: Duration) -> StoreResult<Claim> {
+        let _turn = self.write_turn().await;
         // Bounded: a claim can only disappear between the insert and the read when its
         // holder abandoned it, which each retry observes.
         for _ in 0..4 {
@@ -432,6 +451,7 @@ impl Store {
 
     /// Renews the lease of an in-flight claim; its holder calls it while it works.
     pub async fn renew_idempotency_key(&self, caller: &str, key: &str) -> StoreResult<()> {
+        let _turn = self.write_turn().await;
         let now = Utc::now();
         with_pool!(self, pool => sqlx::query("UPDATE idempotency_keys SET updated_at = $3 WHERE caller = $1 AND key = $2 AND state = 'in_flight'")
             .bind(caller).bind(key).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
@@ -440,6 +460,7 @@ impl Store {
 
     /// Gives up a claim whose request failed on our side, so that a retry can run.
     pub async fn abandon_idempotency_key(&self, caller: &str, key: &str) -> StoreResult<()> {
+        let _turn = self.write_turn().await;
         with_pool!(self, pool => sqlx::query("DELETE FROM idempotency_keys WHERE caller = $1 AND key = $2 AND state = 'in_flight'")
             .bind(caller).bind(key).execute(pool).await.map(|r| r.rows_affected()))?;
         Ok(())
@@ -450,6 +471,7 @@ impl Store {
     /// Stores a token's hash under `name`. A revoked name may be used again; an active one
     /// may not (`Ok(false)`).
     pub async fn create_token(&self, name: &str, token_hash: &str) -> StoreResult<bool> {
+        let _turn = self.write_turn().await;
         let now = Utc::now();
         let done = with_pool!(self, pool => sqlx::query(
             "INSERT INTO grader_tokens (name, token_hash, created_at, revoked_at) VALUES ($1, $2, $3, NULL) \
@@ -468,6 +490,7 @@ impl Store {
 
     /// Revokes the active token called `name`; `Ok(false)` when there is none.
     pub async fn revoke_token(&self, name: &str) -> StoreResult<bool> {
+        let _turn = self.write_turn().await;
         let now = Utc::now();
         let done = with_pool!(self, pool => sqlx::query("UPDATE grader_tokens SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL")
             .bind(name).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;

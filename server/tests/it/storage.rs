@@ -119,7 +119,7 @@ async fn the_store_works_on_sqlite() {
     let again = Store::connect(&url).await.expect("reopen");
     assert_eq!(again.list_attempts(None, None, 10).await.unwrap().len(), 4);
     let mode: String = match &again {
-        Store::Sqlite(pool) => sqlx::query_scalar("PRAGMA journal_mode").fetch_one(pool).await.unwrap(),
+        Store::Sqlite(pool, _) => sqlx::query_scalar("PRAGMA journal_mode").fetch_one(pool).await.unwrap(),
         Store::Postgres(_) => unreachable!(),
     };
     assert_eq!(mode, "wal");
