@@ -15,26 +15,33 @@ use crate::common::{failing_design, passing_design};
 use crate::processes::ServerProcess;
 
 /// A TCP proxy on 127.0.0.1 in front of `upstream`. Cutting it closes every open connection
-/// and refuses new ones (each is accepted and closed at once), as when the database's
-/// machine goes away; restoring it lets connections through again.
+/// and drops new ones as soon as they are accepted, as when the database's machine goes
+/// away; refusing closes its port as well, as when PostgreSQL is stopped; restoring lets
+/// connections through again, on the same port.
 pub struct Proxy {
     pub address: std::net::SocketAddr,
+    upstream: String,
     cut: Arc<AtomicBool>,
     generation: watch::Sender<u64>,
-    task: tokio::task::JoinHandle<()>,
+    task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl Proxy {
     pub async fn start(upstream: String) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("the proxy listens");
         let address = listener.local_addr().unwrap();
-        let cut = Arc::new(AtomicBool::new(false));
         let (generation, _) = watch::channel(0u64);
-        let (cut_flag, generations) = (Arc::clone(&cut), generation.clone());
+        let proxy = Proxy { address, upstream, cut: Arc::new(AtomicBool::new(false)), generation, task: std::sync::Mutex::new(None) };
+        proxy.serve(listener);
+        proxy
+    }
+
+    fn serve(&self, listener: TcpListener) {
+        let (cut, generations, upstream) = (Arc::clone(&self.cut), self.generation.clone(), self.upstream.clone());
         let task = tokio::spawn(async move {
             loop {
                 let Ok((mut client, _)) = listener.accept().await else { continue };
-                if cut_flag.load(Ordering::SeqCst) {
+                if cut.load(Ordering::SeqCst) {
                     drop(client);
                     continue;
                 }
@@ -50,7 +57,7 @@ impl Proxy {
                 });
             }
         });
-        Proxy { address, cut, generation, task }
+        *self.task.lock().unwrap() = Some(task);
     }
 
     pub fn cut(&self) {
@@ -58,14 +65,29 @@ impl Proxy {
         self.generation.send_modify(|g| *g += 1);
     }
 
-    pub fn restore(&self) {
+    /// Cuts, and closes the port: new connections are refused.
+    pub async fn refuse(&self) {
+        self.cut();
+        if let Some(task) = self.task.lock().unwrap().take() {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
+    pub async fn restore(&self) {
         self.cut.store(false, Ordering::SeqCst);
+        if self.task.lock().unwrap().is_none() {
+            let listener = TcpListener::bind(self.address).await.expect("the proxy listens on its port again");
+            self.serve(listener);
+        }
     }
 }
 
 impl Drop for Proxy {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = self.task.lock().unwrap().take() {
+            task.abort();
+        }
     }
 }
 
@@ -149,7 +171,7 @@ async fn a_database_outage_is_503_with_retry_after_and_the_server_recovers_by_it
     assert_eq!(client.send(Method::GET, "/healthz", None).await.0, 200, "liveness does not depend on the database");
 
     // Restored: the server recovers by itself; /readyz tells when.
-    proxy.restore();
+    proxy.restore().await;
     let restored = Instant::now();
     let recovery = loop {
         if client.send(Method::GET, "/readyz", None).await.0 == 200 {
@@ -168,15 +190,44 @@ async fn a_database_outage_is_503_with_retry_after_and_the_server_recovers_by_it
     // A second outage, recovered from the same way.
     proxy.cut();
     assert_eq!(client.send(Method::GET, "/readyz", None).await.0, 503);
-    proxy.restore();
+    proxy.restore().await;
     let again = Instant::now();
     while client.send(Method::GET, "/readyz", None).await.0 != 200 {
         assert!(again.elapsed() < Duration::from_secs(30));
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let second = again.elapsed();
+
+    // PostgreSQL stopped: its port refuses connections. A request waits for the pool's
+    // acquire timeout (3 s), then gets its 503; /readyz gives up after 2 s.
+    proxy.refuse().await;
+    let (status, retry_after, answer, took) = client.send(Method::POST, "/api/submissions", Some(submission())).await;
+    assert_eq!((status, retry_after.as_deref()), (503, Some("2")), "{answer}");
+    assert_eq!(answer["error"]["code"], "database_unavailable");
+    assert!(took < Duration::from_secs(6), "{took:?}");
+    let refused_wait = took;
+    let (status, _, _, took) = client.send(Method::GET, "/readyz", None).await;
+    assert_eq!(status, 503);
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    assert_eq!(client.send(Method::POST, "/api/scenarios/safe-retry/check", Some(failing_design())).await.0, 200);
+    proxy.restore().await;
+    let third = Instant::now();
+    while client.send(Method::GET, "/readyz", None).await.0 != 200 {
+        assert!(third.elapsed() < Duration::from_secs(30));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(client.send(Method::POST, "/api/submissions", Some(submission())).await.0, 201);
     {
         use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "database outage: recovered {} ms after the connection was restored (second outage: {} ms)", recovery.as_millis(), again.elapsed().as_millis());
+        let _ = writeln!(
+            std::io::stderr(),
+            "database outage: recovered {} ms after the connection was restored (second outage: {} ms); \
+             with the port refusing, a submission got its 503 after {} ms, and the server recovered {} ms after the port reopened",
+            recovery.as_millis(),
+            second.as_millis(),
+            refused_wait.as_millis(),
+            third.elapsed().as_millis()
+        );
     }
     assert!(server.terminate().success());
 }
