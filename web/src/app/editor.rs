@@ -60,6 +60,7 @@ pub struct Page {
     pub selected: RwSignal<Option<Selection>>,
     pub connecting: RwSignal<Option<String>>,
     pub notice: RwSignal<Option<(String, bool)>>,
+    notice_generation: StoredValue<u64>,
     pub view: RwSignal<View>,
     pub wire: RwSignal<Option<(Point, Point)>>,
     pub preview: RwSignal<Preview>,
@@ -74,8 +75,20 @@ pub struct Page {
 
 impl Page {
     /// A message over the drawing; `refusal` draws it as a refused action.
+    /// It fades after a while, except while a connection waits for its target.
     pub fn say(&self, text: impl Into<String>, refusal: bool) {
         self.notice.set(Some((text.into(), refusal)));
+        self.notice_generation.update_value(|g| *g += 1);
+        let mine = self.notice_generation.get_value();
+        let page = *self;
+        set_timeout(
+            move || {
+                if page.notice_generation.try_get_value() == Some(mine) && page.connecting.try_get_untracked().flatten().is_none() {
+                    page.notice.try_set(None);
+                }
+            },
+            Duration::from_secs(8),
+        );
     }
 
     pub fn connect(&self, source: &str, target: &str) {
@@ -226,6 +239,7 @@ fn Workspace(loaded: std::rc::Rc<Loaded>) -> impl IntoView {
         selected: RwSignal::new(None),
         connecting: RwSignal::new(None),
         notice: RwSignal::new(loaded.restored.map(|words| (words.to_string(), false))),
+        notice_generation: StoredValue::new(0),
         view: RwSignal::new(View::default()),
         wire: RwSignal::new(None),
         preview: RwSignal::new(Preview::Pending),
