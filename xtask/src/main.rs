@@ -2,7 +2,9 @@
 //!
 //! - `cargo xtask dist`: builds the browser app (WASM) into `web/dist`.
 //! - `cargo xtask run`: builds everything and serves the app and the API.
-//! - `cargo xtask test`: runs every test: the Rust tests, then the browser tests in Chromium.
+//! - `cargo xtask test`: runs every test: the Rust tests, the conformance run against real
+//!   databases, then the browser tests in Chromium.
+//! - `cargo xtask conformance`: replays every schedule on SQLite and PostgreSQL.
 //!
 //! It downloads no tool from outside the package registries: the WASM bindings are generated
 //! by `wasm-bindgen-cli-support` used as a library, pinned to the same version as the
@@ -25,8 +27,9 @@ fn main() -> ExitCode {
         Some("dist") => dist().map(|_| ()),
         Some("run") => run(&args[1..]),
         Some("test") => test(&args[1..]),
+        Some("conformance") => conformance(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <dist|run|test>\n  dist   build the browser app into web/dist\n  run    build everything and serve it (extra arguments go to the server)\n  test   run every test (--no-browser skips the browser tests)");
+            eprintln!("usage: cargo xtask <dist|run|test|conformance>\n  dist         build the browser app into web/dist\n  run          build everything and serve it (extra arguments go to the server)\n  test         run every test (--no-browser skips the browser tests)\n  conformance  replay every schedule on SQLite and PostgreSQL (--sqlite, --postgres)");
             return ExitCode::from(2);
         }
     };
@@ -219,9 +222,17 @@ fn run(extra: &[String]) -> Result<(), String> {
 // test
 // ---------------------------------------------------------------------------------------------
 
+/// Replays every schedule of every shipped design on SQLite and (when reachable, or always
+/// with `CONFORMANCE_REQUIRE_POSTGRES=1`) PostgreSQL; see docs/conformance.md.
+fn conformance(extra: &[String]) -> Result<(), String> {
+    step("conformance: the simulator against real databases");
+    status(cargo().args(["run", "--release", "-p", "conformance", "--"]).args(extra))
+}
+
 fn test(args: &[String]) -> Result<(), String> {
-    step("Rust tests (server, shared, xtask, and the canvas logic of web)");
+    step("Rust tests (server, shared, conformance, xtask, and the canvas logic of web)");
     status(cargo().args(["test", "--workspace"]))?;
+    conformance(&[])?;
     if args.iter().any(|a| a == "--no-browser") {
         return Ok(());
     }

@@ -8,8 +8,9 @@ use shared::{Scenario, Verdict};
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct Session {
+    /// `null` until the student picks a name.
     #[serde(default)]
-    pub display_name: String,
+    pub display_name: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]

@@ -77,7 +77,7 @@ fn App() -> impl IntoView {
     let ready = RwSignal::new(false);
     leptos::task::spawn_local(async move {
         if let Ok(session) = api::session().await {
-            student.set(session.display_name);
+            student.set(session.display_name.unwrap_or_default());
         }
         ready.set(true);
     });
