@@ -68,7 +68,8 @@ impl Proxy {
     /// Cuts, and closes the port: new connections are refused.
     pub async fn refuse(&self) {
         self.cut();
-        if let Some(task) = self.task.lock().unwrap().take() {
+        let task = self.task.lock().unwrap().take();
+        if let Some(task) = task {
             task.abort();
             let _ = task.await;
         }
