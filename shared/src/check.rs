@@ -1,13 +1,14 @@
 //! The exhaustive check: every failure schedule up to the scenario's bound, each run to the
 //! end, and per requirement the shortest schedule that breaks it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 
 use sha2::{Digest, Sha256};
 
 use crate::design::{validate_json, DesignError, ValidDesign};
 use crate::scenario::Scenario;
-use crate::sim::{Clean, Fault, Model, Outcome, ScenarioError, Sim};
+use crate::sim::{Clean, Fault, Miss, Model, Outcome, Saved, ScenarioError, Sim, MAX_STEPS_PER_RUN};
 use crate::verdict::{Counterexample, RequirementVerdict, Verdict};
 
 /// Limits on one check, so that a hostile scenario cannot make it run for ever.
@@ -160,6 +161,16 @@ pub fn for_each_schedule_of(scenario: &Scenario, design: &ValidDesign, dialect: 
 pub fn check_with(scenario: &Scenario, design: &ValidDesign, limits: Limits) -> Result<Verdict, CheckError> {
     let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
     let clean = clean_run(&model);
+    let (explored, best) = Search::run(&model, &clean, limits)?;
+    Ok(verdict(scenario, &model, &clean, explored, &best))
+}
+
+/// As `check_with`, but runs every schedule from the start, one after the other, with nothing
+/// shared between them: the plain enumeration the search must agree with, byte for byte.
+#[doc(hidden)]
+pub fn check_every_schedule(scenario: &Scenario, design: &ValidDesign, limits: Limits) -> Result<Verdict, CheckError> {
+    let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
+    let clean = clean_run(&model);
     // Per requirement, the shortest failing plan: the search is depth-first in lexicographic
     // order, so the first failing plan of a given length is the one whose failures come
     // earliest, and only a strictly shorter one replaces it.
@@ -171,11 +182,16 @@ pub fn check_with(scenario: &Scenario, design: &ValidDesign, limits: Limits) -> 
             }
         }
     })?;
+    Ok(verdict(scenario, &model, &clean, explored, &best))
+}
+
+/// The verdict, with each missed requirement's plan replayed traced.
+fn verdict(scenario: &Scenario, model: &Model, clean: &Clean, explored: u64, best: &[Option<Plan>]) -> Verdict {
     let mut requirements = Vec::with_capacity(scenario.requirements.len());
     let mut traced: BTreeMap<Plan, Outcome> = BTreeMap::new();
     for (i, req) in scenario.requirements.iter().enumerate() {
         let counterexample = best[i].as_ref().map(|plan| {
-            let outcome = traced.entry(plan.clone()).or_insert_with(|| Sim::run(&model, plan, false, true, Some(&clean)));
+            let outcome = traced.entry(plan.clone()).or_insert_with(|| Sim::run(model, plan, false, true, Some(clean)));
             let miss = outcome.misses[i].clone().expect("a traced replay misses what the search saw it miss");
             let last = outcome.trace.len() as u32;
             Counterexample {
@@ -192,7 +208,7 @@ pub fn check_with(scenario: &Scenario, design: &ValidDesign, limits: Limits) -> 
     }
     let score = requirements.iter().filter(|r| r.passed).count() as u32;
     let max_score = requirements.len() as u32;
-    Ok(Verdict {
+    Verdict {
         scenario: scenario.id.clone(),
         scenario_hash: scenario_hash(scenario),
         passed: score == max_score,
@@ -200,7 +216,222 @@ pub fn check_with(scenario: &Scenario, design: &ValidDesign, limits: Limits) -> 
         max_score,
         schedules_explored: explored,
         requirements,
-    })
+    }
+}
+
+/// What a set of schedules that share a beginning amounts to: how many there are and, per
+/// requirement, the best plan that misses it. Plans are counted from a state: choice point 0
+/// is the state's next one. The plans are shared between summaries, with their choice points
+/// moved by `shift`, so that moving a summary to an earlier state allocates nothing.
+#[derive(Clone, Debug)]
+struct Summary {
+    schedules: u64,
+    shift: u32,
+    best: Rc<Vec<Option<Plan>>>,
+}
+
+/// The order of counterexamples: fewer failures first, then the failures that come earliest
+/// (which is the order in which a depth-first search in choice-point order meets them). Plans
+/// are compared with their choice points moved by their shifts. True when `a` comes first.
+fn better(a: &Plan, a_shift: u32, b: &Plan, b_shift: u32) -> bool {
+    if a.len() != b.len() {
+        return a.len() < b.len();
+    }
+    let a = a.iter().map(|&(p, f)| (p + a_shift, f));
+    let b = b.iter().map(|&(p, f)| (p + b_shift, f));
+    a.lt(b)
+}
+
+impl Summary {
+    /// One schedule, run to its end.
+    fn leaf(misses: &[Option<Miss>]) -> Summary {
+        Summary { schedules: 1, shift: 0, best: Rc::new(misses.iter().map(|m| m.as_ref().map(|_| Vec::new())).collect()) }
+    }
+
+    fn plans(&self) -> impl Iterator<Item = Option<Plan>> + '_ {
+        self.best.iter().map(|plan| plan.as_ref().map(|plan| plan.iter().map(|&(p, f)| (p + self.shift, f)).collect()))
+    }
+
+    /// The same schedules seen from `by` choice points earlier, behind the failures `before`.
+    fn behind(&self, by: u32, before: &[(u32, Fault)]) -> Summary {
+        if before.is_empty() || self.best.iter().all(Option::is_none) {
+            return Summary { schedules: self.schedules, shift: self.shift + by, best: self.best.clone() };
+        }
+        let best = self
+            .best
+            .iter()
+            .map(|plan| plan.as_ref().map(|plan| before.iter().copied().chain(plan.iter().map(|&(p, f)| (p + self.shift + by, f))).collect()))
+            .collect();
+        Summary { schedules: self.schedules, shift: 0, best: Rc::new(best) }
+    }
+
+    fn absorb(&mut self, other: Summary) {
+        self.schedules = self.schedules.saturating_add(other.schedules);
+        let wins = |(mine, theirs): (&Option<Plan>, &Option<Plan>)| match (mine, theirs) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(m), Some(t)) => better(t, other.shift, m, self.shift),
+        };
+        if !self.best.iter().zip(other.best.iter()).any(wins) {
+            return;
+        }
+        let mut best: Vec<Option<Plan>> = self.plans().collect();
+        for (mine, theirs) in best.iter_mut().zip(other.plans()) {
+            if let Some(theirs) = theirs {
+                if mine.as_ref().is_none_or(|m| better(&theirs, 0, m, 0)) {
+                    *mine = Some(theirs);
+                }
+            }
+        }
+        self.shift = 0;
+        self.best = Rc::new(best);
+    }
+}
+
+/// The memo's keys are fingerprints already, so its hasher passes them through.
+#[derive(Clone, Copy, Default)]
+struct PassThrough(u64);
+
+impl std::hash::Hasher for PassThrough {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u128(&mut self, i: u128) {
+        self.0 = i as u64;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Memo = HashMap<u128, Summary, std::hash::BuildHasherDefault<PassThrough>>;
+
+/// The exhaustive search, sharing work between schedules in two ways:
+/// - *Shared prefixes.* Schedules that agree up to a choice point share the run up to it: the
+///   search runs on from a saved state and goes back to it through the warehouse's journal,
+///   instead of replaying each schedule from the start.
+/// - *Merged states.* A run stops at marks, the top of each iteration of its loop. When the
+///   state there (tables, offsets, the consumer's memory, failures used, requirements already
+///   missed…) was met before, everything that can follow it is known already: the number of
+///   schedules and, per requirement, the best failing continuation. States are identified by
+///   a 128-bit fingerprint, as model checkers do.
+///
+/// The result is the plain enumeration's (`check_every_schedule`), byte for byte: the same
+/// schedules counted, and per requirement the same counterexample, since the best one is
+/// chosen by an order, not by the order of the search.
+struct Search<'m> {
+    sim: Sim<'m>,
+    clean: &'m Clean,
+    limits: Limits,
+    memo: Memo,
+    with_clock: bool,
+    with_steps: bool,
+    /// Schedules accounted for so far: runs to the end, and those behind merged states.
+    covered: u64,
+    exceeded: Option<String>,
+}
+
+impl<'m> Search<'m> {
+    fn run(model: &'m Model, clean: &'m Clean, limits: Limits) -> Result<(u64, Vec<Option<Plan>>), CheckError> {
+        let mut search = Search {
+            sim: Sim::searching(model),
+            clean,
+            limits,
+            memo: Memo::default(),
+            with_clock: model.reads_clock(),
+            with_steps: model.max_run_steps() >= MAX_STEPS_PER_RUN,
+            covered: 0,
+            exceeded: None,
+        };
+        match search.from_state() {
+            Some(all) => Ok((all.schedules, all.plans().collect())),
+            None => Err(CheckError::TooLarge { schedules: search.covered, limit: search.exceeded.unwrap_or_default() }),
+        }
+    }
+
+    /// `None` once past a limit.
+    fn within_limits(&mut self) -> Option<()> {
+        if self.exceeded.is_none() && self.covered > self.limits.max_schedules {
+            self.exceeded = Some(format!("the limit of {} schedules", self.limits.max_schedules));
+        }
+        if self.exceeded.is_none() && self.sim.work >= self.limits.max_steps {
+            self.exceeded = Some(format!("the limit of {} simulated steps", self.limits.max_steps));
+        }
+        self.exceeded.is_none().then_some(())
+    }
+
+    /// Every schedule that goes on from the simulator's state (the start, or a mark with no
+    /// planned failure ahead), counted from its next choice point.
+    fn from_state(&mut self) -> Option<Summary> {
+        struct Segment {
+            saved: Saved,
+            key: u128,
+            offers: Vec<(u32, Fault)>,
+        }
+        // Forward, with no failure, from mark to mark up to the end or a state met before.
+        let mut segments: Vec<Segment> = Vec::new();
+        let (mut after, mut after_point) = loop {
+            let key = self.sim.fingerprint(self.with_clock, self.with_steps);
+            if let Some(known) = self.memo.get(&key) {
+                self.covered = self.covered.saturating_add(known.schedules);
+                break (known.clone(), self.sim.next_point);
+            }
+            let saved = self.sim.save();
+            let ended = self.sim.advance(Vec::new(), Some(self.clean));
+            let offers = std::mem::take(&mut self.sim.offers);
+            segments.push(Segment { saved, key, offers });
+            if ended {
+                self.covered += 1;
+                break (Summary::leaf(&self.sim.misses), self.sim.next_point);
+            }
+            self.within_limits()?;
+        };
+        self.within_limits()?;
+        // Backward, mark by mark: the schedules that fail first in this segment, then those
+        // that go on to the next mark without failing here.
+        while let Some(segment) = segments.pop() {
+            let point = segment.saved.next_point;
+            let mut here = after.behind(after_point - point, &[]);
+            for &offer in &segment.offers {
+                let failing = self.in_segment(&segment.saved, vec![offer])?;
+                here.absorb(failing);
+            }
+            self.memo.insert(segment.key, here.clone());
+            after = here;
+            after_point = point;
+        }
+        Some(after)
+    }
+
+    /// Every schedule that goes on from the saved mark with exactly the failures `plan`
+    /// (absolute choice points) before the next mark, and then any.
+    fn in_segment(&mut self, at: &Saved, plan: Plan) -> Option<Summary> {
+        self.sim.restore(at);
+        let point = at.next_point;
+        let ended = self.sim.advance(plan.clone(), Some(self.clean));
+        let offers = std::mem::take(&mut self.sim.offers);
+        let relative: Plan = plan.iter().map(|&(p, f)| (p - point, f)).collect();
+        let mut all = if ended {
+            self.covered += 1;
+            Summary::leaf(&self.sim.misses).behind(0, &relative)
+        } else {
+            self.within_limits()?;
+            let next = self.sim.next_point;
+            self.from_state()?.behind(next - point, &relative)
+        };
+        self.within_limits()?;
+        for offer in offers {
+            let mut more = plan.clone();
+            more.push(offer);
+            let failing = self.in_segment(at, more)?;
+            all.absorb(failing);
+        }
+        Some(all)
+    }
 }
 
 /// Runs one schedule, named by its failures as (choice point, kind) with kinds as in the

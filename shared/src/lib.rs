@@ -13,6 +13,7 @@
 pub mod authoring;
 pub mod check;
 pub mod design;
+mod fingerprint;
 pub mod scenario;
 pub mod sim;
 pub mod sql;

@@ -7,6 +7,7 @@
 //! `crate::check` enumerates every schedule up to the scenario's bound.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
 
 use chrono::{Duration, NaiveDate, NaiveDateTime};
 use rust_decimal::Decimal;
@@ -391,6 +392,27 @@ impl Model {
     }
 }
 
+impl Model {
+    /// An upper bound on the steps of one run under any schedule within the bound.
+    pub(crate) fn max_run_steps(&self) -> u64 {
+        let bound = u64::from(self.bound);
+        match &self.shape {
+            Shape::Batch { steps, runs, max_attempts, .. } => (runs.len() as u64).saturating_mul(u64::from(*max_attempts)).saturating_mul(2 * steps.len() as u64 + 4),
+            // Each crash replays at most the whole stream (with its late duplicates); an
+            // offset takes at most 6 steps.
+            Shape::Stream { messages, .. } => (bound + 1).saturating_mul(messages.len() as u64 + bound).saturating_mul(8).saturating_add(bound),
+            // Each resend needs a failure; an attempt takes at most 3 steps.
+            Shape::Sender { messages, .. } => (messages.len() as u64 + bound).saturating_mul(4),
+        }
+    }
+
+    /// Whether the design reads the simulated clock (a batch job: its date filter, its
+    /// `loaded_at`, the scheduler's retry times).
+    pub(crate) fn reads_clock(&self) -> bool {
+        matches!(self.shape, Shape::Batch { .. })
+    }
+}
+
 fn compile_messages(
     scenario: &Scenario,
     fields: &[crate::scenario::ColumnDef],
@@ -590,14 +612,54 @@ macro_rules! log {
     }};
 }
 
+/// Where a run is in its loop, so that it can stop at the top of an iteration (a mark) and
+/// later go on from there.
+#[derive(Clone, Debug)]
+pub(crate) enum Cursor {
+    Start,
+    /// The stream's producer is about to offer late duplicates of message `i`.
+    Redelivery { i: usize, copies: Vec<(usize, usize)> },
+    /// The consumer is about to read offset `pos`.
+    Consume(Consume),
+    /// The sender is about to send message `i`.
+    Send { i: usize, memory: VecDeque<Value> },
+    /// The scheduler is about to start run `r`.
+    Batch { r: usize },
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Consume {
+    /// The late duplicates, (message, after which message): they decide `stream`.
+    copies: Vec<(usize, usize)>,
+    /// The messages in offset order, with their late duplicates.
+    stream: Rc<Vec<usize>>,
+    pos: usize,
+    broker_offset: usize,
+    memory: VecDeque<Value>,
+}
+
+/// Everything of a paused run but the warehouse, which goes back through its journal.
+#[derive(Clone, Debug)]
+pub(crate) struct Saved {
+    cursor: Cursor,
+    journal: usize,
+    pub(crate) next_point: u32,
+    used: u32,
+    clock_s: i64,
+    misses: Vec<Option<Miss>>,
+    unfinished: Option<String>,
+    steps: u64,
+}
+
 pub(crate) struct Sim<'a> {
     m: &'a Model,
-    plan: &'a [(u32, Fault)],
+    /// The failures to inject, by absolute choice point.
+    plan: Vec<(u32, Fault)>,
     plan_pos: usize,
-    next_point: u32,
+    pub(crate) next_point: u32,
     used: u32,
     record: bool,
-    offers: Vec<(u32, Fault)>,
+    pub(crate) offers: Vec<(u32, Fault)>,
     wh: Warehouse,
     /// The simulated wall clock, in seconds since the Unix epoch (cheap to advance).
     clock_s: i64,
@@ -607,26 +669,53 @@ pub(crate) struct Sim<'a> {
     trace: Vec<TraceEntry>,
     failure_words: Vec<String>,
     faults: Vec<FaultAt>,
-    misses: Vec<Option<Miss>>,
+    pub(crate) misses: Vec<Option<Miss>>,
     unfinished: Option<String>,
     steps: u64,
+    /// Steps simulated over the life of this simulator, across every resumed run.
+    pub(crate) work: u64,
     /// Set when the last choice point injected a failure, so the next trace entry shows it.
     failing: bool,
+    cursor: Cursor,
+    /// Whether the run stops at the next mark once its plan is done.
+    pausing: bool,
+    /// Set when resuming at a mark, which is not a place to stop again.
+    skip_mark: bool,
+    paused: bool,
 }
 
 impl<'a> Sim<'a> {
-    pub(crate) fn run(m: &'a Model, plan: &'a [(u32, Fault)], record: bool, tracing: bool, clean: Option<&Clean>) -> Outcome {
+    pub(crate) fn run(m: &'a Model, plan: &[(u32, Fault)], record: bool, tracing: bool, clean: Option<&Clean>) -> Outcome {
         Self::run_in(m, plan, record, tracing, clean, sql::Dialect::Display)
     }
 
-    pub(crate) fn run_in(m: &'a Model, plan: &'a [(u32, Fault)], record: bool, tracing: bool, clean: Option<&Clean>, dialect: sql::Dialect) -> Outcome {
+    /// Runs one whole schedule from the start.
+    pub(crate) fn run_in(m: &'a Model, plan: &[(u32, Fault)], record: bool, tracing: bool, clean: Option<&Clean>, dialect: sql::Dialect) -> Outcome {
+        let mut sim = Sim::new(m, record, tracing, dialect);
+        let ended = sim.advance(plan.to_vec(), clean);
+        debug_assert!(ended, "a run that does not pause ends");
+        // Only the clean run's end state is kept, for `same_as_clean_run` and clean sums.
+        let end_tables = if clean.is_none() { sim.wh.tables.iter().map(Table::sorted_rows).collect() } else { Vec::new() };
+        Outcome {
+            misses: sim.misses,
+            offers: sim.offers,
+            trace: sim.trace,
+            failure_words: sim.failure_words,
+            faults: sim.faults,
+            end_tables,
+            steps: sim.steps,
+        }
+    }
+
+    /// A simulator at the start of the run.
+    pub(crate) fn new(m: &'a Model, record: bool, tracing: bool, dialect: sql::Dialect) -> Self {
         let start = match &m.shape {
             Shape::Batch { runs, .. } => runs.first().map(|r| r.start).unwrap_or_default(),
             Shape::Stream { start, .. } | Shape::Sender { start, .. } => *start,
         };
         let mut sim = Sim {
             m,
-            plan,
+            plan: Vec::new(),
             plan_pos: 0,
             next_point: 0,
             used: 0,
@@ -642,28 +731,119 @@ impl<'a> Sim<'a> {
             misses: vec![None; m.checks.len()],
             unfinished: None,
             steps: 0,
+            work: 0,
             failing: false,
+            cursor: Cursor::Start,
+            pausing: false,
+            skip_mark: false,
+            paused: false,
         };
         sim.observe();
-        match &m.shape {
-            Shape::Batch { .. } => sim.run_batch(),
-            Shape::Stream { .. } => sim.run_stream(),
-            Shape::Sender { .. } => sim.run_sender(),
+        sim
+    }
+
+    /// A simulator for the exhaustive search: untraced, recording offers, stopping at every
+    /// mark once its plan is done, and able to go back to any saved state.
+    pub(crate) fn searching(m: &'a Model) -> Self {
+        let mut sim = Sim::new(m, true, false, sql::Dialect::Display);
+        sim.pausing = true;
+        sim.wh.keep_journal();
+        sim
+    }
+
+    /// Runs on from where the simulator is, injecting `plan` (absolute choice points), up to
+    /// the next mark after the plan (when pausing) or the end. Returns whether the run ended.
+    pub(crate) fn advance(&mut self, plan: Vec<(u32, Fault)>, clean: Option<&Clean>) -> bool {
+        self.plan = plan;
+        self.plan_pos = 0;
+        self.paused = false;
+        self.offers.clear();
+        self.skip_mark = !matches!(self.cursor, Cursor::Start);
+        let steps = self.steps;
+        match &self.m.shape {
+            Shape::Batch { .. } => self.run_batch(),
+            Shape::Stream { .. } => self.run_stream(),
+            Shape::Sender { .. } => self.run_sender(),
         }
-        assert!(sim.plan_pos == plan.len(), "every planned failure is met when a schedule replays");
-        assert!(!sim.wh.in_transaction(), "every run ends with its transactions closed");
-        sim.evaluate_end(clean);
-        // Only the clean run's end state is kept, for `same_as_clean_run` and clean sums.
-        let end_tables = if clean.is_none() { sim.wh.tables.iter().map(Table::sorted_rows).collect() } else { Vec::new() };
-        Outcome {
-            misses: sim.misses,
-            offers: sim.offers,
-            trace: sim.trace,
-            failure_words: sim.failure_words,
-            faults: sim.faults,
-            end_tables,
-            steps: sim.steps,
+        self.work += self.steps - steps;
+        assert!(self.plan_pos == self.plan.len(), "every planned failure is met when a schedule replays");
+        if self.paused {
+            return false;
         }
+        assert!(!self.wh.in_transaction(), "every run ends with its transactions closed");
+        self.evaluate_end(clean);
+        true
+    }
+
+    /// Whether the run stops here, at the top of an iteration of its loop. The caller then
+    /// stores its loop state in `cursor` and returns.
+    fn pause_here(&mut self) -> bool {
+        if !self.pausing || std::mem::take(&mut self.skip_mark) || self.plan_pos < self.plan.len() {
+            return false;
+        }
+        self.paused = true;
+        true
+    }
+
+    pub(crate) fn save(&self) -> Saved {
+        Saved {
+            cursor: self.cursor.clone(),
+            journal: self.wh.mark(),
+            next_point: self.next_point,
+            used: self.used,
+            clock_s: self.clock_s,
+            misses: self.misses.clone(),
+            unfinished: self.unfinished.clone(),
+            steps: self.steps,
+        }
+    }
+
+    pub(crate) fn restore(&mut self, saved: &Saved) {
+        self.wh.undo_to(saved.journal);
+        self.cursor = saved.cursor.clone();
+        self.next_point = saved.next_point;
+        self.used = saved.used;
+        self.clock_s = saved.clock_s;
+        self.misses.clone_from(&saved.misses);
+        self.unfinished.clone_from(&saved.unfinished);
+        self.steps = saved.steps;
+        self.failing = false;
+    }
+
+    /// A 128-bit fingerprint of everything the rest of the run can depend on: two states with
+    /// the same fingerprint have the same future under the same later failures. Choice points
+    /// are counted from here, so the point number is not part of it. The clock is, where the
+    /// design reads it (a batch job), and so is the step count, where a run could reach
+    /// `MAX_STEPS_PER_RUN`.
+    pub(crate) fn fingerprint(&self, with_clock: bool, with_steps: bool) -> u128 {
+        use std::hash::{Hash, Hasher};
+        let mut f = crate::fingerprint::Fingerprint::new(0xc3);
+        match &self.cursor {
+            Cursor::Start => f.write_u8(0),
+            Cursor::Redelivery { i, copies } => (1u8, i, copies).hash(&mut f),
+            Cursor::Consume(c) => {
+                (2u8, &c.copies, c.pos, c.broker_offset).hash(&mut f);
+                f.values(c.memory.iter());
+            }
+            Cursor::Send { i, memory } => {
+                (3u8, i).hash(&mut f);
+                f.values(memory.iter());
+            }
+            Cursor::Batch { r } => (4u8, r).hash(&mut f),
+        }
+        self.wh.fingerprint().hash(&mut f);
+        self.used.hash(&mut f);
+        for miss in &self.misses {
+            miss.is_some().hash(&mut f);
+        }
+        self.unfinished.hash(&mut f);
+        if with_clock {
+            self.clock_s.hash(&mut f);
+        }
+        if with_steps {
+            self.steps.hash(&mut f);
+        }
+        f.finish128()
     }
 
     /// A choice point: returns the failure the plan injects here, if any, and otherwise
@@ -772,7 +952,15 @@ impl<'a> Sim<'a> {
 
     fn run_batch(&mut self) {
         let Shape::Batch { job_node, runs, max_attempts, crash_max_per_run, retry_delay_minutes, job, .. } = &self.m.shape else { unreachable!() };
-        for (r, run) in runs.iter().enumerate() {
+        let first = match std::mem::replace(&mut self.cursor, Cursor::Start) {
+            Cursor::Batch { r } => r,
+            _ => 0,
+        };
+        for (r, run) in runs.iter().enumerate().skip(first) {
+            if self.pause_here() {
+                self.cursor = Cursor::Batch { r };
+                return;
+            }
             let start_s = run.start.and_utc().timestamp();
             if self.clock_s < start_s {
                 self.clock_s = start_s;
@@ -1016,34 +1204,50 @@ impl<'a> Sim<'a> {
     fn run_stream(&mut self) {
         let Shape::Stream { stream_node, consumer_node, consumer, sink, messages, crash, redelivery, .. } = &self.m.shape else { unreachable!() };
         let n = messages.len();
-        // The producer's late duplicates: each message may reappear after some others.
-        let mut copies: Vec<(usize, usize)> = Vec::new();
-        if let Some((lo, hi)) = redelivery {
-            let mut offered: Vec<Fault> = Vec::with_capacity((hi.saturating_sub(*lo) + 1) as usize);
-            for (i, message) in messages.iter().enumerate() {
-                offered.clear();
-                offered.extend((*lo..=*hi).filter(|&k| i + (k as usize) < n).map(|after| Fault::Redelivery { after }));
-                if let Some(Fault::Redelivery { after }) = self.point(&offered) {
-                    copies.push((i, i + after as usize));
-                    if self.tracing {
-                        self.failure_words.push(format!("the producer retries message {i} ({}), so it appears again after {after} other messages", message.describe));
+        let resumed = match std::mem::replace(&mut self.cursor, Cursor::Start) {
+            Cursor::Start => Err((0, Vec::new())),
+            Cursor::Redelivery { i, copies } => Err((i, copies)),
+            Cursor::Consume(c) => Ok(c),
+            _ => unreachable!("a stream run resumes at a stream mark"),
+        };
+        let Consume { copies, stream, mut pos, mut broker_offset, mut memory } = match resumed {
+            Ok(c) => c,
+            Err((first, mut copies)) => {
+                // The producer's late duplicates: each message may reappear after some others.
+                if let Some((lo, hi)) = redelivery {
+                    let mut offered: Vec<Fault> = Vec::with_capacity((hi.saturating_sub(*lo) + 1) as usize);
+                    for (i, message) in messages.iter().enumerate().skip(first) {
+                        if self.pause_here() {
+                            self.cursor = Cursor::Redelivery { i, copies };
+                            return;
+                        }
+                        offered.clear();
+                        offered.extend((*lo..=*hi).filter(|&k| i + (k as usize) < n).map(|after| Fault::Redelivery { after }));
+                        if let Some(Fault::Redelivery { after }) = self.point(&offered) {
+                            copies.push((i, i + after as usize));
+                            if self.tracing {
+                                self.failure_words.push(format!("the producer retries message {i} ({}), so it appears again after {after} other messages", message.describe));
+                            }
+                            log!(self, "stream", Some(stream_node), None, format!("gets a late duplicate of offset {i} ({}) after {after} other messages", message.describe), None, "duplicate appended".into(), false);
+                        }
                     }
-                    log!(self, "stream", Some(stream_node), None, format!("gets a late duplicate of offset {i} ({}) after {after} other messages", message.describe), None, "duplicate appended".into(), false);
                 }
+                let mut stream: Vec<usize> = Vec::with_capacity(n + copies.len());
+                for j in 0..n {
+                    stream.push(j);
+                    stream.extend(copies.iter().filter(|c| c.1 == j).map(|c| c.0));
+                }
+                Consume { copies, stream: Rc::new(stream), pos: 0, broker_offset: 0, memory: VecDeque::new() }
             }
-        }
-        let mut stream: Vec<usize> = Vec::with_capacity(n + copies.len());
-        for j in 0..n {
-            stream.push(j);
-            stream.extend(copies.iter().filter(|c| c.1 == j).map(|c| c.0));
-        }
+        };
         let with_write = consumer.offset_commit == OffsetCommit::WithWrite;
-        let mut broker_offset: usize = 0;
-        let mut memory: VecDeque<Value> = VecDeque::new();
-        let mut pos = 0usize;
         let edge_in = (stream_node.as_str(), consumer_node.as_str());
         let edge_out = (consumer_node.as_str(), sink.node.as_str());
         while pos < stream.len() {
+            if self.pause_here() {
+                self.cursor = Cursor::Consume(Consume { copies, stream, pos, broker_offset, memory });
+                return;
+            }
             if self.too_long() {
                 return;
             }
@@ -1175,12 +1379,19 @@ impl<'a> Sim<'a> {
 
     fn run_sender(&mut self) {
         let Shape::Sender { sender_node, consumer_node, sender, consumer, sink, messages, idempotency_col, message_lost, ack_lost, .. } = &self.m.shape else { unreachable!() };
-        let mut memory: VecDeque<Value> = VecDeque::new();
+        let (first, mut memory) = match std::mem::replace(&mut self.cursor, Cursor::Start) {
+            Cursor::Send { i, memory } => (i, memory),
+            _ => (0, VecDeque::new()),
+        };
         let edge_in = (sender_node.as_str(), consumer_node.as_str());
         let edge_out = (consumer_node.as_str(), sink.node.as_str());
         let lost: &[Fault] = if *message_lost { &[Fault::MessageLost] } else { &[] };
         let acks: &[Fault] = if *ack_lost { &[Fault::AckLost] } else { &[] };
-        for (i, msg) in messages.iter().enumerate() {
+        for (i, msg) in messages.iter().enumerate().skip(first) {
+            if self.pause_here() {
+                self.cursor = Cursor::Send { i, memory };
+                return;
+            }
             let mut attempt = 0u32;
             loop {
                 if self.too_long() {

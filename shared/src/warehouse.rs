@@ -3,8 +3,13 @@
 //!
 //! There is one writer at a time, so the committed state is the current state whenever no
 //! transaction is open; readers only look at such moments.
+//!
+//! For the exhaustive check, the undo log can also be kept outside transactions (a journal of
+//! every change, so the search can go back to an earlier state), and the warehouse can keep a
+//! fingerprint of its contents up to date with every change.
 
 use std::collections::BTreeMap;
+use std::hash::Hasher;
 
 use crate::value::Value;
 
@@ -51,8 +56,24 @@ pub struct Warehouse {
     pub tables: Vec<Table>,
     /// The consumer's next offset when it is stored in the warehouse (`with_write`).
     pub stored_offset: u64,
-    undo: Option<Vec<Undo>>,
+    /// Undo entries: those of the open transaction, and, when `journaling`, every earlier one.
+    journal: Vec<Undo>,
+    /// Where the open transaction's entries start in the journal.
+    transaction: Option<usize>,
+    journaling: bool,
+    /// The sum of the hashes of every row, by table (wrapping): equal for equal contents in any
+    /// row order. Kept only when `fingerprinting`.
+    contents: u128,
+    fingerprinting: bool,
     indexes: Vec<Option<KeyIndex>>,
+}
+
+/// A 128-bit hash of a row of a table.
+fn row_hash(table: usize, row: &Row) -> u128 {
+    let mut f = crate::fingerprint::Fingerprint::new(0xa5);
+    f.write_usize(table);
+    f.values(row.iter());
+    f.finish128()
 }
 
 fn key_of(row: &Row, key: &[usize]) -> Option<Vec<Value>> {
@@ -102,27 +123,65 @@ impl Affected {
 impl Warehouse {
     pub fn new(tables: Vec<Table>) -> Self {
         let indexes = vec![None; tables.len()];
-        Warehouse { tables, stored_offset: 0, undo: None, indexes }
+        Warehouse { tables, stored_offset: 0, journal: Vec::new(), transaction: None, journaling: false, contents: 0, fingerprinting: false, indexes }
+    }
+
+    /// Keeps every change from now on, so that `undo_to` can go back to any earlier `mark`,
+    /// and keeps the fingerprint of the contents up to date.
+    pub fn keep_journal(&mut self) {
+        self.journaling = true;
+        self.fingerprinting = true;
+        self.contents = self.tables.iter().enumerate().flat_map(|(t, table)| table.rows.iter().map(move |r| row_hash(t, r))).fold(0, u128::wrapping_add);
+    }
+
+    /// The fingerprint of the tables' contents (row order aside) and the stored offset. Equal
+    /// contents always give equal fingerprints; different ones almost never do (2^-128).
+    pub fn fingerprint(&self) -> (u128, u64) {
+        assert!(self.fingerprinting, "the fingerprint is kept only with the journal");
+        (self.contents, self.stored_offset)
+    }
+
+    /// A point in the journal to come back to; only taken with no transaction open.
+    pub fn mark(&self) -> usize {
+        assert!(self.journaling && self.transaction.is_none(), "a mark is taken between transactions, with the journal kept");
+        self.journal.len()
+    }
+
+    /// Undoes every change since `mark`, including those of a transaction opened after it,
+    /// which is closed.
+    pub fn undo_to(&mut self, mark: usize) {
+        assert!(self.transaction.is_none_or(|t| t >= mark), "a mark is never inside a transaction");
+        self.undo_down_to(mark);
+        self.transaction = None;
     }
 
     pub fn in_transaction(&self) -> bool {
-        self.undo.is_some()
+        self.transaction.is_some()
     }
 
     pub fn begin(&mut self) {
-        assert!(self.undo.is_none(), "nested transactions are never opened");
-        self.undo = Some(Vec::new());
+        assert!(self.transaction.is_none(), "nested transactions are never opened");
+        self.transaction = Some(self.journal.len());
     }
 
     pub fn commit(&mut self) {
-        assert!(self.undo.is_some(), "COMMIT without BEGIN");
-        self.undo = None;
+        assert!(self.transaction.is_some(), "COMMIT without BEGIN");
+        self.transaction = None;
+        if !self.journaling {
+            self.journal.clear();
+        }
     }
 
     /// Undoes every change of the open transaction, if there is one. Returns whether one was open.
     pub fn rollback(&mut self) -> bool {
-        let Some(log) = self.undo.take() else { return false };
-        for undo in log.into_iter().rev() {
+        let Some(start) = self.transaction.take() else { return false };
+        self.undo_down_to(start);
+        true
+    }
+
+    fn undo_down_to(&mut self, len: usize) {
+        while self.journal.len() > len {
+            let undo = self.journal.pop().expect("the journal is longer than the mark");
             match undo {
                 Undo::Inserted { table } => {
                     let at = self.tables[table].rows.len() - 1;
@@ -132,27 +191,48 @@ impl Warehouse {
                             rows.retain(|&r| r != at);
                         }
                     }
+                    self.forget(table, &row);
                 }
                 Undo::Deleted { table, at, row } => {
                     self.indexes[table] = None;
+                    self.remember(table, &row);
                     self.tables[table].rows.insert(at, row);
                 }
-                Undo::Updated { table, at, row } => self.tables[table].rows[at] = row,
+                Undo::Updated { table, at, row } => {
+                    self.remember(table, &row);
+                    let now = std::mem::replace(&mut self.tables[table].rows[at], row);
+                    self.forget(table, &now);
+                }
                 Undo::Offset { old } => self.stored_offset = old,
             }
         }
-        true
     }
 
     /// Closes the open transaction keeping its changes, as no database would on ROLLBACK:
     /// only for a deliberately wrong model (`sim::Mutation`).
     pub fn abandon(&mut self) -> bool {
-        self.undo.take().is_some()
+        let open = self.transaction.take().is_some();
+        if open && !self.journaling {
+            self.journal.clear();
+        }
+        open
     }
 
     fn log(&mut self, undo: Undo) {
-        if let Some(log) = &mut self.undo {
-            log.push(undo);
+        if self.journaling || self.transaction.is_some() {
+            self.journal.push(undo);
+        }
+    }
+
+    fn remember(&mut self, table: usize, row: &Row) {
+        if self.fingerprinting {
+            self.contents = self.contents.wrapping_add(row_hash(table, row));
+        }
+    }
+
+    fn forget(&mut self, table: usize, row: &Row) {
+        if self.fingerprinting {
+            self.contents = self.contents.wrapping_sub(row_hash(table, row));
         }
     }
 
@@ -169,6 +249,7 @@ impl Warehouse {
                 index.rows.entry(k).or_default().push(at);
             }
         }
+        self.remember(table, &row);
         self.tables[table].rows.push(row);
         self.log(Undo::Inserted { table });
     }
@@ -191,6 +272,7 @@ impl Warehouse {
             if self.tables[table].rows[at][column].key_eq(value) {
                 self.indexes[table] = None;
                 let row = self.tables[table].rows.remove(at);
+                self.forget(table, &row);
                 self.log(Undo::Deleted { table, at, row });
                 deleted += 1;
             }
@@ -283,6 +365,8 @@ impl Warehouse {
                             new[c] = v.clone();
                         }
                     }
+                    self.forget(table, &old);
+                    self.remember(table, &new);
                     self.tables[table].rows[at] = new;
                     self.log(Undo::Updated { table, at, row: old });
                     affected.updated += 1;
@@ -343,6 +427,51 @@ mod tests {
         let m = w.merge(0, &[0], vec![vec![Value::Int(3), Value::Int(99)]]).unwrap();
         assert_eq!(m.updated, 1);
         assert_eq!(w.tables[0].rows.iter().filter(|r| r[0] == Value::Int(3)).count(), 1);
+    }
+
+    #[test]
+    fn the_journal_goes_back_to_any_mark_and_the_fingerprint_follows() {
+        let mut w = wh();
+        w.keep_journal();
+        let start = (w.tables.clone(), w.fingerprint());
+        let m0 = w.mark();
+        w.insert(0, vec![vec![Value::Int(3), Value::Int(30)]]);
+        let middle = (w.tables.clone(), w.fingerprint());
+        let m1 = w.mark();
+        w.begin();
+        w.merge(0, &[0], vec![vec![Value::Int(2), Value::Int(99)]]).unwrap();
+        w.set_offset(4);
+        w.commit();
+        w.delete_where_eq(0, 0, &Value::Int(1));
+        w.begin();
+        w.insert(0, vec![vec![Value::Int(5), Value::Int(50)]]);
+        assert_ne!(w.fingerprint(), middle.1);
+        w.undo_to(m1);
+        assert!(!w.in_transaction(), "a transaction opened after the mark is closed");
+        assert_eq!((w.tables.clone(), w.fingerprint()), middle);
+        w.undo_to(m0);
+        assert_eq!((w.tables.clone(), w.fingerprint()), start);
+    }
+
+    #[test]
+    fn the_fingerprint_is_the_contents_in_any_row_order() {
+        let mut a = wh();
+        a.keep_journal();
+        let mut b = wh();
+        b.keep_journal();
+        a.insert(0, vec![vec![Value::Int(3), Value::Int(30)], vec![Value::Int(4), Value::Int(40)]]);
+        b.insert(0, vec![vec![Value::Int(4), Value::Int(40)]]);
+        b.insert(0, vec![vec![Value::Int(3), Value::Int(30)]]);
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        b.set_offset(1);
+        assert_ne!(a.fingerprint(), b.fingerprint(), "the stored offset is part of the state");
+        a.set_offset(1);
+        a.merge(0, &[0], vec![vec![Value::Int(4), Value::Int(41)]]).unwrap();
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        b.begin();
+        b.merge(0, &[0], vec![vec![Value::Int(4), Value::Int(41)]]).unwrap();
+        b.commit();
+        assert_eq!(a.fingerprint(), b.fingerprint());
     }
 
     #[test]
