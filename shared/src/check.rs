@@ -341,7 +341,7 @@ impl<'m> Search<'m> {
             sim: Sim::searching(model),
             clean,
             limits,
-            memo: Memo::default(),
+            memo: Memo::with_capacity_and_hasher(1024, Default::default()),
             with_clock: model.reads_clock(),
             with_steps: model.max_run_steps() >= MAX_STEPS_PER_RUN,
             covered: 0,
@@ -369,14 +369,15 @@ impl<'m> Search<'m> {
     fn from_state(&mut self) -> Option<Summary> {
         struct Segment {
             saved: Saved,
-            key: u128,
+            key: Option<u128>,
             offers: Vec<(u32, Fault)>,
         }
         // Forward, with no failure, from mark to mark up to the end or a state met before.
         let mut segments: Vec<Segment> = Vec::new();
         let (mut after, mut after_point) = loop {
-            let key = self.sim.fingerprint(self.with_clock, self.with_steps);
-            if let Some(known) = self.memo.get(&key) {
+            // With no failure yet, a state has one way in: it is never met again.
+            let key = (self.sim.used() > 0).then(|| self.sim.fingerprint(self.with_clock, self.with_steps));
+            if let Some(known) = key.and_then(|key| self.memo.get(&key)) {
                 self.covered = self.covered.saturating_add(known.schedules);
                 break (known.clone(), self.sim.next_point);
             }
@@ -400,7 +401,9 @@ impl<'m> Search<'m> {
                 let failing = self.in_segment(&segment.saved, vec![offer])?;
                 here.absorb(failing);
             }
-            self.memo.insert(segment.key, here.clone());
+            if let Some(key) = segment.key {
+                self.memo.insert(key, here.clone());
+            }
             after = here;
             after_point = point;
         }

@@ -617,8 +617,6 @@ macro_rules! log {
 #[derive(Clone, Debug)]
 pub(crate) enum Cursor {
     Start,
-    /// The stream's producer is about to offer late duplicates of message `i`.
-    Redelivery { i: usize, copies: Vec<(usize, usize)> },
     /// The consumer is about to read offset `pos`.
     Consume(Consume),
     /// The sender is about to send message `i`.
@@ -629,10 +627,9 @@ pub(crate) enum Cursor {
 
 #[derive(Clone, Debug)]
 pub(crate) struct Consume {
-    /// The late duplicates, (message, after which message): they decide `stream`.
-    copies: Vec<(usize, usize)>,
-    /// The messages in offset order, with their late duplicates.
-    stream: Rc<Vec<usize>>,
+    /// The late duplicates, (message, after which message), and the messages in offset order
+    /// with those duplicates.
+    stream: Rc<(Vec<(usize, usize)>, Vec<usize>)>,
     pos: usize,
     broker_offset: usize,
     memory: VecDeque<Value>,
@@ -646,7 +643,9 @@ pub(crate) struct Saved {
     pub(crate) next_point: u32,
     used: u32,
     clock_s: i64,
-    misses: Vec<Option<Miss>>,
+    /// Which requirements were missed, when the search saved the state (untraced, a miss is
+    /// only a yes or a no).
+    missed: Vec<bool>,
     unfinished: Option<String>,
     steps: u64,
 }
@@ -775,6 +774,11 @@ impl<'a> Sim<'a> {
         true
     }
 
+    /// Failures used so far.
+    pub(crate) fn used(&self) -> u32 {
+        self.used
+    }
+
     /// Whether the run stops here, at the top of an iteration of its loop. The caller then
     /// stores its loop state in `cursor` and returns.
     fn pause_here(&mut self) -> bool {
@@ -792,7 +796,7 @@ impl<'a> Sim<'a> {
             next_point: self.next_point,
             used: self.used,
             clock_s: self.clock_s,
-            misses: self.misses.clone(),
+            missed: self.misses.iter().map(Option::is_some).collect(),
             unfinished: self.unfinished.clone(),
             steps: self.steps,
         }
@@ -804,7 +808,11 @@ impl<'a> Sim<'a> {
         self.next_point = saved.next_point;
         self.used = saved.used;
         self.clock_s = saved.clock_s;
-        self.misses.clone_from(&saved.misses);
+        for (miss, &missed) in self.misses.iter_mut().zip(&saved.missed) {
+            if miss.is_some() != missed {
+                *miss = missed.then(|| Miss { expected: String::new(), actual: String::new(), step: 0, tables: None });
+            }
+        }
         self.unfinished.clone_from(&saved.unfinished);
         self.steps = saved.steps;
         self.failing = false;
@@ -820,9 +828,8 @@ impl<'a> Sim<'a> {
         let mut f = crate::fingerprint::Fingerprint::new(0xc3);
         match &self.cursor {
             Cursor::Start => f.write_u8(0),
-            Cursor::Redelivery { i, copies } => (1u8, i, copies).hash(&mut f),
             Cursor::Consume(c) => {
-                (2u8, &c.copies, c.pos, c.broker_offset).hash(&mut f);
+                (2u8, &c.stream.0, c.pos, c.broker_offset).hash(&mut f);
                 f.values(c.memory.iter());
             }
             Cursor::Send { i, memory } => {
@@ -1205,22 +1212,17 @@ impl<'a> Sim<'a> {
         let Shape::Stream { stream_node, consumer_node, consumer, sink, messages, crash, redelivery, .. } = &self.m.shape else { unreachable!() };
         let n = messages.len();
         let resumed = match std::mem::replace(&mut self.cursor, Cursor::Start) {
-            Cursor::Start => Err((0, Vec::new())),
-            Cursor::Redelivery { i, copies } => Err((i, copies)),
-            Cursor::Consume(c) => Ok(c),
-            _ => unreachable!("a stream run resumes at a stream mark"),
+            Cursor::Consume(c) => Some(c),
+            _ => None,
         };
-        let Consume { copies, stream, mut pos, mut broker_offset, mut memory } = match resumed {
-            Ok(c) => c,
-            Err((first, mut copies)) => {
+        let Consume { stream, mut pos, mut broker_offset, mut memory } = match resumed {
+            Some(c) => c,
+            None => {
+                let mut copies = Vec::new();
                 // The producer's late duplicates: each message may reappear after some others.
                 if let Some((lo, hi)) = redelivery {
                     let mut offered: Vec<Fault> = Vec::with_capacity((hi.saturating_sub(*lo) + 1) as usize);
-                    for (i, message) in messages.iter().enumerate().skip(first) {
-                        if self.pause_here() {
-                            self.cursor = Cursor::Redelivery { i, copies };
-                            return;
-                        }
+                    for (i, message) in messages.iter().enumerate() {
                         offered.clear();
                         offered.extend((*lo..=*hi).filter(|&k| i + (k as usize) < n).map(|after| Fault::Redelivery { after }));
                         if let Some(Fault::Redelivery { after }) = self.point(&offered) {
@@ -1237,21 +1239,21 @@ impl<'a> Sim<'a> {
                     stream.push(j);
                     stream.extend(copies.iter().filter(|c| c.1 == j).map(|c| c.0));
                 }
-                Consume { copies, stream: Rc::new(stream), pos: 0, broker_offset: 0, memory: VecDeque::new() }
+                Consume { stream: Rc::new((copies, stream)), pos: 0, broker_offset: 0, memory: VecDeque::new() }
             }
         };
         let with_write = consumer.offset_commit == OffsetCommit::WithWrite;
         let edge_in = (stream_node.as_str(), consumer_node.as_str());
         let edge_out = (consumer_node.as_str(), sink.node.as_str());
-        while pos < stream.len() {
+        while pos < stream.1.len() {
             if self.pause_here() {
-                self.cursor = Cursor::Consume(Consume { copies, stream, pos, broker_offset, memory });
+                self.cursor = Cursor::Consume(Consume { stream, pos, broker_offset, memory });
                 return;
             }
             if self.too_long() {
                 return;
             }
-            let msg = &messages[stream[pos]];
+            let msg = &messages[stream.1[pos]];
             let may_crash = crash.as_ref().is_some_and(|offs| offs.as_ref().is_none_or(|o| o.contains(&(pos as u32))));
             let offered: &[Fault] = if may_crash { &[Fault::ConsumerCrash] } else { &[] };
             self.tick(1);

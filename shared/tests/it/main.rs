@@ -4,6 +4,7 @@ mod chapter;
 mod designs;
 mod pipelines;
 mod properties;
+mod search;
 
 use shared::{check_json, Scenario, Verdict};
 
