@@ -368,7 +368,9 @@ impl<'m> Search<'m> {
     /// planned failure ahead), counted from its next choice point.
     fn from_state(&mut self) -> Option<Summary> {
         struct Segment {
-            saved: Saved,
+            point: u32,
+            /// Only kept when a failure can still happen, to come back to.
+            saved: Option<Saved>,
             key: Option<u128>,
             offers: Vec<(u32, Fault)>,
         }
@@ -381,10 +383,11 @@ impl<'m> Search<'m> {
                 self.covered = self.covered.saturating_add(known.schedules);
                 break (known.clone(), self.sim.next_point);
             }
-            let saved = self.sim.save();
+            let point = self.sim.next_point;
+            let saved = self.sim.may_fail().then(|| self.sim.save());
             let ended = self.sim.advance(Vec::new(), Some(self.clean));
             let offers = std::mem::take(&mut self.sim.offers);
-            segments.push(Segment { saved, key, offers });
+            segments.push(Segment { point, saved, key, offers });
             if ended {
                 self.covered += 1;
                 break (Summary::leaf(&self.sim.misses), self.sim.next_point);
@@ -395,11 +398,13 @@ impl<'m> Search<'m> {
         // Backward, mark by mark: the schedules that fail first in this segment, then those
         // that go on to the next mark without failing here.
         while let Some(segment) = segments.pop() {
-            let point = segment.saved.next_point;
+            let point = segment.point;
             let mut here = after.behind(after_point - point, &[]);
-            for &offer in &segment.offers {
-                let failing = self.in_segment(&segment.saved, vec![offer])?;
-                here.absorb(failing);
+            if let Some(saved) = &segment.saved {
+                for &offer in &segment.offers {
+                    let failing = self.in_segment(saved, vec![offer])?;
+                    here.absorb(failing);
+                }
             }
             if let Some(key) = segment.key {
                 self.memo.insert(key, here.clone());

@@ -779,6 +779,11 @@ impl<'a> Sim<'a> {
         self.used
     }
 
+    /// Whether a failure can still be injected (the bound is not used up).
+    pub(crate) fn may_fail(&self) -> bool {
+        self.used < self.m.bound
+    }
+
     /// Whether the run stops here, at the top of an iteration of its loop. The caller then
     /// stores its loop state in `cursor` and returns.
     fn pause_here(&mut self) -> bool {
