@@ -333,10 +333,39 @@ struct Search<'m> {
     /// Schedules accounted for so far: runs to the end, and those behind merged states.
     covered: u64,
     exceeded: Option<String>,
+    segments: u64,
+    merged: u64,
+}
+
+/// What a search did, for benchmarks and profiles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SearchStats {
+    /// Schedules covered (those the plain enumeration would run one by one).
+    pub schedules: u64,
+    /// Stretches of a run simulated, from one mark to the next (or the end).
+    pub segments_run: u64,
+    /// Simulated steps, over all segments.
+    pub steps_simulated: u64,
+    /// States remembered, with what follows them.
+    pub states_kept: u64,
+    /// Times a run reached a remembered state and stopped there.
+    pub states_merged: u64,
+}
+
+/// Runs the check's search and tells what it did (the verdict aside).
+pub fn search_stats(scenario: &Scenario, design: &ValidDesign, limits: Limits) -> Result<SearchStats, CheckError> {
+    let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
+    let clean = clean_run(&model);
+    let (result, stats) = Search::run_counted(&model, &clean, limits);
+    result.map(|_| stats)
 }
 
 impl<'m> Search<'m> {
     fn run(model: &'m Model, clean: &'m Clean, limits: Limits) -> Result<(u64, Vec<Option<Plan>>), CheckError> {
+        Search::run_counted(model, clean, limits).0
+    }
+
+    fn run_counted(model: &'m Model, clean: &'m Clean, limits: Limits) -> (Result<(u64, Vec<Option<Plan>>), CheckError>, SearchStats) {
         let mut search = Search {
             sim: Sim::searching(model),
             clean,
@@ -346,11 +375,21 @@ impl<'m> Search<'m> {
             with_steps: model.max_run_steps() >= MAX_STEPS_PER_RUN,
             covered: 0,
             exceeded: None,
+            segments: 0,
+            merged: 0,
         };
-        match search.from_state() {
+        let result = match search.from_state() {
             Some(all) => Ok((all.schedules, all.plans().collect())),
-            None => Err(CheckError::TooLarge { schedules: search.covered, limit: search.exceeded.unwrap_or_default() }),
-        }
+            None => Err(CheckError::TooLarge { schedules: search.covered, limit: search.exceeded.clone().unwrap_or_default() }),
+        };
+        let stats = SearchStats {
+            schedules: search.covered,
+            segments_run: search.segments,
+            steps_simulated: search.sim.work,
+            states_kept: search.memo.len() as u64,
+            states_merged: search.merged,
+        };
+        (result, stats)
     }
 
     /// `None` once past a limit.
@@ -381,11 +420,13 @@ impl<'m> Search<'m> {
             let key = (self.sim.used() > 0).then(|| self.sim.fingerprint(self.with_clock, self.with_steps));
             if let Some(known) = key.and_then(|key| self.memo.get(&key)) {
                 self.covered = self.covered.saturating_add(known.schedules);
+                self.merged += 1;
                 break (known.clone(), self.sim.next_point);
             }
             let point = self.sim.next_point;
             let saved = self.sim.may_fail().then(|| self.sim.save());
             let ended = self.sim.advance(Vec::new(), Some(self.clean));
+            self.segments += 1;
             let offers = std::mem::take(&mut self.sim.offers);
             segments.push(Segment { point, saved, key, offers });
             if ended {
@@ -421,6 +462,7 @@ impl<'m> Search<'m> {
         self.sim.restore(at);
         let point = at.next_point;
         let ended = self.sim.advance(plan.clone(), Some(self.clean));
+        self.segments += 1;
         let offers = std::mem::take(&mut self.sim.offers);
         let relative: Plan = plan.iter().map(|&(p, f)| (p - point, f)).collect();
         let mut all = if ended {
