@@ -52,6 +52,8 @@ struct Plan {
     load_seconds: u64,
     /// (crashes, messages)
     scaling: Vec<(u32, usize)>,
+    /// The cases left out by --max-messages.
+    scaling_left_out: Vec<(u32, usize)>,
 }
 
 impl Plan {
@@ -61,8 +63,8 @@ impl Plan {
             Mode::Quick => (5, None, 1, 5, vec![(1, 10), (1, 100), (1, 1000), (2, 10), (2, 100)]),
             Mode::Smoke => (3, Some(2), 1, 1, vec![(1, 10), (1, 100), (2, 10)]),
         };
-        let scaling = scaling.into_iter().filter(|&(_, n)| max_messages.is_none_or(|max| n <= max)).collect();
-        Plan { runs, sqlite_scenarios, warm_up_seconds, load_seconds, scaling }
+        let (scaling, scaling_left_out) = scaling.into_iter().partition(|&(_, n)| max_messages.is_none_or(|max| n <= max));
+        Plan { runs, sqlite_scenarios, warm_up_seconds, load_seconds, scaling, scaling_left_out }
     }
 }
 
@@ -485,6 +487,9 @@ fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
         let case = ScalingCase { crashes, messages, schedules: verdict.schedules_explored, runs, ms };
         println!("{:<12} {:>9} {:>11} {:>5} {:>12.3} {:>24.1}", case.label(), messages, case.schedules, runs, ms, case.ns_per_schedule_message());
         cases.push(case);
+    }
+    for (crashes, messages) in &plan.scaling_left_out {
+        println!("{:<12} {messages:>9}   (left out by --max-messages)", if *crashes == 1 { "one_crash" } else { "two_crashes" });
     }
     Ok(cases)
 }
