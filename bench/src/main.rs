@@ -128,7 +128,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!("Pipeline Builder benchmarks ({} mode)", format!("{:?}", o.mode).to_lowercase());
+    println!("Pipeline Builder benchmarks ({} mode) on {}", format!("{:?}", o.mode).to_lowercase(), machine());
     let mut lines: Vec<String> = Vec::new();
     let mut problems: Vec<String> = Vec::new();
 
@@ -173,6 +173,16 @@ fn main() -> ExitCode {
             eprintln!("bench: {p}");
         }
         ExitCode::FAILURE
+    }
+}
+
+/// The cores, and the load average when the run starts (other work on the machine skews
+/// every figure).
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map(|n| n.get().to_string()).unwrap_or_else(|_| "?".into());
+    match std::fs::read_to_string("/proc/loadavg").ok().and_then(|l| l.split_whitespace().next().map(str::to_string)) {
+        Some(load) => format!("{cores} cores, load average {load} at the start"),
+        None => format!("{cores} cores"),
     }
 }
 
