@@ -5,6 +5,8 @@
 //! - `cargo xtask test`: runs every test: the Rust tests, the conformance run against real
 //!   databases, then the browser tests in Chromium.
 //! - `cargo xtask conformance`: replays every schedule on SQLite and PostgreSQL.
+//! - `cargo xtask bench [--quick | --smoke]`: measures the check, the simulator against
+//!   SQLite, the server's throughput, the app's size and how the check scales.
 //!
 //! It downloads no tool from outside the package registries: the WASM bindings are generated
 //! by `wasm-bindgen-cli-support` used as a library, pinned to the same version as the
@@ -28,8 +30,9 @@ fn main() -> ExitCode {
         Some("run") => run(&args[1..]),
         Some("test") => test(&args[1..]),
         Some("conformance") => conformance(&args[1..]),
+        Some("bench") => bench(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <dist|run|test|conformance>\n  dist         build the browser app into web/dist\n  run          build everything and serve it (extra arguments go to the server)\n  test         run every test (--no-browser skips the browser tests)\n  conformance  replay every schedule on SQLite and PostgreSQL (--sqlite, --postgres)");
+            eprintln!("usage: cargo xtask <dist|run|test|conformance|bench>\n  dist         build the browser app into web/dist\n  run          build everything and serve it (extra arguments go to the server)\n  test         run every test (--no-browser skips the browser tests)\n  conformance  replay every schedule on SQLite and PostgreSQL (--sqlite, --postgres)\n  bench        measure the check, the simulator against SQLite, the server and the app\n               (--quick: under two minutes; --smoke: tiny sizes, for CI; --max-messages N)");
             return ExitCode::from(2);
         }
     };
@@ -287,24 +290,22 @@ fn healthy(port: u16) -> bool {
     reply.starts_with("HTTP/1.1 200") || reply.starts_with("HTTP/1.0 200")
 }
 
-fn browser_tests() -> Result<(), String> {
-    let chromium = chromium()?;
-    let tests = root().join("tests").join("browser");
-    ensure_node_modules(&tests)?;
-    dist()?;
-    step("building the server (release)");
-    status(cargo().args(["build", "--release", "-p", "server", "--bin", "pipeline-builder"]))?;
-    let binary = target_dir().join("release").join("pipeline-builder");
-
+/// Starts the release server on a free port with a fresh SQLite database in `scratch` (its
+/// log goes to `scratch/server.log`) and waits until it answers /healthz.
+fn start_server(binary: &Path, scratch: &Path, extra: &[&str]) -> Result<(Server, u16), String> {
     let port = free_port()?;
-    let scratch = std::env::temp_dir().join(format!("pipeline-builder-browser-{}-{port}", std::process::id()));
-    std::fs::create_dir_all(&scratch).map_err(|e| format!("could not create {}: {e}", scratch.display()))?;
-    let database = format!("sqlite://{}", scratch.join("browser.db").display());
+    std::fs::create_dir_all(scratch).map_err(|e| format!("could not create {}: {e}", scratch.display()))?;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(scratch.join(format!("server.db{suffix}")));
+    }
+    let database = format!("sqlite://{}", scratch.join("server.db").display());
     step(&format!("starting the server on 127.0.0.1:{port} with a fresh database"));
     let log = std::fs::File::create(scratch.join("server.log")).map_err(|e| e.to_string())?;
-    let child = Command::new(&binary)
+    let child = Command::new(binary)
         .current_dir(root())
-        .args(["serve", "--static-dir", "web/dist", "--bind"])
+        .arg("serve")
+        .args(extra)
+        .arg("--bind")
         .arg(format!("127.0.0.1:{port}"))
         .arg("--database-url")
         .arg(&database)
@@ -324,6 +325,20 @@ fn browser_tests() -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+    Ok((server, port))
+}
+
+fn browser_tests() -> Result<(), String> {
+    let chromium = chromium()?;
+    let tests = root().join("tests").join("browser");
+    ensure_node_modules(&tests)?;
+    dist()?;
+    step("building the server (release)");
+    status(cargo().args(["build", "--release", "-p", "server", "--bin", "pipeline-builder"]))?;
+    let binary = target_dir().join("release").join("pipeline-builder");
+
+    let scratch = std::env::temp_dir().join(format!("pipeline-builder-browser-{}", std::process::id()));
+    let (server, port) = start_server(&binary, &scratch, &["--static-dir", "web/dist"])?;
 
     step("browser tests (Chromium)");
     let output = root().join("test-output").join("browser");
@@ -356,6 +371,125 @@ fn browser_tests() -> Result<(), String> {
     result
 }
 
+// ---------------------------------------------------------------------------------------------
+// bench
+// ---------------------------------------------------------------------------------------------
+
+/// The `name: value` lines a bench run must end with (besides one or more `scaling:` lines).
+const BENCH_METRICS: [&str; 6] = ["engine_check_ms_median_max", "model_vs_sqlite_speedup", "check_vs_floor_throughput_ratio", "check_p99_ms", "wasm_gzip_bytes", "bench_seconds"];
+
+/// The newest modification time of the files under `path`.
+fn newest(path: &Path) -> Option<std::time::SystemTime> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_dir() {
+        return meta.modified().ok();
+    }
+    std::fs::read_dir(path).ok()?.filter_map(|e| e.ok()).filter_map(|e| newest(&e.path())).max()
+}
+
+/// The gzipped size of `web/dist`'s WASM when it is newer than every source it is built from.
+fn fresh_dist() -> Option<u64> {
+    let wasm = root().join("web").join("dist").join("web_bg.wasm");
+    let built = std::fs::metadata(&wasm).and_then(|m| m.modified()).ok()?;
+    let sources = ["web/src", "web/Cargo.toml", "web/index.html", "web/style.css", "shared/src", "shared/Cargo.toml", "Cargo.toml", "Cargo.lock"];
+    let newest_source = sources.iter().filter_map(|s| newest(&root().join(s))).max()?;
+    if built <= newest_source {
+        return None;
+    }
+    gzip_size(&wasm)
+}
+
+/// `cargo xtask bench [--quick | --smoke] [--max-messages N]`: builds the app (for its size),
+/// the server and the benchmarks, starts the server with the floor route and no rate limit,
+/// and runs `pipeline-builder-bench`, whose output it checks.
+fn bench(args: &[String]) -> Result<(), String> {
+    let short = args.iter().any(|a| a == "--quick" || a == "--smoke");
+    let wasm_gzip_bytes = match fresh_dist().filter(|_| short) {
+        Some(bytes) => {
+            step("the browser app in web/dist is newer than its sources: not rebuilt");
+            bytes
+        }
+        None => dist()?,
+    };
+    step("building the server and the benchmarks (release)");
+    // Two builds, so that the server is compiled with the same features as by `cargo xtask
+    // test` and `run`, and neither rebuild undoes the other.
+    status(cargo().args(["build", "--release", "-p", "server", "--bin", "pipeline-builder"]))?;
+    status(cargo().args(["build", "--release", "-p", "bench", "--bin", "pipeline-builder-bench"]))?;
+    let server_bin = target_dir().join("release").join("pipeline-builder");
+    let bench_bin = target_dir().join("release").join("pipeline-builder-bench");
+
+    let scratch = std::env::temp_dir().join(format!("pipeline-builder-bench-server-{}", std::process::id()));
+    let (server, port) = start_server(&server_bin, &scratch, &["--floor-route", "--rate-limit-per-second", "0"])?;
+    step("benchmarks");
+    let mut child = Command::new(&bench_bin)
+        .current_dir(root())
+        .args(args)
+        .arg("--url")
+        .arg(format!("http://127.0.0.1:{port}"))
+        .arg("--server-bin")
+        .arg(&server_bin)
+        .arg("--wasm-gzip-bytes")
+        .arg(wasm_gzip_bytes.to_string())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not start {}: {e}", bench_bin.display()))?;
+    let mut output = String::new();
+    if let Some(stdout) = child.stdout.take() {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let line = line.map_err(|e| format!("reading the benchmarks' output: {e}"))?;
+            println!("{line}");
+            output.push_str(&line);
+            output.push('\n');
+        }
+    }
+    let exit = child.wait().map_err(|e| e.to_string())?;
+    drop(server);
+    if !exit.success() {
+        eprintln!("(the server's log is in {})", scratch.join("server.log").display());
+        return Err(format!("the benchmarks failed ({exit})"));
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    check_bench_output(&output)
+}
+
+/// The value of a `name: value` line.
+fn bench_value<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+    line.strip_prefix(name).and_then(|rest| rest.strip_prefix(": ")).map(str::trim)
+}
+
+/// Every metric once with a finite number, and at least one `scaling:` line whose pairs are
+/// all numbers.
+fn check_bench_output(output: &str) -> Result<(), String> {
+    let mut problems = Vec::new();
+    for name in BENCH_METRICS {
+        let found: Vec<&str> = output.lines().filter_map(|l| bench_value(l, name)).collect();
+        match found.as_slice() {
+            [v] if v.parse::<f64>().is_ok_and(f64::is_finite) => {}
+            [v] => problems.push(format!("{name}: \"{v}\" is not a number")),
+            [] => problems.push(format!("no line \"{name}: …\"")),
+            _ => problems.push(format!("{} lines \"{name}: …\"", found.len())),
+        }
+    }
+    let scaling: Vec<&str> = output.lines().filter_map(|l| bench_value(l, "scaling")).collect();
+    if scaling.is_empty() {
+        problems.push("no line \"scaling: …\"".into());
+    }
+    for v in scaling {
+        let pairs: Vec<(&str, &str)> = v.split_whitespace().filter_map(|p| p.split_once('=')).collect();
+        let numbers = pairs.iter().all(|(_, n)| n.parse::<f64>().is_ok_and(f64::is_finite));
+        if !numbers || !["messages", "schedules", "ms", "ns_per_schedule_message"].iter().all(|k| pairs.iter().any(|(p, _)| p == k)) {
+            problems.push(format!("a scaling line without messages, schedules, ms and ns_per_schedule_message as numbers: {v}"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("the benchmarks' output is incomplete:\n  {}", problems.join("\n  ")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,5 +504,21 @@ mod tests {
         assert_eq!(stripped, [&module[..8], &[1, 2, 0xaa, 0xbb], &[10, 1, 0xcc]].concat());
         assert!(without_custom_sections(b"not wasm").is_none());
         assert!(without_custom_sections(&module[..module.len() - 1]).is_none(), "a truncated module is refused");
+    }
+
+    #[test]
+    fn bench_output_needs_every_metric_once_as_a_number() {
+        let good = "table\nengine_check_ms_median_max: 0.961\nmodel_vs_sqlite_speedup: 103.2\ncheck_vs_floor_throughput_ratio: 0.81\ncheck_p99_ms: 7.20\nwasm_gzip_bytes: 399000\nscaling: one_crash crashes=1 messages=10 schedules=31 runs=5 ms=0.075 ns_per_schedule_message=242.0\nbench_seconds: 15.6\n";
+        assert_eq!(check_bench_output(good), Ok(()));
+        let missing = good.replace("check_p99_ms: 7.20\n", "");
+        assert!(check_bench_output(&missing).unwrap_err().contains("no line \"check_p99_ms"));
+        let not_a_number = good.replace("0.81", "NaN");
+        assert!(check_bench_output(&not_a_number).unwrap_err().contains("check_vs_floor_throughput_ratio"));
+        let twice = format!("{good}bench_seconds: 1.0\n");
+        assert!(check_bench_output(&twice).is_err());
+        let bad_scaling = good.replace("ms=0.075", "ms=fast");
+        assert!(check_bench_output(&bad_scaling).unwrap_err().contains("scaling"));
+        let no_scaling: String = good.lines().filter(|l| !l.starts_with("scaling")).map(|l| format!("{l}\n")).collect();
+        assert!(check_bench_output(&no_scaling).is_err());
     }
 }

@@ -1,0 +1,505 @@
+//! `pipeline-builder-bench [--quick | --smoke] [--url URL --server-bin PATH] [--wasm-gzip-bytes N]
+//! [--max-messages N] [--scenarios DIR]`, normally run by `cargo xtask bench`, which builds the
+//! app and the server and starts the server with `--floor-route --rate-limit-per-second 0`.
+//!
+//! It prints a table per section, then one `name: value` line per figure for scripts:
+//!
+//! 1. the exhaustive check of every reference and wrong design of every shipped scenario
+//!    (schedules, median time) → `engine_check_ms_median_max`;
+//! 2. the same schedules run one by one through the simulator (traced, with SQLite's SQL)
+//!    and replayed on a SQLite file by the conformance runner → `model_vs_sqlite_speedup`;
+//! 3. `POST /api/scenarios/{id}/check` against `POST /api/floor?bytes=N` (an answer of the
+//!    same size that does no work), 64 connections each, one after the other →
+//!    `check_vs_floor_throughput_ratio`, `check_p99_ms`;
+//! 4. the app's WASM gzipped → `wasm_gzip_bytes`;
+//! 5. one stream consumer over 10 to 10,000 messages with one or two crashes → `scaling:`;
+//!
+//! and last `bench_seconds`.
+
+use std::hint::black_box;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use bench::{line, median_ms, parse_load_summary, stream_scenario, time_ms, LoadRun, ScalingCase};
+use shared::sql::Dialect;
+use shared::Scenario;
+
+/// The engine's target: a full exhaustive check of any shipped design.
+const ENGINE_TARGET_MS: f64 = 1.0;
+const THROUGHPUT_RATIO_TARGET: f64 = 0.70;
+const CHECK_P99_TARGET_MS: f64 = 20.0;
+const CONNECTIONS: usize = 64;
+/// The scenario and design whose check the throughput section puts under load.
+const LOAD_SCENARIO: &str = "safe-retry";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Full,
+    Quick,
+    Smoke,
+}
+
+/// How much each section does in a mode.
+struct Plan {
+    /// Runs of each timed check (the median is kept).
+    runs: usize,
+    /// How many scenarios (in course order) the SQLite replay covers; `None`: all.
+    sqlite_scenarios: Option<usize>,
+    warm_up_seconds: u64,
+    load_seconds: u64,
+    /// (crashes, messages)
+    scaling: Vec<(u32, usize)>,
+    /// The cases left out by --max-messages.
+    scaling_left_out: Vec<(u32, usize)>,
+}
+
+impl Plan {
+    fn new(mode: Mode, max_messages: Option<usize>) -> Plan {
+        let (runs, sqlite_scenarios, warm_up_seconds, load_seconds, scaling) = match mode {
+            Mode::Full => (21, None, 3, 20, vec![(1, 10), (1, 100), (1, 1000), (1, 10_000), (2, 10), (2, 100), (2, 1000)]),
+            Mode::Quick => (5, None, 1, 5, vec![(1, 10), (1, 100), (1, 1000), (2, 10), (2, 100)]),
+            Mode::Smoke => (3, Some(2), 1, 1, vec![(1, 10), (1, 100), (2, 10)]),
+        };
+        let (scaling, scaling_left_out) = scaling.into_iter().partition(|&(_, n)| max_messages.is_none_or(|max| n <= max));
+        Plan { runs, sqlite_scenarios, warm_up_seconds, load_seconds, scaling, scaling_left_out }
+    }
+}
+
+struct Options {
+    mode: Mode,
+    scenarios: PathBuf,
+    url: Option<String>,
+    server_bin: Option<PathBuf>,
+    wasm_gzip_bytes: Option<u64>,
+    max_messages: Option<usize>,
+}
+
+const USAGE: &str = "usage: pipeline-builder-bench [--quick | --smoke] [--url URL --server-bin PATH] [--wasm-gzip-bytes N] [--max-messages N] [--scenarios DIR]\n  (cargo xtask bench builds everything, starts the server and runs this)";
+
+fn options() -> Result<Options, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("bench lives in the workspace").to_path_buf();
+    let mut o = Options {
+        mode: Mode::Full,
+        scenarios: root.join("scenarios"),
+        url: None,
+        server_bin: None,
+        wasm_gzip_bytes: None,
+        max_messages: std::env::var("BENCH_MAX_MESSAGES").ok().and_then(|v| v.parse().ok()),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value\n{USAGE}"));
+        match arg.as_str() {
+            "--quick" => o.mode = Mode::Quick,
+            "--smoke" => o.mode = Mode::Smoke,
+            "--scenarios" => o.scenarios = value("--scenarios")?.into(),
+            "--url" => o.url = Some(value("--url")?),
+            "--server-bin" => o.server_bin = Some(value("--server-bin")?.into()),
+            "--wasm-gzip-bytes" => o.wasm_gzip_bytes = Some(value("--wasm-gzip-bytes")?.parse().map_err(|_| "--wasm-gzip-bytes takes a number of bytes")?),
+            "--max-messages" => o.max_messages = Some(value("--max-messages")?.parse().map_err(|_| "--max-messages takes a number")?),
+            "-h" | "--help" => return Err(USAGE.into()),
+            other => return Err(format!("unknown argument {other}\n{USAGE}")),
+        }
+    }
+    Ok(o)
+}
+
+fn main() -> ExitCode {
+    let started = Instant::now();
+    let o = match options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let plan = Plan::new(o.mode, o.max_messages);
+    let scenarios = match conformance::load_scenarios(&o.scenarios) {
+        Ok(s) if !s.is_empty() => s,
+        Ok(_) => {
+            eprintln!("no scenario under {}", o.scenarios.display());
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("Pipeline Builder benchmarks ({} mode) on {}", format!("{:?}", o.mode).to_lowercase(), machine());
+    let mut lines: Vec<String> = Vec::new();
+    let mut problems: Vec<String> = Vec::new();
+
+    let engine = engine(&scenarios, &plan);
+    lines.push(line("engine_check_ms_median_max", format!("{:.3}", engine.iter().map(|d| d.median_ms).fold(0.0, f64::max))));
+
+    match simulator_vs_sqlite(&scenarios, &plan, &engine) {
+        Ok(speedup) => lines.push(line("model_vs_sqlite_speedup", format!("{speedup:.1}"))),
+        Err(e) => problems.push(format!("simulator vs SQLite: {e}")),
+    }
+
+    match (&o.url, &o.server_bin) {
+        (Some(url), Some(server_bin)) => match throughput(&scenarios, &plan, url, server_bin) {
+            Ok((ratio, p99)) => {
+                lines.push(line("check_vs_floor_throughput_ratio", format!("{ratio:.2}")));
+                lines.push(line("check_p99_ms", format!("{p99:.2}")));
+            }
+            Err(e) => problems.push(format!("throughput: {e}")),
+        },
+        _ => problems.push("throughput: skipped, it needs --url and --server-bin (cargo xtask bench passes them)".into()),
+    }
+
+    match wasm(o.wasm_gzip_bytes) {
+        Ok(bytes) => lines.push(line("wasm_gzip_bytes", bytes)),
+        Err(e) => problems.push(format!("wasm: {e}")),
+    }
+
+    match scaling(&plan) {
+        Ok(cases) => lines.extend(cases.iter().map(ScalingCase::line)),
+        Err(e) => problems.push(format!("scaling: {e}")),
+    }
+
+    lines.push(line("bench_seconds", format!("{:.1}", started.elapsed().as_secs_f64())));
+    println!();
+    for l in &lines {
+        println!("{l}");
+    }
+    if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        for p in &problems {
+            eprintln!("bench: {p}");
+        }
+        ExitCode::FAILURE
+    }
+}
+
+/// The cores, and the load average when the run starts (other work on the machine skews
+/// every figure).
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map(|n| n.get().to_string()).unwrap_or_else(|_| "?".into());
+    match std::fs::read_to_string("/proc/loadavg").ok().and_then(|l| l.split_whitespace().next().map(str::to_string)) {
+        Some(load) => format!("{cores} cores, load average {load} at the start"),
+        None => format!("{cores} cores"),
+    }
+}
+
+fn section(title: &str) {
+    println!("\n== {title}");
+}
+
+fn mark(ok: bool) -> &'static str {
+    if ok {
+        "ok"
+    } else {
+        "MISSED"
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. The exhaustive check of every shipped design
+// ---------------------------------------------------------------------------------------------
+
+struct DesignCheck {
+    scenario: usize,
+    kind: &'static str,
+    name: String,
+    design: serde_json::Value,
+    schedules: u64,
+    median_ms: f64,
+}
+
+/// Every reference and wrong design of a scenario, in the file's order.
+fn designs_of(s: &Scenario) -> Vec<(&'static str, String, serde_json::Value)> {
+    let reference = s.reference_designs.iter().map(|d| ("reference", d.name.clone(), d.design.clone()));
+    reference.chain(s.wrong_designs.iter().map(|d| ("wrong", d.name.clone(), d.design.clone()))).collect()
+}
+
+fn engine(scenarios: &[Scenario], plan: &Plan) -> Vec<DesignCheck> {
+    section(&format!("Exhaustive check of every reference and wrong design (shared::check_json, median of {} runs)", plan.runs));
+    println!("{:<17} {:<9} {:<62} {:>6} {:>10} {:>10}", "scenario", "kind", "design", "score", "schedules", "median ms");
+    let mut out = Vec::new();
+    for (index, s) in scenarios.iter().enumerate() {
+        for (kind, name, design) in designs_of(s) {
+            let (schedules, score) = match shared::check_json(s, &design) {
+                Ok(v) => (v.schedules_explored, format!("{}/{}", v.score, v.max_score)),
+                Err(e) => (0, format!("error: {e}")),
+            };
+            let ms = median_ms(plan.runs, || drop(black_box(shared::check_json(s, &design))));
+            println!("{:<17} {:<9} {:<62} {:>6} {:>10} {:>10.3}", s.id, kind, clip(&name, 62), score, schedules, ms);
+            out.push(DesignCheck { scenario: index, kind, name, design, schedules, median_ms: ms });
+        }
+    }
+    let worst = out.iter().max_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
+    if let Some(w) = worst {
+        println!(
+            "slowest: {} / {} ({}): {:.3} ms for {} schedules; target ≤ {ENGINE_TARGET_MS:.0} ms: {}",
+            scenarios[w.scenario].id,
+            w.name,
+            w.kind,
+            w.median_ms,
+            w.schedules,
+            mark(w.median_ms <= ENGINE_TARGET_MS)
+        );
+    }
+    out
+}
+
+fn clip(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        text.to_string()
+    } else {
+        let mut s: String = text.chars().take(width - 1).collect();
+        s.push('…');
+        s
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. The simulator against SQLite, schedule by schedule
+// ---------------------------------------------------------------------------------------------
+
+/// Every schedule of the designs, run once each through the simulator (traced, with the SQL
+/// in SQLite's dialect) as the conformance runner receives them; the median of `runs`.
+fn simulator_ms(s: &Scenario, design: &serde_json::Value, runs: usize) -> Result<(u64, f64), String> {
+    let mut schedules = 0;
+    let mut failed = None;
+    let ms = median_ms(runs, || {
+        let result = shared::validate_json(s, design)
+            .map_err(|e| shared::CheckError::Design(e).to_string())
+            .and_then(|valid| shared::check::for_each_schedule(s, &valid, Dialect::Sqlite, shared::Limits::default(), &mut |schedule| drop(black_box(schedule))).map_err(|e| e.to_string()));
+        match result {
+            Ok(n) => schedules = n,
+            Err(e) => failed = Some(e),
+        }
+    });
+    match failed {
+        Some(e) => Err(e),
+        None => Ok((schedules, ms)),
+    }
+}
+
+struct ScenarioReplay {
+    id: String,
+    designs: usize,
+    schedules: u64,
+    simulator_ms: f64,
+    sqlite_ms: f64,
+    check_ms: f64,
+    mismatches: usize,
+}
+
+fn simulator_vs_sqlite(scenarios: &[Scenario], plan: &Plan, engine: &[DesignCheck]) -> Result<f64, String> {
+    let covered = plan.sqlite_scenarios.unwrap_or(scenarios.len()).min(scenarios.len());
+    let subset = if covered < scenarios.len() { format!(", the first {covered} of {} scenarios only", scenarios.len()) } else { String::new() };
+    section(&format!("Simulator against SQLite: every schedule of every reference and wrong design{subset}"));
+    println!("simulator: shared::check::for_each_schedule, each schedule replayed from the start and traced with SQLite's SQL (median of {} runs)", plan.runs);
+    println!("SQLite: the conformance runner replaying those schedules on a SQLite file, tables created per design (1 run)");
+    println!("{:<17} {:>7} {:>10} {:>14} {:>12} {:>10} {:>16} {:>10}", "scenario", "designs", "schedules", "simulator ms", "SQLite ms", "speedup", "check ms (sum)", "mismatches");
+    let path = std::env::temp_dir().join(format!("pipeline-builder-bench-{}.db", std::process::id()));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let rows = runtime.block_on(async {
+        let mut runner = conformance::Runner::open(conformance::Database::Sqlite(path)).await?;
+        let mut rows = Vec::new();
+        for (index, s) in scenarios.iter().enumerate().take(covered) {
+            let mut row = ScenarioReplay { id: s.id.clone(), designs: 0, schedules: 0, simulator_ms: 0.0, sqlite_ms: 0.0, check_ms: 0.0, mismatches: 0 };
+            for (_, name, design) in designs_of(s) {
+                let (schedules, sim) = simulator_ms(s, &design, plan.runs)?;
+                let (setup, all) = conformance::schedules(s, &design, Dialect::Sqlite, shared::sim::Mutation::None)?;
+                if all.len() as u64 != schedules {
+                    return Err(format!("{} / {name}: the conformance runner got {} schedules, the simulator {schedules}", s.id, all.len()));
+                }
+                let mut mismatches = Vec::new();
+                let started = Instant::now();
+                runner.create(&setup).await?;
+                for schedule in &all {
+                    runner.replay(s, &name, &setup, schedule, &mut mismatches).await?;
+                }
+                row.sqlite_ms += started.elapsed().as_secs_f64() * 1000.0;
+                row.simulator_ms += sim;
+                row.schedules += schedules;
+                row.designs += 1;
+                row.mismatches += mismatches.len();
+                row.check_ms += engine.iter().filter(|d| d.scenario == index && d.name == name && d.design == design).map(|d| d.median_ms).sum::<f64>();
+            }
+            println!(
+                "{:<17} {:>7} {:>10} {:>14.3} {:>12.1} {:>9.1}x {:>16.3} {:>10}",
+                row.id,
+                row.designs,
+                row.schedules,
+                row.simulator_ms,
+                row.sqlite_ms,
+                ratio(row.sqlite_ms, row.simulator_ms),
+                row.check_ms,
+                row.mismatches
+            );
+            rows.push(row);
+        }
+        runner.finish().await?;
+        Ok::<_, String>(rows)
+    })?;
+    let sum = |f: fn(&ScenarioReplay) -> f64| rows.iter().map(f).sum::<f64>();
+    let (simulator, sqlite, check) = (sum(|r| r.simulator_ms), sum(|r| r.sqlite_ms), sum(|r| r.check_ms));
+    let designs: usize = rows.iter().map(|r| r.designs).sum();
+    let schedules: u64 = rows.iter().map(|r| r.schedules).sum();
+    let mismatches: usize = rows.iter().map(|r| r.mismatches).sum();
+    println!("{:<17} {:>7} {:>10} {:>14.3} {:>12.1} {:>9.1}x {:>16.3} {:>10}", "all", designs, schedules, simulator, sqlite, ratio(sqlite, simulator), check, mismatches);
+    println!("speedup, SQLite replay / simulator replay of the same schedules: {:.1}x", ratio(sqlite, simulator));
+    println!("SQLite replay / exhaustive checks of the same designs (sum of medians {check:.3} ms): {:.1}x", ratio(sqlite, check));
+    if mismatches > 0 {
+        eprintln!("warning: SQLite disagreed with the simulator {mismatches} time(s); `cargo xtask conformance` shows where");
+    }
+    if simulator <= 0.0 {
+        return Err("the simulator's time is zero".into());
+    }
+    Ok(sqlite / simulator)
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. The check route against the floor route
+// ---------------------------------------------------------------------------------------------
+
+/// Host and port of `http://HOST:PORT`.
+fn authority(url: &str) -> Result<String, String> {
+    let rest = url.strip_prefix("http://").ok_or_else(|| format!("{url}: only http:// URLs"))?;
+    Ok(rest.trim_end_matches('/').to_string())
+}
+
+/// One POST on a fresh connection, as a browser would send it; the status and the body.
+fn post(url: &str, path: &str, body: &[u8]) -> Result<(u16, Vec<u8>), String> {
+    let host = authority(url)?;
+    let mut stream = TcpStream::connect(&host).map_err(|e| format!("{host}: {e}"))?;
+    stream.set_read_timeout(Some(Duration::from_secs(60))).map_err(|e| e.to_string())?;
+    let head = format!("POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+    stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(body)).map_err(|e| format!("POST {path}: {e}"))?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).map_err(|e| format!("POST {path}: {e}"))?;
+    bench::http_answer(&raw).map_err(|e| format!("POST {path}: {e}"))
+}
+
+/// `pipeline-builder load` on one route.
+fn load(server_bin: &Path, url: &str, path: &str, body: &Path, seconds: u64) -> Result<LoadRun, String> {
+    let out = Command::new(server_bin)
+        .args(["load", "--url", url, "--clients", &CONNECTIONS.to_string(), "--seconds", &seconds.to_string(), "--route", "POST", path, "--body"])
+        .arg(body)
+        .env("RUST_LOG", "warn")
+        .output()
+        .map_err(|e| format!("could not start {}: {e}", server_bin.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    parse_load_summary(&stdout).map_err(|e| format!("{path}: {e}\n{}", String::from_utf8_lossy(&out.stderr)))
+}
+
+fn throughput(scenarios: &[Scenario], plan: &Plan, url: &str, server_bin: &Path) -> Result<(f64, f64), String> {
+    let s = scenarios.iter().find(|s| s.id == LOAD_SCENARIO).or(scenarios.first()).ok_or("no scenario")?;
+    let design = s.reference_designs.first().ok_or_else(|| format!("{} has no reference design", s.id))?;
+    let body = serde_json::to_vec(&design.design).map_err(|e| e.to_string())?;
+    let check_path = format!("/api/scenarios/{}/check", s.id);
+    let (status, answer) = post(url, &check_path, &body)?;
+    if status != 200 {
+        return Err(format!("POST {check_path} answered {status}: {}", String::from_utf8_lossy(&answer)));
+    }
+    let floor_path = format!("/api/floor?bytes={}", answer.len());
+    let (status, floor_answer) = post(url, &floor_path, &body)?;
+    if status != 200 || floor_answer.len() != answer.len() {
+        return Err(format!("POST {floor_path} answered {status} with {} bytes (is the server started with --floor-route?)", floor_answer.len()));
+    }
+    let scratch = std::env::temp_dir().join(format!("pipeline-builder-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let body_file = scratch.join("design.json");
+    std::fs::write(&body_file, &body).map_err(|e| format!("{}: {e}", body_file.display()))?;
+
+    section(&format!("Throughput: {CONNECTIONS} connections, {} s per route, one route after the other (warm-up {} s each first)", plan.load_seconds, plan.warm_up_seconds));
+    println!("check: {} / reference \"{}\": request {} bytes, answer {} bytes; the floor answers as many bytes and does no work (same request body)", s.id, design.name, body.len(), answer.len());
+    let result = (|| {
+        load(server_bin, url, &check_path, &body_file, plan.warm_up_seconds)?;
+        load(server_bin, url, &floor_path, &body_file, plan.warm_up_seconds)?;
+        let check = load(server_bin, url, &check_path, &body_file, plan.load_seconds)?;
+        let floor = load(server_bin, url, &floor_path, &body_file, plan.load_seconds)?;
+        Ok::<_, String>((check, floor))
+    })();
+    let _ = std::fs::remove_dir_all(&scratch);
+    let (check, floor) = result?;
+    println!("{:<36} {:>8} {:>10} {:>8} {:>12} {:>10} {:>10}", "route", "seconds", "requests", "errors", "requests/s", "p50 ms", "p99 ms");
+    for (route, run) in [(format!("POST {check_path}"), &check), (format!("POST {floor_path}"), &floor)] {
+        println!("{:<36} {:>8.1} {:>10} {:>8} {:>12.0} {:>10.2} {:>10.2}", route, run.seconds, run.requests, run.errors, run.requests_per_second, run.p50_ms, run.p99_ms);
+    }
+    let r = ratio(check.requests_per_second, floor.requests_per_second);
+    println!("check / floor requests per second: {r:.2} (target ≥ {THROUGHPUT_RATIO_TARGET:.2}: {})", mark(r >= THROUGHPUT_RATIO_TARGET));
+    println!("check p99: {:.2} ms (target ≤ {CHECK_P99_TARGET_MS:.0} ms: {})", check.p99_ms, mark(check.p99_ms <= CHECK_P99_TARGET_MS));
+    if check.errors > 0 || floor.errors > 0 {
+        return Err(format!("requests failed (check {}, floor {}); the figures count them", check.errors, floor.errors));
+    }
+    if floor.requests_per_second <= 0.0 {
+        return Err("the floor route answered nothing".into());
+    }
+    Ok((r, check.p99_ms))
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. The app's size
+// ---------------------------------------------------------------------------------------------
+
+fn wasm(given: Option<u64>) -> Result<u64, String> {
+    section("The browser app");
+    let bytes = match given {
+        Some(b) => b,
+        None => {
+            let wasm = Path::new(env!("CARGO_MANIFEST_DIR")).join("../web/dist/web_bg.wasm");
+            let out = Command::new("gzip").args(["-9", "-c"]).arg(&wasm).output().map_err(|e| format!("gzip: {e}"))?;
+            if !out.status.success() {
+                return Err(format!("no {} (cargo xtask bench builds it and passes --wasm-gzip-bytes)", wasm.display()));
+            }
+            out.stdout.len() as u64
+        }
+    };
+    println!("web/dist/web_bg.wasm gzipped: {bytes} bytes ({:.1} KiB; budget 400 KiB: {})", bytes as f64 / 1024.0, mark(bytes <= 400 * 1024));
+    Ok(bytes)
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. How the check scales with the length of a stream
+// ---------------------------------------------------------------------------------------------
+
+/// Below this, a case is timed `plan.runs` times and the median kept; above, once.
+const SCALING_REPEAT_BELOW_MS: f64 = 200.0;
+
+fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
+    section("Scaling: one stream consumer, a full check (no limits) over N messages with one or two crashes");
+    println!("{:<12} {:>9} {:>11} {:>5} {:>12} {:>24}", "crashes", "messages", "schedules", "runs", "ms", "ns per schedule-message");
+    let limits = shared::Limits { max_schedules: u64::MAX, max_steps: u64::MAX };
+    let mut cases = Vec::new();
+    for &(crashes, messages) in &plan.scaling {
+        let (scenario, design) = stream_scenario(messages, crashes);
+        let valid = shared::validate_json(&scenario, &design).map_err(|e| shared::CheckError::Design(e).to_string())?;
+        let mut verdict = None;
+        let first = time_ms(|| verdict = Some(shared::check_with(&scenario, &valid, limits)));
+        let verdict = verdict.expect("the check ran").map_err(|e| format!("{messages} messages, {crashes} crash(es): {e}"))?;
+        if !verdict.passed {
+            return Err(format!("{messages} messages, {crashes} crash(es): the scaling design missed a requirement"));
+        }
+        let (runs, ms) = if first < SCALING_REPEAT_BELOW_MS && plan.runs > 1 {
+            let mut times = vec![first];
+            times.extend((1..plan.runs).map(|_| time_ms(|| drop(black_box(shared::check_with(&scenario, &valid, limits))))));
+            (times.len(), bench::median(times))
+        } else {
+            (1, first)
+        };
+        let case = ScalingCase { crashes, messages, schedules: verdict.schedules_explored, runs, ms };
+        println!("{:<12} {:>9} {:>11} {:>5} {:>12.3} {:>24.1}", case.label(), messages, case.schedules, runs, ms, case.ns_per_schedule_message());
+        cases.push(case);
+    }
+    for (crashes, messages) in &plan.scaling_left_out {
+        println!("{:<12} {messages:>9}   (left out by --max-messages)", if *crashes == 1 { "one_crash" } else { "two_crashes" });
+    }
+    Ok(cases)
+}
