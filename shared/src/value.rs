@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use chrono::{NaiveDate, NaiveDateTime};
+use chrono::{NaiveDate, NaiveDateTime, Timelike};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -80,7 +80,7 @@ impl Value {
                 _ => Err(format!("expected a decimal string such as \"25.00\", found {json}")),
             },
             ColumnType::Date => match json {
-                J::String(s) => NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                J::String(s) => s.parse::<NaiveDate>()
                     .map(Value::Date)
                     .map_err(|_| format!("\"{s}\" is not a date written as YYYY-MM-DD")),
                 _ => Err(format!("expected a date string such as \"2026-01-10\", found {json}")),
@@ -111,8 +111,8 @@ impl Value {
     /// ISO text, which compares in the same order.
     pub fn literal(&self, dialect: crate::sql::Dialect) -> String {
         match (self, dialect) {
-            (Value::Date(d), crate::sql::Dialect::Sqlite) => return format!("'{}'", d.format("%Y-%m-%d")),
-            (Value::Timestamp(t), crate::sql::Dialect::Sqlite) => return format!("'{}'", t.format("%Y-%m-%d %H:%M:%S")),
+            (Value::Date(d), crate::sql::Dialect::Sqlite) => return format!("'{d}'"),
+            (Value::Timestamp(t), crate::sql::Dialect::Sqlite) => return format!("'{}'", format_sql_time(*t)),
             _ => {}
         }
         match self {
@@ -120,8 +120,8 @@ impl Value {
             Value::Int(i) => i.to_string(),
             Value::Text(s) => format!("'{}'", s.replace('\'', "''")),
             Value::Decimal(d) => d.to_string(),
-            Value::Date(d) => format!("DATE '{}'", d.format("%Y-%m-%d")),
-            Value::Timestamp(t) => format!("TIMESTAMP '{}'", t.format("%Y-%m-%d %H:%M:%S")),
+            Value::Date(d) => format!("DATE '{d}'"),
+            Value::Timestamp(t) => format!("TIMESTAMP '{}'", format_sql_time(*t)),
         }
     }
 
@@ -184,19 +184,54 @@ impl fmt::Display for Value {
             Value::Int(i) => write!(f, "{i}"),
             Value::Text(s) => f.write_str(s),
             Value::Decimal(d) => write!(f, "{d}"),
-            Value::Date(d) => write!(f, "{}", d.format("%Y-%m-%d")),
+            Value::Date(d) => write!(f, "{d}"),
             Value::Timestamp(t) => write!(f, "{}", format_time(*t)),
         }
     }
 }
 
+// Dates and times are read and written by hand rather than through chrono's format strings,
+// whose machinery is a large part of the browser app's size. A date's Display is ISO 8601
+// (`2026-01-10`), as `%Y-%m-%d` would write it.
+
+/// `YYYY-MM-DDTHH:MM:SS`, or with a space for the `T`, with an optional `Z`.
 pub fn parse_timestamp(s: &str) -> Option<NaiveDateTime> {
     let s = s.strip_suffix('Z').unwrap_or(s);
-    NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S")
-        .or_else(|_| NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S"))
-        .ok()
+    let (date, time) = s.split_once(['T', ' '])?;
+    let date: NaiveDate = date.parse().ok()?;
+    let mut parts = time.split(':').map(|p| (p.len() <= 2 && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())).then(|| p.parse::<u32>().ok()).flatten());
+    let (h, m, sec) = (parts.next()??, parts.next()??, parts.next()??);
+    if parts.next().is_some() {
+        return None;
+    }
+    date.and_hms_opt(h, m, sec)
 }
 
+/// `2026-01-10T01:00:00Z`.
 pub fn format_time(t: NaiveDateTime) -> String {
-    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    format!("{}T{:02}:{:02}:{:02}Z", t.date(), t.hour(), t.minute(), t.second())
+}
+
+/// `2026-01-10 01:00:00`, as SQL writes a timestamp.
+fn format_sql_time(t: NaiveDateTime) -> String {
+    format!("{} {:02}:{:02}:{:02}", t.date(), t.hour(), t.minute(), t.second())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_read_and_write_as_the_scenario_files_and_sql_have_them() {
+        let t = parse_timestamp("2026-01-10T01:02:03Z").unwrap();
+        assert_eq!(format_time(t), "2026-01-10T01:02:03Z");
+        assert_eq!(parse_timestamp("2026-01-10 01:02:03"), Some(t));
+        assert_eq!(parse_timestamp("2026-01-10T1:2:3"), Some(t));
+        assert_eq!(Value::Timestamp(t).literal(crate::sql::Dialect::Sqlite), "'2026-01-10 01:02:03'");
+        assert_eq!(Value::Timestamp(t).literal(crate::sql::Dialect::Postgres), "TIMESTAMP '2026-01-10 01:02:03'");
+        assert_eq!(Value::Date(t.date()).literal(crate::sql::Dialect::Postgres), "DATE '2026-01-10'");
+        for bad in ["2026-01-10", "2026-01-10T01:02", "2026-01-10T01:02:03:04", "2026-01-10T24:00:00", "2026-02-30T00:00:00", "2026-01-10T01:02:3.5", "2026-01-10T001:02:03"] {
+            assert_eq!(parse_timestamp(bad), None, "{bad}");
+        }
+    }
 }
