@@ -20,6 +20,7 @@ use crate::catalogue::Entry;
 use crate::error::{json_response, parse_json, read_body, AppError, ErrorBody, JsonBody};
 use crate::report;
 use crate::store::{Attempt, AttemptSummary, Claim, IdempotentAnswer};
+use crate::verdicts::{Checked, VerdictCache};
 
 // Bodies and answers.
 
@@ -199,22 +200,30 @@ fn scenario_entry(state: &AppState, id: &str) -> Result<Arc<Entry>, AppError> {
 
 // The check.
 
-/// Runs the exhaustive check off the async threads, at most one per core at a time.
-pub async fn run_check(state: &AppState, entry: Arc<Entry>, design: Json_) -> Result<Verdict, AppError> {
-    let permit = state.check_permit().await;
+/// Runs the exhaustive check off the async threads, at most one per core at a time, unless
+/// the same design of the same scenario was checked before (`crate::verdicts`).
+pub async fn run_check(state: &AppState, entry: Arc<Entry>, design: Json_) -> Result<Arc<Checked>, AppError> {
     let scenario_id = entry.scenario.id.clone();
+    let key = VerdictCache::key(&entry.hash, &design);
+    if let Some(known) = state.verdicts().get(&key) {
+        state.metrics().observe_cached_check(&scenario_id, if known.verdict.passed { "passed" } else { "missed" });
+        return Ok(known);
+    }
+    let permit = state.check_permit().await;
     let limits = state.config().check_limits;
     let result = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let valid = shared::validate_json(&entry.scenario, &design).map_err(CheckError::Design)?;
-        shared::check_with(&entry.scenario, &valid, limits)
+        shared::check::check_hashed(&entry.scenario, &entry.hash, &valid, limits)
     })
     .await;
     let metrics = state.metrics();
     match result {
         Ok(Ok(verdict)) => {
             metrics.observe_check(&scenario_id, if verdict.passed { "passed" } else { "missed" }, verdict.schedules_explored);
-            Ok(verdict)
+            let checked = Arc::new(Checked::new(verdict).map_err(AppError::internal)?);
+            state.verdicts().insert(key, Arc::clone(&checked));
+            Ok(checked)
         }
         Ok(Err(e)) => {
             let (outcome, schedules) = match &e {
@@ -344,9 +353,10 @@ pub async fn get_scenario(State(state): State<AppState>, Path(id): Path<String>)
         (status = 404, description = "unknown_scenario", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 422, description = "invalid_design, graph_too_large or check_too_large", body = ErrorBody)))]
-pub async fn check(State(state): State<AppState>, Path(id): Path<String>, JsonBody(design): JsonBody<Json_>) -> Result<Json<Verdict>, AppError> {
+pub async fn check(State(state): State<AppState>, Path(id): Path<String>, JsonBody(design): JsonBody<Json_>) -> Result<Response, AppError> {
     let entry = scenario_entry(&state, &id)?;
-    run_check(&state, entry, design).await.map(Json)
+    let checked = run_check(&state, entry, design).await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], checked.json.clone()).into_response())
 }
 
 // Submissions.
@@ -378,7 +388,8 @@ fn submission_body(a: &Attempt, with_design: bool) -> Submission {
 async fn check_attempt(state: &AppState, scenario: &str, student: String, design: Json_) -> Result<Attempt, AppError> {
     let entry = scenario_entry(state, scenario)?;
     refuse_nul(&design, "$.design")?;
-    let verdict = run_check(state, Arc::clone(&entry), design.clone()).await?;
+    let checked = run_check(state, Arc::clone(&entry), design.clone()).await?;
+    let verdict = &checked.verdict;
     Ok(Attempt {
         id: uuid::Uuid::new_v4().to_string(),
         student,
@@ -388,7 +399,7 @@ async fn check_attempt(state: &AppState, scenario: &str, student: String, design
         score: i32::try_from(verdict.score).unwrap_or(i32::MAX),
         max_score: i32::try_from(verdict.max_score).unwrap_or(i32::MAX),
         passed: verdict.passed,
-        verdict: serde_json::to_value(&verdict).map_err(AppError::internal)?,
+        verdict: serde_json::to_value(verdict).map_err(AppError::internal)?,
         created_at: Utc::now(),
     })
 }

@@ -54,6 +54,8 @@ pub struct Config {
     pub rate_limit: Option<RateLimit>,
     /// Mounts `POST /api/floor`, an answer with no work, for benchmarks to compare against.
     pub floor_route: bool,
+    /// The memory for verdicts already given (`crate::verdicts`); 0 checks every design anew.
+    pub verdict_cache_bytes: usize,
 }
 
 impl Default for Config {
@@ -68,6 +70,7 @@ impl Default for Config {
             check_limits: shared::Limits::default(),
             rate_limit: Some(RateLimit::default()),
             floor_route: false,
+            verdict_cache_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -84,6 +87,7 @@ struct Inner {
     /// Checks are CPU-bound: at most one per core runs at a time, the rest wait their turn.
     checks: Arc<tokio::sync::Semaphore>,
     rate_limiter: Option<RateLimiter>,
+    verdicts: crate::verdicts::VerdictCache,
 }
 
 impl AppState {
@@ -91,7 +95,11 @@ impl AppState {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         let checks = Arc::new(tokio::sync::Semaphore::new(cores));
         let rate_limiter = config.rate_limit.map(RateLimiter::new);
-        AppState(Arc::new(Inner { store, catalogue, metrics: Metrics::default(), config, checks, rate_limiter }))
+        let verdicts = crate::verdicts::VerdictCache::new(config.verdict_cache_bytes);
+        AppState(Arc::new(Inner { store, catalogue, metrics: Metrics::default(), config, checks, rate_limiter, verdicts }))
+    }
+    pub fn verdicts(&self) -> &crate::verdicts::VerdictCache {
+        &self.0.verdicts
     }
     pub fn rate_limiter(&self) -> Option<&RateLimiter> {
         self.0.rate_limiter.as_ref()

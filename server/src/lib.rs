@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod report;
 pub mod store;
+pub mod verdicts;
 
 pub use app::{router, AppState, Config};
 pub use catalogue::Catalogue;

@@ -83,6 +83,10 @@ struct ServeArgs {
     /// The most failure schedules one check may explore before it is refused as too large.
     #[arg(long, env = "CHECK_MAX_SCHEDULES")]
     check_max_schedules: Option<u64>,
+    /// Memory for verdicts already given, in MiB: a design checked again is answered without
+    /// running the simulator; 0 checks every design anew.
+    #[arg(long, env = "VERDICT_CACHE_MB", default_value_t = 64)]
+    verdict_cache_mb: usize,
     /// Requests per second each client (grader token, else student session, else address)
     /// may make to /api, sustained; 0 turns the limit off.
     #[arg(long, env = "RATE_LIMIT_PER_SECOND", default_value_t = 100)]
@@ -211,6 +215,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
             burst: f64::from(args.rate_limit_burst.max(1)),
         }),
         floor_route: args.floor_route,
+        verdict_cache_bytes: args.verdict_cache_mb.saturating_mul(1024 * 1024),
         static_dir,
         check_limits: shared::Limits {
             max_schedules: args.check_max_schedules.unwrap_or(shared::Limits::default().max_schedules),

@@ -29,6 +29,8 @@ struct Registry {
     checks: BTreeMap<(String, &'static str), u64>,
     /// scenario → schedules.
     schedules: BTreeMap<String, u64>,
+    /// scenario → checks answered with a verdict given before.
+    cached: BTreeMap<String, u64>,
 }
 
 #[derive(Default)]
@@ -66,6 +68,15 @@ impl Metrics {
         });
     }
 
+    /// A check answered from the verdicts already given: counted as a check, with no
+    /// schedules explored.
+    pub fn observe_cached_check(&self, scenario: &str, outcome: &'static str) {
+        self.with(|r| {
+            *r.checks.entry((scenario.to_string(), outcome)).or_default() += 1;
+            *r.cached.entry(scenario.to_string()).or_default() += 1;
+        });
+    }
+
     /// The Prometheus text exposition format, version 0.0.4.
     pub fn render(&self) -> String {
         self.with(|r| {
@@ -95,6 +106,11 @@ impl Metrics {
             out.push_str("# TYPE pipeline_builder_schedules_explored_total counter\n");
             for (scenario, n) in &r.schedules {
                 let _ = writeln!(out, "pipeline_builder_schedules_explored_total{{scenario=\"{}\"}} {n}", escape(scenario));
+            }
+            out.push_str("# HELP pipeline_builder_checks_cached_total Checks answered with the verdict of the same design checked before, by scenario.\n");
+            out.push_str("# TYPE pipeline_builder_checks_cached_total counter\n");
+            for (scenario, n) in &r.cached {
+                let _ = writeln!(out, "pipeline_builder_checks_cached_total{{scenario=\"{}\"}} {n}", escape(scenario));
             }
             out
         })

@@ -233,6 +233,34 @@ async fn the_body_limit_is_configurable() {
 }
 
 #[tokio::test]
+async fn a_design_checked_again_gets_the_same_answer_without_running_the_simulator() {
+    let app = spawn_app().await;
+    let design = passing_design("safe-retry");
+    let first = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &design).await;
+    let again = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &design).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.text);
+    assert_eq!(again.text, first.text, "the same bytes");
+    let metrics = app.get("/metrics", &As::nobody()).await.text;
+    assert!(metrics.contains("pipeline_builder_checks_cached_total{scenario=\"safe-retry\"} 1"), "{metrics}");
+    assert!(metrics.contains("pipeline_builder_checks_total{scenario=\"safe-retry\",outcome=\"passed\"} 2"), "{metrics}");
+    // Another design is checked anew.
+    let mut other = design.clone();
+    other["nodes"][0]["position"] = serde_json::json!({"x": 1.0, "y": 2.0});
+    let third = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &other).await;
+    let third_metrics = app.get("/metrics", &As::nobody()).await.text;
+    assert_eq!(third.status, StatusCode::OK);
+    assert!(third_metrics.contains("pipeline_builder_checks_cached_total{scenario=\"safe-retry\"} 1"), "{third_metrics}");
+
+    let uncached = spawn_app_with(Config { verdict_cache_bytes: 0, ..Config::default() }).await;
+    for _ in 0..2 {
+        let answer = uncached.post("/api/scenarios/safe-retry/check", &As::nobody(), &design).await;
+        assert_eq!(answer.text, first.text);
+    }
+    let metrics = uncached.get("/metrics", &As::nobody()).await.text;
+    assert!(!metrics.contains("pipeline_builder_checks_cached_total{"), "{metrics}");
+}
+
+#[tokio::test]
 async fn a_check_beyond_its_limits_is_check_too_large() {
     let limits = shared::Limits { max_schedules: 2, ..shared::Limits::default() };
     let app = spawn_app_with(Config { check_limits: limits, ..Config::default() }).await;

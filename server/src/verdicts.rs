@@ -1,0 +1,139 @@
+//! Verdicts already given, by scenario hash and design. A check is a pure function of the two
+//! (the simulator has no clock and no randomness, and the limits are the server's), so a design
+//! checked again, as students and graders often do, is answered from here without running
+//! the simulator.
+//!
+//! Two generations of entries bound the memory: new verdicts go into the current one; when it
+//! holds half the budget it becomes the previous one, and the one before is dropped. A verdict
+//! found in the previous generation moves back into the current one.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use shared::Verdict;
+
+/// A verdict with its JSON, as the check route answers it.
+#[derive(Debug)]
+pub struct Checked {
+    pub verdict: Verdict,
+    pub json: Bytes,
+}
+
+impl Checked {
+    pub fn new(verdict: Verdict) -> Result<Checked, serde_json::Error> {
+        let json = Bytes::from(serde_json::to_vec(&verdict)?);
+        Ok(Checked { verdict, json })
+    }
+
+    fn size(&self, key: &str) -> usize {
+        key.len() + self.json.len() * 3
+    }
+}
+
+#[derive(Default)]
+struct Generations {
+    current: HashMap<String, Arc<Checked>>,
+    current_bytes: usize,
+    previous: HashMap<String, Arc<Checked>>,
+}
+
+pub struct VerdictCache {
+    budget: usize,
+    generations: Mutex<Generations>,
+}
+
+impl VerdictCache {
+    /// A cache that holds at most about `budget` bytes; 0 keeps nothing.
+    pub fn new(budget: usize) -> VerdictCache {
+        VerdictCache { budget, generations: Mutex::new(Generations::default()) }
+    }
+
+    /// The key of a design of a scenario: the scenario's hash and the design's JSON.
+    pub fn key(scenario_hash: &str, design: &serde_json::Value) -> String {
+        format!("{scenario_hash}\n{design}")
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Generations> {
+        // Entries are inserted whole, so a poisoned lock holds nothing half-done.
+        self.generations.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn get(&self, key: &str) -> Option<Arc<Checked>> {
+        if self.budget == 0 {
+            return None;
+        }
+        let mut g = self.lock();
+        if let Some(found) = g.current.get(key) {
+            return Some(Arc::clone(found));
+        }
+        let found = g.previous.remove(key)?;
+        Self::put(&mut g, self.budget, key.to_string(), Arc::clone(&found));
+        Some(found)
+    }
+
+    pub fn insert(&self, key: String, checked: Arc<Checked>) {
+        if self.budget == 0 || checked.size(&key) > self.budget / 2 {
+            return;
+        }
+        Self::put(&mut self.lock(), self.budget, key, checked);
+    }
+
+    fn put(g: &mut Generations, budget: usize, key: String, checked: Arc<Checked>) {
+        g.current_bytes += checked.size(&key);
+        g.current.insert(key, checked);
+        if g.current_bytes > budget / 2 {
+            g.previous = std::mem::take(&mut g.current);
+            g.current_bytes = 0;
+        }
+    }
+
+    /// Verdicts held.
+    pub fn len(&self) -> usize {
+        let g = self.lock();
+        g.current.len() + g.previous.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checked(id: &str) -> Arc<Checked> {
+        let verdict = Verdict { scenario: id.into(), scenario_hash: "sha256:x".into(), passed: true, score: 1, max_score: 1, schedules_explored: 1, requirements: Vec::new() };
+        Arc::new(Checked::new(verdict).unwrap())
+    }
+
+    #[test]
+    fn a_verdict_is_found_by_its_scenario_and_design() {
+        let cache = VerdictCache::new(1 << 20);
+        let design = serde_json::json!({"nodes": [], "edges": []});
+        let key = VerdictCache::key("sha256:a", &design);
+        assert!(cache.get(&key).is_none());
+        cache.insert(key.clone(), checked("a"));
+        assert_eq!(cache.get(&key).unwrap().verdict.scenario, "a");
+        assert!(cache.get(&VerdictCache::key("sha256:b", &design)).is_none(), "another scenario hash is another verdict");
+        assert!(cache.get(&VerdictCache::key("sha256:a", &serde_json::json!({"nodes": [1], "edges": []}))).is_none());
+    }
+
+    #[test]
+    fn the_cache_stays_within_its_budget_and_keeps_what_is_used() {
+        let one = checked("s");
+        let size = one.size("key-000");
+        let cache = VerdictCache::new(size * 10);
+        cache.insert("key-000".into(), Arc::clone(&one));
+        for i in 1..100 {
+            cache.insert(format!("key-{i:03}"), Arc::clone(&one));
+            assert!(cache.get("key-000").is_some(), "a verdict in use stays, at step {i}");
+            assert!(cache.len() <= 11, "{} entries", cache.len());
+        }
+        assert!(cache.get("key-050").is_none(), "an old unused verdict is dropped");
+        let none = VerdictCache::new(0);
+        none.insert("k".into(), one);
+        assert!(none.get("k").is_none() && none.is_empty());
+    }
+}
