@@ -71,6 +71,13 @@ pub struct ScalingCase {
     /// How many checks the time is the median of.
     pub runs: usize,
     pub ms: f64,
+    /// Steps the search simulated (`shared::check::search_stats`).
+    pub steps: u64,
+    /// Times the search reached a state it had met before and stopped there.
+    pub merged: u64,
+    /// The same check by the plain enumeration (every schedule run from the start), where it
+    /// was timed.
+    pub plain_ms: Option<f64>,
 }
 
 impl ScalingCase {
@@ -92,9 +99,45 @@ impl ScalingCase {
         }
     }
 
-    /// `scaling: one_crash messages=1000 schedules=3001 runs=1 ms=12.345 ns_per_schedule_message=4.1`
+    /// The time of the check divided by the steps it simulated, in nanoseconds.
+    pub fn ns_per_step(&self) -> f64 {
+        if self.steps > 0 {
+            self.ms * 1e6 / self.steps as f64
+        } else {
+            0.0
+        }
+    }
+
+    /// The time of the check divided by the messages, in microseconds.
+    pub fn us_per_message(&self) -> f64 {
+        if self.messages > 0 {
+            self.ms * 1e3 / self.messages as f64
+        } else {
+            0.0
+        }
+    }
+
+    /// `scaling: one_crash crashes=1 messages=1000 schedules=3001 runs=1 ms=12.345
+    /// ns_per_schedule_message=4.1 steps=… …`, with `plain_ms` when it was timed.
     pub fn line(&self) -> String {
-        line("scaling", format!("{} crashes={} messages={} schedules={} runs={} ms={:.3} ns_per_schedule_message={:.1}", self.label(), self.crashes, self.messages, self.schedules, self.runs, self.ms, self.ns_per_schedule_message()))
+        let mut text = format!(
+            "{} crashes={} messages={} schedules={} runs={} ms={:.3} ns_per_schedule_message={:.2} steps={} states_merged={} ns_per_step={:.1} us_per_message={:.2}",
+            self.label(),
+            self.crashes,
+            self.messages,
+            self.schedules,
+            self.runs,
+            self.ms,
+            self.ns_per_schedule_message(),
+            self.steps,
+            self.merged,
+            self.ns_per_step(),
+            self.us_per_message()
+        );
+        if let Some(plain) = self.plain_ms {
+            text.push_str(&format!(" plain_ms={plain:.3}"));
+        }
+        line("scaling", text)
     }
 }
 
@@ -215,13 +258,28 @@ mod tests {
         assert_eq!(parse_line(&line("check_p99_ms", format!("{:.2}", 12.3456))), Some(("check_p99_ms", "12.35")));
         assert_eq!(parse_line("Engine check: 3 ms"), None, "a table line is not a metric");
         assert_eq!(parse_line("wasm_gzip_bytes: "), None);
-        let case = ScalingCase { crashes: 1, messages: 100, schedules: 301, runs: 5, ms: 3.01 };
+        let case = ScalingCase { crashes: 1, messages: 100, schedules: 301, runs: 5, ms: 3.01, steps: 1800, merged: 297, plain_ms: Some(12.0) };
         let text = case.line();
         let (name, value) = parse_line(&text).unwrap();
         assert_eq!(name, "scaling");
         let (words, pairs) = parse_pairs(value);
         assert_eq!(words, ["one_crash"]);
-        assert_eq!(pairs, [("crashes", "1"), ("messages", "100"), ("schedules", "301"), ("runs", "5"), ("ms", "3.010"), ("ns_per_schedule_message", "100.0")]);
+        assert_eq!(
+            pairs,
+            [
+                ("crashes", "1"),
+                ("messages", "100"),
+                ("schedules", "301"),
+                ("runs", "5"),
+                ("ms", "3.010"),
+                ("ns_per_schedule_message", "100.00"),
+                ("steps", "1800"),
+                ("states_merged", "297"),
+                ("ns_per_step", "1672.2"),
+                ("us_per_message", "30.10"),
+                ("plain_ms", "12.000")
+            ]
+        );
     }
 
     #[test]
@@ -248,7 +306,7 @@ mod tests {
         let verdict = shared::check_json(&scenario, &design).unwrap();
         assert!(verdict.passed, "the scaling design is correct");
         assert!(verdict.schedules_explored > 10, "one crash can come at any message: {}", verdict.schedules_explored);
-        let case = ScalingCase { crashes: 1, messages: 10, schedules: verdict.schedules_explored, runs: 1, ms: 1.0 };
+        let case = ScalingCase { crashes: 1, messages: 10, schedules: verdict.schedules_explored, runs: 1, ms: 1.0, steps: 0, merged: 0, plain_ms: None };
         assert!((case.ns_per_schedule_message() - 1e6 / (10.0 * verdict.schedules_explored as f64)).abs() < 1e-9);
     }
 }

@@ -60,8 +60,8 @@ impl Plan {
     fn new(mode: Mode, max_messages: Option<usize>) -> Plan {
         let (runs, sqlite_scenarios, warm_up_seconds, load_seconds, scaling) = match mode {
             Mode::Full => (21, None, 3, 20, vec![(1, 10), (1, 100), (1, 1000), (1, 10_000), (2, 10), (2, 100), (2, 1000)]),
-            Mode::Quick => (5, None, 1, 5, vec![(1, 10), (1, 100), (1, 1000), (2, 10), (2, 100)]),
-            Mode::Smoke => (3, Some(2), 1, 1, vec![(1, 10), (1, 100), (2, 10)]),
+            Mode::Quick => (5, None, 1, 5, vec![(1, 10), (1, 100), (1, 1000), (1, 10_000), (2, 10), (2, 100), (2, 1000)]),
+            Mode::Smoke => (3, Some(2), 1, 1, vec![(1, 10), (1, 100), (2, 10), (2, 100)]),
         };
         let (scaling, scaling_left_out) = scaling.into_iter().partition(|&(_, n)| max_messages.is_none_or(|max| n <= max));
         Plan { runs, sqlite_scenarios, warm_up_seconds, load_seconds, scaling, scaling_left_out }
@@ -72,6 +72,7 @@ struct Options {
     mode: Mode,
     scenarios: PathBuf,
     url: Option<String>,
+    uncached_url: Option<String>,
     server_bin: Option<PathBuf>,
     wasm_gzip_bytes: Option<u64>,
     max_messages: Option<usize>,
@@ -85,6 +86,7 @@ fn options() -> Result<Options, String> {
         mode: Mode::Full,
         scenarios: root.join("scenarios"),
         url: None,
+        uncached_url: None,
         server_bin: None,
         wasm_gzip_bytes: None,
         max_messages: std::env::var("BENCH_MAX_MESSAGES").ok().and_then(|v| v.parse().ok()),
@@ -97,6 +99,7 @@ fn options() -> Result<Options, String> {
             "--smoke" => o.mode = Mode::Smoke,
             "--scenarios" => o.scenarios = value("--scenarios")?.into(),
             "--url" => o.url = Some(value("--url")?),
+            "--uncached-url" => o.uncached_url = Some(value("--uncached-url")?),
             "--server-bin" => o.server_bin = Some(value("--server-bin")?.into()),
             "--wasm-gzip-bytes" => o.wasm_gzip_bytes = Some(value("--wasm-gzip-bytes")?.parse().map_err(|_| "--wasm-gzip-bytes takes a number of bytes")?),
             "--max-messages" => o.max_messages = Some(value("--max-messages")?.parse().map_err(|_| "--max-messages takes a number")?),
@@ -141,13 +144,22 @@ fn main() -> ExitCode {
     }
 
     match (&o.url, &o.server_bin) {
-        (Some(url), Some(server_bin)) => match throughput(&scenarios, &plan, url, server_bin) {
-            Ok((ratio, p99)) => {
-                lines.push(line("check_vs_floor_throughput_ratio", format!("{ratio:.2}")));
-                lines.push(line("check_p99_ms", format!("{p99:.2}")));
+        (Some(url), Some(server_bin)) => {
+            let servers = [("", "as shipped: a design checked before is answered from the verdict cache", Some(url)), ("_uncached", "with --verdict-cache-mb 0: every check runs the simulator", o.uncached_url.as_ref())];
+            for (suffix, what, url) in servers {
+                let Some(url) = url else {
+                    problems.push(format!("throughput{suffix}: skipped, it needs --uncached-url (cargo xtask bench passes it)"));
+                    continue;
+                };
+                match throughput(&scenarios, &plan, url, server_bin, what) {
+                    Ok((ratio, p99)) => {
+                        lines.push(line(&format!("check{suffix}_vs_floor_throughput_ratio"), format!("{ratio:.2}")));
+                        lines.push(line(&format!("check{suffix}_p99_ms"), format!("{p99:.2}")));
+                    }
+                    Err(e) => problems.push(format!("throughput{suffix}: {e}")),
+                }
             }
-            Err(e) => problems.push(format!("throughput: {e}")),
-        },
+        }
         _ => problems.push("throughput: skipped, it needs --url and --server-bin (cargo xtask bench passes them)".into()),
     }
 
@@ -399,7 +411,7 @@ fn load(server_bin: &Path, url: &str, path: &str, body: &Path, seconds: u64) -> 
     parse_load_summary(&stdout).map_err(|e| format!("{path}: {e}\n{}", String::from_utf8_lossy(&out.stderr)))
 }
 
-fn throughput(scenarios: &[Scenario], plan: &Plan, url: &str, server_bin: &Path) -> Result<(f64, f64), String> {
+fn throughput(scenarios: &[Scenario], plan: &Plan, url: &str, server_bin: &Path, what: &str) -> Result<(f64, f64), String> {
     let s = scenarios.iter().find(|s| s.id == LOAD_SCENARIO).or(scenarios.first()).ok_or("no scenario")?;
     let design = s.reference_designs.first().ok_or_else(|| format!("{} has no reference design", s.id))?;
     let body = serde_json::to_vec(&design.design).map_err(|e| e.to_string())?;
@@ -418,7 +430,7 @@ fn throughput(scenarios: &[Scenario], plan: &Plan, url: &str, server_bin: &Path)
     let body_file = scratch.join("design.json");
     std::fs::write(&body_file, &body).map_err(|e| format!("{}: {e}", body_file.display()))?;
 
-    section(&format!("Throughput: {CONNECTIONS} connections, {} s per route, one route after the other (warm-up {} s each first)", plan.load_seconds, plan.warm_up_seconds));
+    section(&format!("Throughput, the server {what}: {CONNECTIONS} connections, {} s per route, one route after the other (warm-up {} s each first)", plan.load_seconds, plan.warm_up_seconds));
     println!("check: {} / reference \"{}\": request {} bytes, answer {} bytes; the floor answers as many bytes and does no work (same request body)", s.id, design.name, body.len(), answer.len());
     let result = (|| {
         load(server_bin, url, &check_path, &body_file, plan.warm_up_seconds)?;
@@ -473,9 +485,16 @@ fn wasm(given: Option<u64>) -> Result<u64, String> {
 /// Below this, a case is timed `plan.runs` times and the median kept; above, once.
 const SCALING_REPEAT_BELOW_MS: f64 = 200.0;
 
+/// The plain enumeration is timed where it replays at most this many schedule-messages.
+const PLAIN_MAX_SCHEDULE_MESSAGES: f64 = 5e6;
+
 fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
     section("Scaling: one stream consumer, a full check (no limits) over N messages with one or two crashes");
-    println!("{:<12} {:>9} {:>11} {:>5} {:>12} {:>24}", "crashes", "messages", "schedules", "runs", "ms", "ns per schedule-message");
+    println!("search: shared prefixes and merged states (the check); plain: every schedule run from the start (shared::check::check_every_schedule), timed where it replays at most {PLAIN_MAX_SCHEDULE_MESSAGES:e} schedule-messages");
+    println!(
+        "{:<12} {:>9} {:>11} {:>5} {:>11} {:>11} {:>9} {:>11} {:>10} {:>12} {:>10}",
+        "crashes", "messages", "schedules", "runs", "search ms", "ns/sch-msg", "steps", "merged", "ns/step", "us/message", "plain ms"
+    );
     let limits = shared::Limits { max_schedules: u64::MAX, max_steps: u64::MAX };
     let mut cases = Vec::new();
     for &(crashes, messages) in &plan.scaling {
@@ -494,8 +513,33 @@ fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
         } else {
             (1, first)
         };
-        let case = ScalingCase { crashes, messages, schedules: verdict.schedules_explored, runs, ms };
-        println!("{:<12} {:>9} {:>11} {:>5} {:>12.3} {:>24.1}", case.label(), messages, case.schedules, runs, ms, case.ns_per_schedule_message());
+        let stats = shared::check::search_stats(&scenario, &valid, limits).map_err(|e| e.to_string())?;
+        let plain_ms = if verdict.schedules_explored as f64 * messages as f64 <= PLAIN_MAX_SCHEDULE_MESSAGES {
+            let mut plain = None;
+            let ms = time_ms(|| plain = Some(shared::check::check_every_schedule(&scenario, &valid, limits)));
+            let plain = plain.expect("the check ran").map_err(|e| e.to_string())?;
+            if plain != verdict {
+                return Err(format!("{messages} messages, {crashes} crash(es): the plain enumeration's verdict differs from the search's"));
+            }
+            Some(ms)
+        } else {
+            None
+        };
+        let case = ScalingCase { crashes, messages, schedules: verdict.schedules_explored, runs, ms, steps: stats.steps_simulated, merged: stats.states_merged, plain_ms };
+        println!(
+            "{:<12} {:>9} {:>11} {:>5} {:>11.3} {:>11.2} {:>9} {:>11} {:>10.1} {:>12.2} {:>10}",
+            case.label(),
+            messages,
+            case.schedules,
+            runs,
+            ms,
+            case.ns_per_schedule_message(),
+            case.steps,
+            case.merged,
+            case.ns_per_step(),
+            case.us_per_message(),
+            plain_ms.map(|p| format!("{p:.1}")).unwrap_or_else(|| "-".into())
+        );
         cases.push(case);
     }
     for (crashes, messages) in &plan.scaling_left_out {

@@ -203,12 +203,23 @@ fn scenario_entry(state: &AppState, id: &str) -> Result<Arc<Entry>, AppError> {
 /// Runs the exhaustive check off the async threads, at most one per core at a time, unless
 /// the same design of the same scenario was checked before (`crate::verdicts`).
 pub async fn run_check(state: &AppState, entry: Arc<Entry>, design: Json_) -> Result<Arc<Checked>, AppError> {
-    let scenario_id = entry.scenario.id.clone();
     let key = VerdictCache::key(&entry.hash, &design);
-    if let Some(known) = state.verdicts().get(&key) {
-        state.metrics().observe_cached_check(&scenario_id, if known.verdict.passed { "passed" } else { "missed" });
+    if let Some(known) = cached_check(state, &entry, &key) {
         return Ok(known);
     }
+    check_anew(state, entry, key, design).await
+}
+
+/// The verdict given before for this key, if any.
+fn cached_check(state: &AppState, entry: &Entry, key: &[u8]) -> Option<Arc<Checked>> {
+    let known = state.verdicts().get(key)?;
+    state.metrics().observe_cached_check(&entry.scenario.id, if known.verdict.passed { "passed" } else { "missed" });
+    Some(known)
+}
+
+/// Runs the simulator and keeps the verdict under `key`.
+async fn check_anew(state: &AppState, entry: Arc<Entry>, key: Vec<u8>, design: Json_) -> Result<Arc<Checked>, AppError> {
+    let scenario_id = entry.scenario.id.clone();
     let permit = state.check_permit().await;
     let limits = state.config().check_limits;
     let result = tokio::task::spawn_blocking(move || {
@@ -353,9 +364,22 @@ pub async fn get_scenario(State(state): State<AppState>, Path(id): Path<String>)
         (status = 404, description = "unknown_scenario", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 422, description = "invalid_design, graph_too_large or check_too_large", body = ErrorBody)))]
-pub async fn check(State(state): State<AppState>, Path(id): Path<String>, JsonBody(design): JsonBody<Json_>) -> Result<Response, AppError> {
-    let entry = scenario_entry(&state, &id)?;
-    let checked = run_check(&state, entry, design).await?;
+pub async fn check(State(state): State<AppState>, Path(id): Path<String>, request: Request) -> Result<Response, AppError> {
+    let body = read_body(request, &()).await?;
+    let Some(entry) = state.catalogue().get(&id) else {
+        // A body that is not JSON is answered as such first, as for every route.
+        parse_json::<Json_>(&body)?;
+        return Err(AppError::unknown_scenario(&id));
+    };
+    // A body checked before is answered before its JSON is even parsed.
+    let key = VerdictCache::key_of_text(&entry.hash, &body);
+    let checked = match cached_check(&state, &entry, &key) {
+        Some(known) => known,
+        None => {
+            let design: Json_ = parse_json(&body)?;
+            check_anew(&state, entry, key, design).await?
+        }
+    };
     Ok(([(header::CONTENT_TYPE, "application/json")], checked.json.clone()).into_response())
 }
 

@@ -26,7 +26,7 @@ struct Registry {
     /// (method, route) → latency.
     latency: BTreeMap<(String, String), Histogram>,
     /// (scenario, outcome) → count; outcome is passed, missed, invalid or too_large.
-    checks: BTreeMap<(String, &'static str), u64>,
+    checks: BTreeMap<String, BTreeMap<&'static str, u64>>,
     /// scenario → schedules.
     schedules: BTreeMap<String, u64>,
     /// scenario → checks answered with a verdict given before.
@@ -63,7 +63,7 @@ impl Metrics {
 
     pub fn observe_check(&self, scenario: &str, outcome: &'static str, schedules: u64) {
         self.with(|r| {
-            *r.checks.entry((scenario.to_string(), outcome)).or_default() += 1;
+            count(&mut r.checks, scenario, outcome);
             *r.schedules.entry(scenario.to_string()).or_default() += schedules;
         });
     }
@@ -72,8 +72,11 @@ impl Metrics {
     /// schedules explored.
     pub fn observe_cached_check(&self, scenario: &str, outcome: &'static str) {
         self.with(|r| {
-            *r.checks.entry((scenario.to_string(), outcome)).or_default() += 1;
-            *r.cached.entry(scenario.to_string()).or_default() += 1;
+            count(&mut r.checks, scenario, outcome);
+            match r.cached.get_mut(scenario) {
+                Some(n) => *n += 1,
+                None => drop(r.cached.insert(scenario.to_string(), 1)),
+            }
         });
     }
 
@@ -99,7 +102,7 @@ impl Metrics {
             }
             out.push_str("# HELP pipeline_builder_checks_total Designs checked, by scenario and outcome (passed, missed, invalid, too_large).\n");
             out.push_str("# TYPE pipeline_builder_checks_total counter\n");
-            for ((scenario, outcome), n) in &r.checks {
+            for ((scenario, outcome), n) in r.checks.iter().flat_map(|(s, by)| by.iter().map(move |(o, n)| ((s, o), n))) {
                 let _ = writeln!(out, "pipeline_builder_checks_total{{scenario=\"{}\",outcome=\"{outcome}\"}} {n}", escape(scenario));
             }
             out.push_str("# HELP pipeline_builder_schedules_explored_total Failure schedules the simulator ran to the end, by scenario.\n");
@@ -119,4 +122,13 @@ impl Metrics {
 
 fn escape(label: &str) -> String {
     label.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// Adds one to a count by scenario and outcome, allocating only for a scenario not seen yet.
+fn count(checks: &mut BTreeMap<String, BTreeMap<&'static str, u64>>, scenario: &str, outcome: &'static str) {
+    let by_outcome = match checks.get_mut(scenario) {
+        Some(by) => by,
+        None => checks.entry(scenario.to_string()).or_default(),
+    };
+    *by_outcome.entry(outcome).or_default() += 1;
 }

@@ -26,16 +26,16 @@ impl Checked {
         Ok(Checked { verdict, json })
     }
 
-    fn size(&self, key: &str) -> usize {
+    fn size(&self, key: &[u8]) -> usize {
         key.len() + self.json.len() * 3
     }
 }
 
 #[derive(Default)]
 struct Generations {
-    current: HashMap<String, Arc<Checked>>,
+    current: HashMap<Vec<u8>, Arc<Checked>>,
     current_bytes: usize,
-    previous: HashMap<String, Arc<Checked>>,
+    previous: HashMap<Vec<u8>, Arc<Checked>>,
 }
 
 pub struct VerdictCache {
@@ -50,8 +50,18 @@ impl VerdictCache {
     }
 
     /// The key of a design of a scenario: the scenario's hash and the design's JSON.
-    pub fn key(scenario_hash: &str, design: &serde_json::Value) -> String {
-        format!("{scenario_hash}\n{design}")
+    pub fn key(scenario_hash: &str, design: &serde_json::Value) -> Vec<u8> {
+        Self::key_of_text(scenario_hash, design.to_string().as_bytes())
+    }
+
+    /// The key of a design as the request's body wrote it: the same bytes parse into the
+    /// same design, so a repeated request is answered before its JSON is parsed.
+    pub fn key_of_text(scenario_hash: &str, design: &[u8]) -> Vec<u8> {
+        let mut key = Vec::with_capacity(scenario_hash.len() + 1 + design.len());
+        key.extend_from_slice(scenario_hash.as_bytes());
+        key.push(b'\n');
+        key.extend_from_slice(design);
+        key
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Generations> {
@@ -59,7 +69,7 @@ impl VerdictCache {
         self.generations.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn get(&self, key: &str) -> Option<Arc<Checked>> {
+    pub fn get(&self, key: &[u8]) -> Option<Arc<Checked>> {
         if self.budget == 0 {
             return None;
         }
@@ -68,18 +78,18 @@ impl VerdictCache {
             return Some(Arc::clone(found));
         }
         let found = g.previous.remove(key)?;
-        Self::put(&mut g, self.budget, key.to_string(), Arc::clone(&found));
+        Self::put(&mut g, self.budget, key.to_vec(), Arc::clone(&found));
         Some(found)
     }
 
-    pub fn insert(&self, key: String, checked: Arc<Checked>) {
+    pub fn insert(&self, key: Vec<u8>, checked: Arc<Checked>) {
         if self.budget == 0 || checked.size(&key) > self.budget / 2 {
             return;
         }
         Self::put(&mut self.lock(), self.budget, key, checked);
     }
 
-    fn put(g: &mut Generations, budget: usize, key: String, checked: Arc<Checked>) {
+    fn put(g: &mut Generations, budget: usize, key: Vec<u8>, checked: Arc<Checked>) {
         g.current_bytes += checked.size(&key);
         g.current.insert(key, checked);
         if g.current_bytes > budget / 2 {
@@ -123,17 +133,17 @@ mod tests {
     #[test]
     fn the_cache_stays_within_its_budget_and_keeps_what_is_used() {
         let one = checked("s");
-        let size = one.size("key-000");
+        let size = one.size(b"key-000");
         let cache = VerdictCache::new(size * 10);
-        cache.insert("key-000".into(), Arc::clone(&one));
+        cache.insert(b"key-000".to_vec(), Arc::clone(&one));
         for i in 1..100 {
-            cache.insert(format!("key-{i:03}"), Arc::clone(&one));
-            assert!(cache.get("key-000").is_some(), "a verdict in use stays, at step {i}");
+            cache.insert(format!("key-{i:03}").into_bytes(), Arc::clone(&one));
+            assert!(cache.get(b"key-000").is_some(), "a verdict in use stays, at step {i}");
             assert!(cache.len() <= 11, "{} entries", cache.len());
         }
-        assert!(cache.get("key-050").is_none(), "an old unused verdict is dropped");
+        assert!(cache.get(b"key-050").is_none(), "an old unused verdict is dropped");
         let none = VerdictCache::new(0);
-        none.insert("k".into(), one);
-        assert!(none.get("k").is_none() && none.is_empty());
+        none.insert(b"k".to_vec(), one);
+        assert!(none.get(b"k").is_none() && none.is_empty());
     }
 }

@@ -87,10 +87,10 @@ fn summary() {
     }
     println!();
     println!("{:<26} {:>10} {:>12} {:>24}", "stream consumer", "schedules", "median ms", "ns per schedule-message");
-    for (n, crashes) in [(10, 1), (100, 1), (1000, 1), (10, 2), (100, 2)] {
+    for (n, crashes) in [(10, 1), (100, 1), (1000, 1), (10_000, 1), (10, 2), (100, 2), (1000, 2)] {
         let (s, d) = stream_scenario(n, crashes);
         let v = shared::check_json(&s, &d).expect("the scaling design checks");
-        let runs = if n >= 1000 || crashes == 2 { 3 } else { 21 };
+        let runs = if n >= 1000 { 5 } else { 21 };
         let ms = median_ms(|| drop(shared::check_json(&s, &d)), runs);
         let per = ms * 1e6 / (v.schedules_explored as f64 * n as f64);
         println!("{:<26} {:>10} {:>12.3} {:>24.1}", format!("{n} messages, {crashes} crash(es)"), v.schedules_explored, ms, per);
@@ -110,7 +110,7 @@ fn scenario_check(bencher: divan::Bencher, id: &str) {
     bencher.bench_local(|| shared::check_json(&s, &design));
 }
 
-#[divan::bench(args = [10, 100, 1000], sample_count = 5)]
+#[divan::bench(args = [10, 100, 1000, 10_000], sample_count = 5)]
 fn stream_one_crash(bencher: divan::Bencher, n: usize) {
     let (s, d) = stream_scenario(n, 1);
     bencher.bench_local(|| shared::check_json(&s, &d));

@@ -159,10 +159,18 @@ pub fn for_each_schedule_of(scenario: &Scenario, design: &ValidDesign, dialect: 
 
 /// Checks a design under every failure schedule the scenario allows, within `limits`.
 pub fn check_with(scenario: &Scenario, design: &ValidDesign, limits: Limits) -> Result<Verdict, CheckError> {
+    check_hashed(scenario, &scenario_hash(scenario), design, limits)
+}
+
+/// As `check_with`, for a caller that keeps the scenario's hash (`scenario_hash`), which
+/// otherwise costs a serialisation of the whole scenario per check.
+pub fn check_hashed(scenario: &Scenario, hash: &str, design: &ValidDesign, limits: Limits) -> Result<Verdict, CheckError> {
     let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
     let clean = clean_run(&model);
     let (explored, best) = Search::run(&model, &clean, limits)?;
-    Ok(verdict(scenario, &model, &clean, explored, &best))
+    let mut verdict = verdict(scenario, &model, &clean, explored, &best);
+    verdict.scenario_hash = hash.to_string();
+    Ok(verdict)
 }
 
 /// As `check_with`, but runs every schedule from the start, one after the other, with nothing
@@ -182,7 +190,9 @@ pub fn check_every_schedule(scenario: &Scenario, design: &ValidDesign, limits: L
             }
         }
     })?;
-    Ok(verdict(scenario, &model, &clean, explored, &best))
+    let mut verdict = verdict(scenario, &model, &clean, explored, &best);
+    verdict.scenario_hash = scenario_hash(scenario);
+    Ok(verdict)
 }
 
 /// The verdict, with each missed requirement's plan replayed traced.
@@ -210,7 +220,7 @@ fn verdict(scenario: &Scenario, model: &Model, clean: &Clean, explored: u64, bes
     let max_score = requirements.len() as u32;
     Verdict {
         scenario: scenario.id.clone(),
-        scenario_hash: scenario_hash(scenario),
+        scenario_hash: String::new(),
         passed: score == max_score,
         score,
         max_score,
@@ -308,6 +318,9 @@ impl std::hash::Hasher for PassThrough {
     }
 }
 
+/// The schedules covered, and per requirement the best plan that misses it.
+type Found = (u64, Vec<Option<Plan>>);
+
 type Memo = HashMap<u128, Summary, std::hash::BuildHasherDefault<PassThrough>>;
 
 /// The exhaustive search, sharing work between schedules in two ways:
@@ -361,11 +374,11 @@ pub fn search_stats(scenario: &Scenario, design: &ValidDesign, limits: Limits) -
 }
 
 impl<'m> Search<'m> {
-    fn run(model: &'m Model, clean: &'m Clean, limits: Limits) -> Result<(u64, Vec<Option<Plan>>), CheckError> {
+    fn run(model: &'m Model, clean: &'m Clean, limits: Limits) -> Result<Found, CheckError> {
         Search::run_counted(model, clean, limits).0
     }
 
-    fn run_counted(model: &'m Model, clean: &'m Clean, limits: Limits) -> (Result<(u64, Vec<Option<Plan>>), CheckError>, SearchStats) {
+    fn run_counted(model: &'m Model, clean: &'m Clean, limits: Limits) -> (Result<Found, CheckError>, SearchStats) {
         let mut search = Search {
             sim: Sim::searching(model),
             clean,
@@ -378,7 +391,7 @@ impl<'m> Search<'m> {
             segments: 0,
             merged: 0,
         };
-        let result = match search.from_state() {
+        let result = match search.onward() {
             Some(all) => Ok((all.schedules, all.plans().collect())),
             None => Err(CheckError::TooLarge { schedules: search.covered, limit: search.exceeded.clone().unwrap_or_default() }),
         };
@@ -405,7 +418,7 @@ impl<'m> Search<'m> {
 
     /// Every schedule that goes on from the simulator's state (the start, or a mark with no
     /// planned failure ahead), counted from its next choice point.
-    fn from_state(&mut self) -> Option<Summary> {
+    fn onward(&mut self) -> Option<Summary> {
         struct Segment {
             point: u32,
             /// Only kept when a failure can still happen, to come back to.
@@ -471,7 +484,7 @@ impl<'m> Search<'m> {
         } else {
             self.within_limits()?;
             let next = self.sim.next_point;
-            self.from_state()?.behind(next - point, &relative)
+            self.onward()?.behind(next - point, &relative)
         };
         self.within_limits()?;
         for offer in offers {

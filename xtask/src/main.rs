@@ -376,7 +376,16 @@ fn browser_tests() -> Result<(), String> {
 // ---------------------------------------------------------------------------------------------
 
 /// The `name: value` lines a bench run must end with (besides one or more `scaling:` lines).
-const BENCH_METRICS: [&str; 6] = ["engine_check_ms_median_max", "model_vs_sqlite_speedup", "check_vs_floor_throughput_ratio", "check_p99_ms", "wasm_gzip_bytes", "bench_seconds"];
+const BENCH_METRICS: [&str; 8] = [
+    "engine_check_ms_median_max",
+    "model_vs_sqlite_speedup",
+    "check_vs_floor_throughput_ratio",
+    "check_p99_ms",
+    "check_uncached_vs_floor_throughput_ratio",
+    "check_uncached_p99_ms",
+    "wasm_gzip_bytes",
+    "bench_seconds",
+];
 
 /// The newest modification time of the files under `path`.
 fn newest(path: &Path) -> Option<std::time::SystemTime> {
@@ -421,12 +430,16 @@ fn bench(args: &[String]) -> Result<(), String> {
 
     let scratch = std::env::temp_dir().join(format!("pipeline-builder-bench-server-{}", std::process::id()));
     let (server, port) = start_server(&server_bin, &scratch, &["--floor-route", "--rate-limit-per-second", "0"])?;
+    // The same server with no verdict cache: every check runs the simulator.
+    let (uncached, uncached_port) = start_server(&server_bin, &scratch.join("uncached"), &["--floor-route", "--rate-limit-per-second", "0", "--verdict-cache-mb", "0"])?;
     step("benchmarks");
     let mut child = Command::new(&bench_bin)
         .current_dir(root())
         .args(args)
         .arg("--url")
         .arg(format!("http://127.0.0.1:{port}"))
+        .arg("--uncached-url")
+        .arg(format!("http://127.0.0.1:{uncached_port}"))
         .arg("--server-bin")
         .arg(&server_bin)
         .arg("--wasm-gzip-bytes")
@@ -446,6 +459,7 @@ fn bench(args: &[String]) -> Result<(), String> {
     }
     let exit = child.wait().map_err(|e| e.to_string())?;
     drop(server);
+    drop(uncached);
     if !exit.success() {
         eprintln!("(the server's log is in {})", scratch.join("server.log").display());
         return Err(format!("the benchmarks failed ({exit})"));
@@ -508,7 +522,7 @@ mod tests {
 
     #[test]
     fn bench_output_needs_every_metric_once_as_a_number() {
-        let good = "table\nengine_check_ms_median_max: 0.961\nmodel_vs_sqlite_speedup: 103.2\ncheck_vs_floor_throughput_ratio: 0.81\ncheck_p99_ms: 7.20\nwasm_gzip_bytes: 399000\nscaling: one_crash crashes=1 messages=10 schedules=31 runs=5 ms=0.075 ns_per_schedule_message=242.0\nbench_seconds: 15.6\n";
+        let good = "table\nengine_check_ms_median_max: 0.961\nmodel_vs_sqlite_speedup: 103.2\ncheck_vs_floor_throughput_ratio: 0.81\ncheck_p99_ms: 7.20\ncheck_uncached_vs_floor_throughput_ratio: 0.31\ncheck_uncached_p99_ms: 12.5\nwasm_gzip_bytes: 399000\nscaling: one_crash crashes=1 messages=10 schedules=31 runs=5 ms=0.075 ns_per_schedule_message=242.0\nbench_seconds: 15.6\n";
         assert_eq!(check_bench_output(good), Ok(()));
         let missing = good.replace("check_p99_ms: 7.20\n", "");
         assert!(check_bench_output(&missing).unwrap_err().contains("no line \"check_p99_ms"));
