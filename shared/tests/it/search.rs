@@ -153,8 +153,13 @@ fn stream_variant() -> impl Strategy<Value = (shared::Scenario, Value)> {
         })
 }
 
+/// `SEARCH_CASES` sets the number of generated cases (96 by default).
+fn cases() -> u32 {
+    std::env::var("SEARCH_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn a_shipped_scenario_at_any_bound_gets_the_plain_enumerations_verdict((scenario, design) in shipped_variant()) {
