@@ -217,17 +217,29 @@ fn cached_check(state: &AppState, entry: &Entry, key: &[u8]) -> Option<Arc<Check
     Some(known)
 }
 
-/// Runs the simulator and keeps the verdict under `key`.
+/// Runs the simulator and keeps the verdict under `key`. A check first runs where the request
+/// is, within `Config::inline_check_limits`; one that goes past them starts again off the
+/// async threads, at most one per core at a time, within the server's limits.
 async fn check_anew(state: &AppState, entry: Arc<Entry>, key: Vec<u8>, design: Json_) -> Result<Arc<Checked>, AppError> {
     let scenario_id = entry.scenario.id.clone();
-    let permit = state.check_permit().await;
     let limits = state.config().check_limits;
-    let result = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        let valid = shared::validate_json(&entry.scenario, &design).map_err(CheckError::Design)?;
+    let small = state.config().inline_check_limits;
+    let inline = shared::Limits { max_schedules: limits.max_schedules.min(small.max_schedules), max_steps: limits.max_steps.min(small.max_steps) };
+    fn check(entry: &Entry, design: &Json_, limits: shared::Limits) -> Result<shared::Verdict, CheckError> {
+        let valid = shared::validate_json(&entry.scenario, design).map_err(CheckError::Design)?;
         shared::check::check_hashed(&entry.scenario, &entry.hash, &valid, limits)
-    })
-    .await;
+    }
+    let result = match check(&entry, &design, inline) {
+        Err(CheckError::TooLarge { .. }) if (inline.max_schedules, inline.max_steps) != (limits.max_schedules, limits.max_steps) => {
+            let permit = state.check_permit().await;
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                check(&entry, &design, limits)
+            })
+            .await
+        }
+        done => Ok(done),
+    };
     let metrics = state.metrics();
     match result {
         Ok(Ok(verdict)) => {

@@ -50,6 +50,10 @@ pub struct Config {
     pub static_dir: Option<PathBuf>,
     /// How far one check may go before it is answered with `check_too_large`.
     pub check_limits: shared::Limits,
+    /// How far a check may go on the request's own thread before it is handed to the blocking
+    /// pool: a millisecond or two of simulation by default. Every check of a shipped design
+    /// fits (the largest simulates about 6,000 steps), and so skips the handoff.
+    pub inline_check_limits: shared::Limits,
     /// Per-client request limits; `None` turns them off.
     pub rate_limit: Option<RateLimit>,
     /// Mounts `POST /api/floor`, an answer with no work, for benchmarks to compare against.
@@ -68,6 +72,7 @@ impl Default for Config {
             idempotency_lease: Duration::from_secs(10),
             static_dir: None,
             check_limits: shared::Limits::default(),
+            inline_check_limits: shared::Limits { max_schedules: 10_000, max_steps: 10_000 },
             rate_limit: Some(RateLimit::default()),
             floor_route: false,
             verdict_cache_bytes: 64 * 1024 * 1024,

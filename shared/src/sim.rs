@@ -1008,15 +1008,15 @@ impl<'a> Sim<'a> {
                     LoadedAt::Now => Some(self.now()),
                     LoadedAt::LogicalDate => run.logical_date.and_hms_opt(0, 0, 0),
                 };
-                let filter_words = match job.date_filter {
+                let filter_words = || match job.date_filter {
                     DateFilter::LogicalDate => format!("its logical date {}", run.logical_date),
                     DateFilter::CurrentDateMinus1 => format!("CURRENT_DATE - 1 = {day}"),
                 };
-                log!(self, 
+                log!(self,
                     "scheduler",
                     Some(job_node),
                     None,
-                    format!("starts run {} for {} (attempt {attempt}); the job loads {day} ({filter_words})", run.id, run.logical_date),
+                    format!("starts run {} for {} (attempt {attempt}); the job loads {day} ({})", run.id, run.logical_date, filter_words()),
                     None,
                     "started".into(),
                     false,
@@ -1036,11 +1036,11 @@ impl<'a> Sim<'a> {
                             break;
                         }
                         self.clock_s += 60 * i64::from(*retry_delay_minutes);
-                        let when = if *retry_delay_minutes == 0 { "at once".to_string() } else { format!("after {retry_delay_minutes} minutes") };
+                        let when = || if *retry_delay_minutes == 0 { "at once".to_string() } else { format!("after {retry_delay_minutes} minutes") };
                         if crashed && self.tracing {
-                            self.failure_words.push(format!("the scheduler retries {when} ({})", format_time(self.now())));
+                            self.failure_words.push(format!("the scheduler retries {} ({})", when(), format_time(self.now())));
                         }
-                        log!(self, "scheduler", Some(job_node), None, format!("sees the attempt fail and retries run {} {when}", run.id), None, "retry scheduled".into(), false);
+                        log!(self, "scheduler", Some(job_node), None, format!("sees the attempt fail and retries run {} {}", run.id, when()), None, "retry scheduled".into(), false);
                     }
                 }
             }
@@ -1422,9 +1422,9 @@ impl<'a> Sim<'a> {
                 }
                 let key = if sender.idempotency_key == IdempotencyKey::None { msg.key.clone() } else { idem.clone() };
                 self.tick(1);
-                let with_key = if idem.is_null() { String::new() } else { format!(" with Idempotency-Key {idem}") };
+                let with_key = || if idem.is_null() { String::new() } else { format!(" with Idempotency-Key {idem}") };
                 let verb = if attempt == 1 { "sends" } else { "resends" };
-                log!(self, "sender", Some(sender_node), Some(edge_in), format!("{verb} message {i} ({}){with_key}", msg.describe), None, "sent".into(), false);
+                log!(self, "sender", Some(sender_node), Some(edge_in), format!("{verb} message {i} ({}){}", msg.describe, with_key()), None, "sent".into(), false);
                 let mut silence = false;
                 if self.point(lost).is_some() {
                     if self.tracing {

@@ -261,6 +261,19 @@ async fn a_design_checked_again_gets_the_same_answer_without_running_the_simulat
 }
 
 #[tokio::test]
+async fn a_check_past_the_inline_limits_starts_again_in_the_pool_with_the_same_verdict() {
+    let design = passing_design("safe-retry");
+    let inline = spawn_app().await.post("/api/scenarios/safe-retry/check", &As::nobody(), &design).await;
+    let inline_check_limits = shared::Limits { max_schedules: 2, max_steps: 10 };
+    let pooled = spawn_app_with(Config { inline_check_limits, ..Config::default() }).await;
+    let answer = pooled.post("/api/scenarios/safe-retry/check", &As::nobody(), &design).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    assert_eq!(answer.text, inline.text);
+    let metrics = pooled.get("/metrics", &As::nobody()).await.text;
+    assert!(metrics.contains("pipeline_builder_checks_total{scenario=\"safe-retry\",outcome=\"passed\"} 1"), "counted once: {metrics}");
+}
+
+#[tokio::test]
 async fn a_check_beyond_its_limits_is_check_too_large() {
     let limits = shared::Limits { max_schedules: 2, ..shared::Limits::default() };
     let app = spawn_app_with(Config { check_limits: limits, ..Config::default() }).await;
@@ -838,8 +851,10 @@ async fn hostile_requests_never_cause_a_5xx_on_postgres() {
 
 #[tokio::test]
 async fn a_request_that_takes_too_long_is_408_in_json() {
-    let app = spawn_app_with(Config { request_timeout: std::time::Duration::from_millis(200), ..Config::default() }).await;
-    // Every core is busy with other checks, so this one waits past its deadline.
+    // No check runs on the request's thread, and every core is busy with other checks, so
+    // this one waits past its deadline.
+    let inline_check_limits = shared::Limits { max_schedules: 0, max_steps: 0 };
+    let app = spawn_app_with(Config { request_timeout: std::time::Duration::from_millis(200), inline_check_limits, ..Config::default() }).await;
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
     let mut busy = Vec::new();
     for _ in 0..cores {
