@@ -399,7 +399,7 @@ impl Model {
         match &self.shape {
             Shape::Batch { steps, runs, max_attempts, .. } => (runs.len() as u64).saturating_mul(u64::from(*max_attempts)).saturating_mul(2 * steps.len() as u64 + 4),
             // Each crash replays at most the whole stream (with its late duplicates); an
-            // offset takes at most 6 steps.
+            // offset takes at most 6 steps, counted here as 8.
             Shape::Stream { messages, .. } => (bound + 1).saturating_mul(messages.len() as u64 + bound).saturating_mul(8).saturating_add(bound),
             // Each resend needs a failure; an attempt takes at most 3 steps.
             Shape::Sender { messages, .. } => (messages.len() as u64 + bound).saturating_mul(4),
@@ -631,8 +631,6 @@ type Stream = (Vec<(usize, usize)>, Vec<usize>);
 
 #[derive(Clone, Debug)]
 pub(crate) struct Consume {
-    /// The late duplicates, (message, after which message), and the messages in offset order
-    /// with those duplicates.
     stream: Rc<Stream>,
     pos: usize,
     broker_offset: usize,
