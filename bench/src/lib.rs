@@ -36,7 +36,9 @@ pub fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
 /// One stream consumer over `n` messages that may crash `crashes` times anywhere in its loop:
 /// it commits its offset after the write and writes by key, so every requirement holds.
 pub fn stream_scenario(n: usize, crashes: u32) -> (Scenario, serde_json::Value) {
-    let messages: Vec<_> = (0..n).map(|i| json!({"order_id": 1000 + i, "amount": format!("{}.25", i % 90 + 1)})).collect();
+    let messages: Vec<_> = (0..n)
+        .map(|i| json!({"order_id": 1000 + i, "amount": format!("{}.25", i % 90 + 1)}))
+        .collect();
     let scenario = serde_json::from_value(json!({
         "id": format!("stream-{n}"), "order": 1, "title": "scaling", "task": "-",
         "tables": [{"name": "paid_orders", "role": "sink", "columns": [{"name": "order_id", "type": "integer"}, {"name": "amount", "type": "decimal"}], "keys": [["order_id"]]}],
@@ -149,7 +151,10 @@ pub fn line(name: &str, value: impl std::fmt::Display) -> String {
 /// Splits a `name: value` line; the name is lower-case letters, digits and `_`.
 pub fn parse_line(text: &str) -> Option<(&str, &str)> {
     let (name, value) = text.split_once(": ")?;
-    let ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     (ok && !value.trim().is_empty()).then(|| (name, value.trim()))
 }
 
@@ -180,14 +185,22 @@ pub struct LoadRun {
 
 /// Reads the last JSON line of `pipeline-builder load`'s output.
 pub fn parse_load_summary(stdout: &str) -> Result<LoadRun, String> {
-    let json = stdout.lines().rev().find(|l| l.trim_start().starts_with('{')).ok_or("the load generator printed no JSON line")?;
-    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("the load generator's JSON line: {e}"))?;
+    let json = stdout
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))
+        .ok_or("the load generator printed no JSON line")?;
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("the load generator's JSON line: {e}"))?;
     let number = |path: &[&str]| -> Result<f64, String> {
         let mut at = &v;
         for key in path {
-            at = at.get(key).ok_or_else(|| format!("the load generator's JSON has no {}", path.join(".")))?;
+            at = at
+                .get(key)
+                .ok_or_else(|| format!("the load generator's JSON has no {}", path.join(".")))?;
         }
-        at.as_f64().ok_or_else(|| format!("{} is not a number", path.join(".")))
+        at.as_f64()
+            .ok_or_else(|| format!("{} is not a number", path.join(".")))
     };
     Ok(LoadRun {
         seconds: number(&["seconds"])?,
@@ -202,28 +215,44 @@ pub fn parse_load_summary(stdout: &str) -> Result<LoadRun, String> {
 /// The status and body of a whole HTTP/1.1 answer (as read from a connection the server
 /// closed), with a `Content-Length` or chunked body.
 pub fn http_answer(raw: &[u8]) -> Result<(u16, Vec<u8>), String> {
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or("the answer has no end of headers")?;
-    let head = std::str::from_utf8(&raw[..split]).map_err(|_| "the answer's headers are not text")?;
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("the answer has no end of headers")?;
+    let head =
+        std::str::from_utf8(&raw[..split]).map_err(|_| "the answer's headers are not text")?;
     let mut rest = &raw[split + 4..];
     let mut lines = head.split("\r\n");
-    let status: u16 = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).ok_or("the answer has no status")?;
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .ok_or("the answer has no status")?;
     let mut length = None;
     let mut chunked = false;
     for l in lines {
-        let Some((name, value)) = l.split_once(':') else { continue };
+        let Some((name, value)) = l.split_once(':') else {
+            continue;
+        };
         let value = value.trim();
         if name.eq_ignore_ascii_case("content-length") {
             length = Some(value.parse::<usize>().map_err(|_| "a bad Content-Length")?);
-        } else if name.eq_ignore_ascii_case("transfer-encoding") && value.eq_ignore_ascii_case("chunked") {
+        } else if name.eq_ignore_ascii_case("transfer-encoding")
+            && value.eq_ignore_ascii_case("chunked")
+        {
             chunked = true;
         }
     }
     if chunked {
         let mut body = Vec::new();
         loop {
-            let end = rest.windows(2).position(|w| w == b"\r\n").ok_or("a chunk has no size line")?;
+            let end = rest
+                .windows(2)
+                .position(|w| w == b"\r\n")
+                .ok_or("a chunk has no size line")?;
             let size_text = std::str::from_utf8(&rest[..end]).map_err(|_| "a bad chunk size")?;
-            let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16).map_err(|_| "a bad chunk size")?;
+            let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
+                .map_err(|_| "a bad chunk size")?;
             rest = &rest[end + 2..];
             if size == 0 {
                 return Ok((status, body));
@@ -236,7 +265,10 @@ pub fn http_answer(raw: &[u8]) -> Result<(u16, Vec<u8>), String> {
         }
     }
     match length {
-        Some(n) if rest.len() < n => Err(format!("the body is cut short: {} of {n} bytes", rest.len())),
+        Some(n) if rest.len() < n => Err(format!(
+            "the body is cut short: {} of {n} bytes",
+            rest.len()
+        )),
         Some(n) => Ok((status, rest[..n].to_vec())),
         None => Ok((status, rest.to_vec())),
     }
@@ -255,10 +287,26 @@ mod tests {
 
     #[test]
     fn metric_lines_are_read_back() {
-        assert_eq!(parse_line(&line("check_p99_ms", format!("{:.2}", 12.3456))), Some(("check_p99_ms", "12.35")));
-        assert_eq!(parse_line("Engine check: 3 ms"), None, "a table line is not a metric");
+        assert_eq!(
+            parse_line(&line("check_p99_ms", format!("{:.2}", 12.3456))),
+            Some(("check_p99_ms", "12.35"))
+        );
+        assert_eq!(
+            parse_line("Engine check: 3 ms"),
+            None,
+            "a table line is not a metric"
+        );
         assert_eq!(parse_line("wasm_gzip_bytes: "), None);
-        let case = ScalingCase { crashes: 1, messages: 100, schedules: 301, runs: 5, ms: 3.01, steps: 1800, merged: 297, plain_ms: Some(12.0) };
+        let case = ScalingCase {
+            crashes: 1,
+            messages: 100,
+            schedules: 301,
+            runs: 5,
+            ms: 3.01,
+            steps: 1800,
+            merged: 297,
+            plain_ms: Some(12.0),
+        };
         let text = case.line();
         let (name, value) = parse_line(&text).unwrap();
         assert_eq!(name, "scaling");
@@ -286,7 +334,17 @@ mod tests {
     fn the_load_generators_json_line_is_read() {
         let out = "64 clients for 5.0 s against http://x: 10 requests\nkind ...\n{\"url\":\"http://x\",\"clients\":64,\"seconds\":5.01,\"requests\":1000,\"errors\":2,\"errors_by_status\":{\"429\":2},\"requests_per_second\":199.6,\"latency_ms\":{\"p50\":1.5,\"p90\":2.0,\"p99\":7.25,\"max\":9.0},\"by_kind\":{}}\n";
         let run = parse_load_summary(out).unwrap();
-        assert_eq!(run, LoadRun { seconds: 5.01, requests: 1000, errors: 2, requests_per_second: 199.6, p50_ms: 1.5, p99_ms: 7.25 });
+        assert_eq!(
+            run,
+            LoadRun {
+                seconds: 5.01,
+                requests: 1000,
+                errors: 2,
+                requests_per_second: 199.6,
+                p50_ms: 1.5,
+                p99_ms: 7.25
+            }
+        );
         assert!(parse_load_summary("no json here").is_err());
         assert!(parse_load_summary("{\"seconds\":1}").is_err());
     }
@@ -305,8 +363,25 @@ mod tests {
         let (scenario, design) = stream_scenario(10, 1);
         let verdict = shared::check_json(&scenario, &design).unwrap();
         assert!(verdict.passed, "the scaling design is correct");
-        assert!(verdict.schedules_explored > 10, "one crash can come at any message: {}", verdict.schedules_explored);
-        let case = ScalingCase { crashes: 1, messages: 10, schedules: verdict.schedules_explored, runs: 1, ms: 1.0, steps: 0, merged: 0, plain_ms: None };
-        assert!((case.ns_per_schedule_message() - 1e6 / (10.0 * verdict.schedules_explored as f64)).abs() < 1e-9);
+        assert!(
+            verdict.schedules_explored > 10,
+            "one crash can come at any message: {}",
+            verdict.schedules_explored
+        );
+        let case = ScalingCase {
+            crashes: 1,
+            messages: 10,
+            schedules: verdict.schedules_explored,
+            runs: 1,
+            ms: 1.0,
+            steps: 0,
+            merged: 0,
+            plain_ms: None,
+        };
+        assert!(
+            (case.ns_per_schedule_message() - 1e6 / (10.0 * verdict.schedules_explored as f64))
+                .abs()
+                < 1e-9
+        );
     }
 }

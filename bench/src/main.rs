@@ -59,12 +59,49 @@ struct Plan {
 impl Plan {
     fn new(mode: Mode, max_messages: Option<usize>) -> Plan {
         let (runs, sqlite_scenarios, warm_up_seconds, load_seconds, scaling) = match mode {
-            Mode::Full => (21, None, 3, 20, vec![(1, 10), (1, 100), (1, 1000), (1, 10_000), (2, 10), (2, 100), (2, 1000)]),
-            Mode::Quick => (5, None, 1, 5, vec![(1, 10), (1, 100), (1, 1000), (1, 10_000), (2, 10), (2, 100), (2, 1000)]),
+            Mode::Full => (
+                21,
+                None,
+                3,
+                20,
+                vec![
+                    (1, 10),
+                    (1, 100),
+                    (1, 1000),
+                    (1, 10_000),
+                    (2, 10),
+                    (2, 100),
+                    (2, 1000),
+                ],
+            ),
+            Mode::Quick => (
+                5,
+                None,
+                1,
+                5,
+                vec![
+                    (1, 10),
+                    (1, 100),
+                    (1, 1000),
+                    (1, 10_000),
+                    (2, 10),
+                    (2, 100),
+                    (2, 1000),
+                ],
+            ),
             Mode::Smoke => (3, Some(2), 1, 1, vec![(1, 10), (1, 100), (2, 10), (2, 100)]),
         };
-        let (scaling, scaling_left_out) = scaling.into_iter().partition(|&(_, n)| max_messages.is_none_or(|max| n <= max));
-        Plan { runs, sqlite_scenarios, warm_up_seconds, load_seconds, scaling, scaling_left_out }
+        let (scaling, scaling_left_out) = scaling
+            .into_iter()
+            .partition(|&(_, n)| max_messages.is_none_or(|max| n <= max));
+        Plan {
+            runs,
+            sqlite_scenarios,
+            warm_up_seconds,
+            load_seconds,
+            scaling,
+            scaling_left_out,
+        }
     }
 }
 
@@ -81,7 +118,10 @@ struct Options {
 const USAGE: &str = "usage: pipeline-builder-bench [--quick | --smoke] [--url URL --server-bin PATH] [--wasm-gzip-bytes N] [--max-messages N] [--scenarios DIR]\n  (cargo xtask bench builds everything, starts the server and runs this)";
 
 fn options() -> Result<Options, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("bench lives in the workspace").to_path_buf();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("bench lives in the workspace")
+        .to_path_buf();
     let mut o = Options {
         mode: Mode::Full,
         scenarios: root.join("scenarios"),
@@ -89,11 +129,16 @@ fn options() -> Result<Options, String> {
         uncached_url: None,
         server_bin: None,
         wasm_gzip_bytes: None,
-        max_messages: std::env::var("BENCH_MAX_MESSAGES").ok().and_then(|v| v.parse().ok()),
+        max_messages: std::env::var("BENCH_MAX_MESSAGES")
+            .ok()
+            .and_then(|v| v.parse().ok()),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value\n{USAGE}"));
+        let mut value = |name: &str| {
+            args.next()
+                .ok_or_else(|| format!("{name} needs a value\n{USAGE}"))
+        };
         match arg.as_str() {
             "--quick" => o.mode = Mode::Quick,
             "--smoke" => o.mode = Mode::Smoke,
@@ -101,8 +146,20 @@ fn options() -> Result<Options, String> {
             "--url" => o.url = Some(value("--url")?),
             "--uncached-url" => o.uncached_url = Some(value("--uncached-url")?),
             "--server-bin" => o.server_bin = Some(value("--server-bin")?.into()),
-            "--wasm-gzip-bytes" => o.wasm_gzip_bytes = Some(value("--wasm-gzip-bytes")?.parse().map_err(|_| "--wasm-gzip-bytes takes a number of bytes")?),
-            "--max-messages" => o.max_messages = Some(value("--max-messages")?.parse().map_err(|_| "--max-messages takes a number")?),
+            "--wasm-gzip-bytes" => {
+                o.wasm_gzip_bytes = Some(
+                    value("--wasm-gzip-bytes")?
+                        .parse()
+                        .map_err(|_| "--wasm-gzip-bytes takes a number of bytes")?,
+                )
+            }
+            "--max-messages" => {
+                o.max_messages = Some(
+                    value("--max-messages")?
+                        .parse()
+                        .map_err(|_| "--max-messages takes a number")?,
+                )
+            }
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -131,12 +188,22 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!("Pipeline Builder benchmarks ({} mode) on {}", format!("{:?}", o.mode).to_lowercase(), machine());
+    println!(
+        "Pipeline Builder benchmarks ({} mode) on {}",
+        format!("{:?}", o.mode).to_lowercase(),
+        machine()
+    );
     let mut lines: Vec<String> = Vec::new();
     let mut problems: Vec<String> = Vec::new();
 
     let engine = engine(&scenarios, &plan);
-    lines.push(line("engine_check_ms_median_max", format!("{:.3}", engine.iter().map(|d| d.median_ms).fold(0.0, f64::max))));
+    lines.push(line(
+        "engine_check_ms_median_max",
+        format!(
+            "{:.3}",
+            engine.iter().map(|d| d.median_ms).fold(0.0, f64::max)
+        ),
+    ));
 
     match simulator_vs_sqlite(&scenarios, &plan, &engine) {
         Ok(speedup) => lines.push(line("model_vs_sqlite_speedup", format!("{speedup:.1}"))),
@@ -145,7 +212,18 @@ fn main() -> ExitCode {
 
     match (&o.url, &o.server_bin) {
         (Some(url), Some(server_bin)) => {
-            let servers = [("", "as shipped: a design checked before is answered from the verdict cache", Some(url)), ("_uncached", "with --verdict-cache-mb 0: every check runs the simulator", o.uncached_url.as_ref())];
+            let servers = [
+                (
+                    "",
+                    "as shipped: a design checked before is answered from the verdict cache",
+                    Some(url),
+                ),
+                (
+                    "_uncached",
+                    "with --verdict-cache-mb 0: every check runs the simulator",
+                    o.uncached_url.as_ref(),
+                ),
+            ];
             for (suffix, what, url) in servers {
                 let Some(url) = url else {
                     problems.push(format!("throughput{suffix}: skipped, it needs --uncached-url (cargo xtask bench passes it)"));
@@ -153,14 +231,20 @@ fn main() -> ExitCode {
                 };
                 match throughput(&scenarios, &plan, url, server_bin, what) {
                     Ok((ratio, p99)) => {
-                        lines.push(line(&format!("check{suffix}_vs_floor_throughput_ratio"), format!("{ratio:.2}")));
+                        lines.push(line(
+                            &format!("check{suffix}_vs_floor_throughput_ratio"),
+                            format!("{ratio:.2}"),
+                        ));
                         lines.push(line(&format!("check{suffix}_p99_ms"), format!("{p99:.2}")));
                     }
                     Err(e) => problems.push(format!("throughput{suffix}: {e}")),
                 }
             }
         }
-        _ => problems.push("throughput: skipped, it needs --url and --server-bin (cargo xtask bench passes them)".into()),
+        _ => problems.push(
+            "throughput: skipped, it needs --url and --server-bin (cargo xtask bench passes them)"
+                .into(),
+        ),
     }
 
     match wasm(o.wasm_gzip_bytes) {
@@ -173,7 +257,10 @@ fn main() -> ExitCode {
         Err(e) => problems.push(format!("scaling: {e}")),
     }
 
-    lines.push(line("bench_seconds", format!("{:.1}", started.elapsed().as_secs_f64())));
+    lines.push(line(
+        "bench_seconds",
+        format!("{:.1}", started.elapsed().as_secs_f64()),
+    ));
     println!();
     for l in &lines {
         println!("{l}");
@@ -191,8 +278,13 @@ fn main() -> ExitCode {
 /// The cores, and the load average when the run starts (other work on the machine skews
 /// every figure).
 fn machine() -> String {
-    let cores = std::thread::available_parallelism().map(|n| n.get().to_string()).unwrap_or_else(|_| "?".into());
-    match std::fs::read_to_string("/proc/loadavg").ok().and_then(|l| l.split_whitespace().next().map(str::to_string)) {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get().to_string())
+        .unwrap_or_else(|_| "?".into());
+    match std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+    {
         Some(load) => format!("{cores} cores, load average {load} at the start"),
         None => format!("{cores} cores"),
     }
@@ -225,13 +317,25 @@ struct DesignCheck {
 
 /// Every reference and wrong design of a scenario, in the file's order.
 fn designs_of(s: &Scenario) -> Vec<(&'static str, String, serde_json::Value)> {
-    let reference = s.reference_designs.iter().map(|d| ("reference", d.name.clone(), d.design.clone()));
-    reference.chain(s.wrong_designs.iter().map(|d| ("wrong", d.name.clone(), d.design.clone()))).collect()
+    let reference = s
+        .reference_designs
+        .iter()
+        .map(|d| ("reference", d.name.clone(), d.design.clone()));
+    reference
+        .chain(
+            s.wrong_designs
+                .iter()
+                .map(|d| ("wrong", d.name.clone(), d.design.clone())),
+        )
+        .collect()
 }
 
 fn engine(scenarios: &[Scenario], plan: &Plan) -> Vec<DesignCheck> {
     section(&format!("Exhaustive check of every reference and wrong design (shared::check_json, median of {} runs)", plan.runs));
-    println!("{:<17} {:<9} {:<62} {:>6} {:>10} {:>10}", "scenario", "kind", "design", "score", "schedules", "median ms");
+    println!(
+        "{:<17} {:<9} {:<62} {:>6} {:>10} {:>10}",
+        "scenario", "kind", "design", "score", "schedules", "median ms"
+    );
     let mut out = Vec::new();
     for (index, s) in scenarios.iter().enumerate() {
         for (kind, name, design) in designs_of(s) {
@@ -239,12 +343,31 @@ fn engine(scenarios: &[Scenario], plan: &Plan) -> Vec<DesignCheck> {
                 Ok(v) => (v.schedules_explored, format!("{}/{}", v.score, v.max_score)),
                 Err(e) => (0, format!("error: {e}")),
             };
-            let ms = median_ms(plan.runs, || drop(black_box(shared::check_json(s, &design))));
-            println!("{:<17} {:<9} {:<62} {:>6} {:>10} {:>10.3}", s.id, kind, clip(&name, 62), score, schedules, ms);
-            out.push(DesignCheck { scenario: index, kind, name, design, schedules, median_ms: ms });
+            let ms = median_ms(plan.runs, || {
+                drop(black_box(shared::check_json(s, &design)))
+            });
+            println!(
+                "{:<17} {:<9} {:<62} {:>6} {:>10} {:>10.3}",
+                s.id,
+                kind,
+                clip(&name, 62),
+                score,
+                schedules,
+                ms
+            );
+            out.push(DesignCheck {
+                scenario: index,
+                kind,
+                name,
+                design,
+                schedules,
+                median_ms: ms,
+            });
         }
     }
-    let worst = out.iter().max_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
+    let worst = out
+        .iter()
+        .max_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
     if let Some(w) = worst {
         println!(
             "slowest: {} / {} ({}): {:.3} ms for {} schedules; target ≤ {ENGINE_TARGET_MS:.0} ms: {}",
@@ -275,13 +398,26 @@ fn clip(text: &str, width: usize) -> String {
 
 /// Every schedule of the designs, run once each through the simulator (traced, with the SQL
 /// in SQLite's dialect) as the conformance runner receives them; the median of `runs`.
-fn simulator_ms(s: &Scenario, design: &serde_json::Value, runs: usize) -> Result<(u64, f64), String> {
+fn simulator_ms(
+    s: &Scenario,
+    design: &serde_json::Value,
+    runs: usize,
+) -> Result<(u64, f64), String> {
     let mut schedules = 0;
     let mut failed = None;
     let ms = median_ms(runs, || {
         let result = shared::validate_json(s, design)
             .map_err(|e| shared::CheckError::Design(e).to_string())
-            .and_then(|valid| shared::check::for_each_schedule(s, &valid, Dialect::Sqlite, shared::Limits::default(), &mut |schedule| drop(black_box(schedule))).map_err(|e| e.to_string()));
+            .and_then(|valid| {
+                shared::check::for_each_schedule(
+                    s,
+                    &valid,
+                    Dialect::Sqlite,
+                    shared::Limits::default(),
+                    &mut |schedule| drop(black_box(schedule)),
+                )
+                .map_err(|e| e.to_string())
+            });
         match result {
             Ok(n) => schedules = n,
             Err(e) => failed = Some(e),
@@ -303,15 +439,45 @@ struct ScenarioReplay {
     mismatches: usize,
 }
 
-fn simulator_vs_sqlite(scenarios: &[Scenario], plan: &Plan, engine: &[DesignCheck]) -> Result<f64, String> {
-    let covered = plan.sqlite_scenarios.unwrap_or(scenarios.len()).min(scenarios.len());
-    let subset = if covered < scenarios.len() { format!(", the first {covered} of {} scenarios only", scenarios.len()) } else { String::new() };
-    section(&format!("Simulator against SQLite: every schedule of every reference and wrong design{subset}"));
+fn simulator_vs_sqlite(
+    scenarios: &[Scenario],
+    plan: &Plan,
+    engine: &[DesignCheck],
+) -> Result<f64, String> {
+    let covered = plan
+        .sqlite_scenarios
+        .unwrap_or(scenarios.len())
+        .min(scenarios.len());
+    let subset = if covered < scenarios.len() {
+        format!(
+            ", the first {covered} of {} scenarios only",
+            scenarios.len()
+        )
+    } else {
+        String::new()
+    };
+    section(&format!(
+        "Simulator against SQLite: every schedule of every reference and wrong design{subset}"
+    ));
     println!("simulator: shared::check::for_each_schedule, each schedule replayed from the start and traced with SQLite's SQL (median of {} runs)", plan.runs);
     println!("SQLite: the conformance runner replaying those schedules on a SQLite file, tables created per design (1 run)");
-    println!("{:<17} {:>7} {:>10} {:>14} {:>12} {:>10} {:>16} {:>10}", "scenario", "designs", "schedules", "simulator ms", "SQLite ms", "speedup", "check ms (sum)", "mismatches");
-    let path = std::env::temp_dir().join(format!("pipeline-builder-bench-{}.db", std::process::id()));
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    println!(
+        "{:<17} {:>7} {:>10} {:>14} {:>12} {:>10} {:>16} {:>10}",
+        "scenario",
+        "designs",
+        "schedules",
+        "simulator ms",
+        "SQLite ms",
+        "speedup",
+        "check ms (sum)",
+        "mismatches"
+    );
+    let path =
+        std::env::temp_dir().join(format!("pipeline-builder-bench-{}.db", std::process::id()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
     let rows = runtime.block_on(async {
         let mut runner = conformance::Runner::open(conformance::Database::Sqlite(path)).await?;
         let mut rows = Vec::new();
@@ -353,12 +519,29 @@ fn simulator_vs_sqlite(scenarios: &[Scenario], plan: &Plan, engine: &[DesignChec
         Ok::<_, String>(rows)
     })?;
     let sum = |f: fn(&ScenarioReplay) -> f64| rows.iter().map(f).sum::<f64>();
-    let (simulator, sqlite, check) = (sum(|r| r.simulator_ms), sum(|r| r.sqlite_ms), sum(|r| r.check_ms));
+    let (simulator, sqlite, check) = (
+        sum(|r| r.simulator_ms),
+        sum(|r| r.sqlite_ms),
+        sum(|r| r.check_ms),
+    );
     let designs: usize = rows.iter().map(|r| r.designs).sum();
     let schedules: u64 = rows.iter().map(|r| r.schedules).sum();
     let mismatches: usize = rows.iter().map(|r| r.mismatches).sum();
-    println!("{:<17} {:>7} {:>10} {:>14.3} {:>12.1} {:>9.1}x {:>16.3} {:>10}", "all", designs, schedules, simulator, sqlite, ratio(sqlite, simulator), check, mismatches);
-    println!("speedup, SQLite replay / simulator replay of the same schedules: {:.1}x", ratio(sqlite, simulator));
+    println!(
+        "{:<17} {:>7} {:>10} {:>14.3} {:>12.1} {:>9.1}x {:>16.3} {:>10}",
+        "all",
+        designs,
+        schedules,
+        simulator,
+        sqlite,
+        ratio(sqlite, simulator),
+        check,
+        mismatches
+    );
+    println!(
+        "speedup, SQLite replay / simulator replay of the same schedules: {:.1}x",
+        ratio(sqlite, simulator)
+    );
     println!("SQLite replay / exhaustive checks of the same designs (sum of medians {check:.3} ms): {:.1}x", ratio(sqlite, check));
     if mismatches > 0 {
         eprintln!("warning: SQLite disagreed with the simulator {mismatches} time(s); `cargo xtask conformance` shows where");
@@ -383,7 +566,9 @@ fn ratio(a: f64, b: f64) -> f64 {
 
 /// Host and port of `http://HOST:PORT`.
 fn authority(url: &str) -> Result<String, String> {
-    let rest = url.strip_prefix("http://").ok_or_else(|| format!("{url}: only http:// URLs"))?;
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("{url}: only http:// URLs"))?;
     Ok(rest.trim_end_matches('/').to_string())
 }
 
@@ -391,41 +576,84 @@ fn authority(url: &str) -> Result<String, String> {
 fn post(url: &str, path: &str, body: &[u8]) -> Result<(u16, Vec<u8>), String> {
     let host = authority(url)?;
     let mut stream = TcpStream::connect(&host).map_err(|e| format!("{host}: {e}"))?;
-    stream.set_read_timeout(Some(Duration::from_secs(60))).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .map_err(|e| e.to_string())?;
     let head = format!("POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-    stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(body)).map_err(|e| format!("POST {path}: {e}"))?;
+    stream
+        .write_all(head.as_bytes())
+        .and_then(|_| stream.write_all(body))
+        .map_err(|e| format!("POST {path}: {e}"))?;
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).map_err(|e| format!("POST {path}: {e}"))?;
+    stream
+        .read_to_end(&mut raw)
+        .map_err(|e| format!("POST {path}: {e}"))?;
     bench::http_answer(&raw).map_err(|e| format!("POST {path}: {e}"))
 }
 
 /// `pipeline-builder load` on one route.
-fn load(server_bin: &Path, url: &str, path: &str, body: &Path, seconds: u64) -> Result<LoadRun, String> {
+fn load(
+    server_bin: &Path,
+    url: &str,
+    path: &str,
+    body: &Path,
+    seconds: u64,
+) -> Result<LoadRun, String> {
     let out = Command::new(server_bin)
-        .args(["load", "--url", url, "--clients", &CONNECTIONS.to_string(), "--seconds", &seconds.to_string(), "--route", "POST", path, "--body"])
+        .args([
+            "load",
+            "--url",
+            url,
+            "--clients",
+            &CONNECTIONS.to_string(),
+            "--seconds",
+            &seconds.to_string(),
+            "--route",
+            "POST",
+            path,
+            "--body",
+        ])
         .arg(body)
         .env("RUST_LOG", "warn")
         .output()
         .map_err(|e| format!("could not start {}: {e}", server_bin.display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    parse_load_summary(&stdout).map_err(|e| format!("{path}: {e}\n{}", String::from_utf8_lossy(&out.stderr)))
+    parse_load_summary(&stdout)
+        .map_err(|e| format!("{path}: {e}\n{}", String::from_utf8_lossy(&out.stderr)))
 }
 
-fn throughput(scenarios: &[Scenario], plan: &Plan, url: &str, server_bin: &Path, what: &str) -> Result<(f64, f64), String> {
-    let s = scenarios.iter().find(|s| s.id == LOAD_SCENARIO).or(scenarios.first()).ok_or("no scenario")?;
-    let design = s.reference_designs.first().ok_or_else(|| format!("{} has no reference design", s.id))?;
+fn throughput(
+    scenarios: &[Scenario],
+    plan: &Plan,
+    url: &str,
+    server_bin: &Path,
+    what: &str,
+) -> Result<(f64, f64), String> {
+    let s = scenarios
+        .iter()
+        .find(|s| s.id == LOAD_SCENARIO)
+        .or(scenarios.first())
+        .ok_or("no scenario")?;
+    let design = s
+        .reference_designs
+        .first()
+        .ok_or_else(|| format!("{} has no reference design", s.id))?;
     let body = serde_json::to_vec(&design.design).map_err(|e| e.to_string())?;
     let check_path = format!("/api/scenarios/{}/check", s.id);
     let (status, answer) = post(url, &check_path, &body)?;
     if status != 200 {
-        return Err(format!("POST {check_path} answered {status}: {}", String::from_utf8_lossy(&answer)));
+        return Err(format!(
+            "POST {check_path} answered {status}: {}",
+            String::from_utf8_lossy(&answer)
+        ));
     }
     let floor_path = format!("/api/floor?bytes={}", answer.len());
     let (status, floor_answer) = post(url, &floor_path, &body)?;
     if status != 200 || floor_answer.len() != answer.len() {
         return Err(format!("POST {floor_path} answered {status} with {} bytes (is the server started with --floor-route?)", floor_answer.len()));
     }
-    let scratch = std::env::temp_dir().join(format!("pipeline-builder-bench-{}", std::process::id()));
+    let scratch =
+        std::env::temp_dir().join(format!("pipeline-builder-bench-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
     let body_file = scratch.join("design.json");
     std::fs::write(&body_file, &body).map_err(|e| format!("{}: {e}", body_file.display()))?;
@@ -433,23 +661,60 @@ fn throughput(scenarios: &[Scenario], plan: &Plan, url: &str, server_bin: &Path,
     section(&format!("Throughput, the server {what}: {CONNECTIONS} connections, {} s per route, one route after the other (warm-up {} s each first)", plan.load_seconds, plan.warm_up_seconds));
     println!("check: {} / reference \"{}\": request {} bytes, answer {} bytes; the floor answers as many bytes and does no work (same request body)", s.id, design.name, body.len(), answer.len());
     let result = (|| {
-        load(server_bin, url, &check_path, &body_file, plan.warm_up_seconds)?;
-        load(server_bin, url, &floor_path, &body_file, plan.warm_up_seconds)?;
+        load(
+            server_bin,
+            url,
+            &check_path,
+            &body_file,
+            plan.warm_up_seconds,
+        )?;
+        load(
+            server_bin,
+            url,
+            &floor_path,
+            &body_file,
+            plan.warm_up_seconds,
+        )?;
         let check = load(server_bin, url, &check_path, &body_file, plan.load_seconds)?;
         let floor = load(server_bin, url, &floor_path, &body_file, plan.load_seconds)?;
         Ok::<_, String>((check, floor))
     })();
     let _ = std::fs::remove_dir_all(&scratch);
     let (check, floor) = result?;
-    println!("{:<36} {:>8} {:>10} {:>8} {:>12} {:>10} {:>10}", "route", "seconds", "requests", "errors", "requests/s", "p50 ms", "p99 ms");
-    for (route, run) in [(format!("POST {check_path}"), &check), (format!("POST {floor_path}"), &floor)] {
-        println!("{:<36} {:>8.1} {:>10} {:>8} {:>12.0} {:>10.2} {:>10.2}", route, run.seconds, run.requests, run.errors, run.requests_per_second, run.p50_ms, run.p99_ms);
+    println!(
+        "{:<36} {:>8} {:>10} {:>8} {:>12} {:>10} {:>10}",
+        "route", "seconds", "requests", "errors", "requests/s", "p50 ms", "p99 ms"
+    );
+    for (route, run) in [
+        (format!("POST {check_path}"), &check),
+        (format!("POST {floor_path}"), &floor),
+    ] {
+        println!(
+            "{:<36} {:>8.1} {:>10} {:>8} {:>12.0} {:>10.2} {:>10.2}",
+            route,
+            run.seconds,
+            run.requests,
+            run.errors,
+            run.requests_per_second,
+            run.p50_ms,
+            run.p99_ms
+        );
     }
     let r = ratio(check.requests_per_second, floor.requests_per_second);
-    println!("check / floor requests per second: {r:.2} (target ≥ {THROUGHPUT_RATIO_TARGET:.2}: {})", mark(r >= THROUGHPUT_RATIO_TARGET));
-    println!("check p99: {:.2} ms (target ≤ {CHECK_P99_TARGET_MS:.0} ms: {})", check.p99_ms, mark(check.p99_ms <= CHECK_P99_TARGET_MS));
+    println!(
+        "check / floor requests per second: {r:.2} (target ≥ {THROUGHPUT_RATIO_TARGET:.2}: {})",
+        mark(r >= THROUGHPUT_RATIO_TARGET)
+    );
+    println!(
+        "check p99: {:.2} ms (target ≤ {CHECK_P99_TARGET_MS:.0} ms: {})",
+        check.p99_ms,
+        mark(check.p99_ms <= CHECK_P99_TARGET_MS)
+    );
     if check.errors > 0 || floor.errors > 0 {
-        return Err(format!("requests failed (check {}, floor {}); the figures count them", check.errors, floor.errors));
+        return Err(format!(
+            "requests failed (check {}, floor {}); the figures count them",
+            check.errors, floor.errors
+        ));
     }
     if floor.requests_per_second <= 0.0 {
         return Err("the floor route answered nothing".into());
@@ -467,14 +732,25 @@ fn wasm(given: Option<u64>) -> Result<u64, String> {
         Some(b) => b,
         None => {
             let wasm = Path::new(env!("CARGO_MANIFEST_DIR")).join("../web/dist/web_bg.wasm");
-            let out = Command::new("gzip").args(["-9", "-c"]).arg(&wasm).output().map_err(|e| format!("gzip: {e}"))?;
+            let out = Command::new("gzip")
+                .args(["-9", "-c"])
+                .arg(&wasm)
+                .output()
+                .map_err(|e| format!("gzip: {e}"))?;
             if !out.status.success() {
-                return Err(format!("no {} (cargo xtask bench builds it and passes --wasm-gzip-bytes)", wasm.display()));
+                return Err(format!(
+                    "no {} (cargo xtask bench builds it and passes --wasm-gzip-bytes)",
+                    wasm.display()
+                ));
             }
             out.stdout.len() as u64
         }
     };
-    println!("web/dist/web_bg.wasm gzipped: {bytes} bytes ({:.1} KiB; budget 400 KiB: {})", bytes as f64 / 1024.0, mark(bytes <= 400 * 1024));
+    println!(
+        "web/dist/web_bg.wasm gzipped: {bytes} bytes ({:.1} KiB; budget 400 KiB: {})",
+        bytes as f64 / 1024.0,
+        mark(bytes <= 400 * 1024)
+    );
     Ok(bytes)
 }
 
@@ -493,30 +769,57 @@ fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
     println!("search: shared prefixes and merged states (the check); plain: every schedule run from the start (shared::check::check_every_schedule), timed where it replays at most {PLAIN_MAX_SCHEDULE_MESSAGES:e} schedule-messages");
     println!(
         "{:<12} {:>9} {:>11} {:>5} {:>11} {:>11} {:>9} {:>11} {:>10} {:>12} {:>10}",
-        "crashes", "messages", "schedules", "runs", "search ms", "ns/sch-msg", "steps", "merged", "ns/step", "us/message", "plain ms"
+        "crashes",
+        "messages",
+        "schedules",
+        "runs",
+        "search ms",
+        "ns/sch-msg",
+        "steps",
+        "merged",
+        "ns/step",
+        "us/message",
+        "plain ms"
     );
-    let limits = shared::Limits { max_schedules: u64::MAX, max_steps: u64::MAX };
+    let limits = shared::Limits {
+        max_schedules: u64::MAX,
+        max_steps: u64::MAX,
+    };
     let mut cases = Vec::new();
     for &(crashes, messages) in &plan.scaling {
         let (scenario, design) = stream_scenario(messages, crashes);
-        let valid = shared::validate_json(&scenario, &design).map_err(|e| shared::CheckError::Design(e).to_string())?;
+        let valid = shared::validate_json(&scenario, &design)
+            .map_err(|e| shared::CheckError::Design(e).to_string())?;
         let mut verdict = None;
         let first = time_ms(|| verdict = Some(shared::check_with(&scenario, &valid, limits)));
-        let verdict = verdict.expect("the check ran").map_err(|e| format!("{messages} messages, {crashes} crash(es): {e}"))?;
+        let verdict = verdict
+            .expect("the check ran")
+            .map_err(|e| format!("{messages} messages, {crashes} crash(es): {e}"))?;
         if !verdict.passed {
-            return Err(format!("{messages} messages, {crashes} crash(es): the scaling design missed a requirement"));
+            return Err(format!(
+                "{messages} messages, {crashes} crash(es): the scaling design missed a requirement"
+            ));
         }
         let (runs, ms) = if first < SCALING_REPEAT_BELOW_MS && plan.runs > 1 {
             let mut times = vec![first];
-            times.extend((1..plan.runs).map(|_| time_ms(|| drop(black_box(shared::check_with(&scenario, &valid, limits))))));
+            times.extend((1..plan.runs).map(|_| {
+                time_ms(|| drop(black_box(shared::check_with(&scenario, &valid, limits))))
+            }));
             (times.len(), bench::median(times))
         } else {
             (1, first)
         };
-        let stats = shared::check::search_stats(&scenario, &valid, limits).map_err(|e| e.to_string())?;
-        let plain_ms = if verdict.schedules_explored as f64 * messages as f64 <= PLAIN_MAX_SCHEDULE_MESSAGES {
+        let stats =
+            shared::check::search_stats(&scenario, &valid, limits).map_err(|e| e.to_string())?;
+        let plain_ms = if verdict.schedules_explored as f64 * messages as f64
+            <= PLAIN_MAX_SCHEDULE_MESSAGES
+        {
             let mut plain = None;
-            let ms = time_ms(|| plain = Some(shared::check::check_every_schedule(&scenario, &valid, limits)));
+            let ms = time_ms(|| {
+                plain = Some(shared::check::check_every_schedule(
+                    &scenario, &valid, limits,
+                ))
+            });
             let plain = plain.expect("the check ran").map_err(|e| e.to_string())?;
             if plain != verdict {
                 return Err(format!("{messages} messages, {crashes} crash(es): the plain enumeration's verdict differs from the search's"));
@@ -525,7 +828,16 @@ fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
         } else {
             None
         };
-        let case = ScalingCase { crashes, messages, schedules: verdict.schedules_explored, runs, ms, steps: stats.steps_simulated, merged: stats.states_merged, plain_ms };
+        let case = ScalingCase {
+            crashes,
+            messages,
+            schedules: verdict.schedules_explored,
+            runs,
+            ms,
+            steps: stats.steps_simulated,
+            merged: stats.states_merged,
+            plain_ms,
+        };
         println!(
             "{:<12} {:>9} {:>11} {:>5} {:>11.3} {:>11.2} {:>9} {:>11} {:>10.1} {:>12.2} {:>10}",
             case.label(),
@@ -538,12 +850,21 @@ fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
             case.merged,
             case.ns_per_step(),
             case.us_per_message(),
-            plain_ms.map(|p| format!("{p:.1}")).unwrap_or_else(|| "-".into())
+            plain_ms
+                .map(|p| format!("{p:.1}"))
+                .unwrap_or_else(|| "-".into())
         );
         cases.push(case);
     }
     for (crashes, messages) in &plan.scaling_left_out {
-        println!("{:<12} {messages:>9}   (left out by --max-messages)", if *crashes == 1 { "one_crash" } else { "two_crashes" });
+        println!(
+            "{:<12} {messages:>9}   (left out by --max-messages)",
+            if *crashes == 1 {
+                "one_crash"
+            } else {
+                "two_crashes"
+            }
+        );
     }
     Ok(cases)
 }

@@ -63,8 +63,20 @@ pub struct Mismatch {
 
 impl fmt::Display for Mismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let faults: Vec<String> = self.faults.iter().map(|(p, k)| format!("{k}@{p}")).collect();
-        writeln!(f, "MISMATCH in {} / {} / schedule [{}] at step {} ({})", self.scenario, self.design, faults.join(", "), self.step, self.action)?;
+        let faults: Vec<String> = self
+            .faults
+            .iter()
+            .map(|(p, k)| format!("{k}@{p}"))
+            .collect();
+        writeln!(
+            f,
+            "MISMATCH in {} / {} / schedule [{}] at step {} ({})",
+            self.scenario,
+            self.design,
+            faults.join(", "),
+            self.step,
+            self.action
+        )?;
         writeln!(f, "  {}", self.problem)?;
         writeln!(f, "  simulator: {}", self.expected)?;
         write!(f, "  database:  {}", self.actual)
@@ -80,7 +92,11 @@ pub struct Report {
 impl Report {
     /// The line scripts read.
     pub fn summary(&self, database: &str) -> String {
-        format!("conformance ({database}): {} schedules compared, {} mismatches", self.schedules, self.mismatches.len())
+        format!(
+            "conformance ({database}): {} schedules compared, {} mismatches",
+            self.schedules,
+            self.mismatches.len()
+        )
     }
 }
 
@@ -105,36 +121,70 @@ fn column_sql(ty: ColumnType, dialect: Dialect) -> &'static str {
 }
 
 impl Setup {
-    pub fn new(scenario: &Scenario, pipeline: &Pipeline, dialect: Dialect) -> Result<Setup, String> {
+    pub fn new(
+        scenario: &Scenario,
+        pipeline: &Pipeline,
+        dialect: Dialect,
+    ) -> Result<Setup, String> {
         let sinks_written: Vec<&SinkOptions> = match pipeline {
             Pipeline::Batch { sinks, .. } => sinks.iter().collect(),
             Pipeline::Stream { sink, .. } | Pipeline::Sender { sink, .. } => vec![sink],
         };
         let mut statements = vec!["DROP TABLE IF EXISTS consumer_offsets".to_string()];
-        let mut reset = vec!["DELETE FROM consumer_offsets".to_string(), "INSERT INTO consumer_offsets VALUES ('consumer', 0)".to_string()];
+        let mut reset = vec![
+            "DELETE FROM consumer_offsets".to_string(),
+            "INSERT INTO consumer_offsets VALUES ('consumer', 0)".to_string(),
+        ];
         for t in &scenario.tables {
             statements.push(format!("DROP TABLE IF EXISTS {}", t.name));
         }
         for t in &scenario.tables {
-            let cols: Vec<String> = t.columns.iter().map(|c| format!("{} {}", c.name, column_sql(c.ty, dialect))).collect();
+            let cols: Vec<String> = t
+                .columns
+                .iter()
+                .map(|c| format!("{} {}", c.name, column_sql(c.ty, dialect)))
+                .collect();
             statements.push(format!("CREATE TABLE {} ({})", t.name, cols.join(", ")));
             reset.push(format!("DELETE FROM {}", t.name));
-            let rows = shared::scenario::typed_rows(t).map_err(|(p, m)| format!("{}: {p}: {m}", t.name))?;
+            let rows = shared::scenario::typed_rows(t)
+                .map_err(|(p, m)| format!("{}: {p}: {m}", t.name))?;
             for row in rows {
                 let values: Vec<String> = row.iter().map(|v| v.literal(dialect)).collect();
-                reset.push(format!("INSERT INTO {} VALUES ({})", t.name, values.join(", ")));
+                reset.push(format!(
+                    "INSERT INTO {} VALUES ({})",
+                    t.name,
+                    values.join(", ")
+                ));
             }
         }
         for sink in sinks_written {
             // `ON CONFLICT` (and SQLite's stand-in for MERGE) needs a unique index on the key;
             // a table written by plain INSERT has none, as in SPEC §1.
-            if matches!(sink.write, WriteMode::Merge | WriteMode::InsertIgnore) && !sink.key.is_empty() {
-                statements.push(format!("CREATE UNIQUE INDEX {}_key ON {} ({})", sink.table, sink.table, sink.key.join(", ")));
+            if matches!(sink.write, WriteMode::Merge | WriteMode::InsertIgnore)
+                && !sink.key.is_empty()
+            {
+                statements.push(format!(
+                    "CREATE UNIQUE INDEX {}_key ON {} ({})",
+                    sink.table,
+                    sink.table,
+                    sink.key.join(", ")
+                ));
             }
         }
         statements.push("CREATE TABLE consumer_offsets (consumer TEXT PRIMARY KEY, next_offset BIGINT NOT NULL)".into());
-        let sinks = scenario.tables.iter().enumerate().filter(|(_, t)| t.role == shared::scenario::TableRole::Sink).map(|(i, _)| i).collect();
-        Ok(Setup { tables: scenario.tables.clone(), sinks, create: statements, reset })
+        let sinks = scenario
+            .tables
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.role == shared::scenario::TableRole::Sink)
+            .map(|(i, _)| i)
+            .collect();
+        Ok(Setup {
+            tables: scenario.tables.clone(),
+            sinks,
+            create: statements,
+            reset,
+        })
     }
 }
 
@@ -146,7 +196,10 @@ fn normalise(ty: ColumnType, text: Option<String>) -> Option<String> {
     Some(match ty {
         ColumnType::Integer => text.parse::<i64>().map(|i| i.to_string()).unwrap_or(text),
         // SQLite keeps NUMERIC as integer or real: compare the numbers, not their scale.
-        ColumnType::Decimal => text.parse::<Decimal>().map(|d| d.normalize().to_string()).unwrap_or(text),
+        ColumnType::Decimal => text
+            .parse::<Decimal>()
+            .map(|d| d.normalize().to_string())
+            .unwrap_or(text),
         ColumnType::Date => text.chars().take(10).collect(),
         ColumnType::Timestamp => parse_timestamp(&text).map(format_time).unwrap_or(text),
         ColumnType::Text => text,
@@ -176,7 +229,18 @@ fn expected_rows(def: &TableDef, view: &TableView) -> Rows {
 }
 
 fn show(def: &TableDef, rows: &Rows) -> String {
-    let shown: Vec<String> = rows.iter().map(|r| format!("({})", r.iter().map(|v| v.clone().unwrap_or_else(|| "NULL".into())).collect::<Vec<_>>().join(", "))).collect();
+    let shown: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "({})",
+                r.iter()
+                    .map(|v| v.clone().unwrap_or_else(|| "NULL".into()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .collect();
     format!("{}: {} rows {}", def.name, rows.len(), shown.join(" "))
 }
 
@@ -192,10 +256,19 @@ pub struct Runner {
 }
 
 async fn connect(url: &str, sqlite: bool) -> Result<AnyConnection, String> {
-    let mut conn = AnyConnection::connect(url).await.map_err(|e| format!("cannot connect to {url}: {e}"))?;
+    let mut conn = AnyConnection::connect(url)
+        .await
+        .map_err(|e| format!("cannot connect to {url}: {e}"))?;
     // Durability settings only; they change nothing a reader can see.
-    let settings = if sqlite { "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA busy_timeout = 5000;" } else { "SET synchronous_commit TO off;" };
-    sqlx::raw_sql(settings).execute(&mut conn).await.map_err(|e| e.to_string())?;
+    let settings = if sqlite {
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA busy_timeout = 5000;"
+    } else {
+        "SET synchronous_commit TO off;"
+    };
+    sqlx::raw_sql(settings)
+        .execute(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok(conn)
 }
 
@@ -208,27 +281,55 @@ impl Runner {
                 (format!("sqlite://{}?mode=rwc", path.display()), None)
             }
             Database::Postgres(admin_url) => {
-                let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-                let name = format!("pb_conformance_{}_{}", std::process::id(), nanos % 1_000_000_000);
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or(0);
+                let name = format!(
+                    "pb_conformance_{}_{}",
+                    std::process::id(),
+                    nanos % 1_000_000_000
+                );
                 let mut admin = connect(admin_url, false).await?;
-                sqlx::raw_sql(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.map_err(|e| format!("cannot create database {name}: {e}"))?;
-                let base = admin_url.rsplit_once('/').map(|(b, _)| b).unwrap_or(admin_url);
+                sqlx::raw_sql(&format!("CREATE DATABASE {name}"))
+                    .execute(&mut admin)
+                    .await
+                    .map_err(|e| format!("cannot create database {name}: {e}"))?;
+                let base = admin_url
+                    .rsplit_once('/')
+                    .map(|(b, _)| b)
+                    .unwrap_or(admin_url);
                 (format!("{base}/{name}"), Some((admin_url.clone(), name)))
             }
         };
         let sqlite = matches!(database, Database::Sqlite(_));
         let reader = connect(&url, sqlite).await?;
-        Ok(Runner { database, url, created, reader, writer: None })
+        Ok(Runner {
+            database,
+            url,
+            created,
+            reader,
+            writer: None,
+        })
     }
 
     /// Drops the database the runner created.
     pub async fn finish(self) -> Result<(), String> {
-        let Runner { reader, writer, created, database, .. } = self;
+        let Runner {
+            reader,
+            writer,
+            created,
+            database,
+            ..
+        } = self;
         drop(writer);
         let _ = reader.close().await;
         if let Some((admin_url, name)) = created {
             let mut admin = connect(&admin_url, false).await?;
-            sqlx::raw_sql(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin).await.map_err(|e| e.to_string())?;
+            sqlx::raw_sql(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut admin)
+                .await
+                .map_err(|e| e.to_string())?;
         }
         if let Database::Sqlite(path) = database {
             for suffix in ["", "-wal", "-shm"] {
@@ -242,7 +343,10 @@ impl Runner {
     pub async fn create(&mut self, setup: &Setup) -> Result<(), String> {
         self.writer = None;
         let script = setup.create.join(";\n");
-        sqlx::raw_sql(&script).execute(&mut self.reader).await.map_err(|e| format!("creating tables: {e}"))?;
+        sqlx::raw_sql(&script)
+            .execute(&mut self.reader)
+            .await
+            .map_err(|e| format!("creating tables: {e}"))?;
         Ok(())
     }
 
@@ -252,19 +356,29 @@ impl Runner {
 
     async fn writer(&mut self) -> Result<&mut AnyConnection, String> {
         if self.writer.is_none() {
-            self.writer = Some(connect(&self.url, matches!(self.database, Database::Sqlite(_))).await?);
+            self.writer =
+                Some(connect(&self.url, matches!(self.database, Database::Sqlite(_))).await?);
         }
         Ok(self.writer.as_mut().expect("the writer was just opened"))
     }
 
     async fn read(&mut self, def: &TableDef) -> Result<Rows, String> {
-        let cols: Vec<String> = def.columns.iter().map(|c| format!("CAST({} AS TEXT)", c.name)).collect();
-        let rows = sqlx::query(&format!("SELECT {} FROM {}", cols.join(", "), def.name)).fetch_all(&mut self.reader).await.map_err(|e| format!("reading {}: {e}", def.name))?;
+        let cols: Vec<String> = def
+            .columns
+            .iter()
+            .map(|c| format!("CAST({} AS TEXT)", c.name))
+            .collect();
+        let rows = sqlx::query(&format!("SELECT {} FROM {}", cols.join(", "), def.name))
+            .fetch_all(&mut self.reader)
+            .await
+            .map_err(|e| format!("reading {}: {e}", def.name))?;
         let mut out: Rows = Vec::with_capacity(rows.len());
         for row in rows {
             let mut cells = Vec::with_capacity(def.columns.len());
             for (i, c) in def.columns.iter().enumerate() {
-                let text: Option<String> = row.try_get(i).map_err(|e| format!("reading {}.{}: {e}", def.name, c.name))?;
+                let text: Option<String> = row
+                    .try_get(i)
+                    .map_err(|e| format!("reading {}.{}: {e}", def.name, c.name))?;
                 cells.push(normalise(c.ty, text));
             }
             out.push(cells);
@@ -274,14 +388,34 @@ impl Runner {
     }
 
     /// Replays one schedule and appends every difference to `mismatches`.
-    pub async fn replay(&mut self, scenario: &Scenario, design: &str, setup: &Setup, schedule: &Schedule, mismatches: &mut Vec<Mismatch>) -> Result<(), String> {
+    pub async fn replay(
+        &mut self,
+        scenario: &Scenario,
+        design: &str,
+        setup: &Setup,
+        schedule: &Schedule,
+        mismatches: &mut Vec<Mismatch>,
+    ) -> Result<(), String> {
         // The starting rows for every schedule, in one transaction.
         self.writer = None;
         let script = format!("BEGIN;\n{};\nCOMMIT;", setup.reset.join(";\n"));
-        sqlx::raw_sql(&script).execute(&mut self.reader).await.map_err(|e| format!("resetting {}: {e}", scenario.id))?;
-        let mut found = |step: u32, action: &str, problem: String, expected: String, actual: String| {
-            mismatches.push(Mismatch { scenario: scenario.id.clone(), design: design.to_string(), faults: schedule.faults.clone(), step, action: action.to_string(), problem, expected, actual });
-        };
+        sqlx::raw_sql(&script)
+            .execute(&mut self.reader)
+            .await
+            .map_err(|e| format!("resetting {}: {e}", scenario.id))?;
+        let mut found =
+            |step: u32, action: &str, problem: String, expected: String, actual: String| {
+                mismatches.push(Mismatch {
+                    scenario: scenario.id.clone(),
+                    design: design.to_string(),
+                    faults: schedule.faults.clone(),
+                    step,
+                    action: action.to_string(),
+                    problem,
+                    expected,
+                    actual,
+                });
+            };
         let mut after_crash = false;
         let mut last_tables: Option<&std::collections::BTreeMap<String, TableView>> = None;
         for entry in &schedule.trace {
@@ -295,8 +429,20 @@ impl Runner {
                     let expect_error = entry.outcome.starts_with("error:");
                     let result = sqlx::raw_sql(sql).execute(self.writer().await?).await;
                     match (&result, expect_error) {
-                        (Err(e), false) => found(entry.step, &entry.action, format!("the database refused: {sql}"), entry.outcome.clone(), e.to_string()),
-                        (Ok(_), true) => found(entry.step, &entry.action, format!("the database accepted: {sql}"), entry.outcome.clone(), "no error".into()),
+                        (Err(e), false) => found(
+                            entry.step,
+                            &entry.action,
+                            format!("the database refused: {sql}"),
+                            entry.outcome.clone(),
+                            e.to_string(),
+                        ),
+                        (Ok(_), true) => found(
+                            entry.step,
+                            &entry.action,
+                            format!("the database accepted: {sql}"),
+                            entry.outcome.clone(),
+                            "no error".into(),
+                        ),
                         _ => {}
                     }
                 }
@@ -304,24 +450,47 @@ impl Runner {
             }
             if let Some(tables) = &entry.tables {
                 last_tables = Some(tables);
-                self.compare(setup, tables, entry.step, &entry.action, &mut found).await?;
+                self.compare(setup, tables, entry.step, &entry.action, &mut found)
+                    .await?;
             }
         }
         // At the end, what readers see must still be the simulator's last committed state.
         if let Some(tables) = last_tables {
-            self.compare(setup, tables, schedule.trace.len() as u32, "end of the run", &mut found).await?;
+            self.compare(
+                setup,
+                tables,
+                schedule.trace.len() as u32,
+                "end of the run",
+                &mut found,
+            )
+            .await?;
         }
         Ok(())
     }
 
-    async fn compare(&mut self, setup: &Setup, tables: &std::collections::BTreeMap<String, TableView>, step: u32, action: &str, found: &mut impl FnMut(u32, &str, String, String, String)) -> Result<(), String> {
+    async fn compare(
+        &mut self,
+        setup: &Setup,
+        tables: &std::collections::BTreeMap<String, TableView>,
+        step: u32,
+        action: &str,
+        found: &mut impl FnMut(u32, &str, String, String, String),
+    ) -> Result<(), String> {
         for &t in &setup.sinks {
             let def = &setup.tables[t];
-            let Some(view) = tables.get(&def.name) else { continue };
+            let Some(view) = tables.get(&def.name) else {
+                continue;
+            };
             let expected = expected_rows(def, view);
             let actual = self.read(def).await?;
             if expected != actual {
-                found(step, action, format!("{} differs from the simulator", def.name), show(def, &expected), show(def, &actual));
+                found(
+                    step,
+                    action,
+                    format!("{} differs from the simulator", def.name),
+                    show(def, &expected),
+                    show(def, &actual),
+                );
             }
         }
         Ok(())
@@ -347,27 +516,57 @@ pub fn designs(scenario: &Scenario) -> Vec<(String, serde_json::Value)> {
 }
 
 /// Every schedule of one design, traced in the runner's dialect.
-pub fn schedules(scenario: &Scenario, design: &serde_json::Value, dialect: Dialect, mutation: shared::sim::Mutation) -> Result<(Setup, Vec<Schedule>), String> {
-    let valid = shared::validate_json(scenario, design).map_err(|e| shared::CheckError::Design(e).to_string())?;
+pub fn schedules(
+    scenario: &Scenario,
+    design: &serde_json::Value,
+    dialect: Dialect,
+    mutation: shared::sim::Mutation,
+) -> Result<(Setup, Vec<Schedule>), String> {
+    let valid = shared::validate_json(scenario, design)
+        .map_err(|e| shared::CheckError::Design(e).to_string())?;
     let setup = Setup::new(scenario, valid.pipeline(), dialect)?;
     let mut all = Vec::new();
-    shared::check::for_each_schedule_of(scenario, &valid, dialect, shared::Limits::default(), mutation, &mut |s| all.push(s)).map_err(|e| e.to_string())?;
+    shared::check::for_each_schedule_of(
+        scenario,
+        &valid,
+        dialect,
+        shared::Limits::default(),
+        mutation,
+        &mut |s| all.push(s),
+    )
+    .map_err(|e| e.to_string())?;
     Ok((setup, all))
 }
 
 /// Replays every schedule of every design of every scenario on one database.
-pub async fn run(database: Database, scenarios: &[Scenario], progress: &mut dyn FnMut(&str)) -> Result<Report, String> {
+pub async fn run(
+    database: Database,
+    scenarios: &[Scenario],
+    progress: &mut dyn FnMut(&str),
+) -> Result<Report, String> {
     let mut runner = Runner::open(database).await?;
     let mut report = Report::default();
     for scenario in scenarios {
         for (name, design) in designs(scenario) {
-            let (setup, all) = schedules(scenario, &design, runner.dialect(), shared::sim::Mutation::None)?;
+            let (setup, all) = schedules(
+                scenario,
+                &design,
+                runner.dialect(),
+                shared::sim::Mutation::None,
+            )?;
             runner.create(&setup).await?;
             for schedule in &all {
-                runner.replay(scenario, &name, &setup, schedule, &mut report.mismatches).await?;
+                runner
+                    .replay(scenario, &name, &setup, schedule, &mut report.mismatches)
+                    .await?;
                 report.schedules += 1;
             }
-            progress(&format!("{} / {}: {} schedules", scenario.id, name, all.len()));
+            progress(&format!(
+                "{} / {}: {} schedules",
+                scenario.id,
+                name,
+                all.len()
+            ));
         }
     }
     runner.finish().await?;
@@ -377,13 +576,21 @@ pub async fn run(database: Database, scenarios: &[Scenario], progress: &mut dyn 
 /// The PostgreSQL URL to use: `CONFORMANCE_POSTGRES_URL`, or the local server's `postgres`
 /// database.
 pub fn postgres_url() -> String {
-    std::env::var("CONFORMANCE_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+    std::env::var("CONFORMANCE_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
 }
 
 /// Whether a PostgreSQL server answers at `url`.
 pub async fn postgres_reachable(url: &str) -> bool {
     sqlx::any::install_default_drivers();
-    matches!(tokio::time::timeout(std::time::Duration::from_secs(5), AnyConnection::connect(url)).await, Ok(Ok(_)))
+    matches!(
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            AnyConnection::connect(url)
+        )
+        .await,
+        Ok(Ok(_))
+    )
 }
 
 /// Reads every scenario file of a folder (not the schema).
@@ -391,7 +598,10 @@ pub fn load_scenarios(dir: &std::path::Path) -> Result<Vec<Scenario>, String> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.to_string_lossy().ends_with(".schema.json"))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "json")
+                && !p.to_string_lossy().ends_with(".schema.json")
+        })
         .collect();
     files.sort();
     let mut out = Vec::new();

@@ -26,13 +26,17 @@ async fn main() -> ExitCode {
     };
     let mut databases = Vec::new();
     if !only_postgres {
-        databases.push(conformance::Database::Sqlite(std::env::temp_dir().join(format!("pb-conformance-{}.db", std::process::id()))));
+        databases.push(conformance::Database::Sqlite(
+            std::env::temp_dir().join(format!("pb-conformance-{}.db", std::process::id())),
+        ));
     }
     if !only_sqlite {
         let url = conformance::postgres_url();
         if conformance::postgres_reachable(&url).await {
             databases.push(conformance::Database::Postgres(url));
-        } else if only_postgres || std::env::var("CONFORMANCE_REQUIRE_POSTGRES").is_ok_and(|v| v == "1") {
+        } else if only_postgres
+            || std::env::var("CONFORMANCE_REQUIRE_POSTGRES").is_ok_and(|v| v == "1")
+        {
             eprintln!("conformance: PostgreSQL is not reachable at {url}");
             return ExitCode::FAILURE;
         } else {

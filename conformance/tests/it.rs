@@ -6,14 +6,25 @@ use shared::sim::Mutation;
 
 fn scenarios(ids: &[&str]) -> Vec<shared::Scenario> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-    load_scenarios(&dir).unwrap().into_iter().filter(|s| ids.contains(&s.id.as_str())).collect()
+    load_scenarios(&dir)
+        .unwrap()
+        .into_iter()
+        .filter(|s| ids.contains(&s.id.as_str()))
+        .collect()
 }
 
 fn sqlite(name: &str) -> Database {
-    Database::Sqlite(std::env::temp_dir().join(format!("pb-conformance-test-{name}-{}.db", std::process::id())))
+    Database::Sqlite(std::env::temp_dir().join(format!(
+        "pb-conformance-test-{name}-{}.db",
+        std::process::id()
+    )))
 }
 
-async fn replay_all(database: Database, scenario: &shared::Scenario, mutation: Mutation) -> (u64, Vec<Mismatch>) {
+async fn replay_all(
+    database: Database,
+    scenario: &shared::Scenario,
+    mutation: Mutation,
+) -> (u64, Vec<Mismatch>) {
     let mut runner = Runner::open(database).await.unwrap();
     let mut mismatches = Vec::new();
     let mut count = 0;
@@ -21,7 +32,10 @@ async fn replay_all(database: Database, scenario: &shared::Scenario, mutation: M
         let (setup, all) = schedules(scenario, &design, runner.dialect(), mutation).unwrap();
         runner.create(&setup).await.unwrap();
         for s in &all {
-            runner.replay(scenario, &name, &setup, s, &mut mismatches).await.unwrap();
+            runner
+                .replay(scenario, &name, &setup, s, &mut mismatches)
+                .await
+                .unwrap();
             count += 1;
         }
     }
@@ -34,7 +48,16 @@ async fn sqlite_agrees_with_the_simulator_on_batch_and_stream_scenarios() {
     for s in scenarios(&["safe-retry", "safe-rerun", "offset-commit", "exactly-once"]) {
         let (count, mismatches) = replay_all(sqlite(&s.id), &s, Mutation::None).await;
         assert!(count > 0, "{}: schedules were replayed", s.id);
-        assert!(mismatches.is_empty(), "{}: {}", s.id, mismatches.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("\n"));
+        assert!(
+            mismatches.is_empty(),
+            "{}: {}",
+            s.id,
+            mismatches
+                .iter()
+                .map(|m| m.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
     }
 }
 
@@ -46,9 +69,15 @@ async fn a_model_where_rollback_keeps_the_rows_is_caught_with_a_clear_report() {
     let first = mismatches[0].to_string();
     assert!(first.starts_with("MISMATCH in safe-retry / reference: delete-insert of the day in one transaction / schedule [job_crash@"), "{first}");
     assert!(first.contains("differs from the simulator"), "{first}");
-    assert!(first.contains("simulator: ") && first.contains("database:  "), "{first}");
+    assert!(
+        first.contains("simulator: ") && first.contains("database:  "),
+        "{first}"
+    );
     // A crashed transaction's rows: the wrong model shows them, the database rolled them back.
-    assert!(mismatches.iter().all(|m| !m.faults.is_empty()), "only schedules with a crash differ");
+    assert!(
+        mismatches.iter().all(|m| !m.faults.is_empty()),
+        "only schedules with a crash differ"
+    );
 }
 
 #[tokio::test]
@@ -62,11 +91,25 @@ async fn postgres_agrees_with_the_simulator() {
         panic!("PostgreSQL is not reachable at {url}; start it, or set PIPELINE_BUILDER_SKIP_POSTGRES=1 to skip loudly");
     }
     for s in scenarios(&["safe-retry", "offset-commit", "idempotency-key"]) {
-        let (count, mismatches) = replay_all(Database::Postgres(url.clone()), &s, Mutation::None).await;
+        let (count, mismatches) =
+            replay_all(Database::Postgres(url.clone()), &s, Mutation::None).await;
         assert!(count > 0);
-        assert!(mismatches.is_empty(), "{}: {}", s.id, mismatches.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("\n"));
+        assert!(
+            mismatches.is_empty(),
+            "{}: {}",
+            s.id,
+            mismatches
+                .iter()
+                .map(|m| m.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
     }
     let s = scenarios(&["safe-retry"]).remove(0);
-    let (_, mismatches) = replay_all(Database::Postgres(url), &s, Mutation::RollbackKeepsRows).await;
-    assert!(!mismatches.is_empty(), "PostgreSQL catches the wrong model too");
+    let (_, mismatches) =
+        replay_all(Database::Postgres(url), &s, Mutation::RollbackKeepsRows).await;
+    assert!(
+        !mismatches.is_empty(),
+        "PostgreSQL catches the wrong model too"
+    );
 }

@@ -189,20 +189,30 @@ fn has_nul(value: &Json_) -> bool {
 
 fn refuse_nul(value: &Json_, path: &str) -> Result<(), AppError> {
     if has_nul(value) {
-        return Err(AppError::invalid_request("text in the body may not contain the NUL character (\\u0000)").at(path));
+        return Err(AppError::invalid_request(
+            "text in the body may not contain the NUL character (\\u0000)",
+        )
+        .at(path));
     }
     Ok(())
 }
 
 fn scenario_entry(state: &AppState, id: &str) -> Result<Arc<Entry>, AppError> {
-    state.catalogue().get(id).ok_or_else(|| AppError::unknown_scenario(id))
+    state
+        .catalogue()
+        .get(id)
+        .ok_or_else(|| AppError::unknown_scenario(id))
 }
 
 // The check.
 
 /// Runs the exhaustive check off the async threads, at most one per core at a time, unless
 /// the same design of the same scenario was checked before (`crate::verdicts`).
-pub async fn run_check(state: &AppState, entry: Arc<Entry>, design: Json_) -> Result<Arc<Checked>, AppError> {
+pub async fn run_check(
+    state: &AppState,
+    entry: Arc<Entry>,
+    design: Json_,
+) -> Result<Arc<Checked>, AppError> {
     let key = VerdictCache::key(&entry.hash, &design);
     if let Some(known) = cached_check(state, &entry, &key) {
         return Ok(known);
@@ -213,24 +223,46 @@ pub async fn run_check(state: &AppState, entry: Arc<Entry>, design: Json_) -> Re
 /// The verdict given before for this key, if any.
 fn cached_check(state: &AppState, entry: &Entry, key: &[u8]) -> Option<Arc<Checked>> {
     let known = state.verdicts().get(key)?;
-    state.metrics().observe_cached_check(&entry.scenario.id, if known.verdict.passed { "passed" } else { "missed" });
+    state.metrics().observe_cached_check(
+        &entry.scenario.id,
+        if known.verdict.passed {
+            "passed"
+        } else {
+            "missed"
+        },
+    );
     Some(known)
 }
 
 /// Runs the simulator and keeps the verdict under `key`. A check first runs where the request
 /// is, within `Config::inline_check_limits`; one that goes past them starts again off the
 /// async threads, at most one per core at a time, within the server's limits.
-async fn check_anew(state: &AppState, entry: Arc<Entry>, key: Vec<u8>, design: Json_) -> Result<Arc<Checked>, AppError> {
+async fn check_anew(
+    state: &AppState,
+    entry: Arc<Entry>,
+    key: Vec<u8>,
+    design: Json_,
+) -> Result<Arc<Checked>, AppError> {
     let scenario_id = entry.scenario.id.clone();
     let limits = state.config().check_limits;
     let small = state.config().inline_check_limits;
-    let inline = shared::Limits { max_schedules: limits.max_schedules.min(small.max_schedules), max_steps: limits.max_steps.min(small.max_steps) };
-    fn check(entry: &Entry, design: &Json_, limits: shared::Limits) -> Result<shared::Verdict, CheckError> {
+    let inline = shared::Limits {
+        max_schedules: limits.max_schedules.min(small.max_schedules),
+        max_steps: limits.max_steps.min(small.max_steps),
+    };
+    fn check(
+        entry: &Entry,
+        design: &Json_,
+        limits: shared::Limits,
+    ) -> Result<shared::Verdict, CheckError> {
         let valid = shared::validate_json(&entry.scenario, design).map_err(CheckError::Design)?;
         shared::check::check_hashed(&entry.scenario, &entry.hash, &valid, limits)
     }
     let result = match check(&entry, &design, inline) {
-        Err(CheckError::TooLarge { .. }) if (inline.max_schedules, inline.max_steps) != (limits.max_schedules, limits.max_steps) => {
+        Err(CheckError::TooLarge { .. })
+            if (inline.max_schedules, inline.max_steps)
+                != (limits.max_schedules, limits.max_steps) =>
+        {
             let permit = state.check_permit().await;
             tokio::task::spawn_blocking(move || {
                 let _permit = permit;
@@ -243,7 +275,11 @@ async fn check_anew(state: &AppState, entry: Arc<Entry>, key: Vec<u8>, design: J
     let metrics = state.metrics();
     match result {
         Ok(Ok(verdict)) => {
-            metrics.observe_check(&scenario_id, if verdict.passed { "passed" } else { "missed" }, verdict.schedules_explored);
+            metrics.observe_check(
+                &scenario_id,
+                if verdict.passed { "passed" } else { "missed" },
+                verdict.schedules_explored,
+            );
             let checked = Arc::new(Checked::new(verdict).map_err(AppError::internal)?);
             state.verdicts().insert(key, Arc::clone(&checked));
             Ok(checked)
@@ -257,7 +293,9 @@ async fn check_anew(state: &AppState, entry: Arc<Entry>, key: Vec<u8>, design: J
             metrics.observe_check(&scenario_id, outcome, schedules);
             Err(check_error(&scenario_id, e))
         }
-        Err(join) => Err(AppError::internal(format!("the check of {scenario_id} stopped: {join}"))),
+        Err(join) => Err(AppError::internal(format!(
+            "the check of {scenario_id} stopped: {join}"
+        ))),
     }
 }
 
@@ -278,16 +316,33 @@ pub fn check_error(scenario_id: &str, error: CheckError) -> AppError {
 /// A design the validator refused: `graph_too_large` when it has too many nodes or edges,
 /// otherwise `invalid_design` with every problem in `details`.
 pub fn design_error(errors: Vec<DesignError>) -> AppError {
-    if let Some(big) = errors.iter().find(|e| e.code == "too_many_nodes" || e.code == "too_many_edges") {
-        return AppError::new(StatusCode::UNPROCESSABLE_ENTITY, "graph_too_large", big.message.clone()).at(big.path.clone());
+    if let Some(big) = errors
+        .iter()
+        .find(|e| e.code == "too_many_nodes" || e.code == "too_many_edges")
+    {
+        return AppError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "graph_too_large",
+            big.message.clone(),
+        )
+        .at(big.path.clone());
     }
-    let first = errors.first().cloned().unwrap_or(DesignError { path: "$".into(), code: "invalid".into(), message: "the design is not valid".into() });
+    let first = errors.first().cloned().unwrap_or(DesignError {
+        path: "$".into(),
+        code: "invalid".into(),
+        message: "the design is not valid".into(),
+    });
     let message = if errors.len() > 1 {
-        format!("the design has {} problems; the first: {}", errors.len(), first.message)
+        format!(
+            "the design has {} problems; the first: {}",
+            errors.len(),
+            first.message
+        )
     } else {
         first.message.clone()
     };
-    let mut error = AppError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_design", message).at(first.path);
+    let mut error =
+        AppError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_design", message).at(first.path);
     error.details = Some(errors);
     error
 }
@@ -298,22 +353,41 @@ pub fn design_error(errors: Vec<DesignError>) -> AppError {
     description = "The student of this browser. Sets the `pb_student` cookie (HttpOnly, SameSite=Lax) when there is none.",
     responses((status = 200, body = SessionBody), (status = 503, body = ErrorBody)))]
 pub async fn get_session(Session(student): Session) -> Json<SessionBody> {
-    Json(SessionBody { student: student.id, display_name: student.display_name })
+    Json(SessionBody {
+        student: student.id,
+        display_name: student.display_name,
+    })
 }
 
 #[utoipa::path(put, path = "/api/session", tag = "students", request_body = SessionUpdate,
     description = "Sets or removes the student's display name.",
     responses((status = 200, body = SessionBody), (status = 400, description = "malformed_json", body = ErrorBody),
         (status = 422, description = "invalid_request", body = ErrorBody)))]
-pub async fn put_session(State(state): State<AppState>, Session(student): Session, JsonBody(update): JsonBody<SessionUpdate>) -> Result<Json<SessionBody>, AppError> {
-    let name = update.display_name.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
+pub async fn put_session(
+    State(state): State<AppState>,
+    Session(student): Session,
+    JsonBody(update): JsonBody<SessionUpdate>,
+) -> Result<Json<SessionBody>, AppError> {
+    let name = update
+        .display_name
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty());
     if let Some(n) = &name {
         if n.chars().count() > 80 || n.chars().any(char::is_control) {
-            return Err(AppError::invalid_request("a display name has at most 80 characters and no control characters").at("$.display_name"));
+            return Err(AppError::invalid_request(
+                "a display name has at most 80 characters and no control characters",
+            )
+            .at("$.display_name"));
         }
     }
-    state.store().set_display_name(&student.id, name.as_deref()).await?;
-    Ok(Json(SessionBody { student: student.id, display_name: name }))
+    state
+        .store()
+        .set_display_name(&student.id, name.as_deref())
+        .await?;
+    Ok(Json(SessionBody {
+        student: student.id,
+        display_name: name,
+    }))
 }
 
 // Scenarios.
@@ -321,7 +395,10 @@ pub async fn put_session(State(state): State<AppState>, Session(student): Sessio
 #[utoipa::path(get, path = "/api/scenarios", tag = "scenarios",
     description = "The catalogue in course order, with the calling student's progress.",
     responses((status = 200, body = [ScenarioSummary])))]
-pub async fn list_scenarios(State(state): State<AppState>, MaybeSession(student): MaybeSession) -> Result<Json<Vec<ScenarioSummary>>, AppError> {
+pub async fn list_scenarios(
+    State(state): State<AppState>,
+    MaybeSession(student): MaybeSession,
+) -> Result<Json<Vec<ScenarioSummary>>, AppError> {
     let progress = match &student {
         // During a database outage the catalogue is still served (it lives in memory, and
         // checking designs still works), only without the student's progress.
@@ -363,7 +440,10 @@ pub async fn list_scenarios(State(state): State<AppState>, MaybeSession(student)
     description = "One scenario as a student sees it: every field of the scenario file except `reference_designs`, `wrong_designs` and `$schema`.",
     params(("id" = String, Path, description = "The scenario id, for example safe-retry")),
     responses((status = 200, description = "The scenario", body = Object), (status = 404, description = "unknown_scenario", body = ErrorBody)))]
-pub async fn get_scenario(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Json_>, AppError> {
+pub async fn get_scenario(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Json_>, AppError> {
     Ok(Json(scenario_entry(&state, &id)?.student_view.clone()))
 }
 
@@ -376,7 +456,11 @@ pub async fn get_scenario(State(state): State<AppState>, Path(id): Path<String>)
         (status = 404, description = "unknown_scenario", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 422, description = "invalid_design, graph_too_large or check_too_large", body = ErrorBody)))]
-pub async fn check(State(state): State<AppState>, Path(id): Path<String>, request: Request) -> Result<Response, AppError> {
+pub async fn check(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    request: Request,
+) -> Result<Response, AppError> {
     let body = read_body(request, &()).await?;
     let Some(entry) = state.catalogue().get(&id) else {
         // A body that is not JSON is answered as such first, as for every route.
@@ -392,7 +476,11 @@ pub async fn check(State(state): State<AppState>, Path(id): Path<String>, reques
             check_anew(&state, entry, key, design).await?
         }
     };
-    Ok(([(header::CONTENT_TYPE, "application/json")], checked.json.clone()).into_response())
+    Ok((
+        [(header::CONTENT_TYPE, "application/json")],
+        checked.json.clone(),
+    )
+        .into_response())
 }
 
 // Submissions.
@@ -400,8 +488,14 @@ pub async fn check(State(state): State<AppState>, Path(id): Path<String>, reques
 const MAX_STUDENT_ID_CHARS: usize = 128;
 
 fn valid_student_id(id: &str) -> Result<(), AppError> {
-    if id.is_empty() || id.chars().count() > MAX_STUDENT_ID_CHARS || id.chars().any(char::is_control) {
-        return Err(AppError::invalid_request(format!("a student id has 1 to {MAX_STUDENT_ID_CHARS} characters and no control characters")).at("$.student"));
+    if id.is_empty()
+        || id.chars().count() > MAX_STUDENT_ID_CHARS
+        || id.chars().any(char::is_control)
+    {
+        return Err(AppError::invalid_request(format!(
+            "a student id has 1 to {MAX_STUDENT_ID_CHARS} characters and no control characters"
+        ))
+        .at("$.student"));
     }
     Ok(())
 }
@@ -421,7 +515,12 @@ fn submission_body(a: &Attempt, with_design: bool) -> Submission {
 }
 
 /// Checks a design for `student` and builds the attempt to record.
-async fn check_attempt(state: &AppState, scenario: &str, student: String, design: Json_) -> Result<Attempt, AppError> {
+async fn check_attempt(
+    state: &AppState,
+    scenario: &str,
+    student: String,
+    design: Json_,
+) -> Result<Attempt, AppError> {
     let entry = scenario_entry(state, scenario)?;
     refuse_nul(&design, "$.design")?;
     let checked = run_check(state, Arc::clone(&entry), design.clone()).await?;
@@ -444,25 +543,43 @@ async fn submit(state: &AppState, caller: &Caller, bytes: &[u8]) -> Result<Attem
     let request: SubmissionRequest = parse_json(bytes)?;
     let student = match (caller, request.student) {
         (Caller::Student(s), Some(named)) if named != s.id => {
-            return Err(AppError::forbidden("a student may submit only for themself; leave \"student\" out").at("$.student"))
+            return Err(AppError::forbidden(
+                "a student may submit only for themself; leave \"student\" out",
+            )
+            .at("$.student"))
         }
         (Caller::Student(s), _) => s.id.clone(),
         (Caller::Grader(_), Some(named)) => {
             valid_student_id(&named)?;
             named
         }
-        (Caller::Grader(_), None) => return Err(AppError::invalid_request("a grader must name the \"student\" the design is for").at("$.student")),
+        (Caller::Grader(_), None) => {
+            return Err(AppError::invalid_request(
+                "a grader must name the \"student\" the design is for",
+            )
+            .at("$.student"))
+        }
     };
     check_attempt(state, &request.scenario, student, request.design).await
 }
 
 /// The `Idempotency-Key` header, if sent: 1 to 255 visible ASCII characters.
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, AppError> {
-    let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
-    let key = value.to_str().ok().map(str::trim).filter(|k| !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()));
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|k| !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()));
     match key {
         Some(k) => Ok(Some(k.to_string())),
-        None => Err(AppError::new(StatusCode::BAD_REQUEST, "invalid_idempotency_key", "an Idempotency-Key has 1 to 255 visible ASCII characters")),
+        None => Err(AppError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_idempotency_key",
+            "an Idempotency-Key has 1 to 255 visible ASCII characters",
+        )),
     }
 }
 
@@ -476,7 +593,11 @@ pub fn fingerprint(route: &str, bytes: &[u8]) -> String {
         Ok(v) => hasher.update(serde_json::to_vec(&v).unwrap_or_default()),
         Err(_) => hasher.update(bytes),
     }
-    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[utoipa::path(post, path = "/api/submissions", tag = "submissions", request_body = SubmissionRequest,
@@ -494,7 +615,12 @@ pub fn fingerprint(route: &str, bytes: &[u8]) -> String {
         (status = 409, description = "idempotency_key_in_flight", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 422, description = "invalid_request, invalid_design, graph_too_large, check_too_large or idempotency_key_reused", body = ErrorBody)))]
-pub async fn create_submission(State(state): State<AppState>, caller: Caller, headers: HeaderMap, request: Request) -> Response {
+pub async fn create_submission(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    request: Request,
+) -> Response {
     let bytes = match read_body(request, &state).await {
         Ok(b) => b,
         Err(e) => return e.into_response(),
@@ -505,18 +631,31 @@ pub async fn create_submission(State(state): State<AppState>, caller: Caller, he
     };
     // The work runs in its own task so that a client who hangs up cannot leave a half-done
     // submission: the record and the stored answer are committed either way.
-    let task = tokio::spawn(async move { submit_idempotently(state, caller, key, bytes.to_vec()).await });
+    let task =
+        tokio::spawn(async move { submit_idempotently(state, caller, key, bytes.to_vec()).await });
     match task.await {
         Ok(response) => response,
         Err(e) => AppError::internal(format!("the submission task stopped: {e}")).into_response(),
     }
 }
 
-async fn submit_idempotently(state: AppState, caller: Caller, key: Option<String>, bytes: Vec<u8>) -> Response {
+async fn submit_idempotently(
+    state: AppState,
+    caller: Caller,
+    key: Option<String>,
+    bytes: Vec<u8>,
+) -> Response {
     let scope = caller.scope();
     let store = state.store();
     if let Some(key) = &key {
-        let claim = store.claim_idempotency_key(&scope, key, &fingerprint("POST /api/submissions", &bytes), state.config().idempotency_lease).await;
+        let claim = store
+            .claim_idempotency_key(
+                &scope,
+                key,
+                &fingerprint("POST /api/submissions", &bytes),
+                state.config().idempotency_lease,
+            )
+            .await;
         match claim {
             Err(e) => return AppError::from(e).into_response(),
             Ok(Claim::Started) => {}
@@ -556,7 +695,8 @@ async fn submit_idempotently(state: AppState, caller: Caller, key: Option<String
     let renewal = key.clone().map(|key| {
         let store = store.clone();
         let scope = scope.clone();
-        let every = (state.config().idempotency_lease / 4).max(std::time::Duration::from_millis(10));
+        let every =
+            (state.config().idempotency_lease / 4).max(std::time::Duration::from_millis(10));
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             loop {
@@ -590,7 +730,12 @@ async fn submit_idempotently(state: AppState, caller: Caller, key: Option<String
             Ok(_) => json_response(status, &body),
         };
     }
-    let answer = key.as_deref().map(|key| IdempotentAnswer { caller: &scope, key, status: status.as_u16(), body: &body });
+    let answer = key.as_deref().map(|key| IdempotentAnswer {
+        caller: &scope,
+        key,
+        status: status.as_u16(),
+        body: &body,
+    });
     if attempt.is_some() || answer.is_some() {
         if let Err(e) = store.record(attempt, answer.as_ref()).await {
             if let Some(key) = &key {
@@ -615,8 +760,18 @@ async fn submit_idempotently(state: AppState, caller: Caller, key: Option<String
     responses((status = 200, body = Submission), (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: another student's attempt", body = ErrorBody),
         (status = 404, description = "unknown_submission", body = ErrorBody)))]
-pub async fn get_submission(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Submission>, AppError> {
-    let unknown = || AppError::new(StatusCode::NOT_FOUND, "unknown_submission", format!("there is no submission \"{}\"", id.escape_default()));
+pub async fn get_submission(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Submission>, AppError> {
+    let unknown = || {
+        AppError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_submission",
+            format!("there is no submission \"{}\"", id.escape_default()),
+        )
+    };
     // Ids are UUIDs; anything else cannot name a submission.
     if id.len() > 64 || id.chars().any(char::is_control) {
         return Err(unknown());
@@ -624,7 +779,9 @@ pub async fn get_submission(State(state): State<AppState>, caller: Caller, Path(
     let attempt = state.store().get_attempt(&id).await?.ok_or_else(unknown)?;
     if let Caller::Student(s) = &caller {
         if s.id != attempt.student {
-            return Err(AppError::forbidden("this submission belongs to another student"));
+            return Err(AppError::forbidden(
+                "this submission belongs to another student",
+            ));
         }
     }
     Ok(Json(submission_body(&attempt, true)))
@@ -636,23 +793,38 @@ pub async fn get_submission(State(state): State<AppState>, caller: Caller, Path(
     security(("grader_token" = []), ("student_cookie" = [])),
     responses((status = 200, body = [SubmissionSummary]), (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: a student asking for another student's attempts", body = ErrorBody)))]
-pub async fn list_submissions(State(state): State<AppState>, caller: Caller, Query(query): Query<SubmissionQuery>) -> Result<Json<Vec<SubmissionSummary>>, AppError> {
+pub async fn list_submissions(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(query): Query<SubmissionQuery>,
+) -> Result<Json<Vec<SubmissionSummary>>, AppError> {
     for (name, value) in [("student", &query.student), ("scenario", &query.scenario)] {
-        if value.as_deref().is_some_and(|v| v.chars().any(char::is_control)) {
-            return Err(AppError::invalid_request(format!("\"{name}\" may not contain control characters")).at(format!("?{name}")));
+        if value
+            .as_deref()
+            .is_some_and(|v| v.chars().any(char::is_control))
+        {
+            return Err(AppError::invalid_request(format!(
+                "\"{name}\" may not contain control characters"
+            ))
+            .at(format!("?{name}")));
         }
     }
     let student = match &caller {
         Caller::Student(s) => {
             if query.student.as_deref().is_some_and(|named| named != s.id) {
-                return Err(AppError::forbidden("a student may list only their own submissions"));
+                return Err(AppError::forbidden(
+                    "a student may list only their own submissions",
+                ));
             }
             Some(s.id.clone())
         }
         Caller::Grader(_) => query.student.clone(),
     };
     let limit = query.limit.unwrap_or(100).clamp(1, 1000);
-    let list = state.store().list_attempts(student.as_deref(), query.scenario.as_deref(), limit).await?;
+    let list = state
+        .store()
+        .list_attempts(student.as_deref(), query.scenario.as_deref(), limit)
+        .await?;
     Ok(Json(list.into_iter().map(summary_body).collect()))
 }
 
@@ -685,18 +857,34 @@ fn summary_body(a: AttemptSummary) -> SubmissionSummary {
         (status = 401, description = "unauthorized: no token, or a bad or revoked one", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 422, description = "invalid_request: not an array, too many items or an unknown format", body = ErrorBody)))]
-pub async fn grade(State(state): State<AppState>, grader: Grader, Query(query): Query<GradeQuery>, JsonBody(items): JsonBody<Json_>) -> Result<Json<Vec<Json_>>, AppError> {
+pub async fn grade(
+    State(state): State<AppState>,
+    grader: Grader,
+    Query(query): Query<GradeQuery>,
+    JsonBody(items): JsonBody<Json_>,
+) -> Result<Json<Vec<Json_>>, AppError> {
     let gradescope = match query.format.as_deref() {
         None | Some("verdict") => false,
         Some("gradescope") => true,
-        Some(other) => return Err(AppError::invalid_request(format!("unknown format \"{other}\"; use format=gradescope or leave it out"))),
+        Some(other) => {
+            return Err(AppError::invalid_request(format!(
+                "unknown format \"{other}\"; use format=gradescope or leave it out"
+            )))
+        }
     };
     let Json_::Array(items) = items else {
-        return Err(AppError::invalid_request("the body must be a JSON array of {\"scenario\", \"student\", \"design\"}").at("$"));
+        return Err(AppError::invalid_request(
+            "the body must be a JSON array of {\"scenario\", \"student\", \"design\"}",
+        )
+        .at("$"));
     };
     let max = state.config().grade_items_max;
     if items.len() > max {
-        return Err(AppError::invalid_request(format!("at most {max} items per call; this one has {}", items.len())).at("$"));
+        return Err(AppError::invalid_request(format!(
+            "at most {max} items per call; this one has {}",
+            items.len()
+        ))
+        .at("$"));
     }
     tracing::info!(grader = %grader.name, items = items.len(), gradescope, "grading a batch");
     let mut results = Vec::with_capacity(items.len());
@@ -725,16 +913,26 @@ pub async fn grade(State(state): State<AppState>, grader: Grader, Query(query): 
 }
 
 /// Grades and records one item, and shapes its result; any failure is this item's alone.
-async fn grade_one(state: &AppState, item: Json_, index: usize, gradescope: bool) -> Result<Json_, AppError> {
+async fn grade_one(
+    state: &AppState,
+    item: Json_,
+    index: usize,
+    gradescope: bool,
+) -> Result<Json_, AppError> {
     let item: GradeItem = crate::error::from_value(item)?;
     valid_student_id(&item.student)?;
     let attempt = check_attempt(state, &item.scenario, item.student, item.design).await?;
     state.store().record(Some(&attempt), None).await?;
     if !gradescope {
-        return serde_json::to_value(GradeResult { index, submission: submission_body(&attempt, false) }).map_err(AppError::internal);
+        return serde_json::to_value(GradeResult {
+            index,
+            submission: submission_body(&attempt, false),
+        })
+        .map_err(AppError::internal);
     }
     let entry = scenario_entry(state, &attempt.scenario)?;
-    let verdict: Verdict = serde_json::from_value(attempt.verdict.clone()).map_err(AppError::internal)?;
+    let verdict: Verdict =
+        serde_json::from_value(attempt.verdict.clone()).map_err(AppError::internal)?;
     let extra = json!({
         "index": index,
         "submission_id": attempt.id,
@@ -749,7 +947,11 @@ async fn grade_one(state: &AppState, item: Json_, index: usize, gradescope: bool
 // Drafts.
 
 fn no_draft(scenario: &str) -> AppError {
-    AppError::new(StatusCode::NOT_FOUND, "no_draft", format!("there is no draft for \"{scenario}\" yet"))
+    AppError::new(
+        StatusCode::NOT_FOUND,
+        "no_draft",
+        format!("there is no draft for \"{scenario}\" yet"),
+    )
 }
 
 #[utoipa::path(get, path = "/api/drafts/{scenario}", tag = "students",
@@ -757,10 +959,22 @@ fn no_draft(scenario: &str) -> AppError {
     params(("scenario" = String, Path, description = "The scenario id")),
     security(("student_cookie" = [])),
     responses((status = 200, body = DraftAnswer), (status = 404, description = "unknown_scenario or no_draft", body = ErrorBody)))]
-pub async fn get_draft(State(state): State<AppState>, Session(student): Session, Path(scenario): Path<String>) -> Result<Json<DraftAnswer>, AppError> {
+pub async fn get_draft(
+    State(state): State<AppState>,
+    Session(student): Session,
+    Path(scenario): Path<String>,
+) -> Result<Json<DraftAnswer>, AppError> {
     scenario_entry(&state, &scenario)?;
-    let draft = state.store().get_draft(&student.id, &scenario).await?.ok_or_else(|| no_draft(&scenario))?;
-    Ok(Json(DraftAnswer { scenario: draft.scenario, design: draft.design, updated_at: time(draft.updated_at) }))
+    let draft = state
+        .store()
+        .get_draft(&student.id, &scenario)
+        .await?
+        .ok_or_else(|| no_draft(&scenario))?;
+    Ok(Json(DraftAnswer {
+        scenario: draft.scenario,
+        design: draft.design,
+        updated_at: time(draft.updated_at),
+    }))
 }
 
 #[utoipa::path(put, path = "/api/drafts/{scenario}", tag = "students", request_body = DraftBody,
@@ -778,11 +992,20 @@ pub async fn put_draft(
 ) -> Result<Json<DraftAnswer>, AppError> {
     scenario_entry(&state, &scenario)?;
     if !body.design.is_object() {
-        return Err(AppError::invalid_request("a draft's design must be a JSON object").at("$.design"));
+        return Err(
+            AppError::invalid_request("a draft's design must be a JSON object").at("$.design"),
+        );
     }
     refuse_nul(&body.design, "$.design")?;
-    let draft = state.store().put_draft(&student.id, &scenario, &body.design).await?;
-    Ok(Json(DraftAnswer { scenario: draft.scenario, design: draft.design, updated_at: time(draft.updated_at) }))
+    let draft = state
+        .store()
+        .put_draft(&student.id, &scenario, &body.design)
+        .await?;
+    Ok(Json(DraftAnswer {
+        scenario: draft.scenario,
+        design: draft.design,
+        updated_at: time(draft.updated_at),
+    }))
 }
 
 // Operations.
@@ -796,16 +1019,22 @@ pub async fn openapi() -> Json<utoipa::openapi::OpenApi> {
 #[utoipa::path(get, path = "/healthz", tag = "operations", description = "Liveness: the process answers.",
     responses((status = 200, body = Health)))]
 pub async fn healthz() -> Json<Health> {
-    Json(Health { status: "ok".into() })
+    Json(Health {
+        status: "ok".into(),
+    })
 }
 
 #[utoipa::path(get, path = "/readyz", tag = "operations", description = "Readiness: the database answers.",
     responses((status = 200, body = Health), (status = 503, description = "unavailable", body = ErrorBody)))]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, AppError> {
     match tokio::time::timeout(std::time::Duration::from_secs(2), state.store().ping()).await {
-        Ok(Ok(())) => Ok(Json(Health { status: "ready".into() })),
+        Ok(Ok(())) => Ok(Json(Health {
+            status: "ready".into(),
+        })),
         Ok(Err(e)) => Err(AppError::unavailable(e)),
-        Err(_) => Err(AppError::unavailable("the database did not answer within 2 s")),
+        Err(_) => Err(AppError::unavailable(
+            "the database did not answer within 2 s",
+        )),
     }
 }
 
@@ -813,7 +1042,14 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, AppEr
     description = "Prometheus text: requests by route and status, a latency histogram, checks run and schedules explored.",
     responses((status = 200, description = "Prometheus text format 0.0.4", content_type = "text/plain", body = String)))]
 pub async fn metrics(State(state): State<AppState>) -> Response {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], state.metrics().render()).into_response()
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        state.metrics().render(),
+    )
+        .into_response()
 }
 
 #[derive(Deserialize)]
@@ -836,9 +1072,17 @@ pub async fn floor(Query(query): Query<FloorQuery>) -> Response {
 }
 
 pub async fn api_not_found() -> AppError {
-    AppError::new(StatusCode::NOT_FOUND, "not_found", "there is no such API route; GET /api/openapi.json lists them")
+    AppError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "there is no such API route; GET /api/openapi.json lists them",
+    )
 }
 
 pub async fn not_found() -> AppError {
-    AppError::new(StatusCode::NOT_FOUND, "not_found", "there is nothing at this path (the web app is not built; cargo xtask run builds it)")
+    AppError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "there is nothing at this path (the web app is not built; cargo xtask run builds it)",
+    )
 }

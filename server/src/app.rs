@@ -72,7 +72,10 @@ impl Default for Config {
             idempotency_lease: Duration::from_secs(10),
             static_dir: None,
             check_limits: shared::Limits::default(),
-            inline_check_limits: shared::Limits { max_schedules: 10_000, max_steps: 10_000 },
+            inline_check_limits: shared::Limits {
+                max_schedules: 10_000,
+                max_steps: 10_000,
+            },
             rate_limit: Some(RateLimit::default()),
             floor_route: false,
             verdict_cache_bytes: 64 * 1024 * 1024,
@@ -97,11 +100,21 @@ struct Inner {
 
 impl AppState {
     pub fn new(store: Store, catalogue: Catalogue, config: Config) -> AppState {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
         let checks = Arc::new(tokio::sync::Semaphore::new(cores));
         let rate_limiter = config.rate_limit.map(RateLimiter::new);
         let verdicts = crate::verdicts::VerdictCache::new(config.verdict_cache_bytes);
-        AppState(Arc::new(Inner { store, catalogue, metrics: Metrics::default(), config, checks, rate_limiter, verdicts }))
+        AppState(Arc::new(Inner {
+            store,
+            catalogue,
+            metrics: Metrics::default(),
+            config,
+            checks,
+            rate_limiter,
+            verdicts,
+        }))
     }
     pub fn verdicts(&self) -> &crate::verdicts::VerdictCache {
         &self.0.verdicts
@@ -139,9 +152,15 @@ pub fn router(state: AppState) -> Router {
         .route("/api/scenarios", get(api::list_scenarios))
         .route("/api/scenarios/{id}", get(api::get_scenario))
         .route("/api/scenarios/{id}/check", post(api::check))
-        .route("/api/submissions", post(api::create_submission).get(api::list_submissions))
+        .route(
+            "/api/submissions",
+            post(api::create_submission).get(api::list_submissions),
+        )
         .route("/api/submissions/{id}", get(api::get_submission))
-        .route("/api/drafts/{scenario}", get(api::get_draft).put(api::put_draft))
+        .route(
+            "/api/drafts/{scenario}",
+            get(api::get_draft).put(api::put_draft),
+        )
         .route("/api/openapi.json", get(api::openapi))
         .route("/healthz", get(api::healthz))
         .route("/readyz", get(api::readyz))
@@ -157,9 +176,14 @@ pub fn router(state: AppState) -> Router {
         .layer(RequestBodyLimitLayer::new(config.grade_body_limit_bytes));
     let mut app = small.merge(grade).layer(DefaultBodyLimit::disable());
 
-    app = match config.static_dir.as_ref().filter(|d| d.join("index.html").is_file()) {
+    app = match config
+        .static_dir
+        .as_ref()
+        .filter(|d| d.join("index.html").is_file())
+    {
         // Client-side routes such as /scenarios/safe-retry get index.html with status 200.
-        Some(dir) => app.fallback_service(ServeDir::new(dir).fallback(ServeFile::new(dir.join("index.html")))),
+        Some(dir) => app
+            .fallback_service(ServeDir::new(dir).fallback(ServeFile::new(dir.join("index.html")))),
         None => app.fallback(api::not_found),
     };
 
@@ -201,7 +225,12 @@ async fn track_metrics(State(state): State<AppState>, request: Request, next: Ne
         None => "static".to_string(),
     };
     let response = next.run(request).await;
-    state.metrics().observe_request(&method, &route, response.status().as_u16(), started.elapsed());
+    state.metrics().observe_request(
+        &method,
+        &route,
+        response.status().as_u16(),
+        started.elapsed(),
+    );
     response
 }
 
@@ -231,12 +260,38 @@ async fn json_errors(request: Request, next: Next) -> Response {
         .filter(|t| !t.is_empty());
     let error = match status {
         StatusCode::PAYLOAD_TOO_LARGE => body_too_large(),
-        StatusCode::REQUEST_TIMEOUT => AppError::new(status, "timeout", "the request took too long and was stopped"),
-        StatusCode::METHOD_NOT_ALLOWED => AppError::new(status, "method_not_allowed", "this route does not accept that method; GET /api/openapi.json lists the routes"),
-        StatusCode::NOT_FOUND => AppError::new(status, "not_found", "there is nothing at this path"),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => AppError::new(status, "unsupported_media_type", "send the body as application/json"),
-        s if s.is_server_error() => AppError::new(s, "internal", "something went wrong on the server; the log says what"),
-        s => AppError::new(s, "bad_request", said.unwrap_or_else(|| s.canonical_reason().unwrap_or("the request was refused").to_string())),
+        StatusCode::REQUEST_TIMEOUT => AppError::new(
+            status,
+            "timeout",
+            "the request took too long and was stopped",
+        ),
+        StatusCode::METHOD_NOT_ALLOWED => AppError::new(
+            status,
+            "method_not_allowed",
+            "this route does not accept that method; GET /api/openapi.json lists the routes",
+        ),
+        StatusCode::NOT_FOUND => {
+            AppError::new(status, "not_found", "there is nothing at this path")
+        }
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => AppError::new(
+            status,
+            "unsupported_media_type",
+            "send the body as application/json",
+        ),
+        s if s.is_server_error() => AppError::new(
+            s,
+            "internal",
+            "something went wrong on the server; the log says what",
+        ),
+        s => AppError::new(
+            s,
+            "bad_request",
+            said.unwrap_or_else(|| {
+                s.canonical_reason()
+                    .unwrap_or("the request was refused")
+                    .to_string()
+            }),
+        ),
     };
     let mut fresh = error.into_response();
     // Keep the headers that matter to clients (Allow, request id).
@@ -284,7 +339,10 @@ pub async fn shutdown_signal() {
 /// Serves `state` on `listener` until ctrl-c or SIGTERM.
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
     // The peer address is the rate limit's key for a client with neither token nor session.
-    axum::serve(listener, router(state).into_make_service_with_connect_info::<std::net::SocketAddr>())
-        .with_graceful_shutdown(shutdown_signal())
-        .await
+    axum::serve(
+        listener,
+        router(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await
 }

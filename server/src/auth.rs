@@ -86,7 +86,9 @@ pub fn cookie_student(headers: &HeaderMap) -> Option<String> {
 
 /// The shape of the ids the server makes: `s-` and 32 hex digits.
 fn is_session_id(value: &str) -> bool {
-    value.len() == 34 && value.starts_with("s-") && value[2..].bytes().all(|b| b.is_ascii_hexdigit())
+    value.len() == 34
+        && value.starts_with("s-")
+        && value[2..].bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// True when the request reached us over TLS, directly or through a proxy that says so.
@@ -96,7 +98,11 @@ fn over_tls(parts: &Parts) -> bool {
             .headers
             .get("x-forwarded-proto")
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.split(',').next().is_some_and(|p| p.trim().eq_ignore_ascii_case("https")))
+            .is_some_and(|v| {
+                v.split(',')
+                    .next()
+                    .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
+            })
 }
 
 async fn existing_session(parts: &Parts, state: &AppState) -> Result<Option<Student>, AppError> {
@@ -109,7 +115,10 @@ async fn existing_session(parts: &Parts, state: &AppState) -> Result<Option<Stud
 impl FromRequestParts<AppState> for MaybeSession {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         match existing_session(parts, state).await {
             // Who is asking is optional here, so a database outage makes an anonymous
             // caller, not a failed request.
@@ -122,7 +131,10 @@ impl FromRequestParts<AppState> for MaybeSession {
 impl FromRequestParts<AppState> for Session {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         if let Some(student) = existing_session(parts, state).await? {
             return Ok(Session(student));
         }
@@ -130,8 +142,12 @@ impl FromRequestParts<AppState> for Session {
         let student = state.store().create_session_student(&id).await?;
         let secure = if over_tls(parts) { "; Secure" } else { "" };
         // A year: progress is kept as long as the browser keeps the cookie.
-        let cookie = format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Lax; Max-Age=31536000{secure}");
-        if let (Some(slot), Ok(value)) = (parts.extensions.get::<CookieSlot>(), HeaderValue::from_str(&cookie)) {
+        let cookie =
+            format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Lax; Max-Age=31536000{secure}");
+        if let (Some(slot), Ok(value)) = (
+            parts.extensions.get::<CookieSlot>(),
+            HeaderValue::from_str(&cookie),
+        ) {
             *slot.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(value);
         }
         tracing::info!(student = %id, "new student session");
@@ -142,7 +158,10 @@ impl FromRequestParts<AppState> for Session {
 impl FromRequestParts<AppState> for Grader {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
             return Err(AppError::unauthorized("this route needs a grader token: send Authorization: Bearer <token> (pipeline-builder token create --name NAME makes one)"));
         };
@@ -152,10 +171,14 @@ impl FromRequestParts<AppState> for Grader {
             .and_then(|v| v.split_once(' '))
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, token)| token.trim())
-            .ok_or_else(|| AppError::unauthorized("the Authorization header must be \"Bearer <token>\""))?;
+            .ok_or_else(|| {
+                AppError::unauthorized("the Authorization header must be \"Bearer <token>\"")
+            })?;
         match verify_token(state, token).await? {
             Some(name) => Ok(Grader { name }),
-            None => Err(AppError::unauthorized("the grader token is unknown or revoked")),
+            None => Err(AppError::unauthorized(
+                "the grader token is unknown or revoked",
+            )),
         }
     }
 }
@@ -163,25 +186,38 @@ impl FromRequestParts<AppState> for Grader {
 impl FromRequestParts<AppState> for Caller {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         if parts.headers.contains_key(header::AUTHORIZATION) {
-            Grader::from_request_parts(parts, state).await.map(Caller::Grader)
+            Grader::from_request_parts(parts, state)
+                .await
+                .map(Caller::Grader)
         } else {
-            Session::from_request_parts(parts, state).await.map(|s| Caller::Student(s.0))
+            Session::from_request_parts(parts, state)
+                .await
+                .map(|s| Caller::Student(s.0))
         }
     }
 }
 
 /// sha256 of a token, in hex: what the database keeps.
 pub fn hash_token(token: &str) -> String {
-    Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A new token: `pbt_` and 32 random bytes in hex.
 pub fn new_token() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)?;
-    Ok(format!("pbt_{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()))
+    Ok(format!(
+        "pbt_{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
 }
 
 /// The name of the active token `token` is, if any. Every active hash is compared, each in

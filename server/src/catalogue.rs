@@ -25,7 +25,10 @@ pub const MAX_SCENARIO_NESTING: usize = 32;
 /// How far the check of any one design of a scenario file may go. The shipped scenarios'
 /// largest check explores 573 schedules; a file past this bound would make every student's
 /// check slow, and validating it would take minutes.
-pub const AUTHORING_LIMITS: shared::Limits = shared::Limits { max_schedules: 100_000, max_steps: 20_000_000 };
+pub const AUTHORING_LIMITS: shared::Limits = shared::Limits {
+    max_schedules: 100_000,
+    max_steps: 20_000_000,
+};
 
 /// One scenario and what the server derives from it once.
 #[derive(Debug)]
@@ -49,7 +52,11 @@ impl Catalogue {
         let mut by_id = BTreeMap::new();
         for scenario in scenarios {
             by_id.insert(scenario.id.clone(), entries.len());
-            entries.push(Arc::new(Entry { hash: shared::scenario_hash(&scenario), student_view: student_view(&scenario), scenario }));
+            entries.push(Arc::new(Entry {
+                hash: shared::scenario_hash(&scenario),
+                student_view: student_view(&scenario),
+                scenario,
+            }));
         }
         Catalogue { entries, by_id }
     }
@@ -88,7 +95,11 @@ pub fn student_view(scenario: &Scenario) -> Json {
 pub fn read_files(paths: &[PathBuf]) -> (Vec<(String, String)>, Vec<Diagnostic>) {
     let mut files = Vec::new();
     let mut problems = Vec::new();
-    let problem = |file: &Path, message: String| Diagnostic { file: file.display().to_string(), path: "$".into(), message };
+    let problem = |file: &Path, message: String| Diagnostic {
+        file: file.display().to_string(),
+        path: "$".into(),
+        message,
+    };
     for path in paths {
         if path.is_dir() {
             let listing = match std::fs::read_dir(path) {
@@ -122,11 +133,18 @@ fn is_scenario_file(path: &Path) -> bool {
 
 fn read_one(path: &Path, files: &mut Vec<(String, String)>, problems: &mut Vec<Diagnostic>) {
     let file = path.display().to_string();
-    let problem = |message: String| Diagnostic { file: file.clone(), path: "$".into(), message };
+    let problem = |message: String| Diagnostic {
+        file: file.clone(),
+        path: "$".into(),
+        message,
+    };
     // The size first, so that a huge file is never read into memory.
     match std::fs::metadata(path) {
         Ok(m) if m.len() > MAX_SCENARIO_FILE_BYTES => {
-            problems.push(problem(format!("the file has {} bytes; a scenario file may have at most {MAX_SCENARIO_FILE_BYTES}", m.len())));
+            problems.push(problem(format!(
+                "the file has {} bytes; a scenario file may have at most {MAX_SCENARIO_FILE_BYTES}",
+                m.len()
+            )));
             return;
         }
         Ok(_) => {}
@@ -138,9 +156,14 @@ fn read_one(path: &Path, files: &mut Vec<(String, String)>, problems: &mut Vec<D
     // Read through a bound too, in case the file grew since.
     use std::io::Read;
     let mut text = String::new();
-    let read = std::fs::File::open(path).and_then(|f| f.take(MAX_SCENARIO_FILE_BYTES + 1).read_to_string(&mut text));
+    let read = std::fs::File::open(path).and_then(|f| {
+        f.take(MAX_SCENARIO_FILE_BYTES + 1)
+            .read_to_string(&mut text)
+    });
     match read {
-        Ok(n) if n as u64 > MAX_SCENARIO_FILE_BYTES => problems.push(problem(format!("the file has more than {MAX_SCENARIO_FILE_BYTES} bytes"))),
+        Ok(n) if n as u64 > MAX_SCENARIO_FILE_BYTES => problems.push(problem(format!(
+            "the file has more than {MAX_SCENARIO_FILE_BYTES} bytes"
+        ))),
         Ok(_) => files.push((file.clone(), text)),
         Err(e) => problems.push(problem(format!("the file cannot be read: {e}"))),
     }
@@ -176,24 +199,45 @@ pub fn nesting_depth(text: &str) -> usize {
 /// The problems found before the full validation: nesting too deep, or a design whose check
 /// goes past [`AUTHORING_LIMITS`]. A file with any of them is not validated further.
 pub fn precheck(file: &str, text: &str) -> Vec<Diagnostic> {
-    let problem = |path: String, message: String| Diagnostic { file: file.to_string(), path, message };
+    let problem = |path: String, message: String| Diagnostic {
+        file: file.to_string(),
+        path,
+        message,
+    };
     let depth = nesting_depth(text);
     if depth > MAX_SCENARIO_NESTING {
         return vec![problem("$".into(), format!("the file nests arrays and objects {depth} deep; a scenario file may nest at most {MAX_SCENARIO_NESTING} deep"))];
     }
     // A file that does not parse is left to the full validation, which says why.
-    let Ok(scenario) = Scenario::from_json(text) else { return Vec::new() };
+    let Ok(scenario) = Scenario::from_json(text) else {
+        return Vec::new();
+    };
     let designs = scenario
         .reference_designs
         .iter()
         .enumerate()
         .map(|(i, d)| (format!("$.reference_designs[{i}].design"), &d.design))
-        .chain(scenario.wrong_designs.iter().enumerate().map(|(i, d)| (format!("$.wrong_designs[{i}].design"), &d.design)))
-        .chain(scenario.starting_design.iter().map(|d| ("$.starting_design".to_string(), d)));
+        .chain(
+            scenario
+                .wrong_designs
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (format!("$.wrong_designs[{i}].design"), &d.design)),
+        )
+        .chain(
+            scenario
+                .starting_design
+                .iter()
+                .map(|d| ("$.starting_design".to_string(), d)),
+        );
     let mut problems = Vec::new();
     for (path, design) in designs {
-        let Ok(valid) = shared::validate_json(&scenario, design) else { continue };
-        if let Err(shared::CheckError::TooLarge { schedules, limit }) = shared::check_with(&scenario, &valid, AUTHORING_LIMITS) {
+        let Ok(valid) = shared::validate_json(&scenario, design) else {
+            continue;
+        };
+        if let Err(shared::CheckError::TooLarge { schedules, limit }) =
+            shared::check_with(&scenario, &valid, AUTHORING_LIMITS)
+        {
             problems.push(problem(
                 path,
                 format!("checking this design stopped after {schedules} failure schedules ({limit}); a scenario's checks may explore at most {} schedules: lower failures.bound, or use fewer messages or crash points", AUTHORING_LIMITS.max_schedules),
@@ -230,7 +274,11 @@ pub fn validate_paths(paths: &[PathBuf]) -> Result<Vec<Scenario>, Vec<Diagnostic
 /// Loads the catalogue the server serves; refuses on any diagnostic.
 pub fn load(dir: &Path) -> Result<Catalogue, Vec<Diagnostic>> {
     if !dir.is_dir() {
-        return Err(vec![Diagnostic { file: dir.display().to_string(), path: "$".into(), message: "the scenarios folder does not exist".into() }]);
+        return Err(vec![Diagnostic {
+            file: dir.display().to_string(),
+            path: "$".into(),
+            message: "the scenarios folder does not exist".into(),
+        }]);
     }
     validate_paths(&[dir.to_path_buf()]).map(Catalogue::new)
 }
@@ -247,9 +295,15 @@ pub fn find(dir: &Path, id: &str) -> Result<Scenario, String> {
         match Scenario::from_json(text) {
             Ok(s) if s.id == id => return Ok(s),
             Ok(s) => known.push(s.id),
-            Err(e) => tracing::warn!(file, error = %e, "skipping a scenario file that does not parse"),
+            Err(e) => {
+                tracing::warn!(file, error = %e, "skipping a scenario file that does not parse")
+            }
         }
     }
     known.sort();
-    Err(format!("there is no scenario \"{id}\" in {}; known: {}", dir.display(), known.join(", ")))
+    Err(format!(
+        "there is no scenario \"{id}\" in {}; known: {}",
+        dir.display(),
+        known.join(", ")
+    ))
 }

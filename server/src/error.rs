@@ -56,7 +56,14 @@ pub struct ErrorDetail {
 
 impl AppError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> AppError {
-        AppError { status, code, message: message.into(), path: None, details: None, retry_after_seconds: None }
+        AppError {
+            status,
+            code,
+            message: message.into(),
+            path: None,
+            details: None,
+            retry_after_seconds: None,
+        }
     }
 
     /// Tells the client when a retry may succeed.
@@ -75,8 +82,12 @@ impl AppError {
     }
 
     pub fn unknown_scenario(id: &str) -> AppError {
-        AppError::new(StatusCode::NOT_FOUND, "unknown_scenario", format!("there is no scenario \"{id}\"; GET /api/scenarios lists them"))
-            .at("$.scenario")
+        AppError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_scenario",
+            format!("there is no scenario \"{id}\"; GET /api/scenarios lists them"),
+        )
+        .at("$.scenario")
     }
 
     pub fn unauthorized(message: impl Into<String>) -> AppError {
@@ -90,7 +101,11 @@ impl AppError {
     /// A failure on our side. The cause goes to the log, never to the client.
     pub fn internal(cause: impl std::fmt::Display) -> AppError {
         tracing::error!(%cause, "internal error");
-        AppError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "something went wrong on the server; the log says what")
+        AppError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "something went wrong on the server; the log says what",
+        )
     }
 
     /// The database cannot be reached. The route needs it; a retry after a few seconds may
@@ -107,7 +122,12 @@ impl AppError {
 
     pub fn body(&self) -> Json {
         serde_json::to_value(ErrorBody {
-            error: ErrorDetail { code: self.code.to_string(), message: self.message.clone(), path: self.path.clone(), details: self.details.clone() },
+            error: ErrorDetail {
+                code: self.code.to_string(),
+                message: self.message.clone(),
+                path: self.path.clone(),
+                details: self.details.clone(),
+            },
         })
         .unwrap_or(Json::Null)
     }
@@ -121,7 +141,12 @@ pub const DATABASE_RETRY_AFTER_SECONDS: u64 = 2;
 /// refusing connections. These are answered 503 with `Retry-After`, never 500.
 pub fn is_connection_error(e: &sqlx::Error) -> bool {
     match e {
-        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::WorkerCrashed => true,
         sqlx::Error::Database(db) => db.code().is_some_and(|code| {
             // SQLSTATE classes 08 (connection exception), 53 (insufficient resources), 57P
             // (operator intervention: shutdown, crash, cannot connect now).
@@ -145,7 +170,9 @@ impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let mut response = json_response(self.status, &self.body());
         if let Some(seconds) = self.retry_after_seconds {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }
@@ -155,7 +182,10 @@ impl IntoResponse for AppError {
 pub fn json_response(status: StatusCode, body: &Json) -> Response {
     let bytes = serde_json::to_vec(body).unwrap_or_else(|_| b"null".to_vec());
     let mut response = (status, bytes).into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }
 
@@ -179,24 +209,39 @@ pub async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes,
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             body_too_large()
         } else {
-            AppError::new(StatusCode::BAD_REQUEST, "malformed_json", format!("the request body could not be read: {rejection}"))
+            AppError::new(
+                StatusCode::BAD_REQUEST,
+                "malformed_json",
+                format!("the request body could not be read: {rejection}"),
+            )
         }
     })
 }
 
 pub fn body_too_large() -> AppError {
-    AppError::new(StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", "the request body is larger than this server accepts")
+    AppError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "body_too_large",
+        "the request body is larger than this server accepts",
+    )
 }
 
 /// Parses JSON text into `T` with the error codes of [`JsonBody`].
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
     let value: Json = serde_json::from_slice(bytes).map_err(|e| {
-        AppError::new(StatusCode::BAD_REQUEST, "malformed_json", format!("the request body is not valid JSON: {e}")).at("$")
+        AppError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed_json",
+            format!("the request body is not valid JSON: {e}"),
+        )
+        .at("$")
     })?;
     from_value(value)
 }
 
 /// Converts parsed JSON into `T`, naming what is wrong with its shape.
 pub fn from_value<T: DeserializeOwned>(value: Json) -> Result<T, AppError> {
-    serde_json::from_value(value).map_err(|e| AppError::invalid_request(format!("the request body has the wrong shape: {e}")).at("$"))
+    serde_json::from_value(value).map_err(|e| {
+        AppError::invalid_request(format!("the request body has the wrong shape: {e}")).at("$")
+    })
 }

@@ -30,7 +30,10 @@ const POLICY: [(&str, &str); 9] = [
 pub fn content_security_policy(static_dir: Option<&Path>) -> String {
     let mut hashes: Vec<String> = Vec::new();
     if let Some(dir) = static_dir {
-        let pages = [Some(dir.join("index.html")), dir.parent().map(|p| p.join("index.html"))];
+        let pages = [
+            Some(dir.join("index.html")),
+            dir.parent().map(|p| p.join("index.html")),
+        ];
         for page in pages.into_iter().flatten() {
             if let Ok(html) = std::fs::read_to_string(&page) {
                 for hash in inline_script_hashes(&html) {
@@ -63,13 +66,20 @@ pub fn inline_script_hashes(html: &str) -> Vec<String> {
     let mut at = 0;
     // Bounded by the length of the page: every turn moves past a closing tag.
     while let Some(open) = lower[at..].find("<script").map(|i| at + i) {
-        let Some(tag_end) = lower[open..].find('>').map(|i| open + i) else { break };
-        let Some(close) = lower[tag_end..].find("</script").map(|i| tag_end + i) else { break };
+        let Some(tag_end) = lower[open..].find('>').map(|i| open + i) else {
+            break;
+        };
+        let Some(close) = lower[tag_end..].find("</script").map(|i| tag_end + i) else {
+            break;
+        };
         let attributes = &lower[open + "<script".len()..tag_end];
         if !has_src(attributes) {
             let text = &html[tag_end + 1..close];
             let digest = Sha256::digest(text.as_bytes());
-            hashes.push(format!("sha256-{}", base64::engine::general_purpose::STANDARD.encode(digest)));
+            hashes.push(format!(
+                "sha256-{}",
+                base64::engine::general_purpose::STANDARD.encode(digest)
+            ));
         }
         at = close + "</script".len();
     }
@@ -77,21 +87,35 @@ pub fn inline_script_hashes(html: &str) -> Vec<String> {
 }
 
 fn has_src(attributes: &str) -> bool {
-    attributes.split(|c: char| c.is_whitespace()).any(|a| a == "src" || a.starts_with("src="))
+    attributes
+        .split(|c: char| c.is_whitespace())
+        .any(|a| a == "src" || a.starts_with("src="))
 }
 
 /// Every header and its value, the policy included.
 pub fn security_headers(csp: &str) -> Vec<(HeaderName, HeaderValue)> {
     let mut headers = vec![
-        (HeaderName::from_static("x-content-type-options"), HeaderValue::from_static("nosniff")),
-        (HeaderName::from_static("x-frame-options"), HeaderValue::from_static("DENY")),
-        (HeaderName::from_static("referrer-policy"), HeaderValue::from_static("no-referrer")),
+        (
+            HeaderName::from_static("x-content-type-options"),
+            HeaderValue::from_static("nosniff"),
+        ),
+        (
+            HeaderName::from_static("x-frame-options"),
+            HeaderValue::from_static("DENY"),
+        ),
+        (
+            HeaderName::from_static("referrer-policy"),
+            HeaderValue::from_static("no-referrer"),
+        ),
     ];
     match HeaderValue::from_str(csp) {
         Ok(value) => headers.push((HeaderName::from_static("content-security-policy"), value)),
         // The policy is built from constants and base64 text, so this cannot happen; were it
         // to, the strictest policy is sent rather than none.
-        Err(_) => headers.push((HeaderName::from_static("content-security-policy"), HeaderValue::from_static("default-src 'none'"))),
+        Err(_) => headers.push((
+            HeaderName::from_static("content-security-policy"),
+            HeaderValue::from_static("default-src 'none'"),
+        )),
     }
     headers
 }
@@ -105,7 +129,12 @@ mod tests {
         let html = "<head><script type=\"module\" src=\"/web.js\"></script></head>\
                     <body><SCRIPT type=\"module\">\n  init();\n</SCRIPT><script>a()</script></body>";
         let hashes = inline_script_hashes(html);
-        let expected = |text: &str| format!("sha256-{}", base64::engine::general_purpose::STANDARD.encode(Sha256::digest(text.as_bytes())));
+        let expected = |text: &str| {
+            format!(
+                "sha256-{}",
+                base64::engine::general_purpose::STANDARD.encode(Sha256::digest(text.as_bytes()))
+            )
+        };
         assert_eq!(hashes, vec![expected("\n  init();\n"), expected("a()")]);
     }
 

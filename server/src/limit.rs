@@ -48,7 +48,10 @@ impl Default for RateLimit {
     /// requests per click; the 256-client load test makes about 10 a second per client), far
     /// below what it takes to fill both cores with checks.
     fn default() -> RateLimit {
-        RateLimit { per_second: 100.0, burst: 200.0 }
+        RateLimit {
+            per_second: 100.0,
+            burst: 200.0,
+        }
     }
 }
 
@@ -65,7 +68,10 @@ pub struct RateLimiter {
 
 impl RateLimiter {
     pub fn new(limit: RateLimit) -> RateLimiter {
-        RateLimiter { limit, buckets: Mutex::new(HashMap::new()) }
+        RateLimiter {
+            limit,
+            buckets: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Takes one request from `client`'s bucket; `Err(wait)` when it is empty. `factor`
@@ -75,13 +81,22 @@ impl RateLimiter {
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         if buckets.len() >= MAX_CLIENTS && !buckets.contains_key(client) {
             // Full buckets are the same as no bucket: forget them.
-            buckets.retain(|_, b| b.tokens + now.saturating_duration_since(b.updated).as_secs_f64() * per_second < burst);
+            buckets.retain(|_, b| {
+                b.tokens + now.saturating_duration_since(b.updated).as_secs_f64() * per_second
+                    < burst
+            });
             if buckets.len() >= MAX_CLIENTS {
-                tracing::warn!(clients = buckets.len(), "the rate limiter's table is full of busy clients; starting it over");
+                tracing::warn!(
+                    clients = buckets.len(),
+                    "the rate limiter's table is full of busy clients; starting it over"
+                );
                 buckets.clear();
             }
         }
-        let bucket = buckets.entry(client.to_string()).or_insert(Bucket { tokens: burst, updated: now });
+        let bucket = buckets.entry(client.to_string()).or_insert(Bucket {
+            tokens: burst,
+            updated: now,
+        });
         let refill = now.saturating_duration_since(bucket.updated).as_secs_f64() * per_second;
         bucket.tokens = (bucket.tokens + refill).min(burst);
         bucket.updated = now;
@@ -103,7 +118,13 @@ impl RateLimiter {
 pub fn client_key(request: &Request) -> (String, f64) {
     let headers = request.headers();
     if let Some(value) = headers.get(header::AUTHORIZATION) {
-        return (format!("token:{}", auth::hash_token(&String::from_utf8_lossy(value.as_bytes()))), 1.0);
+        return (
+            format!(
+                "token:{}",
+                auth::hash_token(&String::from_utf8_lossy(value.as_bytes()))
+            ),
+            1.0,
+        );
     }
     if let Some(session) = auth::cookie_student(headers) {
         return (format!("session:{session}"), 1.0);
@@ -116,7 +137,9 @@ pub fn client_key(request: &Request) -> (String, f64) {
 
 /// Middleware: answers `429 rate_limited` to a client past its limit.
 pub async fn rate_limit(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let Some(limiter) = state.rate_limiter() else { return next.run(request).await };
+    let Some(limiter) = state.rate_limiter() else {
+        return next.run(request).await;
+    };
     if !request.uri().path().starts_with("/api") {
         return next.run(request).await;
     }
@@ -147,18 +170,28 @@ mod tests {
 
     #[test]
     fn a_bucket_gives_its_burst_then_refills_at_its_rate() {
-        let limiter = RateLimiter::new(RateLimit { per_second: 10.0, burst: 3.0 });
+        let limiter = RateLimiter::new(RateLimit {
+            per_second: 10.0,
+            burst: 3.0,
+        });
         let start = Instant::now();
         for _ in 0..3 {
             assert!(limiter.take("a", 1.0, start).is_ok());
         }
         let wait = limiter.take("a", 1.0, start).unwrap_err();
-        assert!(wait <= Duration::from_millis(100) && wait > Duration::ZERO, "{wait:?}");
+        assert!(
+            wait <= Duration::from_millis(100) && wait > Duration::ZERO,
+            "{wait:?}"
+        );
         // Another client is not affected.
         assert!(limiter.take("b", 1.0, start).is_ok());
         // A tenth of a second later, one more.
-        assert!(limiter.take("a", 1.0, start + Duration::from_millis(100)).is_ok());
-        assert!(limiter.take("a", 1.0, start + Duration::from_millis(100)).is_err());
+        assert!(limiter
+            .take("a", 1.0, start + Duration::from_millis(100))
+            .is_ok());
+        assert!(limiter
+            .take("a", 1.0, start + Duration::from_millis(100))
+            .is_err());
         // Long idle: full again, never more than the burst.
         let later = start + Duration::from_secs(60);
         for _ in 0..3 {

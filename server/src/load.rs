@@ -18,9 +18,17 @@ use serde_json::{json, Value as Json};
 #[derive(Clone, Debug)]
 pub enum Workload {
     /// Weighted choice, request by request, of a check, a submission or a catalogue read.
-    Mix { check: u32, submit: u32, catalogue: u32 },
+    Mix {
+        check: u32,
+        submit: u32,
+        catalogue: u32,
+    },
     /// The same request every time.
-    Route { method: Method, path: String, body: Option<Vec<u8>> },
+    Route {
+        method: Method,
+        path: String,
+        body: Option<Vec<u8>>,
+    },
 }
 
 impl Workload {
@@ -28,19 +36,32 @@ impl Workload {
     pub fn parse_mix(text: &str) -> Result<Workload, String> {
         let (mut check, mut submit, mut catalogue) = (0, 0, 0);
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (name, weight) = part.split_once('=').ok_or_else(|| format!("\"{part}\" is not NAME=WEIGHT"))?;
-            let weight: u32 = weight.trim().parse().map_err(|_| format!("the weight of {name} is not a whole number"))?;
+            let (name, weight) = part
+                .split_once('=')
+                .ok_or_else(|| format!("\"{part}\" is not NAME=WEIGHT"))?;
+            let weight: u32 = weight
+                .trim()
+                .parse()
+                .map_err(|_| format!("the weight of {name} is not a whole number"))?;
             match name.trim() {
                 "check" => check = weight,
                 "submit" => submit = weight,
                 "catalogue" => catalogue = weight,
-                other => return Err(format!("unknown request kind \"{other}\"; use check, submit and catalogue")),
+                other => {
+                    return Err(format!(
+                        "unknown request kind \"{other}\"; use check, submit and catalogue"
+                    ))
+                }
             }
         }
         if check + submit + catalogue == 0 {
             return Err("the mix has no weight; for example check=6,submit=2,catalogue=2".into());
         }
-        Ok(Workload::Mix { check, submit, catalogue })
+        Ok(Workload::Mix {
+            check,
+            submit,
+            catalogue,
+        })
     }
 }
 
@@ -115,10 +136,29 @@ struct Corpus {
 }
 
 async fn corpus(http: &reqwest::Client, base: &str) -> Result<Corpus, String> {
-    let list: Json = http.get(format!("{base}/api/scenarios")).send().await.map_err(|e| format!("GET /api/scenarios: {e}"))?.json().await.map_err(|e| format!("GET /api/scenarios: {e}"))?;
+    let list: Json = http
+        .get(format!("{base}/api/scenarios"))
+        .send()
+        .await
+        .map_err(|e| format!("GET /api/scenarios: {e}"))?
+        .json()
+        .await
+        .map_err(|e| format!("GET /api/scenarios: {e}"))?;
     let mut designs = Vec::new();
-    for id in list.as_array().into_iter().flatten().filter_map(|s| s["id"].as_str()) {
-        let scenario: Json = http.get(format!("{base}/api/scenarios/{id}")).send().await.map_err(|e| format!("GET /api/scenarios/{id}: {e}"))?.json().await.map_err(|e| format!("GET /api/scenarios/{id}: {e}"))?;
+    for id in list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["id"].as_str())
+    {
+        let scenario: Json = http
+            .get(format!("{base}/api/scenarios/{id}"))
+            .send()
+            .await
+            .map_err(|e| format!("GET /api/scenarios/{id}: {e}"))?
+            .json()
+            .await
+            .map_err(|e| format!("GET /api/scenarios/{id}: {e}"))?;
         if let Some(design) = scenario.get("starting_design").filter(|d| d.is_object()) {
             designs.push((id.to_string(), design.clone()));
         }
@@ -144,7 +184,10 @@ impl Rng {
 /// Runs the load and summarises it.
 pub async fn run(config: LoadConfig) -> Result<Summary, String> {
     let base = config.url.trim_end_matches('/').to_string();
-    let setup = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().map_err(|e| e.to_string())?;
+    let setup = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| e.to_string())?;
     let corpus = match &config.workload {
         Workload::Mix { .. } => Some(corpus(&setup, &base).await?),
         Workload::Route { .. } => None,
@@ -156,7 +199,9 @@ pub async fn run(config: LoadConfig) -> Result<Summary, String> {
         let base = base.clone();
         let workload = config.workload.clone();
         let corpus = corpus.clone();
-        tasks.push(tokio::spawn(async move { client(index, base, workload, corpus, deadline).await }));
+        tasks.push(tokio::spawn(async move {
+            client(index, base, workload, corpus, deadline).await
+        }));
     }
     let mut tally = Tally::default();
     for task in tasks {
@@ -169,7 +214,14 @@ pub async fn run(config: LoadConfig) -> Result<Summary, String> {
     let mut by_kind = BTreeMap::new();
     for (kind, latencies) in tally.latencies_us.iter_mut() {
         let n = latencies.len() as u64;
-        by_kind.insert(kind.to_string(), KindSummary { requests: n, errors: tally.errors.get(kind).copied().unwrap_or(0), latency_ms: percentiles(latencies) });
+        by_kind.insert(
+            kind.to_string(),
+            KindSummary {
+                requests: n,
+                errors: tally.errors.get(kind).copied().unwrap_or(0),
+                latency_ms: percentiles(latencies),
+            },
+        );
     }
     Ok(Summary {
         url: base,
@@ -178,7 +230,11 @@ pub async fn run(config: LoadConfig) -> Result<Summary, String> {
         requests,
         errors,
         errors_by_status: tally.errors_by_status,
-        requests_per_second: if seconds > 0.0 { requests as f64 / seconds } else { 0.0 },
+        requests_per_second: if seconds > 0.0 {
+            requests as f64 / seconds
+        } else {
+            0.0
+        },
         latency_ms: percentiles(&mut all),
         by_kind,
     })
@@ -193,12 +249,27 @@ fn percentiles(latencies_us: &mut [u32]) -> Latency {
         let rank = ((q * latencies_us.len() as f64).ceil() as usize).clamp(1, latencies_us.len());
         f64::from(latencies_us[rank - 1]) / 1000.0
     };
-    Latency { p50: at(0.50), p90: at(0.90), p99: at(0.99), max: at(1.0) }
+    Latency {
+        p50: at(0.50),
+        p90: at(0.90),
+        p99: at(0.99),
+        max: at(1.0),
+    }
 }
 
 /// One client: its own connection and session, one request after another until `deadline`.
-async fn client(index: usize, base: String, workload: Workload, corpus: Option<Corpus>, deadline: Instant) -> Result<Tally, String> {
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).pool_max_idle_per_host(1).build().map_err(|e| e.to_string())?;
+async fn client(
+    index: usize,
+    base: String,
+    workload: Workload,
+    corpus: Option<Corpus>,
+    deadline: Instant,
+) -> Result<Tally, String> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .pool_max_idle_per_host(1)
+        .build()
+        .map_err(|e| e.to_string())?;
     let mut tally = Tally::default();
     // The session: the cookie the server sets, sent back on every request as a browser does.
     // A 429 here (many clients opening sessions from one address at once) is waited out.
@@ -207,18 +278,36 @@ async fn client(index: usize, base: String, workload: Workload, corpus: Option<C
         tries += 1;
         match http.get(format!("{base}/api/session")).send().await {
             Ok(r) if r.status().is_success() => {
-                break r.headers().get(SET_COOKIE).and_then(|v| v.to_str().ok()).and_then(|c| c.split(';').next()).map(str::to_string)
+                break r
+                    .headers()
+                    .get(SET_COOKIE)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|c| c.split(';').next())
+                    .map(str::to_string)
             }
             Ok(r) if r.status().as_u16() == 429 && tries < 10 => {
-                let wait = r.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok()).unwrap_or(1);
+                let wait = r
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1);
                 tokio::time::sleep(Duration::from_secs(wait)).await;
             }
-            Ok(r) => return Err(format!("client {index}: GET /api/session answered {}", r.status())),
+            Ok(r) => {
+                return Err(format!(
+                    "client {index}: GET /api/session answered {}",
+                    r.status()
+                ))
+            }
             Err(e) => return Err(format!("client {index}: GET /api/session: {e}")),
         }
     };
     let mut headers = HeaderMap::new();
-    if let Some(c) = cookie.as_deref().and_then(|c| HeaderValue::from_str(c).ok()) {
+    if let Some(c) = cookie
+        .as_deref()
+        .and_then(|c| HeaderValue::from_str(c).ok())
+    {
         headers.insert(COOKIE, c);
     }
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -228,27 +317,54 @@ async fn client(index: usize, base: String, workload: Workload, corpus: Option<C
         sent += 1;
         let (kind, request) = match &workload {
             Workload::Route { method, path, body } => {
-                let mut r = http.request(method.clone(), format!("{base}{path}")).headers(headers.clone());
+                let mut r = http
+                    .request(method.clone(), format!("{base}{path}"))
+                    .headers(headers.clone());
                 if let Some(b) = body {
                     r = r.body(b.clone());
                 }
                 ("route", r)
             }
-            Workload::Mix { check, submit, catalogue } => {
+            Workload::Mix {
+                check,
+                submit,
+                catalogue,
+            } => {
                 let corpus = corpus.as_ref().ok_or("no corpus for the mix")?;
-                let (scenario, design) = &corpus.designs[(rng.next() % corpus.designs.len() as u64) as usize];
+                let (scenario, design) =
+                    &corpus.designs[(rng.next() % corpus.designs.len() as u64) as usize];
                 let pick = rng.next() % u64::from(check + submit + catalogue);
                 if pick < u64::from(*check) {
                     let body = serde_json::to_vec(design).map_err(|e| e.to_string())?;
-                    ("check", http.post(format!("{base}/api/scenarios/{scenario}/check")).headers(headers.clone()).body(body))
+                    (
+                        "check",
+                        http.post(format!("{base}/api/scenarios/{scenario}/check"))
+                            .headers(headers.clone())
+                            .body(body),
+                    )
                 } else if pick < u64::from(check + submit) {
-                    let body = serde_json::to_vec(&json!({"scenario": scenario, "design": design})).map_err(|e| e.to_string())?;
+                    let body = serde_json::to_vec(&json!({"scenario": scenario, "design": design}))
+                        .map_err(|e| e.to_string())?;
                     let key = format!("load-{index}-{sent}-{}", rng.next());
-                    ("submit", http.post(format!("{base}/api/submissions")).headers(headers.clone()).header("idempotency-key", key).body(body))
+                    (
+                        "submit",
+                        http.post(format!("{base}/api/submissions"))
+                            .headers(headers.clone())
+                            .header("idempotency-key", key)
+                            .body(body),
+                    )
                 } else if sent.is_multiple_of(2) {
-                    ("catalogue", http.get(format!("{base}/api/scenarios")).headers(headers.clone()))
+                    (
+                        "catalogue",
+                        http.get(format!("{base}/api/scenarios"))
+                            .headers(headers.clone()),
+                    )
                 } else {
-                    ("catalogue", http.get(format!("{base}/api/scenarios/{scenario}")).headers(headers.clone()))
+                    (
+                        "catalogue",
+                        http.get(format!("{base}/api/scenarios/{scenario}"))
+                            .headers(headers.clone()),
+                    )
                 }
             }
         };
@@ -273,11 +389,17 @@ async fn client(index: usize, base: String, workload: Workload, corpus: Option<C
             Some(s) if s.is_success() => {}
             Some(s) => {
                 *tally.errors.entry(kind).or_default() += 1;
-                *tally.errors_by_status.entry(s.as_u16().to_string()).or_default() += 1;
+                *tally
+                    .errors_by_status
+                    .entry(s.as_u16().to_string())
+                    .or_default() += 1;
             }
             None => {
                 *tally.errors.entry(kind).or_default() += 1;
-                *tally.errors_by_status.entry("transport".into()).or_default() += 1;
+                *tally
+                    .errors_by_status
+                    .entry("transport".into())
+                    .or_default() += 1;
             }
         }
     }
@@ -289,18 +411,33 @@ pub fn table(summary: &Summary) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "{} clients for {:.1} s against {}: {} requests, {:.0} requests/s, {} errors\n",
-        summary.clients, summary.seconds, summary.url, summary.requests, summary.requests_per_second, summary.errors
+        summary.clients,
+        summary.seconds,
+        summary.url,
+        summary.requests,
+        summary.requests_per_second,
+        summary.errors
     ));
-    out.push_str(&format!("{:<10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10}\n", "kind", "requests", "errors", "p50 ms", "p90 ms", "p99 ms", "max ms"));
+    out.push_str(&format!(
+        "{:<10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
+        "kind", "requests", "errors", "p50 ms", "p90 ms", "p99 ms", "max ms"
+    ));
     let mut row = |name: &str, requests: u64, errors: u64, l: &Latency| {
-        out.push_str(&format!("{name:<10} {requests:>10} {errors:>8} {:>10.2} {:>10.2} {:>10.2} {:>10.2}\n", l.p50, l.p90, l.p99, l.max));
+        out.push_str(&format!(
+            "{name:<10} {requests:>10} {errors:>8} {:>10.2} {:>10.2} {:>10.2} {:>10.2}\n",
+            l.p50, l.p90, l.p99, l.max
+        ));
     };
     for (kind, k) in &summary.by_kind {
         row(kind, k.requests, k.errors, &k.latency_ms);
     }
     row("all", summary.requests, summary.errors, &summary.latency_ms);
     if !summary.errors_by_status.is_empty() {
-        let list: Vec<String> = summary.errors_by_status.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+        let list: Vec<String> = summary
+            .errors_by_status
+            .iter()
+            .map(|(s, n)| format!("{s}: {n}"))
+            .collect();
         out.push_str(&format!("errors by status: {}\n", list.join(", ")));
     }
     out
@@ -312,8 +449,22 @@ mod tests {
 
     #[test]
     fn a_mix_is_parsed_with_its_weights() {
-        assert!(matches!(Workload::parse_mix("check=6,submit=2,catalogue=2"), Ok(Workload::Mix { check: 6, submit: 2, catalogue: 2 })));
-        assert!(matches!(Workload::parse_mix("check=1"), Ok(Workload::Mix { check: 1, submit: 0, catalogue: 0 })));
+        assert!(matches!(
+            Workload::parse_mix("check=6,submit=2,catalogue=2"),
+            Ok(Workload::Mix {
+                check: 6,
+                submit: 2,
+                catalogue: 2
+            })
+        ));
+        assert!(matches!(
+            Workload::parse_mix("check=1"),
+            Ok(Workload::Mix {
+                check: 1,
+                submit: 0,
+                catalogue: 0
+            })
+        ));
         assert!(Workload::parse_mix("check=0").is_err());
         assert!(Workload::parse_mix("grade=1").is_err());
         assert!(Workload::parse_mix("check=x").is_err());
@@ -322,7 +473,23 @@ mod tests {
     #[test]
     fn percentiles_are_ranks_of_the_sorted_latencies() {
         let mut l: Vec<u32> = (1..=100).rev().map(|ms| ms * 1000).collect();
-        assert_eq!(percentiles(&mut l), Latency { p50: 50.0, p90: 90.0, p99: 99.0, max: 100.0 });
-        assert_eq!(percentiles(&mut []), Latency { p50: 0.0, p90: 0.0, p99: 0.0, max: 0.0 });
+        assert_eq!(
+            percentiles(&mut l),
+            Latency {
+                p50: 50.0,
+                p90: 90.0,
+                p99: 99.0,
+                max: 100.0
+            }
+        );
+        assert_eq!(
+            percentiles(&mut []),
+            Latency {
+                p50: 0.0,
+                p90: 0.0,
+                p99: 0.0,
+                max: 0.0
+            }
+        );
     }
 }

@@ -9,7 +9,11 @@ use clap::{Args, Parser, Subcommand};
 use server::{catalogue, report, AppState, Config, Store};
 
 #[derive(Parser)]
-#[command(name = "pipeline-builder", version, about = "Pipeline Builder: the practice canvas of the idempotency chapter")]
+#[command(
+    name = "pipeline-builder",
+    version,
+    about = "Pipeline Builder: the practice canvas of the idempotency chapter"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -107,9 +111,7 @@ struct ServeArgs {
 #[derive(Subcommand)]
 enum ScenariosCommand {
     /// Validate scenario files or folders (default: scenarios/); print every problem.
-    Validate {
-        paths: Vec<PathBuf>,
-    },
+    Validate { paths: Vec<PathBuf> },
 }
 
 #[derive(Args)]
@@ -164,8 +166,11 @@ fn main() -> ExitCode {
 /// Logs go to stderr, filtered by `RUST_LOG`; `LOG_FORMAT=json` writes one JSON object per
 /// line for a log collector.
 fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     if std::env::var("LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json")) {
         builder.json().init();
     } else {
@@ -174,7 +179,10 @@ fn init_tracing() {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("the async runtime starts")
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("the async runtime starts")
 }
 
 async fn serve(args: ServeArgs) -> ExitCode {
@@ -186,7 +194,11 @@ async fn serve(args: ServeArgs) -> ExitCode {
             for p in &problems {
                 eprintln!("{p}");
             }
-            eprintln!("refusing to start: {} problem(s) in the scenario files under {}", problems.len(), args.scenarios.display());
+            eprintln!(
+                "refusing to start: {} problem(s) in the scenario files under {}",
+                problems.len(),
+                args.scenarios.display()
+            );
             return ExitCode::FAILURE;
         }
         Err(e) => {
@@ -201,7 +213,11 @@ async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let static_dir = args.static_dir.join("index.html").is_file().then(|| args.static_dir.clone());
+    let static_dir = args
+        .static_dir
+        .join("index.html")
+        .is_file()
+        .then(|| args.static_dir.clone());
     if static_dir.is_none() {
         tracing::warn!(dir = %args.static_dir.display(), "no built web app there; serving the API only (cargo xtask run builds it)");
     }
@@ -218,7 +234,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
         verdict_cache_bytes: args.verdict_cache_mb.saturating_mul(1024 * 1024),
         static_dir,
         check_limits: shared::Limits {
-            max_schedules: args.check_max_schedules.unwrap_or(shared::Limits::default().max_schedules),
+            max_schedules: args
+                .check_max_schedules
+                .unwrap_or(shared::Limits::default().max_schedules),
             ..shared::Limits::default()
         },
         ..Config::default()
@@ -230,8 +248,15 @@ async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let address = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| args.bind.clone());
-    tracing::info!(scenarios = catalogue.len(), database = store.backend(), "ready");
+    let address = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| args.bind.clone());
+    tracing::info!(
+        scenarios = catalogue.len(),
+        database = store.backend(),
+        "ready"
+    );
     // Scripts and tests read this line to learn the port.
     println!("pipeline-builder listening on http://{address}");
     let state = AppState::new(store.clone(), catalogue, config);
@@ -249,7 +274,8 @@ async fn serve(args: ServeArgs) -> ExitCode {
 async fn load(args: LoadArgs) -> ExitCode {
     let workload = match (&args.route, &args.mix) {
         (Some(route), _) => {
-            let method = match reqwest::Method::from_bytes(route[0].to_ascii_uppercase().as_bytes()) {
+            let method = match reqwest::Method::from_bytes(route[0].to_ascii_uppercase().as_bytes())
+            {
                 Ok(m) => m,
                 Err(_) => {
                     eprintln!("\"{}\" is not an HTTP method", route[0]);
@@ -266,9 +292,15 @@ async fn load(args: LoadArgs) -> ExitCode {
                 },
                 None => None,
             };
-            server::load::Workload::Route { method, path: route[1].clone(), body }
+            server::load::Workload::Route {
+                method,
+                path: route[1].clone(),
+                body,
+            }
         }
-        (None, mix) => match server::load::Workload::parse_mix(mix.as_deref().unwrap_or("check=6,submit=2,catalogue=2")) {
+        (None, mix) => match server::load::Workload::parse_mix(
+            mix.as_deref().unwrap_or("check=6,submit=2,catalogue=2"),
+        ) {
             Ok(w) => w,
             Err(e) => {
                 eprintln!("--mix: {e}");
@@ -280,7 +312,12 @@ async fn load(args: LoadArgs) -> ExitCode {
         eprintln!("--clients and --seconds must be 1 or more");
         return ExitCode::from(2);
     }
-    let config = server::load::LoadConfig { url: args.url, clients: args.clients, duration: Duration::from_secs(args.seconds), workload };
+    let config = server::load::LoadConfig {
+        url: args.url,
+        clients: args.clients,
+        duration: Duration::from_secs(args.seconds),
+        workload,
+    };
     match server::load::run(config).await {
         Ok(summary) => {
             print!("{}", server::load::table(&summary));
@@ -302,10 +339,18 @@ async fn load(args: LoadArgs) -> ExitCode {
 }
 
 fn validate(paths: Vec<PathBuf>) -> ExitCode {
-    let paths = if paths.is_empty() { vec![PathBuf::from("scenarios")] } else { paths };
+    let paths = if paths.is_empty() {
+        vec![PathBuf::from("scenarios")]
+    } else {
+        paths
+    };
     match catalogue::validate_paths(&paths) {
         Ok(scenarios) => {
-            let noun = if scenarios.len() == 1 { "scenario" } else { "scenarios" };
+            let noun = if scenarios.len() == 1 {
+                "scenario"
+            } else {
+                "scenarios"
+            };
             println!("{} {noun} valid", scenarios.len());
             ExitCode::SUCCESS
         }
@@ -330,11 +375,21 @@ fn check(args: CheckArgs) -> ExitCode {
     };
     let text = match std::fs::read_to_string(&args.design) {
         Ok(t) => t,
-        Err(e) => return bad_input(format!("{}: cannot read the design: {e}", args.design.display())),
+        Err(e) => {
+            return bad_input(format!(
+                "{}: cannot read the design: {e}",
+                args.design.display()
+            ))
+        }
     };
     let design: serde_json::Value = match serde_json::from_str(&text) {
         Ok(d) => d,
-        Err(e) => return bad_input(format!("{}: $: the design is not valid JSON: {e}", args.design.display())),
+        Err(e) => {
+            return bad_input(format!(
+                "{}: $: the design is not valid JSON: {e}",
+                args.design.display()
+            ))
+        }
     };
     match shared::check_json(&scenario, &design) {
         Ok(verdict) => {
@@ -368,7 +423,9 @@ fn display(path: &Path) -> String {
 
 async fn token(command: TokenCommand) -> ExitCode {
     let url = match &command {
-        TokenCommand::Create { database, .. } | TokenCommand::List { database } | TokenCommand::Revoke { database, .. } => database.database_url.clone(),
+        TokenCommand::Create { database, .. }
+        | TokenCommand::List { database }
+        | TokenCommand::Revoke { database, .. } => database.database_url.clone(),
     };
     let store = match Store::connect(&url).await {
         Ok(s) => s,
@@ -392,7 +449,10 @@ async fn token_command(store: &Store, command: TokenCommand) -> Result<ExitCode,
     match command {
         TokenCommand::Create { name, .. } => {
             let name = name.trim().to_string();
-            if name.is_empty() || name.len() > 64 || name.chars().any(|c| c.is_control() || c.is_whitespace()) {
+            if name.is_empty()
+                || name.len() > 64
+                || name.chars().any(|c| c.is_control() || c.is_whitespace())
+            {
                 eprintln!("a token name has 1 to 64 characters and no spaces");
                 return Ok(ExitCode::from(2));
             }
@@ -403,7 +463,10 @@ async fn token_command(store: &Store, command: TokenCommand) -> Result<ExitCode,
                     return Ok(ExitCode::FAILURE);
                 }
             };
-            if !store.create_token(&name, &server::auth::hash_token(&token)).await? {
+            if !store
+                .create_token(&name, &server::auth::hash_token(&token))
+                .await?
+            {
                 eprintln!("a token called \"{name}\" exists already; revoke it first or pick another name");
                 return Ok(ExitCode::FAILURE);
             }
@@ -419,7 +482,11 @@ async fn token_command(store: &Store, command: TokenCommand) -> Result<ExitCode,
             for t in tokens {
                 let created = t.created_at.format("%Y-%m-%d %H:%M:%SZ");
                 match t.revoked_at {
-                    Some(r) => println!("{}\tcreated {created}\trevoked {}", t.name, r.format("%Y-%m-%d %H:%M:%SZ")),
+                    Some(r) => println!(
+                        "{}\tcreated {created}\trevoked {}",
+                        t.name,
+                        r.format("%Y-%m-%d %H:%M:%SZ")
+                    ),
                     None => println!("{}\tcreated {created}\tactive", t.name),
                 }
             }

@@ -10,7 +10,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// Upper bounds of the latency buckets, in seconds.
-const BUCKETS_SECONDS: [f64; 12] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+const BUCKETS_SECONDS: [f64; 12] = [
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
 
 #[derive(Default)]
 struct Histogram {
@@ -48,8 +50,13 @@ impl Metrics {
 
     pub fn observe_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
         self.with(|r| {
-            *r.requests.entry((method.to_string(), route.to_string(), status)).or_default() += 1;
-            let h = r.latency.entry((method.to_string(), route.to_string())).or_default();
+            *r.requests
+                .entry((method.to_string(), route.to_string(), status))
+                .or_default() += 1;
+            let h = r
+                .latency
+                .entry((method.to_string(), route.to_string()))
+                .or_default();
             let seconds = elapsed.as_secs_f64();
             for (i, bound) in BUCKETS_SECONDS.iter().enumerate() {
                 if seconds <= *bound {
@@ -121,11 +128,18 @@ impl Metrics {
 }
 
 fn escape(label: &str) -> String {
-    label.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    label
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// Adds one to a count by scenario and outcome, allocating only for a scenario not seen yet.
-fn count(checks: &mut BTreeMap<String, BTreeMap<&'static str, u64>>, scenario: &str, outcome: &'static str) {
+fn count(
+    checks: &mut BTreeMap<String, BTreeMap<&'static str, u64>>,
+    scenario: &str,
+    outcome: &'static str,
+) {
     let by_outcome = match checks.get_mut(scenario) {
         Some(by) => by,
         None => checks.entry(scenario.to_string()).or_default(),

@@ -47,9 +47,17 @@ impl Modify for Security {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "grader_token",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some("A grader token from `pipeline-builder token create`")).build()),
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("A grader token from `pipeline-builder token create`"))
+                    .build(),
+            ),
         );
-        components.add_security_scheme("student_cookie", SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new("pb_student"))));
+        components.add_security_scheme(
+            "student_cookie",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new("pb_student"))),
+        );
     }
 }
 
@@ -69,17 +77,35 @@ impl Modify for CommonErrors {
                 .build();
             ResponseBuilder::new()
                 .description(description)
-                .content("application/json", Content::new(Some(Ref::from_schema_name("ErrorBody"))))
+                .content(
+                    "application/json",
+                    Content::new(Some(Ref::from_schema_name("ErrorBody"))),
+                )
                 .header("Retry-After", retry_after)
                 .build()
                 .into()
         };
         // The catalogue degrades to no progress rather than failing; these need no database.
-        let without_database = ["/api/scenarios", "/api/scenarios/{id}", "/api/scenarios/{id}/check", "/api/openapi.json", "/healthz", "/metrics"];
+        let without_database = [
+            "/api/scenarios",
+            "/api/scenarios/{id}",
+            "/api/scenarios/{id}/check",
+            "/api/openapi.json",
+            "/healthz",
+            "/metrics",
+        ];
         for (path, item) in openapi.paths.paths.iter_mut() {
             let limited = path.starts_with("/api/");
             let needs_database = !without_database.contains(&path.as_str());
-            for operation in [&mut item.get, &mut item.put, &mut item.post, &mut item.delete].into_iter().flatten() {
+            for operation in [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
                 let responses = &mut operation.responses.responses;
                 if limited {
                     responses.entry("429".to_string()).or_insert_with(|| error("rate_limited: this client made too many requests; wait as Retry-After says"));

@@ -32,7 +32,10 @@ pub fn verdict_text(scenario: &Scenario, verdict: &Verdict) -> String {
 
 fn counterexample_text(out: &mut String, c: &Counterexample) {
     if c.failures.is_empty() {
-        let _ = writeln!(out, "    failures: none (a run with no failure already misses it)");
+        let _ = writeln!(
+            out,
+            "    failures: none (a run with no failure already misses it)"
+        );
     } else {
         let _ = writeln!(out, "    failures: {}", c.failures.join("; "));
     }
@@ -40,8 +43,16 @@ fn counterexample_text(out: &mut String, c: &Counterexample) {
     let _ = writeln!(out, "    actual:   {}", c.actual);
     let _ = writeln!(out, "    trace:");
     for t in &c.trace {
-        let marker = if t.step == c.went_wrong_at { "  ← went wrong here" } else { "" };
-        let _ = writeln!(out, "      {} {} {} {} — {}{marker}", t.step, t.time, t.actor, t.action, t.outcome);
+        let marker = if t.step == c.went_wrong_at {
+            "  ← went wrong here"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "      {} {} {} {} — {}{marker}",
+            t.step, t.time, t.actor, t.action, t.outcome
+        );
         if let Some(sql) = &t.sql {
             for line in sql.lines() {
                 let _ = writeln!(out, "          {line}");
@@ -67,12 +78,24 @@ pub fn requirement_markdown(requirement: &RequirementVerdict, hint: Option<&str>
         }
         out.push('\n');
     }
-    let _ = writeln!(out, "**Expected** `{}`, **actual** `{}`.\n", c.expected, c.actual);
+    let _ = writeln!(
+        out,
+        "**Expected** `{}`, **actual** `{}`.\n",
+        c.expected, c.actual
+    );
     let _ = writeln!(out, "**Trace:**\n");
     out.push_str("```text\n");
     for t in &c.trace {
-        let marker = if t.step == c.went_wrong_at { "   <- went wrong here" } else { "" };
-        let _ = writeln!(out, "{} {} {} {} — {}{marker}", t.step, t.time, t.actor, t.action, t.outcome);
+        let marker = if t.step == c.went_wrong_at {
+            "   <- went wrong here"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "{} {} {} {} — {}{marker}",
+            t.step, t.time, t.actor, t.action, t.outcome
+        );
         if let Some(sql) = &t.sql {
             for line in sql.lines() {
                 let _ = writeln!(out, "    {line}");
@@ -105,16 +128,28 @@ pub fn gradescope(scenario: &Scenario, verdict: &Verdict, extra: Json) -> Json {
             })
         })
         .collect();
-    let missed: Vec<&str> = verdict.requirements.iter().filter(|r| !r.passed).map(|r| r.id.as_str()).collect();
+    let missed: Vec<&str> = verdict
+        .requirements
+        .iter()
+        .filter(|r| !r.passed)
+        .map(|r| r.id.as_str())
+        .collect();
     let output = if missed.is_empty() {
-        format!("**{}**: every requirement passed under all {} failure schedules.", scenario.title, verdict.schedules_explored)
+        format!(
+            "**{}**: every requirement passed under all {} failure schedules.",
+            scenario.title, verdict.schedules_explored
+        )
     } else {
         format!(
             "**{}**: {} of {} requirements passed; missed: {}. {} failure schedules explored.",
             scenario.title,
             verdict.score,
             verdict.max_score,
-            missed.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", "),
+            missed
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
             verdict.schedules_explored
         )
     };

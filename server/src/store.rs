@@ -165,7 +165,8 @@ impl Store {
     /// folder when missing, and applies the migrations.
     pub async fn connect(url: &str) -> Result<Store, ConnectError> {
         let store = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            let options = PgConnectOptions::from_str(url).map_err(|e| ConnectError::BadUrl(e.to_string()))?;
+            let options =
+                PgConnectOptions::from_str(url).map_err(|e| ConnectError::BadUrl(e.to_string()))?;
             let pool = PgPoolOptions::new()
                 .max_connections(10)
                 .acquire_timeout(POSTGRES_ACQUIRE_TIMEOUT)
@@ -184,8 +185,9 @@ impl Store {
             if !memory {
                 if let Some(parent) = Path::new(options.get_filename()).parent() {
                     if !parent.as_os_str().is_empty() {
-                        std::fs::create_dir_all(parent)
-                            .map_err(|e| ConnectError::Io(format!("could not create {}: {e}", parent.display())))?;
+                        std::fs::create_dir_all(parent).map_err(|e| {
+                            ConnectError::Io(format!("could not create {}: {e}", parent.display()))
+                        })?;
                     }
                 }
             }
@@ -194,8 +196,16 @@ impl Store {
             let pool = SqlitePoolOptions::new()
                 .max_connections(max)
                 .acquire_timeout(Duration::from_secs(5))
-                .idle_timeout(if memory { None } else { Some(Duration::from_secs(600)) })
-                .max_lifetime(if memory { None } else { Some(Duration::from_secs(3600)) })
+                .idle_timeout(if memory {
+                    None
+                } else {
+                    Some(Duration::from_secs(600))
+                })
+                .max_lifetime(if memory {
+                    None
+                } else {
+                    Some(Duration::from_secs(3600))
+                })
                 .connect_with(options)
                 .await
                 .map_err(ConnectError::Database)?;
@@ -211,8 +221,14 @@ impl Store {
 
     async fn migrate(&self) -> Result<(), ConnectError> {
         match self {
-            Store::Sqlite(pool, _) => sqlx::migrate!("../migrations/sqlite").run(pool).await.map_err(ConnectError::Migrate),
-            Store::Postgres(pool) => sqlx::migrate!("../migrations/postgres").run(pool).await.map_err(ConnectError::Migrate),
+            Store::Sqlite(pool, _) => sqlx::migrate!("../migrations/sqlite")
+                .run(pool)
+                .await
+                .map_err(ConnectError::Migrate),
+            Store::Postgres(pool) => sqlx::migrate!("../migrations/postgres")
+                .run(pool)
+                .await
+                .map_err(ConnectError::Migrate),
         }
     }
 
@@ -250,7 +266,10 @@ impl Store {
         let now = Utc::now();
         with_pool!(self, pool => sqlx::query("INSERT INTO students (id, display_name, origin, created_at) VALUES ($1, NULL, 'session', $2)")
             .bind(id).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
-        Ok(Student { id: id.to_string(), display_name: None })
+        Ok(Student {
+            id: id.to_string(),
+            display_name: None,
+        })
     }
 
     /// The student a session cookie names, if it was made for a session. A student named by
@@ -283,14 +302,23 @@ impl Store {
         })
     }
 
-    pub async fn put_draft(&self, student: &str, scenario: &str, design: &Json) -> StoreResult<Draft> {
+    pub async fn put_draft(
+        &self,
+        student: &str,
+        scenario: &str,
+        design: &Json,
+    ) -> StoreResult<Draft> {
         let _turn = self.write_turn().await;
         let now = Utc::now();
         with_pool!(self, pool => sqlx::query(
             "INSERT INTO drafts (student, scenario, design, updated_at) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (student, scenario) DO UPDATE SET design = excluded.design, updated_at = excluded.updated_at")
             .bind(student).bind(scenario).bind(SqlJson(design)).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
-        Ok(Draft { scenario: scenario.to_string(), design: design.clone(), updated_at: now })
+        Ok(Draft {
+            scenario: scenario.to_string(),
+            design: design.clone(),
+            updated_at: now,
+        })
     }
 
     // Attempts.
@@ -321,7 +349,12 @@ impl Store {
     }
 
     /// Attempts, newest first, filtered by student and scenario when given.
-    pub async fn list_attempts(&self, student: Option<&str>, scenario: Option<&str>, limit: u32) -> StoreResult<Vec<AttemptSummary>> {
+    pub async fn list_attempts(
+        &self,
+        student: Option<&str>,
+        scenario: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Vec<AttemptSummary>> {
         with_pool!(self, pool => {
             let rows = sqlx::query(
                 "SELECT id, student, scenario, scenario_hash, score, max_score, passed, created_at FROM attempts \
@@ -364,7 +397,11 @@ impl Store {
 
     /// Records an attempt and, when the request carried an idempotency key, its stored
     /// answer, in one transaction: either both are committed or neither.
-    pub async fn record(&self, attempt: Option<&Attempt>, answer: Option<&IdempotentAnswer<'_>>) -> StoreResult<()> {
+    pub async fn record(
+        &self,
+        attempt: Option<&Attempt>,
+        answer: Option<&IdempotentAnswer<'_>>,
+    ) -> StoreResult<()> {
         let _turn = self.write_turn().await;
         let now = Utc::now();
         with_pool!(self, pool => {
@@ -398,7 +435,13 @@ impl Store {
     /// in-flight claim not renewed for `lease` belongs to a server that died (`kill -9`, a
     /// lost machine) and is taken over. The state lives in the database, so several servers
     /// agree.
-    pub async fn claim_idempotency_key(&self, caller: &str, key: &str, fingerprint: &str, lease: Duration) -> StoreResult<Claim> {
+    pub async fn claim_idempotency_key(
+        &self,
+        caller: &str,
+        key: &str,
+        fingerprint: &str,
+        lease: Duration,
+    ) -> StoreResult<Claim> {
         let _turn = self.write_turn().await;
         // Bounded: a claim can only disappear between the insert and the read when its
         // holder abandoned it, which each retry observes.
@@ -425,15 +468,30 @@ impl Store {
                     })
                 }).transpose()?
             });
-            let Some(StoredKey { fingerprint: stored_fingerprint, state, status, response, renewed_at }) = row else { continue };
+            let Some(StoredKey {
+                fingerprint: stored_fingerprint,
+                state,
+                status,
+                response,
+                renewed_at,
+            }) = row
+            else {
+                continue;
+            };
             if stored_fingerprint != fingerprint {
                 return Ok(Claim::Mismatch);
             }
             if state == "done" {
                 let status = status.and_then(|s| u16::try_from(s).ok()).unwrap_or(200);
-                return Ok(Claim::Replay { status, body: response.unwrap_or(Json::Null) });
+                return Ok(Claim::Replay {
+                    status,
+                    body: response.unwrap_or(Json::Null),
+                });
             }
-            let age = now.signed_duration_since(renewed_at).to_std().unwrap_or_default();
+            let age = now
+                .signed_duration_since(renewed_at)
+                .to_std()
+                .unwrap_or_default();
             if age < lease {
                 return Ok(Claim::InFlight);
             }
@@ -442,7 +500,11 @@ impl Store {
                  WHERE caller = $1 AND key = $2 AND state = 'in_flight' AND updated_at = $3")
                 .bind(caller).bind(key).bind(renewed_at).bind(fingerprint).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
             if taken == 1 {
-                tracing::warn!(caller, key, "took over an idempotency key whose holder stopped renewing it");
+                tracing::warn!(
+                    caller,
+                    key,
+                    "took over an idempotency key whose holder stopped renewing it"
+                );
                 return Ok(Claim::Started);
             }
         }

@@ -46,7 +46,10 @@ pub struct VerdictCache {
 impl VerdictCache {
     /// A cache that holds at most about `budget` bytes; 0 keeps nothing.
     pub fn new(budget: usize) -> VerdictCache {
-        VerdictCache { budget, generations: Mutex::new(Generations::default()) }
+        VerdictCache {
+            budget,
+            generations: Mutex::new(Generations::default()),
+        }
     }
 
     /// The key of a design of a scenario: the scenario's hash and the design's JSON.
@@ -114,7 +117,15 @@ mod tests {
     use super::*;
 
     fn checked(id: &str) -> Arc<Checked> {
-        let verdict = Verdict { scenario: id.into(), scenario_hash: "sha256:x".into(), passed: true, score: 1, max_score: 1, schedules_explored: 1, requirements: Vec::new() };
+        let verdict = Verdict {
+            scenario: id.into(),
+            scenario_hash: "sha256:x".into(),
+            passed: true,
+            score: 1,
+            max_score: 1,
+            schedules_explored: 1,
+            requirements: Vec::new(),
+        };
         Arc::new(Checked::new(verdict).unwrap())
     }
 
@@ -126,8 +137,16 @@ mod tests {
         assert!(cache.get(&key).is_none());
         cache.insert(key.clone(), checked("a"));
         assert_eq!(cache.get(&key).unwrap().verdict.scenario, "a");
-        assert!(cache.get(&VerdictCache::key("sha256:b", &design)).is_none(), "another scenario hash is another verdict");
-        assert!(cache.get(&VerdictCache::key("sha256:a", &serde_json::json!({"nodes": [1], "edges": []}))).is_none());
+        assert!(
+            cache.get(&VerdictCache::key("sha256:b", &design)).is_none(),
+            "another scenario hash is another verdict"
+        );
+        assert!(cache
+            .get(&VerdictCache::key(
+                "sha256:a",
+                &serde_json::json!({"nodes": [1], "edges": []})
+            ))
+            .is_none());
     }
 
     #[test]
@@ -138,10 +157,16 @@ mod tests {
         cache.insert(b"key-000".to_vec(), Arc::clone(&one));
         for i in 1..100 {
             cache.insert(format!("key-{i:03}").into_bytes(), Arc::clone(&one));
-            assert!(cache.get(b"key-000").is_some(), "a verdict in use stays, at step {i}");
+            assert!(
+                cache.get(b"key-000").is_some(),
+                "a verdict in use stays, at step {i}"
+            );
             assert!(cache.len() <= 11, "{} entries", cache.len());
         }
-        assert!(cache.get(b"key-050").is_none(), "an old unused verdict is dropped");
+        assert!(
+            cache.get(b"key-050").is_none(),
+            "an old unused verdict is dropped"
+        );
         let none = VerdictCache::new(0);
         none.insert(b"k".to_vec(), one);
         assert!(none.get(b"k").is_none() && none.is_empty());

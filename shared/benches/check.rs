@@ -26,9 +26,21 @@ fn load(id: &str) -> Option<Scenario> {
 
 /// The scenario's design (reference or wrong) whose check explores the most schedules.
 fn heaviest(s: &Scenario) -> (String, serde_json::Value, u64) {
-    let designs = s.reference_designs.iter().map(|d| (d.name.clone(), d.design.clone())).chain(s.wrong_designs.iter().map(|d| (d.name.clone(), d.design.clone())));
+    let designs = s
+        .reference_designs
+        .iter()
+        .map(|d| (d.name.clone(), d.design.clone()))
+        .chain(
+            s.wrong_designs
+                .iter()
+                .map(|d| (d.name.clone(), d.design.clone())),
+        );
     designs
-        .filter_map(|(name, d)| shared::check_json(s, &d).ok().map(|v| (name, d, v.schedules_explored)))
+        .filter_map(|(name, d)| {
+            shared::check_json(s, &d)
+                .ok()
+                .map(|v| (name, d, v.schedules_explored))
+        })
         .max_by_key(|x| x.2)
         .expect("a scenario has designs")
 }
@@ -46,7 +58,10 @@ fn median_ms(mut f: impl FnMut(), runs: usize) -> f64 {
 }
 
 fn summary() {
-    println!("{:<18} {:<48} {:>10} {:>12}", "scenario", "heaviest design", "schedules", "median ms");
+    println!(
+        "{:<18} {:<48} {:>10} {:>12}",
+        "scenario", "heaviest design", "schedules", "median ms"
+    );
     for id in SCENARIOS {
         let Some(s) = load(id) else {
             println!("{id:<18} (no scenario file)");

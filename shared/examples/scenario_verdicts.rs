@@ -7,7 +7,10 @@ fn main() {
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("the scenarios folder")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.to_string_lossy().ends_with(".schema.json"))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "json")
+                && !p.to_string_lossy().ends_with(".schema.json")
+        })
         .collect();
     files.sort();
     for file in files {
@@ -24,16 +27,38 @@ fn main() {
             .starting_design
             .iter()
             .map(|d| ("starting design".to_string(), d))
-            .chain(scenario.reference_designs.iter().map(|d| (format!("reference: {}", d.name), &d.design)))
-            .chain(scenario.wrong_designs.iter().map(|d| (format!("wrong: {} (misses {})", d.name, d.misses.join(", ")), &d.design)));
+            .chain(
+                scenario
+                    .reference_designs
+                    .iter()
+                    .map(|d| (format!("reference: {}", d.name), &d.design)),
+            )
+            .chain(scenario.wrong_designs.iter().map(|d| {
+                (
+                    format!("wrong: {} (misses {})", d.name, d.misses.join(", ")),
+                    &d.design,
+                )
+            }));
         for (name, design) in designs {
             match shared::check_json(&scenario, design) {
                 Err(e) => println!("  {name}: {e}"),
                 Ok(v) => {
-                    println!("  {name}: {}/{} in {} schedules", v.score, v.max_score, v.schedules_explored);
+                    println!(
+                        "  {name}: {}/{} in {} schedules",
+                        v.score, v.max_score, v.schedules_explored
+                    );
                     for r in v.requirements.iter().filter(|r| !r.passed) {
-                        let c = r.counterexample.as_ref().expect("a missed requirement has a counterexample");
-                        println!("    misses {}: expected {}, got {} — {}", r.id, c.expected, c.actual, c.failures.join("; "));
+                        let c = r
+                            .counterexample
+                            .as_ref()
+                            .expect("a missed requirement has a counterexample");
+                        println!(
+                            "    misses {}: expected {}, got {} — {}",
+                            r.id,
+                            c.expected,
+                            c.actual,
+                            c.failures.join("; ")
+                        );
                     }
                 }
             }

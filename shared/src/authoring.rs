@@ -16,8 +16,8 @@ use serde_json::Value as Json;
 
 use crate::design::{NodeKind, OptionValues};
 use crate::scenario::{
-    Check, ColumnDef, Condition, ExampleDesign, FailureSpec, JobDef, Op, Palette, Requirement, RunDef, Scenario, SenderDef, StepDef,
-    StreamDef, TableDef, TableRole, WrongDesign,
+    Check, ColumnDef, Condition, ExampleDesign, FailureSpec, JobDef, Op, Palette, Requirement,
+    RunDef, Scenario, SenderDef, StepDef, StreamDef, TableDef, TableRole, WrongDesign,
 };
 use crate::value::{ColumnType, Value};
 
@@ -48,7 +48,10 @@ pub fn schema_json() -> String {
 
 /// Parses and checks one scenario file's text; all problems are reported.
 pub fn validate_scenario_text(file: &str, text: &str) -> Result<Scenario, Vec<Diagnostic>> {
-    let mut out = Diagnostics { file, list: Vec::new() };
+    let mut out = Diagnostics {
+        file,
+        list: Vec::new(),
+    };
     let Some(scenario) = parse(text, &mut out) else {
         return Err(out.list);
     };
@@ -122,7 +125,11 @@ struct Diagnostics<'a> {
 
 impl Diagnostics<'_> {
     fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        let d = Diagnostic { file: self.file.to_string(), path: path.into(), message: message.into() };
+        let d = Diagnostic {
+            file: self.file.to_string(),
+            path: path.into(),
+            message: message.into(),
+        };
         if !self.list.contains(&d) {
             self.list.push(d);
         }
@@ -135,7 +142,15 @@ impl Diagnostics<'_> {
 
 fn parse(text: &str, out: &mut Diagnostics) -> Option<Scenario> {
     if let Err(e) = serde_json::from_str::<Json>(text) {
-        out.push("$", format!("the file is not valid JSON: {} (line {}, column {})", strip_position(&e), e.line(), e.column()));
+        out.push(
+            "$",
+            format!(
+                "the file is not valid JSON: {} (line {}, column {})",
+                strip_position(&e),
+                e.line(),
+                e.column()
+            ),
+        );
         return None;
     }
     let spans = Spans::scan(text);
@@ -163,7 +178,13 @@ fn strip_position(e: &serde_json::Error) -> String {
 }
 
 /// Reports a serde error found while reading `text[base..]`, with the JSON path of the place.
-fn report_serde(text: &str, spans: &Spans, base: usize, e: &serde_json::Error, out: &mut Diagnostics) {
+fn report_serde(
+    text: &str,
+    spans: &Spans,
+    base: usize,
+    e: &serde_json::Error,
+    out: &mut Diagnostics,
+) {
     let slice = &text[base..];
     let offset = base + offset_of(slice, e.line(), e.column());
     let (line, column) = line_column(text, offset);
@@ -172,15 +193,23 @@ fn report_serde(text: &str, spans: &Spans, base: usize, e: &serde_json::Error, o
     // serde reports an unknown field where it noticed it, which for a tagged object (a
     // requirement's check) is past the object's end: the field is the last one of that name
     // that starts before the reported place.
-    if let Some(name) = message.strip_prefix("unknown field `").and_then(|r| r.split('`').next()) {
-        path = spans.last_key_before(name, offset).unwrap_or_else(|| child_key(&path, name));
+    if let Some(name) = message
+        .strip_prefix("unknown field `")
+        .and_then(|r| r.split('`').next())
+    {
+        path = spans
+            .last_key_before(name, offset)
+            .unwrap_or_else(|| child_key(&path, name));
     }
     let advice = if message.starts_with("unknown field") {
         "; check the spelling against the format (docs/authoring.md, scenario.schema.json)"
     } else {
         ""
     };
-    out.push(path, format!("{message}{advice} (line {line}, column {column})"));
+    out.push(
+        path,
+        format!("{message}{advice} (line {line}, column {column})"),
+    );
 }
 
 fn offset_of(text: &str, line: usize, column: usize) -> usize {
@@ -197,7 +226,10 @@ fn offset_of(text: &str, line: usize, column: usize) -> usize {
 fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let before = &text.as_bytes()[..offset.min(text.len())];
     let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
     (line, offset - line_start + 1)
 }
 
@@ -220,18 +252,37 @@ const TOP_LEVEL: &[&str] = &[
     "reference_designs",
     "wrong_designs",
 ];
-const REQUIRED: &[&str] = &["id", "order", "title", "task", "failures", "palette", "requirements", "reference_designs", "wrong_designs"];
+const REQUIRED: &[&str] = &[
+    "id",
+    "order",
+    "title",
+    "task",
+    "failures",
+    "palette",
+    "requirements",
+    "reference_designs",
+    "wrong_designs",
+];
 
 /// Reads each top-level field, and each element of each list, on its own, so that one
 /// mistake does not hide the others.
 fn check_parts(text: &str, spans: &Spans, out: &mut Diagnostics) {
     let Ok(Json::Object(top)) = serde_json::from_str::<Json>(text) else {
-        out.push("$", "a scenario file is one JSON object, { \"id\": …, \"title\": …, … }");
+        out.push(
+            "$",
+            "a scenario file is one JSON object, { \"id\": …, \"title\": …, … }",
+        );
         return;
     };
     for key in top.keys() {
         if !TOP_LEVEL.contains(&key.as_str()) {
-            out.push(child_key("$", key), format!("unknown field \"{key}\"; a scenario has the fields {}", TOP_LEVEL.join(", ")));
+            out.push(
+                child_key("$", key),
+                format!(
+                    "unknown field \"{key}\"; a scenario has the fields {}",
+                    TOP_LEVEL.join(", ")
+                ),
+            );
         }
     }
     for key in REQUIRED {
@@ -239,14 +290,15 @@ fn check_parts(text: &str, spans: &Spans, out: &mut Diagnostics) {
             out.push("$", format!("the field \"{key}\" is missing"));
         }
     }
-    let part = |key: &str, out: &mut Diagnostics, read: &dyn Fn(&str) -> Result<(), serde_json::Error>| {
-        let path = child_key("$", key);
-        if let Some((start, end)) = spans.span(&path) {
-            if let Err(e) = read(&text[start..end]) {
-                report_serde(text, spans, start, &e, out);
+    let part =
+        |key: &str, out: &mut Diagnostics, read: &dyn Fn(&str) -> Result<(), serde_json::Error>| {
+            let path = child_key("$", key);
+            if let Some((start, end)) = spans.span(&path) {
+                if let Err(e) = read(&text[start..end]) {
+                    report_serde(text, spans, start, &e, out);
+                }
             }
-        }
-    };
+        };
     fn one<T: DeserializeOwned>(s: &str) -> Result<(), serde_json::Error> {
         serde_json::from_str::<T>(s).map(|_| ())
     }
@@ -259,22 +311,23 @@ fn check_parts(text: &str, spans: &Spans, out: &mut Diagnostics) {
     part("job", out, &one::<JobDef>);
     part("failures", out, &one::<FailureSpec>);
     part("palette", out, &one::<Palette>);
-    let list = |key: &str, out: &mut Diagnostics, read: &dyn Fn(&str) -> Result<(), serde_json::Error>| {
-        let path = child_key("$", key);
-        match top.get(key) {
-            None => {}
-            Some(Json::Array(items)) => {
-                for i in 0..items.len() {
-                    if let Some((start, end)) = spans.span(&format!("{path}[{i}]")) {
-                        if let Err(e) = read(&text[start..end]) {
-                            report_serde(text, spans, start, &e, out);
+    let list =
+        |key: &str, out: &mut Diagnostics, read: &dyn Fn(&str) -> Result<(), serde_json::Error>| {
+            let path = child_key("$", key);
+            match top.get(key) {
+                None => {}
+                Some(Json::Array(items)) => {
+                    for i in 0..items.len() {
+                        if let Some((start, end)) = spans.span(&format!("{path}[{i}]")) {
+                            if let Err(e) = read(&text[start..end]) {
+                                report_serde(text, spans, start, &e, out);
+                            }
                         }
                     }
                 }
+                Some(_) => out.push(path, format!("\"{key}\" must be a list")),
             }
-            Some(_) => out.push(path, format!("\"{key}\" must be a list")),
-        }
-    };
+        };
     list("tables", out, &one::<TableDef>);
     list("streams", out, &one::<StreamDef>);
     list("senders", out, &one::<SenderDef>);
@@ -286,7 +339,9 @@ fn check_parts(text: &str, spans: &Spans, out: &mut Diagnostics) {
 
 fn child_key(parent: &str, key: &str) -> String {
     let plain = !key.is_empty()
-        && key.chars().enumerate().all(|(i, c)| c == '_' || c == '$' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
+        && key.chars().enumerate().all(|(i, c)| {
+            c == '_' || c == '$' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit())
+        });
     if plain {
         format!("{parent}.{key}")
     } else {
@@ -305,20 +360,29 @@ impl Spans {
     const MAX_DEPTH: usize = 64;
 
     fn scan(text: &str) -> Spans {
-        let mut spans = Spans { entries: Vec::new() };
+        let mut spans = Spans {
+            entries: Vec::new(),
+        };
         let mut i = 0;
         spans.value(text.as_bytes(), &mut i, "$".to_string(), 0);
         spans
     }
 
     fn span(&self, path: &str) -> Option<(usize, usize)> {
-        self.entries.iter().find(|(p, _, _)| p == path).map(|&(_, s, e)| (s, e))
+        self.entries
+            .iter()
+            .find(|(p, _, _)| p == path)
+            .map(|&(_, s, e)| (s, e))
     }
 
     /// The path of the last field called `name` that starts at or before `offset`.
     fn last_key_before(&self, name: &str, offset: usize) -> Option<String> {
         let suffix = child_key("", name);
-        self.entries.iter().filter(|(p, s, _)| *s <= offset && p.ends_with(&suffix)).max_by_key(|(_, s, _)| *s).map(|(p, _, _)| p.clone())
+        self.entries
+            .iter()
+            .filter(|(p, s, _)| *s <= offset && p.ends_with(&suffix))
+            .max_by_key(|(_, s, _)| *s)
+            .map(|(p, _, _)| p.clone())
     }
 
     /// The innermost value that contains `offset`.
@@ -352,7 +416,10 @@ impl Spans {
                     }
                     let key_start = *i;
                     skip_string(b, i);
-                    let key: String = std::str::from_utf8(&b[key_start..*i]).ok().and_then(|k| serde_json::from_str(k).ok()).unwrap_or_default();
+                    let key: String = std::str::from_utf8(&b[key_start..*i])
+                        .ok()
+                        .and_then(|k| serde_json::from_str(k).ok())
+                        .unwrap_or_default();
                     skip_ws(b, i);
                     if b.get(*i) == Some(&b':') {
                         *i += 1;
@@ -417,7 +484,10 @@ fn skip_string(b: &[u8], i: &mut usize) {
 }
 
 fn skip_scalar(b: &[u8], i: &mut usize) {
-    while !matches!(b.get(*i), None | Some(b',' | b']' | b'}' | b' ' | b'\t' | b'\r' | b'\n')) {
+    while !matches!(
+        b.get(*i),
+        None | Some(b',' | b']' | b'}' | b' ' | b'\t' | b'\r' | b'\n')
+    ) {
         *i += 1;
     }
 }
@@ -458,7 +528,11 @@ fn skip_value(b: &[u8], i: &mut usize) {
 // ---------------------------------------------------------------------------------------------
 
 fn is_slug(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') && !s.starts_with('-') && !s.ends_with('-')
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
 }
 
 fn list_names<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
@@ -475,11 +549,17 @@ fn check_names(s: &Scenario, out: &mut Diagnostics) {
         out.push("$.id", format!("the id \"{}\" must be lowercase letters, digits and dashes (it is used in URLs), such as \"safe-retry\"", s.id));
     }
     if s.order == 0 {
-        out.push("$.order", "order is the scenario's place in the course and starts at 1");
+        out.push(
+            "$.order",
+            "order is the scenario's place in the course and starts at 1",
+        );
     }
     for (field, value) in [("title", &s.title), ("task", &s.task)] {
         if value.trim().is_empty() {
-            out.push(format!("$.{field}"), format!("the {field} is empty; students read it first"));
+            out.push(
+                format!("$.{field}"),
+                format!("the {field} is empty; students read it first"),
+            );
         }
     }
     check_tables(s, out);
@@ -506,13 +586,27 @@ fn check_names(s: &Scenario, out: &mut Diagnostics) {
         }
     }
     let mut design_names = BTreeSet::new();
-    let named = s.reference_designs.iter().map(|d| (&d.name, "reference_designs")).chain(s.wrong_designs.iter().map(|d| (&d.name, "wrong_designs")));
+    let named = s
+        .reference_designs
+        .iter()
+        .map(|d| (&d.name, "reference_designs"))
+        .chain(s.wrong_designs.iter().map(|d| (&d.name, "wrong_designs")));
     for (i, (name, list)) in named.enumerate() {
-        let index = if i < s.reference_designs.len() { i } else { i - s.reference_designs.len() };
+        let index = if i < s.reference_designs.len() {
+            i
+        } else {
+            i - s.reference_designs.len()
+        };
         if name.trim().is_empty() {
-            out.push(format!("$.{list}[{index}].name"), "give the design a name; it is shown when the design passes or fails unexpectedly");
+            out.push(
+                format!("$.{list}[{index}].name"),
+                "give the design a name; it is shown when the design passes or fails unexpectedly",
+            );
         } else if !design_names.insert(name.as_str()) {
-            out.push(format!("$.{list}[{index}].name"), format!("two designs are called \"{name}\"; give each its own name"));
+            out.push(
+                format!("$.{list}[{index}].name"),
+                format!("two designs are called \"{name}\"; give each its own name"),
+            );
         }
     }
 }
@@ -526,7 +620,10 @@ fn check_columns(path: &str, what: &str, columns: &[ColumnDef], out: &mut Diagno
         if col.name.trim().is_empty() {
             out.push(format!("{path}[{c}].name"), "a column needs a name");
         } else if !seen.insert(col.name.as_str()) {
-            out.push(format!("{path}[{c}].name"), format!("{what} has two columns called \"{}\"", col.name));
+            out.push(
+                format!("{path}[{c}].name"),
+                format!("{what} has two columns called \"{}\"", col.name),
+            );
         }
     }
 }
@@ -538,16 +635,31 @@ fn check_tables(s: &Scenario, out: &mut Diagnostics) {
         if table.name.trim().is_empty() {
             out.push(format!("{path}.name"), "a table needs a name");
         } else if !names.insert(table.name.as_str()) {
-            out.push(format!("{path}.name"), format!("two tables are called \"{}\"", table.name));
+            out.push(
+                format!("{path}.name"),
+                format!("two tables are called \"{}\"", table.name),
+            );
         }
-        check_columns(&format!("{path}.columns"), &format!("table {}", table.name), &table.columns, out);
+        check_columns(
+            &format!("{path}.columns"),
+            &format!("table {}", table.name),
+            &table.columns,
+            out,
+        );
         for (k, key) in table.keys.iter().enumerate() {
             if key.is_empty() {
                 out.push(format!("{path}.keys[{k}]"), "a key lists at least one column; leave \"keys\" empty when the table has no natural key");
             }
             for (c, col) in key.iter().enumerate() {
                 if table.column_index(col).is_none() {
-                    out.push(format!("{path}.keys[{k}][{c}]"), format!("key column \"{col}\" is not a column of {}; its columns are {}", table.name, list_names(table.columns.iter().map(|c| c.name.as_str()))));
+                    out.push(
+                        format!("{path}.keys[{k}][{c}]"),
+                        format!(
+                            "key column \"{col}\" is not a column of {}; its columns are {}",
+                            table.name,
+                            list_names(table.columns.iter().map(|c| c.name.as_str()))
+                        ),
+                    );
                 }
             }
         }
@@ -560,35 +672,65 @@ fn check_tables(s: &Scenario, out: &mut Diagnostics) {
         }
         for (r, row) in table.rows.iter().enumerate() {
             if row.len() != table.columns.len() {
-                out.push(format!("{path}.rows[{r}]"), format!("the row has {} values but table {} has {} columns ({})", row.len(), table.name, table.columns.len(), list_names(table.columns.iter().map(|c| c.name.as_str()))));
+                out.push(
+                    format!("{path}.rows[{r}]"),
+                    format!(
+                        "the row has {} values but table {} has {} columns ({})",
+                        row.len(),
+                        table.name,
+                        table.columns.len(),
+                        list_names(table.columns.iter().map(|c| c.name.as_str()))
+                    ),
+                );
                 continue;
             }
             for (c, (cell, col)) in row.iter().zip(&table.columns).enumerate() {
                 if let Err(m) = Value::from_json(col.ty, cell) {
-                    out.push(format!("{path}.rows[{r}][{c}]"), format!("{}: {m}", col.name));
+                    out.push(
+                        format!("{path}.rows[{r}][{c}]"),
+                        format!("{}: {m}", col.name),
+                    );
                 }
             }
         }
-        if table.role == TableRole::Source && table.partition.is_none() && s.job.as_ref().is_some_and(|j| j.source == table.name) {
+        if table.role == TableRole::Source
+            && table.partition.is_none()
+            && s.job.as_ref().is_some_and(|j| j.source == table.name)
+        {
             out.push(format!("{path}.partition"), format!("the job reads {} one day at a time, so the table needs a date partition column", table.name));
         }
     }
     if !s.tables.iter().any(|t| t.role == TableRole::Sink) {
-        out.push("$.tables", "the scenario has no sink table (role \"sink\") for the pipeline to write");
+        out.push(
+            "$.tables",
+            "the scenario has no sink table (role \"sink\") for the pipeline to write",
+        );
     }
 }
 
-fn check_messages(path: &str, what: &str, fields: &[ColumnDef], messages: &[BTreeMap<String, Json>], out: &mut Diagnostics) {
+fn check_messages(
+    path: &str,
+    what: &str,
+    fields: &[ColumnDef],
+    messages: &[BTreeMap<String, Json>],
+    out: &mut Diagnostics,
+) {
     for (i, m) in messages.iter().enumerate() {
         for (name, raw) in m {
             match fields.iter().find(|f| &f.name == name) {
                 None => out.push(
                     child_key(&format!("{path}.messages[{i}]"), name),
-                    format!("\"{name}\" is not a field of {what}; its fields are {}", list_names(fields.iter().map(|f| f.name.as_str()))),
+                    format!(
+                        "\"{name}\" is not a field of {what}; its fields are {}",
+                        list_names(fields.iter().map(|f| f.name.as_str()))
+                    ),
                 ),
                 Some(f) => {
                     if let Err(e) = Value::from_json(f.ty, raw) {
-                        out.push(child_key(&format!("{path}.messages[{i}]"), name), format!("{name}: {e}"));
+                        out.push(
+                            child_key(&format!("{path}.messages[{i}]"), name),
+                            format!("{name}: {e}"),
+                        );
                     }
                 }
             }
@@ -603,8 +745,26 @@ fn check_streams_and_senders(s: &Scenario, out: &mut Diagnostics) {
         .streams
         .iter()
         .enumerate()
-        .map(|(i, st)| (format!("$.streams[{i}]"), "stream", &st.name, &st.key_field, &st.fields, &st.messages))
-        .chain(s.senders.iter().enumerate().map(|(i, se)| (format!("$.senders[{i}]"), "sender", &se.name, &se.key_field, &se.fields, &se.messages)));
+        .map(|(i, st)| {
+            (
+                format!("$.streams[{i}]"),
+                "stream",
+                &st.name,
+                &st.key_field,
+                &st.fields,
+                &st.messages,
+            )
+        })
+        .chain(s.senders.iter().enumerate().map(|(i, se)| {
+            (
+                format!("$.senders[{i}]"),
+                "sender",
+                &se.name,
+                &se.key_field,
+                &se.fields,
+                &se.messages,
+            )
+        }));
     for (path, kind, name, key_field, fields, messages) in sources {
         if name.trim().is_empty() {
             out.push(format!("{path}.name"), format!("a {kind} needs a name"));
@@ -615,20 +775,41 @@ fn check_streams_and_senders(s: &Scenario, out: &mut Diagnostics) {
         check_columns(&format!("{path}.fields"), &what, fields, out);
         if let Some(k) = key_field {
             if !fields.iter().any(|f| &f.name == k) {
-                out.push(format!("{path}.key_field"), format!("key_field \"{k}\" is not a field of {what}; its fields are {}", list_names(fields.iter().map(|f| f.name.as_str()))));
+                out.push(
+                    format!("{path}.key_field"),
+                    format!(
+                        "key_field \"{k}\" is not a field of {what}; its fields are {}",
+                        list_names(fields.iter().map(|f| f.name.as_str()))
+                    ),
+                );
             }
         }
         if messages.is_empty() {
-            out.push(format!("{path}.messages"), format!("{what} has no messages"));
+            out.push(
+                format!("{path}.messages"),
+                format!("{what} has no messages"),
+            );
         }
         check_messages(&path, &what, fields, messages, out);
     }
     // A sender's idempotency key is written into a sink column by name; without that column
     // the key would be dropped and no design could use it.
-    let sinks: Vec<&TableDef> = s.tables.iter().filter(|t| t.role == TableRole::Sink).collect();
-    let offers_keys = s.palette.sender.as_ref().is_some_and(|p| p.get("idempotency_key").is_none_or(|v| v.iter().any(|x| x != "none")));
+    let sinks: Vec<&TableDef> = s
+        .tables
+        .iter()
+        .filter(|t| t.role == TableRole::Sink)
+        .collect();
+    let offers_keys = s.palette.sender.as_ref().is_some_and(|p| {
+        p.get("idempotency_key")
+            .is_none_or(|v| v.iter().any(|x| x != "none"))
+    });
     for (i, se) in s.senders.iter().enumerate() {
-        if offers_keys && !sinks.is_empty() && !sinks.iter().any(|t| t.column_index(&se.idempotency_field).is_some()) {
+        if offers_keys
+            && !sinks.is_empty()
+            && !sinks
+                .iter()
+                .any(|t| t.column_index(&se.idempotency_field).is_some())
+        {
             out.push(
                 format!("$.senders[{i}].idempotency_field"),
                 format!(
@@ -644,7 +825,15 @@ fn check_conditions(path: &str, table: &TableDef, conds: &[Condition], out: &mut
     for (i, c) in conds.iter().enumerate() {
         let p = format!("{path}[{i}]");
         let Some(ty) = table.column_type(&c.column) else {
-            out.push(format!("{p}.column"), format!("table {} has no column \"{}\"; its columns are {}", table.name, c.column, list_names(table.columns.iter().map(|c| c.name.as_str()))));
+            out.push(
+                format!("{p}.column"),
+                format!(
+                    "table {} has no column \"{}\"; its columns are {}",
+                    table.name,
+                    c.column,
+                    list_names(table.columns.iter().map(|c| c.name.as_str()))
+                ),
+            );
             continue;
         };
         match (c.op, &c.value) {
@@ -655,11 +844,20 @@ fn check_conditions(path: &str, table: &TableDef, conds: &[Condition], out: &mut
                     }
                 }
             }
-            (Op::In | Op::NotIn, _) => out.push(format!("{p}.value"), "in and not_in take a list of values, such as [101, 102]"),
-            (_, Json::Array(_)) => out.push(format!("{p}.value"), "a list of values needs the op \"in\" or \"not_in\""),
+            (Op::In | Op::NotIn, _) => out.push(
+                format!("{p}.value"),
+                "in and not_in take a list of values, such as [101, 102]",
+            ),
+            (_, Json::Array(_)) => out.push(
+                format!("{p}.value"),
+                "a list of values needs the op \"in\" or \"not_in\"",
+            ),
             (_, v) => {
                 if v.is_null() {
-                    out.push(format!("{p}.value"), "a comparison with NULL never matches a row in SQL; compare with a value");
+                    out.push(
+                        format!("{p}.value"),
+                        "a comparison with NULL never matches a row in SQL; compare with a value",
+                    );
                 } else if let Err(m) = Value::from_json(ty, v) {
                     out.push(format!("{p}.value"), format!("{}: {m}", c.column));
                 }
@@ -671,7 +869,10 @@ fn check_conditions(path: &str, table: &TableDef, conds: &[Condition], out: &mut
 fn check_job(s: &Scenario, out: &mut Diagnostics) {
     let Some(job) = &s.job else {
         if !s.runs.is_empty() {
-            out.push("$.runs", "runs belong to a batch job, and the scenario has no \"job\"");
+            out.push(
+                "$.runs",
+                "runs belong to a batch job, and the scenario has no \"job\"",
+            );
         }
         if s.streams.is_empty() && s.senders.is_empty() {
             out.push("$", "the scenario has no data to move: give it a \"job\" (with a source table), a stream or a sender");
@@ -687,14 +888,20 @@ fn check_job(s: &Scenario, out: &mut Diagnostics) {
         out.push("$.job.steps", "the job has no steps; add at least one");
     }
     if job.max_attempts == 0 {
-        out.push("$.job.max_attempts", "the scheduler makes at least one attempt; max_attempts must be 1 or more");
+        out.push(
+            "$.job.max_attempts",
+            "the scheduler makes at least one attempt; max_attempts must be 1 or more",
+        );
     }
     let mut ids = BTreeSet::new();
     let mut targets = BTreeSet::new();
     for (i, step) in job.steps.iter().enumerate() {
         let p = format!("$.job.steps[{i}]");
         if !ids.insert(step.id()) {
-            out.push(format!("{p}.id"), format!("two steps have the id \"{}\"", step.id()));
+            out.push(
+                format!("{p}.id"),
+                format!("two steps have the id \"{}\"", step.id()),
+            );
         }
         let from = s.table(step.from());
         if from.is_none() {
@@ -702,7 +909,15 @@ fn check_job(s: &Scenario, out: &mut Diagnostics) {
         }
         if let Some(from) = from {
             if from.partition.is_none() {
-                out.push(format!("{p}.from"), format!("step \"{}\" reads one day of {}, so {} needs a date partition column", step.id(), from.name, from.name));
+                out.push(
+                    format!("{p}.from"),
+                    format!(
+                        "step \"{}\" reads one day of {}, so {} needs a date partition column",
+                        step.id(),
+                        from.name,
+                        from.name
+                    ),
+                );
             }
         }
         let target = s.table(step.target());
@@ -712,16 +927,27 @@ fn check_job(s: &Scenario, out: &mut Diagnostics) {
             Some(_) => {}
         }
         if !targets.insert(step.target()) {
-            out.push(format!("{p}.target"), format!("two steps write {}; a design has one table node per step", step.target()));
+            out.push(
+                format!("{p}.target"),
+                format!(
+                    "two steps write {}; a design has one table node per step",
+                    step.target()
+                ),
+            );
         }
         if let Some(from) = from {
             check_conditions(&format!("{p}.where"), from, step.filter(), out);
         }
-        let (Some(from), Some(target)) = (from, target) else { continue };
+        let (Some(from), Some(target)) = (from, target) else {
+            continue;
+        };
         match step {
             StepDef::Copy { columns, .. } => {
                 if columns.is_empty() {
-                    out.push(format!("{p}.columns"), "a copy step lists the columns it copies");
+                    out.push(
+                        format!("{p}.columns"),
+                        "a copy step lists the columns it copies",
+                    );
                 }
                 for (c, col) in columns.iter().enumerate() {
                     for t in [from, target] {
@@ -731,15 +957,35 @@ fn check_job(s: &Scenario, out: &mut Diagnostics) {
                     }
                 }
             }
-            StepDef::Sum { group_by, sum, into, .. } => {
-                for (field, col, t) in [("group_by", group_by, from), ("group_by", group_by, target), ("sum", sum, from), ("into", into, target)] {
+            StepDef::Sum {
+                group_by,
+                sum,
+                into,
+                ..
+            } => {
+                for (field, col, t) in [
+                    ("group_by", group_by, from),
+                    ("group_by", group_by, target),
+                    ("sum", sum, from),
+                    ("into", into, target),
+                ] {
                     if t.column_index(col).is_none() {
-                        out.push(format!("{p}.{field}"), format!("{field} \"{col}\" is not a column of {}; its columns are {}", t.name, list_names(t.columns.iter().map(|c| c.name.as_str()))));
+                        out.push(
+                            format!("{p}.{field}"),
+                            format!(
+                                "{field} \"{col}\" is not a column of {}; its columns are {}",
+                                t.name,
+                                list_names(t.columns.iter().map(|c| c.name.as_str()))
+                            ),
+                        );
                     }
                 }
                 if let Some(ty) = from.column_type(sum) {
                     if !matches!(ty, ColumnType::Decimal | ColumnType::Integer) {
-                        out.push(format!("{p}.sum"), format!("sum \"{sum}\" must be a decimal or integer column"));
+                        out.push(
+                            format!("{p}.sum"),
+                            format!("sum \"{sum}\" must be a decimal or integer column"),
+                        );
                     }
                 }
                 if let Some(ty) = target.column_type(into) {
@@ -751,7 +997,10 @@ fn check_job(s: &Scenario, out: &mut Diagnostics) {
         }
     }
     if s.runs.is_empty() {
-        out.push("$.runs", "the job needs at least one run: the day it loads and when it starts");
+        out.push(
+            "$.runs",
+            "the job needs at least one run: the day it loads and when it starts",
+        );
     }
     let mut run_ids = BTreeSet::new();
     for (i, run) in s.runs.iter().enumerate() {
@@ -759,7 +1008,10 @@ fn check_job(s: &Scenario, out: &mut Diagnostics) {
             out.push(format!("$.runs[{i}].id"), format!("the run id \"{}\" must be lowercase letters, digits and dashes, such as \"load-2026-01-10\"", run.id));
         }
         if !run_ids.insert(run.id.as_str()) {
-            out.push(format!("$.runs[{i}].id"), format!("two runs have the id \"{}\"", run.id));
+            out.push(
+                format!("$.runs[{i}].id"),
+                format!("two runs have the id \"{}\"", run.id),
+            );
         }
         if i > 0 && run.start < s.runs[i - 1].start {
             out.push(format!("$.runs[{i}].start"), format!("run \"{}\" starts before the run listed above it; list runs in the order they start", run.id));
@@ -768,16 +1020,30 @@ fn check_job(s: &Scenario, out: &mut Diagnostics) {
 }
 
 fn source_names(s: &Scenario) -> String {
-    list_names(s.tables.iter().filter(|t| t.role == TableRole::Source).map(|t| t.name.as_str()))
+    list_names(
+        s.tables
+            .iter()
+            .filter(|t| t.role == TableRole::Source)
+            .map(|t| t.name.as_str()),
+    )
 }
 
 fn sink_names(s: &Scenario) -> String {
-    list_names(s.tables.iter().filter(|t| t.role == TableRole::Sink).map(|t| t.name.as_str()))
+    list_names(
+        s.tables
+            .iter()
+            .filter(|t| t.role == TableRole::Sink)
+            .map(|t| t.name.as_str()),
+    )
 }
 
 fn check_failures(s: &Scenario, out: &mut Diagnostics) {
     let f = &s.failures;
-    let any = f.job_crash.is_some() || f.consumer_crash.is_some() || f.message_lost.is_some() || f.ack_lost.is_some() || f.redelivery.is_some();
+    let any = f.job_crash.is_some()
+        || f.consumer_crash.is_some()
+        || f.message_lost.is_some()
+        || f.ack_lost.is_some()
+        || f.redelivery.is_some();
     if f.bound == 0 && any {
         out.push("$.failures.bound", "bound is 0, so no failure is ever injected; set it to the most failures one schedule may have");
     }
@@ -786,12 +1052,21 @@ fn check_failures(s: &Scenario, out: &mut Diagnostics) {
     }
     if let Some(jc) = &f.job_crash {
         if s.job.is_none() {
-            out.push("$.failures.job_crash", "job_crash needs a batch job, and the scenario has no \"job\"");
+            out.push(
+                "$.failures.job_crash",
+                "job_crash needs a batch job, and the scenario has no \"job\"",
+            );
         }
         if jc.max_per_run == 0 {
-            out.push("$.failures.job_crash.max_per_run", "max_per_run is 0, so the job never crashes; set it to 1 or more");
+            out.push(
+                "$.failures.job_crash.max_per_run",
+                "max_per_run is 0, so the job never crashes; set it to 1 or more",
+            );
         }
-        if s.job.as_ref().is_some_and(|j| jc.max_per_run >= j.max_attempts) {
+        if s.job
+            .as_ref()
+            .is_some_and(|j| jc.max_per_run >= j.max_attempts)
+        {
             out.push(
                 "$.failures.job_crash.max_per_run",
                 format!("with {} crashes per run and {} attempts the scheduler gives up on a run; lower max_per_run or raise job.max_attempts", jc.max_per_run, s.job.as_ref().map_or(0, |j| j.max_attempts)),
@@ -799,41 +1074,79 @@ fn check_failures(s: &Scenario, out: &mut Diagnostics) {
         }
         for (i, id) in jc.runs.iter().flatten().enumerate() {
             if !s.runs.iter().any(|r| &r.id == id) {
-                out.push(format!("$.failures.job_crash.runs[{i}]"), format!("no run \"{id}\"; the runs are {}", list_names(s.runs.iter().map(|r| r.id.as_str()))));
+                out.push(
+                    format!("$.failures.job_crash.runs[{i}]"),
+                    format!(
+                        "no run \"{id}\"; the runs are {}",
+                        list_names(s.runs.iter().map(|r| r.id.as_str()))
+                    ),
+                );
             }
         }
     }
     if f.consumer_crash.is_some() || f.redelivery.is_some() {
-        let what = if f.consumer_crash.is_some() { "consumer_crash" } else { "redelivery" };
+        let what = if f.consumer_crash.is_some() {
+            "consumer_crash"
+        } else {
+            "redelivery"
+        };
         if s.streams.is_empty() {
             out.push(format!("$.failures.{what}"), format!("{what} happens on a stream, and the scenario has none (a sender is explored with message_lost and ack_lost)"));
         }
     }
-    let longest = s.streams.iter().map(|st| st.messages.len()).max().unwrap_or(0);
+    let longest = s
+        .streams
+        .iter()
+        .map(|st| st.messages.len())
+        .max()
+        .unwrap_or(0);
     if let Some(offsets) = f.consumer_crash.as_ref().and_then(|c| c.offsets.as_ref()) {
         // Late duplicates lengthen the stream by at most one message per failure.
-        let room = longest + if f.redelivery.is_some() { f.bound as usize } else { 0 };
+        let room = longest
+            + if f.redelivery.is_some() {
+                f.bound as usize
+            } else {
+                0
+            };
         if offsets.is_empty() {
             out.push("$.failures.consumer_crash.offsets", "an empty list of offsets means the consumer never crashes; leave \"offsets\" out to crash at every offset");
         }
         for (i, o) in offsets.iter().enumerate() {
             if *o as usize >= room && !s.streams.is_empty() {
-                out.push(format!("$.failures.consumer_crash.offsets[{i}]"), format!("offset {o} is past the end of the stream (offsets 0 to {})", room.saturating_sub(1)));
+                out.push(
+                    format!("$.failures.consumer_crash.offsets[{i}]"),
+                    format!(
+                        "offset {o} is past the end of the stream (offsets 0 to {})",
+                        room.saturating_sub(1)
+                    ),
+                );
             }
         }
     }
     if let Some(r) = &f.redelivery {
         if r.after_min == 0 {
-            out.push("$.failures.redelivery.after_min", "a late copy comes after at least 1 other message; after_min must be 1 or more");
+            out.push(
+                "$.failures.redelivery.after_min",
+                "a late copy comes after at least 1 other message; after_min must be 1 or more",
+            );
         }
         if r.after_min > r.after_max {
-            out.push("$.failures.redelivery", format!("after_min ({}) is larger than after_max ({})", r.after_min, r.after_max));
+            out.push(
+                "$.failures.redelivery",
+                format!(
+                    "after_min ({}) is larger than after_max ({})",
+                    r.after_min, r.after_max
+                ),
+            );
         }
         if longest > 0 && r.after_min.max(1) as usize >= longest {
             out.push("$.failures.redelivery.after_min", format!("no message has {} others after it in a stream of {longest}, so no late copy is ever explored", r.after_min.max(1)));
         }
     }
-    for (what, on) in [("message_lost", f.message_lost.is_some()), ("ack_lost", f.ack_lost.is_some())] {
+    for (what, on) in [
+        ("message_lost", f.message_lost.is_some()),
+        ("ack_lost", f.ack_lost.is_some()),
+    ] {
         if on && s.senders.is_empty() {
             out.push(format!("$.failures.{what}"), format!("{what} happens between a sender and its consumer, and the scenario has no sender"));
         }
@@ -842,7 +1155,9 @@ fn check_failures(s: &Scenario, out: &mut Diagnostics) {
 
 fn check_palette(s: &Scenario, out: &mut Diagnostics) {
     for kind in NodeKind::ALL {
-        let Some(options) = s.palette.kind(kind) else { continue };
+        let Some(options) = s.palette.kind(kind) else {
+            continue;
+        };
         let path = format!("$.palette.{}", kind.name());
         let sensible = match kind {
             NodeKind::SourceTable | NodeKind::BatchJob => s.job.is_some(),
@@ -859,13 +1174,27 @@ fn check_palette(s: &Scenario, out: &mut Diagnostics) {
                 NodeKind::StreamConsumer => "the scenario has no stream or sender",
                 NodeKind::Table => "the scenario has no sink table",
             };
-            out.push(path.clone(), format!("the palette offers {} ({}), but {why}; remove it", kind.describe(), kind.name()));
+            out.push(
+                path.clone(),
+                format!(
+                    "the palette offers {} ({}), but {why}; remove it",
+                    kind.describe(),
+                    kind.name()
+                ),
+            );
         }
         let specs = kind.options();
         for (name, values) in options {
             let opath = child_key(&path, name);
             let Some(spec) = specs.iter().find(|o| o.name == name) else {
-                out.push(opath, format!("{} has no option \"{name}\"; its options are {}", kind.name(), list_names(specs.iter().map(|o| o.name))));
+                out.push(
+                    opath,
+                    format!(
+                        "{} has no option \"{name}\"; its options are {}",
+                        kind.name(),
+                        list_names(specs.iter().map(|o| o.name))
+                    ),
+                );
                 continue;
             };
             if values.is_empty() {
@@ -880,7 +1209,14 @@ fn check_palette(s: &Scenario, out: &mut Diagnostics) {
                 match spec.values {
                     OptionValues::Choice(choices) => {
                         if !choices.contains(&value.as_str()) {
-                            out.push(vpath, format!("\"{value}\" is not a value of {} {name}; its values are {}", kind.name(), choices.join(", ")));
+                            out.push(
+                                vpath,
+                                format!(
+                                    "\"{value}\" is not a value of {} {name}; its values are {}",
+                                    kind.name(),
+                                    choices.join(", ")
+                                ),
+                            );
                         }
                     }
                     OptionValues::Count { max, .. } => {
@@ -889,12 +1225,20 @@ fn check_palette(s: &Scenario, out: &mut Diagnostics) {
                         }
                     }
                     OptionValues::SourceTable => {
-                        if !s.tables.iter().any(|t| t.role == TableRole::Source && &t.name == value) {
+                        if !s
+                            .tables
+                            .iter()
+                            .any(|t| t.role == TableRole::Source && &t.name == value)
+                        {
                             out.push(vpath, format!("\"{value}\" is not a source table of the scenario; its source tables are {}", source_names(s)));
                         }
                     }
                     OptionValues::SinkTable => {
-                        if !s.tables.iter().any(|t| t.role == TableRole::Sink && &t.name == value) {
+                        if !s
+                            .tables
+                            .iter()
+                            .any(|t| t.role == TableRole::Sink && &t.name == value)
+                        {
                             out.push(vpath, format!("\"{value}\" is not a sink table of the scenario; its sink tables are {}", sink_names(s)));
                         }
                     }
@@ -914,7 +1258,10 @@ fn check_palette(s: &Scenario, out: &mut Diagnostics) {
 
 fn check_requirements(s: &Scenario, out: &mut Diagnostics) {
     if s.requirements.is_empty() {
-        out.push("$.requirements", "the scenario has no requirements; add at least one");
+        out.push(
+            "$.requirements",
+            "the scenario has no requirements; add at least one",
+        );
     }
     let mut ids: BTreeMap<&str, usize> = BTreeMap::new();
     for (r, req) in s.requirements.iter().enumerate() {
@@ -927,7 +1274,12 @@ fn check_requirements(s: &Scenario, out: &mut Diagnostics) {
         }
         for (field, value) in [("text", &req.text), ("hint", &req.hint)] {
             if value.trim().is_empty() {
-                out.push(format!("{path}.{field}"), format!("the {field} is empty; a student reads it when the requirement is missed"));
+                out.push(
+                    format!("{path}.{field}"),
+                    format!(
+                        "the {field} is empty; a student reads it when the requirement is missed"
+                    ),
+                );
             }
         }
         check_check(s, &format!("{path}.check"), &req.id, &req.check, out);
@@ -935,7 +1287,13 @@ fn check_requirements(s: &Scenario, out: &mut Diagnostics) {
 }
 
 /// The table a check names, or a diagnostic that says which tables exist.
-fn table_of<'a>(s: &'a Scenario, path: &str, id: &str, name: &str, out: &mut Diagnostics) -> Option<&'a TableDef> {
+fn table_of<'a>(
+    s: &'a Scenario,
+    path: &str,
+    id: &str,
+    name: &str,
+    out: &mut Diagnostics,
+) -> Option<&'a TableDef> {
     let t = s.table(name);
     if t.is_none() {
         out.push(format!("{path}.table"), format!("requirement \"{id}\" checks table \"{name}\", which the scenario does not define; its tables are {}", list_names(s.tables.iter().map(|t| t.name.as_str()))));
@@ -946,15 +1304,29 @@ fn table_of<'a>(s: &'a Scenario, path: &str, id: &str, name: &str, out: &mut Dia
 fn column_of(t: &TableDef, path: &str, name: &str, out: &mut Diagnostics) -> Option<ColumnType> {
     let ty = t.column_type(name);
     if ty.is_none() {
-        out.push(path.to_string(), format!("table {} has no column \"{name}\"; its columns are {}", t.name, list_names(t.columns.iter().map(|c| c.name.as_str()))));
+        out.push(
+            path.to_string(),
+            format!(
+                "table {} has no column \"{name}\"; its columns are {}",
+                t.name,
+                list_names(t.columns.iter().map(|c| c.name.as_str()))
+            ),
+        );
     }
     ty
 }
 
 fn check_check(s: &Scenario, p: &str, id: &str, check: &Check, out: &mut Diagnostics) {
     match check {
-        Check::Value { table, column, filter, expected } => {
-            let Some(t) = table_of(s, p, id, table, out) else { return };
+        Check::Value {
+            table,
+            column,
+            filter,
+            expected,
+        } => {
+            let Some(t) = table_of(s, p, id, table, out) else {
+                return;
+            };
             check_conditions(&format!("{p}.where"), t, filter, out);
             if let Some(ty) = column_of(t, &format!("{p}.column"), column, out) {
                 if let Err(m) = Value::from_json(ty, expected) {
@@ -962,41 +1334,72 @@ fn check_check(s: &Scenario, p: &str, id: &str, check: &Check, out: &mut Diagnos
                 }
             }
         }
-        Check::Sum { table, column, filter, expected } => {
-            let Some(t) = table_of(s, p, id, table, out) else { return };
+        Check::Sum {
+            table,
+            column,
+            filter,
+            expected,
+        } => {
+            let Some(t) = table_of(s, p, id, table, out) else {
+                return;
+            };
             check_conditions(&format!("{p}.where"), t, filter, out);
             if let Some(ty) = column_of(t, &format!("{p}.column"), column, out) {
                 if !matches!(ty, ColumnType::Decimal | ColumnType::Integer) {
-                    out.push(format!("{p}.column"), format!("a sum needs a decimal or integer column, and {column} is not one"));
+                    out.push(
+                        format!("{p}.column"),
+                        format!("a sum needs a decimal or integer column, and {column} is not one"),
+                    );
                 }
             }
             if let Some(e) = expected {
-                if !matches!(Value::from_json(ColumnType::Decimal, e), Ok(Value::Decimal(_))) {
+                if !matches!(
+                    Value::from_json(ColumnType::Decimal, e),
+                    Ok(Value::Decimal(_))
+                ) {
                     out.push(format!("{p}.expected"), format!("expected is a decimal written as a string, such as \"80.50\"; {e} is not one"));
                 }
             }
         }
         Check::RowCount { table, filter, .. } => {
-            let Some(t) = table_of(s, p, id, table, out) else { return };
+            let Some(t) = table_of(s, p, id, table, out) else {
+                return;
+            };
             check_conditions(&format!("{p}.where"), t, filter, out);
         }
         Check::Unique { table, columns } => {
-            let Some(t) = table_of(s, p, id, table, out) else { return };
+            let Some(t) = table_of(s, p, id, table, out) else {
+                return;
+            };
             if columns.is_empty() {
-                out.push(format!("{p}.columns"), "list the columns that must be unique together");
+                out.push(
+                    format!("{p}.columns"),
+                    "list the columns that must be unique together",
+                );
             }
             for (c, col) in columns.iter().enumerate() {
                 column_of(t, &format!("{p}.columns[{c}]"), col, out);
             }
         }
-        Check::Complete { table, column, source, source_column, source_where } => {
-            let Some(t) = table_of(s, p, id, table, out) else { return };
+        Check::Complete {
+            table,
+            column,
+            source,
+            source_column,
+            source_where,
+        } => {
+            let Some(t) = table_of(s, p, id, table, out) else {
+                return;
+            };
             column_of(t, &format!("{p}.column"), column, out);
             if let Some(src) = s.table(source) {
                 column_of(src, &format!("{p}.source_column"), source_column, out);
                 check_conditions(&format!("{p}.source_where"), src, source_where, out);
             } else {
-                let fields = s.stream(source).map(|x| &x.fields).or_else(|| s.sender(source).map(|x| &x.fields));
+                let fields = s
+                    .stream(source)
+                    .map(|x| &x.fields)
+                    .or_else(|| s.sender(source).map(|x| &x.fields));
                 match fields {
                     None => out.push(
                         format!("{p}.source"),
@@ -1018,7 +1421,10 @@ fn check_check(s: &Scenario, p: &str, id: &str, check: &Check, out: &mut Diagnos
         }
         Check::SameAsCleanRun { tables } => {
             if tables.is_empty() {
-                out.push(format!("{p}.tables"), "list the tables that must end as after a run with no failure");
+                out.push(
+                    format!("{p}.tables"),
+                    "list the tables that must end as after a run with no failure",
+                );
             }
             for (i, name) in tables.iter().enumerate() {
                 if s.table(name).is_none() {
@@ -1032,8 +1438,16 @@ fn check_check(s: &Scenario, p: &str, id: &str, check: &Check, out: &mut Diagnos
                 out.push(format!("{p}.run"), format!("requirement \"{id}\" names run \"{run}\", which is not one of the scenario's runs ({})", list_names(s.runs.iter().map(|r| r.id.as_str()))));
             }
         }
-        Check::NeverSeen { table, filter, rows, column, value } => {
-            let Some(t) = table_of(s, p, id, table, out) else { return };
+        Check::NeverSeen {
+            table,
+            filter,
+            rows,
+            column,
+            value,
+        } => {
+            let Some(t) = table_of(s, p, id, table, out) else {
+                return;
+            };
             check_conditions(&format!("{p}.where"), t, filter, out);
             match (column, value) {
                 (Some(c), Some(v)) => {
@@ -1066,16 +1480,30 @@ fn check_designs(s: &Scenario, names_ok: bool, out: &mut Diagnostics) {
     if let Some(start) = &s.starting_design {
         if let Err(errors) = crate::design::validate_json(s, start) {
             for e in errors {
-                out.push(under("$.starting_design", &e.path), format!("the starting design does not fit the scenario: {}", e.message));
+                out.push(
+                    under("$.starting_design", &e.path),
+                    format!(
+                        "the starting design does not fit the scenario: {}",
+                        e.message
+                    ),
+                );
             }
         }
     }
     if !names_ok {
         // The simulator would only repeat the problems above; designs are still checked
         // against the palette, which needs no simulation.
-        let designs = s.reference_designs.iter().enumerate().map(|(i, d)| (format!("$.reference_designs[{i}].design"), &d.design)).chain(
-            s.wrong_designs.iter().enumerate().map(|(i, d)| (format!("$.wrong_designs[{i}].design"), &d.design)),
-        );
+        let designs = s
+            .reference_designs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (format!("$.reference_designs[{i}].design"), &d.design))
+            .chain(
+                s.wrong_designs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| (format!("$.wrong_designs[{i}].design"), &d.design)),
+            );
         for (path, design) in designs {
             if let Err(errors) = crate::design::validate_json(s, design) {
                 for e in errors {
@@ -1099,10 +1527,16 @@ fn check_designs(s: &Scenario, names_ok: bool, out: &mut Diagnostics) {
     let mut missable: BTreeSet<&str> = BTreeSet::new();
     for (i, d) in s.reference_designs.iter().enumerate() {
         let path = format!("$.reference_designs[{i}]");
-        let Some(verdict) = verdict(s, &format!("{path}.design"), &d.design, out) else { continue };
+        let Some(verdict) = verdict(s, &format!("{path}.design"), &d.design, out) else {
+            continue;
+        };
         for r in verdict.requirements.iter().filter(|r| !r.passed) {
             let how = r.counterexample.as_ref().map_or_else(String::new, |c| {
-                let when = if c.failures.is_empty() { "even with no failure".to_string() } else { format!("when {}", c.failures.join(", then ")) };
+                let when = if c.failures.is_empty() {
+                    "even with no failure".to_string()
+                } else {
+                    format!("when {}", c.failures.join(", then "))
+                };
                 format!(": expected {}, got {} {when}", c.expected, c.actual)
             });
             out.push(path.clone(), format!("reference design \"{}\" misses requirement \"{}\"{how}; a reference design must pass everything, so fix the design or the requirement", d.name, r.id));
@@ -1110,7 +1544,9 @@ fn check_designs(s: &Scenario, names_ok: bool, out: &mut Diagnostics) {
     }
     for (i, d) in s.wrong_designs.iter().enumerate() {
         let path = format!("$.wrong_designs[{i}]");
-        let Some(verdict) = verdict(s, &format!("{path}.design"), &d.design, out) else { continue };
+        let Some(verdict) = verdict(s, &format!("{path}.design"), &d.design, out) else {
+            continue;
+        };
         for (j, id) in d.misses.iter().enumerate() {
             match verdict.requirements.iter().find(|r| &r.id == id) {
                 Some(r) if r.passed => out.push(
@@ -1134,14 +1570,27 @@ fn check_designs(s: &Scenario, names_ok: bool, out: &mut Diagnostics) {
                 format!("$.requirements[{r}]"),
                 format!("no wrong design misses requirement \"{}\"; add a wrong design that names it in \"misses\", to prove a student can miss it", req.id),
             );
-        } else if !missable.contains(req.id.as_str()) && !out.list.iter().any(|d| d.message.contains(&format!("should miss \"{}\"", req.id))) {
-            out.push(format!("$.requirements[{r}]"), format!("no wrong design actually misses requirement \"{}\"", req.id));
+        } else if !missable.contains(req.id.as_str())
+            && !out
+                .list
+                .iter()
+                .any(|d| d.message.contains(&format!("should miss \"{}\"", req.id)))
+        {
+            out.push(
+                format!("$.requirements[{r}]"),
+                format!("no wrong design actually misses requirement \"{}\"", req.id),
+            );
         }
     }
 }
 
 /// Checks one design with the real simulator; problems go to `out` under the design's path.
-fn verdict(s: &Scenario, path: &str, design: &Json, out: &mut Diagnostics) -> Option<crate::Verdict> {
+fn verdict(
+    s: &Scenario,
+    path: &str,
+    design: &Json,
+    out: &mut Diagnostics,
+) -> Option<crate::Verdict> {
     match crate::check_json(s, design) {
         Ok(v) => Some(v),
         Err(crate::CheckError::Design(errors)) => {
@@ -1180,6 +1629,11 @@ mod tests {
     fn an_unknown_field_is_named_in_the_path() {
         let text = "{\n  \"id\": \"x\",\n  \"order\": 1,\n  \"title\": \"t\",\n  \"task\": \"t\",\n  \"failures\": {\"bound\": 1, \"jobcrash\": {}},\n  \"palette\": {},\n  \"requirements\": [],\n  \"reference_designs\": [],\n  \"wrong_designs\": []\n}";
         let errors = validate_scenario_text("f.json", text).unwrap_err();
-        assert!(errors.iter().any(|d| d.path == "$.failures.jobcrash" && d.message.contains("line 6")), "{errors:?}");
+        assert!(
+            errors
+                .iter()
+                .any(|d| d.path == "$.failures.jobcrash" && d.message.contains("line 6")),
+            "{errors:?}"
+        );
     }
 }

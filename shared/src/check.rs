@@ -8,7 +8,9 @@ use sha2::{Digest, Sha256};
 
 use crate::design::{validate_json, DesignError, ValidDesign};
 use crate::scenario::Scenario;
-use crate::sim::{Clean, Fault, Miss, Model, Outcome, Saved, ScenarioError, Sim, MAX_STEPS_PER_RUN};
+use crate::sim::{
+    Clean, Fault, Miss, Model, Outcome, Saved, ScenarioError, Sim, MAX_STEPS_PER_RUN,
+};
 use crate::verdict::{Counterexample, RequirementVerdict, Verdict};
 
 /// Limits on one check, so that a hostile scenario cannot make it run for ever.
@@ -21,7 +23,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_schedules: 2_000_000, max_steps: 400_000_000 }
+        Limits {
+            max_schedules: 2_000_000,
+            max_steps: 400_000_000,
+        }
     }
 }
 
@@ -52,7 +57,10 @@ impl std::fmt::Display for CheckError {
                 }
                 Ok(())
             }
-            CheckError::TooLarge { schedules, limit } => write!(f, "the check stopped after {schedules} schedules: it exceeds {limit}"),
+            CheckError::TooLarge { schedules, limit } => write!(
+                f,
+                "the check stopped after {schedules} schedules: it exceeds {limit}"
+            ),
         }
     }
 }
@@ -80,7 +88,12 @@ type Plan = Vec<(u32, Fault)>;
 /// Depth-first enumeration of every schedule up to the model's bound, in lexicographic order
 /// of (choice point, failure): each schedule is run once, untraced, and handed to `visit`.
 /// Returns the number of schedules explored.
-fn explore(model: &Model, clean: &Clean, limits: Limits, visit: &mut dyn FnMut(&Plan, &Outcome)) -> Result<u64, CheckError> {
+fn explore(
+    model: &Model,
+    clean: &Clean,
+    limits: Limits,
+    visit: &mut dyn FnMut(&Plan, &Outcome),
+) -> Result<u64, CheckError> {
     struct Walk<'a> {
         model: &'a Model,
         clean: &'a Clean,
@@ -99,7 +112,10 @@ fn explore(model: &Model, clean: &Clean, limits: Limits, visit: &mut dyn FnMut(&
                 w.exceeded = Some(format!("the limit of {} schedules", w.limits.max_schedules));
             }
             if w.exceeded.is_none() && w.steps >= w.limits.max_steps {
-                w.exceeded = Some(format!("the limit of {} simulated steps", w.limits.max_steps));
+                w.exceeded = Some(format!(
+                    "the limit of {} simulated steps",
+                    w.limits.max_steps
+                ));
             }
             if w.exceeded.is_some() {
                 return;
@@ -109,16 +125,28 @@ fn explore(model: &Model, clean: &Clean, limits: Limits, visit: &mut dyn FnMut(&
             plan.pop();
         }
     }
-    let mut w = Walk { model, clean, limits, explored: 0, steps: 0, exceeded: None };
+    let mut w = Walk {
+        model,
+        clean,
+        limits,
+        explored: 0,
+        steps: 0,
+        exceeded: None,
+    };
     walk(&mut w, &mut Vec::new(), visit);
     match w.exceeded {
-        Some(limit) => Err(CheckError::TooLarge { schedules: w.explored, limit }),
+        Some(limit) => Err(CheckError::TooLarge {
+            schedules: w.explored,
+            limit,
+        }),
         None => Ok(w.explored),
     }
 }
 
 fn clean_run(model: &Model) -> Clean {
-    Clean { tables: Sim::run(model, &[], false, false, None).end_tables }
+    Clean {
+        tables: Sim::run(model, &[], false, false, None).end_tables,
+    }
 }
 
 /// One schedule as the conformance runner replays it: its failures and its traced run.
@@ -131,13 +159,33 @@ pub struct Schedule {
 
 /// Calls `f` with every schedule the check of this design explores, traced with SQL of the
 /// given dialect, in the check's order. Returns the number of schedules.
-pub fn for_each_schedule(scenario: &Scenario, design: &ValidDesign, dialect: crate::sql::Dialect, limits: Limits, f: &mut dyn FnMut(Schedule)) -> Result<u64, CheckError> {
-    for_each_schedule_of(scenario, design, dialect, limits, crate::sim::Mutation::None, f)
+pub fn for_each_schedule(
+    scenario: &Scenario,
+    design: &ValidDesign,
+    dialect: crate::sql::Dialect,
+    limits: Limits,
+    f: &mut dyn FnMut(Schedule),
+) -> Result<u64, CheckError> {
+    for_each_schedule_of(
+        scenario,
+        design,
+        dialect,
+        limits,
+        crate::sim::Mutation::None,
+        f,
+    )
 }
 
 /// As `for_each_schedule`, under a deliberately wrong model (for testing the conformance
 /// runner).
-pub fn for_each_schedule_of(scenario: &Scenario, design: &ValidDesign, dialect: crate::sql::Dialect, limits: Limits, mutation: crate::sim::Mutation, f: &mut dyn FnMut(Schedule)) -> Result<u64, CheckError> {
+pub fn for_each_schedule_of(
+    scenario: &Scenario,
+    design: &ValidDesign,
+    dialect: crate::sql::Dialect,
+    limits: Limits,
+    mutation: crate::sim::Mutation,
+    f: &mut dyn FnMut(Schedule),
+) -> Result<u64, CheckError> {
     let mut model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
     model.mutation = mutation;
     let clean = clean_run(&model);
@@ -153,18 +201,30 @@ pub fn for_each_schedule_of(scenario: &Scenario, design: &ValidDesign, dialect: 
                 (*point, kind)
             })
             .collect();
-        f(Schedule { faults, trace: traced.trace });
+        f(Schedule {
+            faults,
+            trace: traced.trace,
+        });
     })
 }
 
 /// Checks a design under every failure schedule the scenario allows, within `limits`.
-pub fn check_with(scenario: &Scenario, design: &ValidDesign, limits: Limits) -> Result<Verdict, CheckError> {
+pub fn check_with(
+    scenario: &Scenario,
+    design: &ValidDesign,
+    limits: Limits,
+) -> Result<Verdict, CheckError> {
     check_hashed(scenario, &scenario_hash(scenario), design, limits)
 }
 
 /// As `check_with`, for a caller that keeps the scenario's hash (`scenario_hash`), which
 /// otherwise costs a serialisation of the whole scenario per check.
-pub fn check_hashed(scenario: &Scenario, hash: &str, design: &ValidDesign, limits: Limits) -> Result<Verdict, CheckError> {
+pub fn check_hashed(
+    scenario: &Scenario,
+    hash: &str,
+    design: &ValidDesign,
+    limits: Limits,
+) -> Result<Verdict, CheckError> {
     let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
     let clean = clean_run(&model);
     let (explored, best) = Search::run(&model, &clean, limits)?;
@@ -176,7 +236,11 @@ pub fn check_hashed(scenario: &Scenario, hash: &str, design: &ValidDesign, limit
 /// As `check_with`, but runs every schedule from the start, one after the other, with nothing
 /// shared between them: the plain enumeration the search must agree with, byte for byte.
 #[doc(hidden)]
-pub fn check_every_schedule(scenario: &Scenario, design: &ValidDesign, limits: Limits) -> Result<Verdict, CheckError> {
+pub fn check_every_schedule(
+    scenario: &Scenario,
+    design: &ValidDesign,
+    limits: Limits,
+) -> Result<Verdict, CheckError> {
     let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
     let clean = clean_run(&model);
     // Per requirement, the shortest failing plan: the search is depth-first in lexicographic
@@ -196,25 +260,44 @@ pub fn check_every_schedule(scenario: &Scenario, design: &ValidDesign, limits: L
 }
 
 /// The verdict, with each missed requirement's plan replayed traced.
-fn verdict(scenario: &Scenario, model: &Model, clean: &Clean, explored: u64, best: &[Option<Plan>]) -> Verdict {
+fn verdict(
+    scenario: &Scenario,
+    model: &Model,
+    clean: &Clean,
+    explored: u64,
+    best: &[Option<Plan>],
+) -> Verdict {
     let mut requirements = Vec::with_capacity(scenario.requirements.len());
     let mut traced: BTreeMap<Plan, Outcome> = BTreeMap::new();
     for (i, req) in scenario.requirements.iter().enumerate() {
         let counterexample = best[i].as_ref().map(|plan| {
-            let outcome = traced.entry(plan.clone()).or_insert_with(|| Sim::run(model, plan, false, true, Some(clean)));
-            let miss = outcome.misses[i].clone().expect("a traced replay misses what the search saw it miss");
+            let outcome = traced
+                .entry(plan.clone())
+                .or_insert_with(|| Sim::run(model, plan, false, true, Some(clean)));
+            let miss = outcome.misses[i]
+                .clone()
+                .expect("a traced replay misses what the search saw it miss");
             let last = outcome.trace.len() as u32;
             Counterexample {
                 failures: outcome.failure_words.clone(),
                 faults: outcome.faults.clone(),
                 trace: outcome.trace.clone(),
-                went_wrong_at: if miss.step == 0 { last.min(1) } else { miss.step },
+                went_wrong_at: if miss.step == 0 {
+                    last.min(1)
+                } else {
+                    miss.step
+                },
                 expected: miss.expected,
                 actual: miss.actual,
                 tables: miss.tables.unwrap_or_default(),
             }
         });
-        requirements.push(RequirementVerdict { id: req.id.clone(), text: req.text.clone(), passed: counterexample.is_none(), counterexample });
+        requirements.push(RequirementVerdict {
+            id: req.id.clone(),
+            text: req.text.clone(),
+            passed: counterexample.is_none(),
+            counterexample,
+        });
     }
     let score = requirements.iter().filter(|r| r.passed).count() as u32;
     let max_score = requirements.len() as u32;
@@ -255,24 +338,52 @@ fn better(a: &Plan, a_shift: u32, b: &Plan, b_shift: u32) -> bool {
 impl Summary {
     /// One schedule, run to its end.
     fn leaf(misses: &[Option<Miss>]) -> Summary {
-        Summary { schedules: 1, shift: 0, best: Rc::new(misses.iter().map(|m| m.as_ref().map(|_| Vec::new())).collect()) }
+        Summary {
+            schedules: 1,
+            shift: 0,
+            best: Rc::new(
+                misses
+                    .iter()
+                    .map(|m| m.as_ref().map(|_| Vec::new()))
+                    .collect(),
+            ),
+        }
     }
 
     fn plans(&self) -> impl Iterator<Item = Option<Plan>> + '_ {
-        self.best.iter().map(|plan| plan.as_ref().map(|plan| plan.iter().map(|&(p, f)| (p + self.shift, f)).collect()))
+        self.best.iter().map(|plan| {
+            plan.as_ref()
+                .map(|plan| plan.iter().map(|&(p, f)| (p + self.shift, f)).collect())
+        })
     }
 
     /// The same schedules seen from `by` choice points earlier, behind the failures `before`.
     fn behind(&self, by: u32, before: &[(u32, Fault)]) -> Summary {
         if before.is_empty() || self.best.iter().all(Option::is_none) {
-            return Summary { schedules: self.schedules, shift: self.shift + by, best: self.best.clone() };
+            return Summary {
+                schedules: self.schedules,
+                shift: self.shift + by,
+                best: self.best.clone(),
+            };
         }
         let best = self
             .best
             .iter()
-            .map(|plan| plan.as_ref().map(|plan| before.iter().copied().chain(plan.iter().map(|&(p, f)| (p + self.shift + by, f))).collect()))
+            .map(|plan| {
+                plan.as_ref().map(|plan| {
+                    before
+                        .iter()
+                        .copied()
+                        .chain(plan.iter().map(|&(p, f)| (p + self.shift + by, f)))
+                        .collect()
+                })
+            })
             .collect();
-        Summary { schedules: self.schedules, shift: 0, best: Rc::new(best) }
+        Summary {
+            schedules: self.schedules,
+            shift: 0,
+            best: Rc::new(best),
+        }
     }
 
     fn absorb(&mut self, other: Summary) {
@@ -366,7 +477,11 @@ pub struct SearchStats {
 }
 
 /// Runs the check's search and tells what it did (the verdict aside).
-pub fn search_stats(scenario: &Scenario, design: &ValidDesign, limits: Limits) -> Result<SearchStats, CheckError> {
+pub fn search_stats(
+    scenario: &Scenario,
+    design: &ValidDesign,
+    limits: Limits,
+) -> Result<SearchStats, CheckError> {
     let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
     let clean = clean_run(&model);
     let (result, stats) = Search::run_counted(&model, &clean, limits);
@@ -378,7 +493,11 @@ impl<'m> Search<'m> {
         Search::run_counted(model, clean, limits).0
     }
 
-    fn run_counted(model: &'m Model, clean: &'m Clean, limits: Limits) -> (Result<Found, CheckError>, SearchStats) {
+    fn run_counted(
+        model: &'m Model,
+        clean: &'m Clean,
+        limits: Limits,
+    ) -> (Result<Found, CheckError>, SearchStats) {
         let mut search = Search {
             sim: Sim::searching(model),
             clean,
@@ -393,7 +512,10 @@ impl<'m> Search<'m> {
         };
         let result = match search.onward() {
             Some(all) => Ok((all.schedules, all.plans().collect())),
-            None => Err(CheckError::TooLarge { schedules: search.covered, limit: search.exceeded.clone().unwrap_or_default() }),
+            None => Err(CheckError::TooLarge {
+                schedules: search.covered,
+                limit: search.exceeded.clone().unwrap_or_default(),
+            }),
         };
         let stats = SearchStats {
             schedules: search.covered,
@@ -408,10 +530,16 @@ impl<'m> Search<'m> {
     /// `None` once past a limit.
     fn within_limits(&mut self) -> Option<()> {
         if self.exceeded.is_none() && self.covered > self.limits.max_schedules {
-            self.exceeded = Some(format!("the limit of {} schedules", self.limits.max_schedules));
+            self.exceeded = Some(format!(
+                "the limit of {} schedules",
+                self.limits.max_schedules
+            ));
         }
         if self.exceeded.is_none() && self.sim.work >= self.limits.max_steps {
-            self.exceeded = Some(format!("the limit of {} simulated steps", self.limits.max_steps));
+            self.exceeded = Some(format!(
+                "the limit of {} simulated steps",
+                self.limits.max_steps
+            ));
         }
         self.exceeded.is_none().then_some(())
     }
@@ -430,7 +558,8 @@ impl<'m> Search<'m> {
         let mut segments: Vec<Segment> = Vec::new();
         let (mut after, mut after_point) = loop {
             // With no failure yet, a state has one way in: it is never met again.
-            let key = (self.sim.used() > 0).then(|| self.sim.fingerprint(self.with_clock, self.with_steps));
+            let key = (self.sim.used() > 0)
+                .then(|| self.sim.fingerprint(self.with_clock, self.with_steps));
             if let Some(known) = key.and_then(|key| self.memo.get(&key)) {
                 self.covered = self.covered.saturating_add(known.schedules);
                 self.merged += 1;
@@ -441,7 +570,12 @@ impl<'m> Search<'m> {
             let ended = self.sim.advance(Vec::new(), Some(self.clean));
             self.segments += 1;
             let offers = std::mem::take(&mut self.sim.offers);
-            segments.push(Segment { point, saved, key, offers });
+            segments.push(Segment {
+                point,
+                saved,
+                key,
+                offers,
+            });
             if ended {
                 self.covered += 1;
                 break (Summary::leaf(&self.sim.misses), self.sim.next_point);
@@ -500,9 +634,14 @@ impl<'m> Search<'m> {
 /// Runs one schedule, named by its failures as (choice point, kind) with kinds as in the
 /// verdict (`job_crash`, `consumer_crash`, `message_lost`, `ack_lost`, `redelivery:N`), and
 /// returns its trace. A failure that the run does not offer at that point is an error.
-pub fn replay(scenario: &Scenario, design: &serde_json::Value, faults: &[(u32, &str)]) -> Result<Vec<crate::verdict::TraceEntry>, String> {
+pub fn replay(
+    scenario: &Scenario,
+    design: &serde_json::Value,
+    faults: &[(u32, &str)],
+) -> Result<Vec<crate::verdict::TraceEntry>, String> {
     let valid = validate_json(scenario, design).map_err(|e| CheckError::Design(e).to_string())?;
-    let model = Model::compile(scenario, &valid).map_err(|e| CheckError::Scenario(e).to_string())?;
+    let model =
+        Model::compile(scenario, &valid).map_err(|e| CheckError::Scenario(e).to_string())?;
     let clean = clean_run(&model);
     let mut plan: Plan = Vec::new();
     for &(point, kind) in faults {
@@ -511,14 +650,19 @@ pub fn replay(scenario: &Scenario, design: &serde_json::Value, faults: &[(u32, &
             "consumer_crash" => Fault::ConsumerCrash,
             "message_lost" => Fault::MessageLost,
             "ack_lost" => Fault::AckLost,
-            other => match other.strip_prefix("redelivery:").and_then(|n| n.parse().ok()) {
+            other => match other
+                .strip_prefix("redelivery:")
+                .and_then(|n| n.parse().ok())
+            {
                 Some(after) => Fault::Redelivery { after },
                 None => return Err(format!("unknown failure kind \"{other}\"")),
             },
         };
         let offers = Sim::run(&model, &plan, true, false, Some(&clean)).offers;
         if !offers.contains(&(point, fault)) {
-            return Err(format!("the schedule offers no {kind} at choice point {point}"));
+            return Err(format!(
+                "the schedule offers no {kind} at choice point {point}"
+            ));
         }
         plan.push((point, fault));
     }

@@ -100,10 +100,19 @@ impl NodeKind {
     /// The options of this kind; for choice options, their values with the default first.
     pub fn options(self) -> &'static [OptionSpec] {
         match self {
-            NodeKind::SourceTable => &[OptionSpec { name: "table", values: OptionValues::SourceTable }],
-            NodeKind::Stream => &[OptionSpec { name: "topic", values: OptionValues::Stream }],
+            NodeKind::SourceTable => &[OptionSpec {
+                name: "table",
+                values: OptionValues::SourceTable,
+            }],
+            NodeKind::Stream => &[OptionSpec {
+                name: "topic",
+                values: OptionValues::Stream,
+            }],
             NodeKind::Sender => &[
-                OptionSpec { name: "on_timeout", values: OptionValues::Choice(&["give_up", "resend"]) },
+                OptionSpec {
+                    name: "on_timeout",
+                    values: OptionValues::Choice(&["give_up", "resend"]),
+                },
                 OptionSpec {
                     name: "idempotency_key",
                     values: OptionValues::Choice(&["none", "per_attempt", "per_action"]),
@@ -114,24 +123,50 @@ impl NodeKind {
                     name: "date_filter",
                     values: OptionValues::Choice(&["current_date_minus_1", "logical_date"]),
                 },
-                OptionSpec { name: "transaction", values: OptionValues::Choice(&["none", "per_run"]) },
-                OptionSpec { name: "loaded_at", values: OptionValues::Choice(&["none", "now", "logical_date"]) },
+                OptionSpec {
+                    name: "transaction",
+                    values: OptionValues::Choice(&["none", "per_run"]),
+                },
+                OptionSpec {
+                    name: "loaded_at",
+                    values: OptionValues::Choice(&["none", "now", "logical_date"]),
+                },
             ],
             NodeKind::StreamConsumer => &[
                 OptionSpec {
                     name: "offset_commit",
                     values: OptionValues::Choice(&["before_write", "after_write", "with_write"]),
                 },
-                OptionSpec { name: "dedupe", values: OptionValues::Choice(&["none", "in_memory"]) },
-                OptionSpec { name: "dedupe_window", values: OptionValues::Count { default: 2, max: 1000 } },
+                OptionSpec {
+                    name: "dedupe",
+                    values: OptionValues::Choice(&["none", "in_memory"]),
+                },
+                OptionSpec {
+                    name: "dedupe_window",
+                    values: OptionValues::Count {
+                        default: 2,
+                        max: 1000,
+                    },
+                },
             ],
             NodeKind::Table => &[
-                OptionSpec { name: "table", values: OptionValues::SinkTable },
+                OptionSpec {
+                    name: "table",
+                    values: OptionValues::SinkTable,
+                },
                 OptionSpec {
                     name: "write",
-                    values: OptionValues::Choice(&["append", "delete_insert", "merge", "insert_ignore"]),
+                    values: OptionValues::Choice(&[
+                        "append",
+                        "delete_insert",
+                        "merge",
+                        "insert_ignore",
+                    ]),
                 },
-                OptionSpec { name: "key", values: OptionValues::Key },
+                OptionSpec {
+                    name: "key",
+                    values: OptionValues::Key,
+                },
             ],
         }
     }
@@ -188,10 +223,15 @@ pub fn wiring_refusal(source: NodeKind, target: NodeKind) -> Option<String> {
             target.describe()
         ),
         (_, NodeKind::SourceTable | NodeKind::Stream | NodeKind::Sender) => {
-            format!("{} is where data starts; nothing can feed it", target.describe())
+            format!(
+                "{} is where data starts; nothing can feed it",
+                target.describe()
+            )
         }
         (NodeKind::SourceTable, _) => "a source table is read by a batch job".into(),
-        (NodeKind::Stream | NodeKind::Sender, _) => format!("{} feeds a stream consumer", source.describe()),
+        (NodeKind::Stream | NodeKind::Sender, _) => {
+            format!("{} feeds a stream consumer", source.describe())
+        }
         (NodeKind::BatchJob | NodeKind::StreamConsumer, _) => {
             format!("{} writes into warehouse tables", source.describe())
         }
@@ -368,7 +408,11 @@ struct Errors(Vec<DesignError>);
 
 impl Errors {
     fn push(&mut self, path: impl Into<String>, code: &str, message: impl Into<String>) {
-        self.0.push(DesignError { path: path.into(), code: code.into(), message: message.into() });
+        self.0.push(DesignError {
+            path: path.into(),
+            code: code.into(),
+            message: message.into(),
+        });
     }
 }
 
@@ -388,20 +432,39 @@ pub fn parse_design(text: &str) -> Result<Design, Vec<DesignError>> {
 pub fn design_from_json(json: &Json) -> Result<Design, Vec<DesignError>> {
     let mut errors = Errors(Vec::new());
     let Some(object) = json.as_object() else {
-        errors.push("$", "not_an_object", "a design is a JSON object with \"nodes\" and \"edges\"");
+        errors.push(
+            "$",
+            "not_an_object",
+            "a design is a JSON object with \"nodes\" and \"edges\"",
+        );
         return Err(errors.0);
     };
     for key in object.keys() {
         if key != "nodes" && key != "edges" {
-            errors.push(format!("$.{key}"), "unknown_field", format!("unknown field \"{key}\"; a design has only \"nodes\" and \"edges\""));
+            errors.push(
+                format!("$.{key}"),
+                "unknown_field",
+                format!("unknown field \"{key}\"; a design has only \"nodes\" and \"edges\""),
+            );
         }
     }
     let mut nodes = Vec::new();
     match object.get("nodes") {
-        None => errors.push("$.nodes", "missing_field", "a design needs a \"nodes\" list"),
+        None => errors.push(
+            "$.nodes",
+            "missing_field",
+            "a design needs a \"nodes\" list",
+        ),
         Some(Json::Array(list)) => {
             if list.len() > MAX_NODES {
-                errors.push("$.nodes", "too_many_nodes", format!("a design may have at most {MAX_NODES} nodes; this one has {}", list.len()));
+                errors.push(
+                    "$.nodes",
+                    "too_many_nodes",
+                    format!(
+                        "a design may have at most {MAX_NODES} nodes; this one has {}",
+                        list.len()
+                    ),
+                );
                 return Err(errors.0);
             }
             for (i, node) in list.iter().enumerate() {
@@ -417,18 +480,35 @@ pub fn design_from_json(json: &Json) -> Result<Design, Vec<DesignError>> {
         None => {}
         Some(Json::Array(list)) => {
             if list.len() > MAX_EDGES {
-                errors.push("$.edges", "too_many_edges", format!("a design may have at most {MAX_EDGES} edges; this one has {}", list.len()));
+                errors.push(
+                    "$.edges",
+                    "too_many_edges",
+                    format!(
+                        "a design may have at most {MAX_EDGES} edges; this one has {}",
+                        list.len()
+                    ),
+                );
                 return Err(errors.0);
             }
             for (i, edge) in list.iter().enumerate() {
                 let path = format!("$.edges[{i}]");
                 let Some(obj) = edge.as_object() else {
-                    errors.push(path, "wrong_type", "an edge is an object {\"from\": …, \"to\": …}");
+                    errors.push(
+                        path,
+                        "wrong_type",
+                        "an edge is an object {\"from\": …, \"to\": …}",
+                    );
                     continue;
                 };
                 for key in obj.keys() {
                     if key != "from" && key != "to" {
-                        errors.push(format!("{path}.{key}"), "unknown_field", format!("unknown field \"{key}\"; an edge has only \"from\" and \"to\""));
+                        errors.push(
+                            format!("{path}.{key}"),
+                            "unknown_field",
+                            format!(
+                                "unknown field \"{key}\"; an edge has only \"from\" and \"to\""
+                            ),
+                        );
                     }
                 }
                 let from = string_field(&path, obj, "from", &mut errors);
@@ -447,19 +527,36 @@ pub fn design_from_json(json: &Json) -> Result<Design, Vec<DesignError>> {
     }
 }
 
-fn string_field(path: &str, obj: &Map<String, Json>, key: &str, errors: &mut Errors) -> Option<String> {
+fn string_field(
+    path: &str,
+    obj: &Map<String, Json>,
+    key: &str,
+    errors: &mut Errors,
+) -> Option<String> {
     match obj.get(key) {
         Some(Json::String(s)) if !s.is_empty() => Some(s.clone()),
         Some(Json::String(_)) => {
-            errors.push(format!("{path}.{key}"), "empty", format!("\"{key}\" must not be empty"));
+            errors.push(
+                format!("{path}.{key}"),
+                "empty",
+                format!("\"{key}\" must not be empty"),
+            );
             None
         }
         Some(_) => {
-            errors.push(format!("{path}.{key}"), "wrong_type", format!("\"{key}\" must be a string"));
+            errors.push(
+                format!("{path}.{key}"),
+                "wrong_type",
+                format!("\"{key}\" must be a string"),
+            );
             None
         }
         None => {
-            errors.push(format!("{path}.{key}"), "missing_field", format!("\"{key}\" is missing"));
+            errors.push(
+                format!("{path}.{key}"),
+                "missing_field",
+                format!("\"{key}\" is missing"),
+            );
             None
         }
     }
@@ -467,7 +564,11 @@ fn string_field(path: &str, obj: &Map<String, Json>, key: &str, errors: &mut Err
 
 fn node_from_json(path: &str, json: &Json, errors: &mut Errors) -> Option<Node> {
     let Some(obj) = json.as_object() else {
-        errors.push(path, "wrong_type", "a node is an object with \"id\", \"kind\" and \"options\"");
+        errors.push(
+            path,
+            "wrong_type",
+            "a node is an object with \"id\", \"kind\" and \"options\"",
+        );
         return None;
     };
     for key in obj.keys() {
@@ -478,7 +579,11 @@ fn node_from_json(path: &str, json: &Json, errors: &mut Errors) -> Option<Node> 
     let id = string_field(path, obj, "id", errors);
     if let Some(id) = &id {
         if id.len() > 64 {
-            errors.push(format!("{path}.id"), "too_long", "a node id may have at most 64 characters");
+            errors.push(
+                format!("{path}.id"),
+                "too_long",
+                "a node id may have at most 64 characters",
+            );
         }
     }
     let kind = match obj.get("kind") {
@@ -486,16 +591,31 @@ fn node_from_json(path: &str, json: &Json, errors: &mut Errors) -> Option<Node> 
             Some(k) => Some(k),
             None => {
                 let known: Vec<&str> = NodeKind::ALL.iter().map(|k| k.name()).collect();
-                errors.push(format!("{path}.kind"), "unknown_kind", format!("unknown node kind \"{s}\"; the kinds are {}", known.join(", ")));
+                errors.push(
+                    format!("{path}.kind"),
+                    "unknown_kind",
+                    format!(
+                        "unknown node kind \"{s}\"; the kinds are {}",
+                        known.join(", ")
+                    ),
+                );
                 None
             }
         },
         Some(_) => {
-            errors.push(format!("{path}.kind"), "wrong_type", "\"kind\" must be a string");
+            errors.push(
+                format!("{path}.kind"),
+                "wrong_type",
+                "\"kind\" must be a string",
+            );
             None
         }
         None => {
-            errors.push(format!("{path}.kind"), "missing_field", "\"kind\" is missing");
+            errors.push(
+                format!("{path}.kind"),
+                "missing_field",
+                "\"kind\" is missing",
+            );
             None
         }
     };
@@ -503,7 +623,11 @@ fn node_from_json(path: &str, json: &Json, errors: &mut Errors) -> Option<Node> 
         None | Some(Json::Null) => Map::new(),
         Some(Json::Object(m)) => m.clone(),
         Some(_) => {
-            errors.push(format!("{path}.options"), "wrong_type", "\"options\" must be an object");
+            errors.push(
+                format!("{path}.options"),
+                "wrong_type",
+                "\"options\" must be an object",
+            );
             Map::new()
         }
     };
@@ -512,12 +636,21 @@ fn node_from_json(path: &str, json: &Json, errors: &mut Errors) -> Option<Node> 
         Some(p) => match serde_json::from_value::<Position>(p.clone()) {
             Ok(p) if p.x.is_finite() && p.y.is_finite() => Some(p),
             _ => {
-                errors.push(format!("{path}.position"), "wrong_type", "\"position\" must be {\"x\": number, \"y\": number}");
+                errors.push(
+                    format!("{path}.position"),
+                    "wrong_type",
+                    "\"position\" must be {\"x\": number, \"y\": number}",
+                );
                 None
             }
         },
     };
-    Some(Node { id: id?, kind: kind?, options, position })
+    Some(Node {
+        id: id?,
+        kind: kind?,
+        options,
+        position,
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -537,14 +670,23 @@ pub fn validate(scenario: &Scenario, design: Design) -> Result<ValidDesign, Vec<
     let mut index: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, node) in design.nodes.iter().enumerate() {
         if index.insert(node.id.as_str(), i).is_some() {
-            errors.push(format!("$.nodes[{i}].id"), "duplicate_id", format!("two nodes are called \"{}\"; ids must be unique", node.id));
+            errors.push(
+                format!("$.nodes[{i}].id"),
+                "duplicate_id",
+                format!("two nodes are called \"{}\"; ids must be unique", node.id),
+            );
         }
     }
 
     // Options, defaults and palette.
     let mut typed: Vec<Option<TypedOptions>> = Vec::with_capacity(design.nodes.len());
     for (i, node) in design.nodes.iter().enumerate() {
-        typed.push(typed_options(scenario, &format!("$.nodes[{i}]"), node, &mut errors));
+        typed.push(typed_options(
+            scenario,
+            &format!("$.nodes[{i}]"),
+            node,
+            &mut errors,
+        ));
     }
 
     // Edges: dangling, duplicate, wiring.
@@ -556,18 +698,45 @@ pub fn validate(scenario: &Scenario, design: Design) -> Result<ValidDesign, Vec<
         let source = index.get(edge.from.as_str()).copied();
         let target = index.get(edge.to.as_str()).copied();
         if source.is_none() {
-            errors.push(format!("{path}.from"), "dangling_edge", format!("the edge starts at \"{}\", which is not a node of the design", edge.from));
+            errors.push(
+                format!("{path}.from"),
+                "dangling_edge",
+                format!(
+                    "the edge starts at \"{}\", which is not a node of the design",
+                    edge.from
+                ),
+            );
         }
         if target.is_none() {
-            errors.push(format!("{path}.to"), "dangling_edge", format!("the edge ends at \"{}\", which is not a node of the design", edge.to));
+            errors.push(
+                format!("{path}.to"),
+                "dangling_edge",
+                format!(
+                    "the edge ends at \"{}\", which is not a node of the design",
+                    edge.to
+                ),
+            );
         }
-        let (Some(s), Some(t)) = (source, target) else { continue };
+        let (Some(s), Some(t)) = (source, target) else {
+            continue;
+        };
         if !seen_edges.insert((s, t)) {
-            errors.push(path, "duplicate_edge", format!("\"{}\" is already connected to \"{}\"", edge.from, edge.to));
+            errors.push(
+                path,
+                "duplicate_edge",
+                format!("\"{}\" is already connected to \"{}\"", edge.from, edge.to),
+            );
             continue;
         }
         if s == t {
-            errors.push(path, "cycle", format!("\"{}\" is connected to itself; a pipeline flows one way", edge.from));
+            errors.push(
+                path,
+                "cycle",
+                format!(
+                    "\"{}\" is connected to itself; a pipeline flows one way",
+                    edge.from
+                ),
+            );
             continue;
         }
         outgoing.entry(s).or_default().push(t);
@@ -575,15 +744,30 @@ pub fn validate(scenario: &Scenario, design: Design) -> Result<ValidDesign, Vec<
     }
     if let Some(cycle) = find_cycle(design.nodes.len(), &outgoing) {
         let names: Vec<&str> = cycle.iter().map(|&i| design.nodes[i].id.as_str()).collect();
-        errors.push("$.edges", "cycle", format!("the edges form a cycle ({} → {}); a pipeline flows one way", names.join(" → "), names[0]));
+        errors.push(
+            "$.edges",
+            "cycle",
+            format!(
+                "the edges form a cycle ({} → {}); a pipeline flows one way",
+                names.join(" → "),
+                names[0]
+            ),
+        );
     }
     for (e, edge) in design.edges.iter().enumerate() {
-        let (Some(&s), Some(&t)) = (index.get(edge.from.as_str()), index.get(edge.to.as_str())) else { continue };
+        let (Some(&s), Some(&t)) = (index.get(edge.from.as_str()), index.get(edge.to.as_str()))
+        else {
+            continue;
+        };
         if s == t {
             continue;
         }
         if let Some(why) = wiring_refusal(design.nodes[s].kind, design.nodes[t].kind) {
-            errors.push(format!("$.edges[{e}]"), "bad_wiring", format!("\"{}\" cannot feed \"{}\": {why}", edge.from, edge.to));
+            errors.push(
+                format!("$.edges[{e}]"),
+                "bad_wiring",
+                format!("\"{}\" cannot feed \"{}\": {why}", edge.from, edge.to),
+            );
         }
     }
 
@@ -610,19 +794,44 @@ enum TypedOptions {
     Sender(SenderOptions),
     BatchJob(JobOptions),
     StreamConsumer(ConsumerOptions),
-    Table { table: Option<String>, write: WriteMode, key: Option<Vec<String>> },
+    Table {
+        table: Option<String>,
+        write: WriteMode,
+        key: Option<Vec<String>>,
+    },
 }
 
-fn typed_options(scenario: &Scenario, path: &str, node: &Node, errors: &mut Errors) -> Option<TypedOptions> {
+fn typed_options(
+    scenario: &Scenario,
+    path: &str,
+    node: &Node,
+    errors: &mut Errors,
+) -> Option<TypedOptions> {
     let specs = node.kind.options();
     let palette = scenario.palette.kind(node.kind);
     if palette.is_none() {
-        errors.push(format!("{path}.kind"), "not_in_palette", format!("this scenario does not offer {} ({})", node.kind.describe(), node.kind));
+        errors.push(
+            format!("{path}.kind"),
+            "not_in_palette",
+            format!(
+                "this scenario does not offer {} ({})",
+                node.kind.describe(),
+                node.kind
+            ),
+        );
     }
     for key in node.options.keys() {
         if !specs.iter().any(|s| s.name == key) {
             let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
-            errors.push(format!("{path}.options.{key}"), "unknown_option", format!("{} has no option \"{key}\"; its options are {}", node.kind, names.join(", ")));
+            errors.push(
+                format!("{path}.options.{key}"),
+                "unknown_option",
+                format!(
+                    "{} has no option \"{key}\"; its options are {}",
+                    node.kind,
+                    names.join(", ")
+                ),
+            );
         }
     }
     let before = errors.0.len();
@@ -639,9 +848,11 @@ fn typed_options(scenario: &Scenario, path: &str, node: &Node, errors: &mut Erro
                 // A missing option takes the spec's default, or the scenario's first offered
                 // value when the scenario does not offer the default.
                 let default = match allowed {
-                    Some(allowed) if !allowed.iter().any(|a| a == values[0]) => {
-                        values.iter().copied().find(|v| allowed.iter().any(|a| a == v)).unwrap_or(values[0])
-                    }
+                    Some(allowed) if !allowed.iter().any(|a| a == values[0]) => values
+                        .iter()
+                        .copied()
+                        .find(|v| allowed.iter().any(|a| a == v))
+                        .unwrap_or(values[0]),
                     _ => values[0],
                 };
                 let value: Option<&'static str> = match given {
@@ -649,18 +860,42 @@ fn typed_options(scenario: &Scenario, path: &str, node: &Node, errors: &mut Erro
                     Some(Json::String(s)) => match values.iter().find(|v| **v == s) {
                         Some(v) => Some(*v),
                         None => {
-                            errors.push(&opath, "bad_option_value", format!("\"{s}\" is not a value of {}; choose one of {}", spec.name, values.join(", ")));
+                            errors.push(
+                                &opath,
+                                "bad_option_value",
+                                format!(
+                                    "\"{s}\" is not a value of {}; choose one of {}",
+                                    spec.name,
+                                    values.join(", ")
+                                ),
+                            );
                             None
                         }
                     },
                     Some(_) => {
-                        errors.push(&opath, "wrong_type", format!("{} must be a string, one of {}", spec.name, values.join(", ")));
+                        errors.push(
+                            &opath,
+                            "wrong_type",
+                            format!(
+                                "{} must be a string, one of {}",
+                                spec.name,
+                                values.join(", ")
+                            ),
+                        );
                         None
                     }
                 };
                 if let (Some(v), Some(allowed)) = (value, allowed) {
                     if !allowed.iter().any(|a| a == v) {
-                        errors.push(&opath, "not_in_palette", format!("{} {v} is not offered in this scenario; choose one of {}", spec.name, allowed.join(", ")));
+                        errors.push(
+                            &opath,
+                            "not_in_palette",
+                            format!(
+                                "{} {v} is not offered in this scenario; choose one of {}",
+                                spec.name,
+                                allowed.join(", ")
+                            ),
+                        );
                     }
                 }
                 if let Some(v) = value {
@@ -673,18 +908,34 @@ fn typed_options(scenario: &Scenario, path: &str, node: &Node, errors: &mut Erro
                     Some(Json::Number(n)) => match n.as_u64() {
                         Some(v) if v >= 1 && v <= u64::from(max) => Some(v as u32),
                         _ => {
-                            errors.push(&opath, "bad_option_value", format!("{} must be a whole number from 1 to {max}", spec.name));
+                            errors.push(
+                                &opath,
+                                "bad_option_value",
+                                format!("{} must be a whole number from 1 to {max}", spec.name),
+                            );
                             None
                         }
                     },
                     Some(_) => {
-                        errors.push(&opath, "wrong_type", format!("{} must be a whole number from 1 to {max}", spec.name));
+                        errors.push(
+                            &opath,
+                            "wrong_type",
+                            format!("{} must be a whole number from 1 to {max}", spec.name),
+                        );
                         None
                     }
                 };
                 if let (Some(v), Some(allowed)) = (value, allowed) {
                     if !allowed.iter().any(|a| a == &v.to_string()) {
-                        errors.push(&opath, "not_in_palette", format!("{} {v} is not offered here; choose one of {}", spec.name, allowed.join(", ")));
+                        errors.push(
+                            &opath,
+                            "not_in_palette",
+                            format!(
+                                "{} {v} is not offered here; choose one of {}",
+                                spec.name,
+                                allowed.join(", ")
+                            ),
+                        );
                     }
                 }
                 if let Some(v) = value {
@@ -693,34 +944,87 @@ fn typed_options(scenario: &Scenario, path: &str, node: &Node, errors: &mut Erro
             }
             OptionValues::SourceTable | OptionValues::SinkTable | OptionValues::Stream => {
                 let (candidates, what): (Vec<&str>, &str) = match spec.values {
-                    OptionValues::SourceTable => (scenario.tables.iter().filter(|t| t.role == TableRole::Source).map(|t| t.name.as_str()).collect(), "source table"),
-                    OptionValues::SinkTable => (scenario.tables.iter().filter(|t| t.role == TableRole::Sink).map(|t| t.name.as_str()).collect(), "warehouse table"),
-                    _ => (scenario.streams.iter().map(|s| s.name.as_str()).collect(), "stream"),
+                    OptionValues::SourceTable => (
+                        scenario
+                            .tables
+                            .iter()
+                            .filter(|t| t.role == TableRole::Source)
+                            .map(|t| t.name.as_str())
+                            .collect(),
+                        "source table",
+                    ),
+                    OptionValues::SinkTable => (
+                        scenario
+                            .tables
+                            .iter()
+                            .filter(|t| t.role == TableRole::Sink)
+                            .map(|t| t.name.as_str())
+                            .collect(),
+                        "warehouse table",
+                    ),
+                    _ => (
+                        scenario.streams.iter().map(|s| s.name.as_str()).collect(),
+                        "stream",
+                    ),
                 };
                 match given {
                     None if candidates.len() == 1 && spec.values != OptionValues::SinkTable => {
                         text.insert(spec.name, candidates[0].to_string());
                     }
-                    None => errors.push(&opath, "missing_option", format!("choose which {what} this node stands for: {}", candidates.join(", "))),
+                    None => errors.push(
+                        &opath,
+                        "missing_option",
+                        format!(
+                            "choose which {what} this node stands for: {}",
+                            candidates.join(", ")
+                        ),
+                    ),
                     Some(Json::String(s)) if candidates.contains(&s.as_str()) => {
                         if let Some(allowed) = allowed {
                             if !allowed.contains(s) {
-                                errors.push(&opath, "not_in_palette", format!("{what} {s} is not offered here; choose one of {}", allowed.join(", ")));
+                                errors.push(
+                                    &opath,
+                                    "not_in_palette",
+                                    format!(
+                                        "{what} {s} is not offered here; choose one of {}",
+                                        allowed.join(", ")
+                                    ),
+                                );
                             }
                         }
                         text.insert(spec.name, s.clone());
                     }
-                    Some(Json::String(s)) => errors.push(&opath, "unknown_name", format!("this scenario has no {what} \"{s}\"; its {what}s are {}", candidates.join(", "))),
-                    Some(_) => errors.push(&opath, "wrong_type", format!("{} must be the name of a {what}", spec.name)),
+                    Some(Json::String(s)) => errors.push(
+                        &opath,
+                        "unknown_name",
+                        format!(
+                            "this scenario has no {what} \"{s}\"; its {what}s are {}",
+                            candidates.join(", ")
+                        ),
+                    ),
+                    Some(_) => errors.push(
+                        &opath,
+                        "wrong_type",
+                        format!("{} must be the name of a {what}", spec.name),
+                    ),
                 }
             }
             OptionValues::Key => match given {
                 None => {}
                 Some(Json::Array(items)) if items.iter().all(|v| v.is_string()) => {
-                    key = Some(items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect());
+                    key = Some(
+                        items
+                            .iter()
+                            .filter_map(|v| v.as_str().map(str::to_string))
+                            .collect(),
+                    );
                 }
                 Some(Json::String(s)) => key = Some(vec![s.clone()]),
-                Some(_) => errors.push(&opath, "wrong_type", "key must be a list of column names, such as [\"order_id\"]"),
+                Some(_) => errors.push(
+                    &opath,
+                    "wrong_type",
+                    "key must be a list of column names, such as [\"order_id\"]",
+                ),
             },
         }
     }
@@ -732,7 +1036,11 @@ fn typed_options(scenario: &Scenario, path: &str, node: &Node, errors: &mut Erro
         NodeKind::SourceTable => TypedOptions::SourceTable(text.remove("table")?),
         NodeKind::Stream => TypedOptions::Stream(text.remove("topic")?),
         NodeKind::Sender => TypedOptions::Sender(SenderOptions {
-            on_timeout: if c("on_timeout") == "resend" { OnTimeout::Resend } else { OnTimeout::GiveUp },
+            on_timeout: if c("on_timeout") == "resend" {
+                OnTimeout::Resend
+            } else {
+                OnTimeout::GiveUp
+            },
             idempotency_key: match c("idempotency_key") {
                 "per_attempt" => IdempotencyKey::PerAttempt,
                 "per_action" => IdempotencyKey::PerAction,
@@ -740,8 +1048,16 @@ fn typed_options(scenario: &Scenario, path: &str, node: &Node, errors: &mut Erro
             },
         }),
         NodeKind::BatchJob => TypedOptions::BatchJob(JobOptions {
-            date_filter: if c("date_filter") == "logical_date" { DateFilter::LogicalDate } else { DateFilter::CurrentDateMinus1 },
-            transaction: if c("transaction") == "per_run" { Transaction::PerRun } else { Transaction::None },
+            date_filter: if c("date_filter") == "logical_date" {
+                DateFilter::LogicalDate
+            } else {
+                DateFilter::CurrentDateMinus1
+            },
+            transaction: if c("transaction") == "per_run" {
+                Transaction::PerRun
+            } else {
+                Transaction::None
+            },
             loaded_at: match c("loaded_at") {
                 "now" => LoadedAt::Now,
                 "logical_date" => LoadedAt::LogicalDate,
@@ -754,7 +1070,11 @@ fn typed_options(scenario: &Scenario, path: &str, node: &Node, errors: &mut Erro
                 "with_write" => OffsetCommit::WithWrite,
                 _ => OffsetCommit::BeforeWrite,
             },
-            dedupe: if c("dedupe") == "in_memory" { Dedupe::InMemory } else { Dedupe::None },
+            dedupe: if c("dedupe") == "in_memory" {
+                Dedupe::InMemory
+            } else {
+                Dedupe::None
+            },
             dedupe_window: count.get("dedupe_window").copied().unwrap_or(2),
         }),
         NodeKind::Table => TypedOptions::Table {
@@ -818,19 +1138,39 @@ fn extract_pipeline(
     outgoing: &BTreeMap<usize, Vec<usize>>,
     errors: &mut Errors,
 ) -> Option<Pipeline> {
-    let of_kind = |k: NodeKind| -> Vec<usize> { design.nodes.iter().enumerate().filter(|(_, n)| n.kind == k).map(|(i, _)| i).collect() };
+    let of_kind = |k: NodeKind| -> Vec<usize> {
+        design
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.kind == k)
+            .map(|(i, _)| i)
+            .collect()
+    };
     let jobs = of_kind(NodeKind::BatchJob);
     let consumers = of_kind(NodeKind::StreamConsumer);
     let node_path = |i: usize| format!("$.nodes[{i}]");
     let processors: Vec<usize> = jobs.iter().chain(&consumers).copied().collect();
     if processors.is_empty() {
-        let what = if scenario.job.is_some() { "a batch job" } else { "a stream consumer" };
-        errors.push("$.nodes", "incomplete", format!("the design has no {what} yet; add one and connect it"));
+        let what = if scenario.job.is_some() {
+            "a batch job"
+        } else {
+            "a stream consumer"
+        };
+        errors.push(
+            "$.nodes",
+            "incomplete",
+            format!("the design has no {what} yet; add one and connect it"),
+        );
         return None;
     }
     if processors.len() > 1 {
         for &p in &processors[1..] {
-            errors.push(node_path(p), "extra_node", "this scenario runs one job or consumer; remove the extra one");
+            errors.push(
+                node_path(p),
+                "extra_node",
+                "this scenario runs one job or consumer; remove the extra one",
+            );
         }
         return None;
     }
@@ -840,17 +1180,42 @@ fn extract_pipeline(
     // Every node must be part of the one pipeline.
     for (i, node) in design.nodes.iter().enumerate() {
         if i != p && !inputs.contains(&i) && !outputs.contains(&i) {
-            errors.push(node_path(i), "not_connected", format!("\"{}\" is not connected to the pipeline", node.id));
+            errors.push(
+                node_path(i),
+                "not_connected",
+                format!("\"{}\" is not connected to the pipeline", node.id),
+            );
         }
     }
     if inputs.is_empty() {
-        errors.push(node_path(p), "incomplete", format!("\"{}\" has no input; connect a source to it", design.nodes[p].id));
+        errors.push(
+            node_path(p),
+            "incomplete",
+            format!(
+                "\"{}\" has no input; connect a source to it",
+                design.nodes[p].id
+            ),
+        );
     }
     if inputs.len() > 1 {
-        errors.push(node_path(p), "too_many_inputs", format!("\"{}\" reads from one source; remove the other connections", design.nodes[p].id));
+        errors.push(
+            node_path(p),
+            "too_many_inputs",
+            format!(
+                "\"{}\" reads from one source; remove the other connections",
+                design.nodes[p].id
+            ),
+        );
     }
     if outputs.is_empty() {
-        errors.push(node_path(p), "incomplete", format!("\"{}\" writes nowhere; connect it to a warehouse table", design.nodes[p].id));
+        errors.push(
+            node_path(p),
+            "incomplete",
+            format!(
+                "\"{}\" writes nowhere; connect it to a warehouse table",
+                design.nodes[p].id
+            ),
+        );
     }
     if !errors.0.is_empty() {
         return None;
@@ -858,17 +1223,29 @@ fn extract_pipeline(
     let input = inputs[0];
     let mut sinks_by_table: BTreeMap<String, SinkOptions> = BTreeMap::new();
     for &o in &outputs {
-        let Some(TypedOptions::Table { table, write, key }) = &typed[o] else { continue };
+        let Some(TypedOptions::Table { table, write, key }) = &typed[o] else {
+            continue;
+        };
         let Some(table) = table else { continue };
-        let Some(def) = scenario.table(table) else { continue };
+        let Some(def) = scenario.table(table) else {
+            continue;
+        };
         let key = match key {
             Some(k) => {
                 if !def.keys.contains(k) {
-                    let offered: Vec<String> = def.keys.iter().map(|k| format!("[{}]", k.join(", "))).collect();
+                    let offered: Vec<String> = def
+                        .keys
+                        .iter()
+                        .map(|k| format!("[{}]", k.join(", ")))
+                        .collect();
                     let message = if offered.is_empty() {
                         format!("{table} offers no key to write by")
                     } else {
-                        format!("{table} cannot be keyed by [{}]; it offers {}", k.join(", "), offered.join(" or "))
+                        format!(
+                            "{table} cannot be keyed by [{}]; it offers {}",
+                            k.join(", "),
+                            offered.join(" or ")
+                        )
                     };
                     errors.push(format!("{}.options.key", node_path(o)), "bad_key", message);
                 }
@@ -877,14 +1254,34 @@ fn extract_pipeline(
             None => def.keys.first().cloned().unwrap_or_default(),
         };
         if matches!(write, WriteMode::Merge | WriteMode::InsertIgnore) && key.is_empty() {
-            errors.push(format!("{}.options.write", node_path(o)), "no_key", format!("{} needs a key, and {table} has no natural key to write by", write.name()));
+            errors.push(
+                format!("{}.options.write", node_path(o)),
+                "no_key",
+                format!(
+                    "{} needs a key, and {table} has no natural key to write by",
+                    write.name()
+                ),
+            );
         }
         if *write == WriteMode::DeleteInsert && def.partition.is_none() {
-            errors.push(format!("{}.options.write", node_path(o)), "no_partition", format!("delete_insert replaces one day, and {table} has no date partition"));
+            errors.push(
+                format!("{}.options.write", node_path(o)),
+                "no_partition",
+                format!("delete_insert replaces one day, and {table} has no date partition"),
+            );
         }
-        let sink = SinkOptions { node: design.nodes[o].id.clone(), table: table.clone(), write: *write, key };
+        let sink = SinkOptions {
+            node: design.nodes[o].id.clone(),
+            table: table.clone(),
+            write: *write,
+            key,
+        };
         if sinks_by_table.insert(table.clone(), sink).is_some() {
-            errors.push(format!("{}.options.table", node_path(o)), "duplicate_sink", format!("two nodes write {table}; keep one"));
+            errors.push(
+                format!("{}.options.table", node_path(o)),
+                "duplicate_sink",
+                format!("two nodes write {table}; keep one"),
+            );
         }
     }
     match (&typed[p], &typed[input]) {

@@ -17,7 +17,10 @@ pub(crate) struct Fingerprint {
 
 impl Fingerprint {
     pub(crate) fn new(tag: u8) -> Fingerprint {
-        let mut f = Fingerprint { a: FixedState::with_seed(0x243f_6a88_85a3_08d3).build_hasher(), b: FixedState::with_seed(0x1319_8a2e_0370_7344).build_hasher() };
+        let mut f = Fingerprint {
+            a: FixedState::with_seed(0x243f_6a88_85a3_08d3).build_hasher(),
+            b: FixedState::with_seed(0x1319_8a2e_0370_7344).build_hasher(),
+        };
         f.write_u8(tag);
         f
     }
@@ -106,10 +109,22 @@ mod tests {
     #[test]
     fn equal_values_give_equal_fingerprints_and_different_ones_do_not() {
         let d = |s: &str| Value::Decimal(s.parse().unwrap());
-        assert_eq!(of(&[Value::Int(1), d("2.50")]), of(&[Value::Int(1), d("2.50")]));
-        assert_ne!(of(&[Value::Int(1), d("2.50")]), of(&[Value::Int(1), d("2.51")]));
-        assert_ne!(of(&[Value::Int(1), Value::Null]), of(&[Value::Null, Value::Int(1)]));
-        assert_ne!(of(&[Value::Text("ab".into()), Value::Text("c".into())]), of(&[Value::Text("a".into()), Value::Text("bc".into())]));
+        assert_eq!(
+            of(&[Value::Int(1), d("2.50")]),
+            of(&[Value::Int(1), d("2.50")])
+        );
+        assert_ne!(
+            of(&[Value::Int(1), d("2.50")]),
+            of(&[Value::Int(1), d("2.51")])
+        );
+        assert_ne!(
+            of(&[Value::Int(1), Value::Null]),
+            of(&[Value::Null, Value::Int(1)])
+        );
+        assert_ne!(
+            of(&[Value::Text("ab".into()), Value::Text("c".into())]),
+            of(&[Value::Text("a".into()), Value::Text("bc".into())])
+        );
         assert_ne!(of(&[Value::Int(0)]), of(&[Value::Null]));
     }
 }

@@ -24,9 +24,11 @@ impl Serialize for Instant {
 impl<'de> Deserialize<'de> for Instant {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        parse_timestamp(&s)
-            .map(Instant)
-            .ok_or_else(|| serde::de::Error::custom(format!("\"{s}\" is not a time written as YYYY-MM-DDTHH:MM:SSZ")))
+        parse_timestamp(&s).map(Instant).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "\"{s}\" is not a time written as YYYY-MM-DDTHH:MM:SSZ"
+            ))
+        })
     }
 }
 
@@ -559,7 +561,10 @@ pub fn typed_rows(table: &TableDef) -> Result<Vec<Vec<Value>>, (String, String)>
         }
         let mut typed = Vec::with_capacity(row.len());
         for (c, (cell, col)) in row.iter().zip(&table.columns).enumerate() {
-            typed.push(Value::from_json(col.ty, cell).map_err(|m| (format!("rows[{r}][{c}]"), format!("{}: {m}", col.name)))?);
+            typed.push(
+                Value::from_json(col.ty, cell)
+                    .map_err(|m| (format!("rows[{r}][{c}]"), format!("{}: {m}", col.name)))?,
+            );
         }
         out.push(typed);
     }

@@ -5,7 +5,9 @@
 
 use chrono::{NaiveDate, NaiveDateTime};
 
-use crate::design::{DateFilter, JobOptions, LoadedAt, OffsetCommit, Pipeline, ValidDesign, WriteMode};
+use crate::design::{
+    DateFilter, JobOptions, LoadedAt, OffsetCommit, Pipeline, ValidDesign, WriteMode,
+};
 use crate::scenario::{Scenario, StepDef};
 use crate::sim::{CStep, Sink, StepKind};
 use crate::value::{ColumnType, Value};
@@ -57,7 +59,11 @@ impl Ctx<'_> {
 
 pub(crate) fn delete_partition(ctx: &Ctx, step: &CStep) -> String {
     let t = &ctx.tables[step.sink.table];
-    let p = step.sink.partition.map(|p| t.columns[p].as_str()).unwrap_or("?");
+    let p = step
+        .sink
+        .partition
+        .map(|p| t.columns[p].as_str())
+        .unwrap_or("?");
     format!("DELETE FROM {} WHERE {p} = {};", t.name, ctx.day_sql())
 }
 
@@ -76,12 +82,35 @@ fn stamp_sql(ctx: &Ctx, sink: &Sink) -> Option<(String, String)> {
 fn step_select(ctx: &Ctx, step: &CStep) -> (Vec<String>, String) {
     let from = &ctx.tables[step.from];
     let target = &ctx.tables[step.sink.table];
-    let mut conds = vec![format!("{} = {}", from.columns[step.from_day], ctx.day_sql())];
+    let mut conds = vec![format!(
+        "{} = {}",
+        from.columns[step.from_day],
+        ctx.day_sql()
+    )];
     for c in step.def.filter() {
-        let ty = ctx.types[step.from].get(from.columns.iter().position(|n| *n == c.column).unwrap_or(0)).copied().unwrap_or(ColumnType::Text);
+        let ty = ctx.types[step.from]
+            .get(
+                from.columns
+                    .iter()
+                    .position(|n| *n == c.column)
+                    .unwrap_or(0),
+            )
+            .copied()
+            .unwrap_or(ColumnType::Text);
         let value = match &c.value {
-            serde_json::Value::Array(items) => format!("({})", items.iter().map(|v| Value::from_json(ty, v).map(|v| v.literal(ctx.dialect.lit())).unwrap_or_default()).collect::<Vec<_>>().join(", ")),
-            v => Value::from_json(ty, v).map(|v| v.literal(ctx.dialect.lit())).unwrap_or_default(),
+            serde_json::Value::Array(items) => format!(
+                "({})",
+                items
+                    .iter()
+                    .map(|v| Value::from_json(ty, v)
+                        .map(|v| v.literal(ctx.dialect.lit()))
+                        .unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            v => Value::from_json(ty, v)
+                .map(|v| v.literal(ctx.dialect.lit()))
+                .unwrap_or_default(),
         };
         conds.push(format!("{} {} {value}", c.column, c.op.sql()));
     }
@@ -100,18 +129,42 @@ fn step_select(ctx: &Ctx, step: &CStep) -> (Vec<String>, String) {
                 cols.push(c.clone());
                 exprs.push(format!("{v} AS {c}"));
             }
-            let select = format!("SELECT {}\nFROM {}\nWHERE {}", exprs.join(", "), from.name, conds.join(" AND "));
+            let select = format!(
+                "SELECT {}\nFROM {}\nWHERE {}",
+                exprs.join(", "),
+                from.name,
+                conds.join(" AND ")
+            );
             (cols, select)
         }
-        StepKind::Sum { group_from, sum_from, group_to, into } => {
+        StepKind::Sum {
+            group_from,
+            sum_from,
+            group_to,
+            into,
+        } => {
             let g = &from.columns[*group_from];
-            let mut cols = vec![target.columns[*group_to].clone(), target.columns[*into].clone()];
-            let mut exprs = vec![g.clone(), format!("SUM({}) AS {}", from.columns[*sum_from], target.columns[*into])];
+            let mut cols = vec![
+                target.columns[*group_to].clone(),
+                target.columns[*into].clone(),
+            ];
+            let mut exprs = vec![
+                g.clone(),
+                format!(
+                    "SUM({}) AS {}",
+                    from.columns[*sum_from], target.columns[*into]
+                ),
+            ];
             if let Some((c, v)) = stamp {
                 cols.push(c.clone());
                 exprs.push(format!("{v} AS {c}"));
             }
-            let select = format!("SELECT {}\nFROM {}\nWHERE {}\nGROUP BY {g}", exprs.join(", "), from.name, conds.join(" AND "));
+            let select = format!(
+                "SELECT {}\nFROM {}\nWHERE {}\nGROUP BY {g}",
+                exprs.join(", "),
+                from.name,
+                conds.join(" AND ")
+            );
             (cols, select)
         }
     }
@@ -120,28 +173,72 @@ fn step_select(ctx: &Ctx, step: &CStep) -> (Vec<String>, String) {
 pub(crate) fn step_write(ctx: &Ctx, step: &CStep) -> String {
     let target = &ctx.tables[step.sink.table];
     let (cols, select) = step_select(ctx, step);
-    write_sql(&target.name, &cols, &select, &step.sink, target, ctx.dialect)
+    write_sql(
+        &target.name,
+        &cols,
+        &select,
+        &step.sink,
+        target,
+        ctx.dialect,
+    )
 }
 
-fn write_sql(table: &str, cols: &[String], select: &str, sink: &Sink, target: &Table, dialect: Dialect) -> String {
-    let key: Vec<&str> = sink.key.iter().map(|&k| target.columns[k].as_str()).collect();
+fn write_sql(
+    table: &str,
+    cols: &[String],
+    select: &str,
+    sink: &Sink,
+    target: &Table,
+    dialect: Dialect,
+) -> String {
+    let key: Vec<&str> = sink
+        .key
+        .iter()
+        .map(|&k| target.columns[k].as_str())
+        .collect();
     match sink.write {
-        WriteMode::Append | WriteMode::DeleteInsert => format!("INSERT INTO {table} ({})\n{select};", cols.join(", ")),
-        WriteMode::InsertIgnore => format!("INSERT INTO {table} ({})\n{select}\nON CONFLICT ({}) DO NOTHING;", cols.join(", "), key.join(", ")),
+        WriteMode::Append | WriteMode::DeleteInsert => {
+            format!("INSERT INTO {table} ({})\n{select};", cols.join(", "))
+        }
+        WriteMode::InsertIgnore => format!(
+            "INSERT INTO {table} ({})\n{select}\nON CONFLICT ({}) DO NOTHING;",
+            cols.join(", "),
+            key.join(", ")
+        ),
         WriteMode::Merge if dialect == Dialect::Sqlite => {
             // SQLite has no MERGE: an upsert on the key's unique index does the same for
             // incoming rows with distinct keys (which every step and message produces).
-            let set: Vec<String> = cols.iter().filter(|c| !key.contains(&c.as_str())).map(|c| format!("{c} = excluded.{c}")).collect();
-            let action = if set.is_empty() { "NOTHING".to_string() } else { format!("UPDATE SET {}", set.join(", ")) };
-            format!("INSERT INTO {table} ({})
+            let set: Vec<String> = cols
+                .iter()
+                .filter(|c| !key.contains(&c.as_str()))
+                .map(|c| format!("{c} = excluded.{c}"))
+                .collect();
+            let action = if set.is_empty() {
+                "NOTHING".to_string()
+            } else {
+                format!("UPDATE SET {}", set.join(", "))
+            };
+            format!(
+                "INSERT INTO {table} ({})
 {select}
-ON CONFLICT ({}) DO {action};", cols.join(", "), key.join(", "))
+ON CONFLICT ({}) DO {action};",
+                cols.join(", "),
+                key.join(", ")
+            )
         }
         WriteMode::Merge => {
             let on: Vec<String> = key.iter().map(|k| format!("t.{k} = s.{k}")).collect();
-            let set: Vec<String> = cols.iter().filter(|c| !key.contains(&c.as_str())).map(|c| format!("{c} = s.{c}")).collect();
+            let set: Vec<String> = cols
+                .iter()
+                .filter(|c| !key.contains(&c.as_str()))
+                .map(|c| format!("{c} = s.{c}"))
+                .collect();
             let values: Vec<String> = cols.iter().map(|c| format!("s.{c}")).collect();
-            let matched = if set.is_empty() { String::new() } else { format!("WHEN MATCHED THEN\n  UPDATE SET {}\n", set.join(", ")) };
+            let matched = if set.is_empty() {
+                String::new()
+            } else {
+                format!("WHEN MATCHED THEN\n  UPDATE SET {}\n", set.join(", "))
+            };
             format!(
                 "MERGE INTO {table} AS t\nUSING ({}) AS s\nON {}\n{matched}WHEN NOT MATCHED THEN\n  INSERT ({})\n  VALUES ({});",
                 select.replace('\n', " "),
@@ -160,10 +257,23 @@ pub(crate) fn message_write(table: &Table, sink: &Sink, row: &Row, dialect: Dial
     message_sql(table, sink, &cols, &literals, dialect)
 }
 
-fn message_sql(table: &Table, sink: &Sink, cols: &[String], literals: &[String], dialect: Dialect) -> String {
+fn message_sql(
+    table: &Table,
+    sink: &Sink,
+    cols: &[String],
+    literals: &[String],
+    dialect: Dialect,
+) -> String {
     match sink.write {
         WriteMode::Merge if dialect != Dialect::Sqlite => {
-            let select = format!("SELECT {}", cols.iter().zip(literals).map(|(c, l)| format!("{l} AS {c}")).collect::<Vec<_>>().join(", "));
+            let select = format!(
+                "SELECT {}",
+                cols.iter()
+                    .zip(literals)
+                    .map(|(c, l)| format!("{l} AS {c}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
             write_sql(&table.name, cols, &select, sink, table, dialect)
         }
         _ => {
@@ -187,13 +297,20 @@ pub struct SqlBlock {
 /// The SQL a valid design amounts to, for the canvas's SQL view: the job's statements for its
 /// first run, or the consumer's statements for one message (with `:field` placeholders).
 pub fn design_sql(scenario: &Scenario, design: &ValidDesign) -> Vec<SqlBlock> {
-    let Ok(model) = crate::sim::Model::compile(scenario, design) else { return Vec::new() };
+    let Ok(model) = crate::sim::Model::compile(scenario, design) else {
+        return Vec::new();
+    };
     match (&model.shape, design.pipeline()) {
         (crate::sim::Shape::Batch { steps, runs, .. }, Pipeline::Batch { job, .. }) => {
-            let Some(run) = runs.first() else { return Vec::new() };
+            let Some(run) = runs.first() else {
+                return Vec::new();
+            };
             batch_sql(&model, steps, job, run.logical_date, run.start)
         }
-        (crate::sim::Shape::Stream { sink, .. } | crate::sim::Shape::Sender { sink, .. }, Pipeline::Stream { consumer, .. } | Pipeline::Sender { consumer, .. }) => {
+        (
+            crate::sim::Shape::Stream { sink, .. } | crate::sim::Shape::Sender { sink, .. },
+            Pipeline::Stream { consumer, .. } | Pipeline::Sender { consumer, .. },
+        ) => {
             let table = &model.initial.tables[sink.table];
             let cols = table.columns.clone();
             let literals: Vec<String> = cols.iter().map(|c| format!(":{c}")).collect();
@@ -210,25 +327,48 @@ pub fn design_sql(scenario: &Scenario, design: &ValidDesign) -> Vec<SqlBlock> {
                     ),
                 }
             };
-            vec![SqlBlock { title: format!("consumer → {}", table.name), sql }]
+            vec![SqlBlock {
+                title: format!("consumer → {}", table.name),
+                sql,
+            }]
         }
         _ => Vec::new(),
     }
 }
 
-fn batch_sql(model: &crate::sim::Model, steps: &[CStep], job: &JobOptions, logical: NaiveDate, start: NaiveDateTime) -> Vec<SqlBlock> {
+fn batch_sql(
+    model: &crate::sim::Model,
+    steps: &[CStep],
+    job: &JobOptions,
+    logical: NaiveDate,
+    start: NaiveDateTime,
+) -> Vec<SqlBlock> {
     let clock = job.date_filter == DateFilter::CurrentDateMinus1;
-    let day = if clock { start.date() - chrono::Duration::days(1) } else { logical };
+    let day = if clock {
+        start.date() - chrono::Duration::days(1)
+    } else {
+        logical
+    };
     let stamp = match job.loaded_at {
         LoadedAt::None => None,
         LoadedAt::Now => Some(start),
         LoadedAt::LogicalDate => logical.and_hms_opt(0, 0, 0),
     };
-    let ctx = Ctx { tables: &model.initial.tables, types: &model.column_types, day, stamp, clock, dialect: Dialect::Display };
+    let ctx = Ctx {
+        tables: &model.initial.tables,
+        types: &model.column_types,
+        day,
+        stamp,
+        clock,
+        dialect: Dialect::Display,
+    };
     let mut out = Vec::new();
     let per_run = job.transaction == crate::design::Transaction::PerRun;
     if per_run {
-        out.push(SqlBlock { title: "open one transaction".into(), sql: "BEGIN;".into() });
+        out.push(SqlBlock {
+            title: "open one transaction".into(),
+            sql: "BEGIN;".into(),
+        });
     }
     for step in steps {
         let mut sql = String::new();
@@ -238,12 +378,17 @@ fn batch_sql(model: &crate::sim::Model, steps: &[CStep], job: &JobOptions, logic
         }
         sql.push_str(&step_write(&ctx, step));
         let title = match &step.def {
-            StepDef::Copy { title, .. } | StepDef::Sum { title, .. } => format!("step {}: {title}", step.number),
+            StepDef::Copy { title, .. } | StepDef::Sum { title, .. } => {
+                format!("step {}: {title}", step.number)
+            }
         };
         out.push(SqlBlock { title, sql });
     }
     if per_run {
-        out.push(SqlBlock { title: "commit".into(), sql: "COMMIT;".into() });
+        out.push(SqlBlock {
+            title: "commit".into(),
+            sql: "COMMIT;".into(),
+        });
     }
     out
 }

@@ -73,22 +73,29 @@ impl Value {
                     .parse::<Decimal>()
                     .map(Value::Decimal)
                     .map_err(|_| format!("\"{s}\" is not a decimal number such as \"25.00\"")),
-                J::Number(n) if n.is_i64() => Ok(Value::Decimal(Decimal::from(n.as_i64().unwrap_or_default()))),
+                J::Number(n) if n.is_i64() => Ok(Value::Decimal(Decimal::from(
+                    n.as_i64().unwrap_or_default(),
+                ))),
                 J::Number(n) => Err(format!(
                     "write the decimal {n} as a string (\"{n}\") so it stays exact"
                 )),
-                _ => Err(format!("expected a decimal string such as \"25.00\", found {json}")),
+                _ => Err(format!(
+                    "expected a decimal string such as \"25.00\", found {json}"
+                )),
             },
             ColumnType::Date => match json {
-                J::String(s) => s.parse::<NaiveDate>()
+                J::String(s) => s
+                    .parse::<NaiveDate>()
                     .map(Value::Date)
                     .map_err(|_| format!("\"{s}\" is not a date written as YYYY-MM-DD")),
-                _ => Err(format!("expected a date string such as \"2026-01-10\", found {json}")),
+                _ => Err(format!(
+                    "expected a date string such as \"2026-01-10\", found {json}"
+                )),
             },
             ColumnType::Timestamp => match json {
-                J::String(s) => parse_timestamp(s)
-                    .map(Value::Timestamp)
-                    .ok_or_else(|| format!("\"{s}\" is not a timestamp written as YYYY-MM-DDTHH:MM:SSZ")),
+                J::String(s) => parse_timestamp(s).map(Value::Timestamp).ok_or_else(|| {
+                    format!("\"{s}\" is not a timestamp written as YYYY-MM-DDTHH:MM:SSZ")
+                }),
                 _ => Err(format!("expected a timestamp string, found {json}")),
             },
         }
@@ -112,7 +119,9 @@ impl Value {
     pub fn literal(&self, dialect: crate::sql::Dialect) -> String {
         match (self, dialect) {
             (Value::Date(d), crate::sql::Dialect::Sqlite) => return format!("'{d}'"),
-            (Value::Timestamp(t), crate::sql::Dialect::Sqlite) => return format!("'{}'", format_sql_time(*t)),
+            (Value::Timestamp(t), crate::sql::Dialect::Sqlite) => {
+                return format!("'{}'", format_sql_time(*t))
+            }
             _ => {}
         }
         match self {
@@ -199,7 +208,11 @@ pub fn parse_timestamp(s: &str) -> Option<NaiveDateTime> {
     let s = s.strip_suffix('Z').unwrap_or(s);
     let (date, time) = s.split_once(['T', ' '])?;
     let date: NaiveDate = date.parse().ok()?;
-    let mut parts = time.split(':').map(|p| (p.len() <= 2 && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())).then(|| p.parse::<u32>().ok()).flatten());
+    let mut parts = time.split(':').map(|p| {
+        (p.len() <= 2 && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| p.parse::<u32>().ok())
+            .flatten()
+    });
     let (h, m, sec) = (parts.next()??, parts.next()??, parts.next()??);
     if parts.next().is_some() {
         return None;
@@ -209,12 +222,24 @@ pub fn parse_timestamp(s: &str) -> Option<NaiveDateTime> {
 
 /// `2026-01-10T01:00:00Z`.
 pub fn format_time(t: NaiveDateTime) -> String {
-    format!("{}T{:02}:{:02}:{:02}Z", t.date(), t.hour(), t.minute(), t.second())
+    format!(
+        "{}T{:02}:{:02}:{:02}Z",
+        t.date(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
 }
 
 /// `2026-01-10 01:00:00`, as SQL writes a timestamp.
 fn format_sql_time(t: NaiveDateTime) -> String {
-    format!("{} {:02}:{:02}:{:02}", t.date(), t.hour(), t.minute(), t.second())
+    format!(
+        "{} {:02}:{:02}:{:02}",
+        t.date(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
 }
 
 #[cfg(test)]
@@ -227,10 +252,27 @@ mod tests {
         assert_eq!(format_time(t), "2026-01-10T01:02:03Z");
         assert_eq!(parse_timestamp("2026-01-10 01:02:03"), Some(t));
         assert_eq!(parse_timestamp("2026-01-10T1:2:3"), Some(t));
-        assert_eq!(Value::Timestamp(t).literal(crate::sql::Dialect::Sqlite), "'2026-01-10 01:02:03'");
-        assert_eq!(Value::Timestamp(t).literal(crate::sql::Dialect::Postgres), "TIMESTAMP '2026-01-10 01:02:03'");
-        assert_eq!(Value::Date(t.date()).literal(crate::sql::Dialect::Postgres), "DATE '2026-01-10'");
-        for bad in ["2026-01-10", "2026-01-10T01:02", "2026-01-10T01:02:03:04", "2026-01-10T24:00:00", "2026-02-30T00:00:00", "2026-01-10T01:02:3.5", "2026-01-10T001:02:03"] {
+        assert_eq!(
+            Value::Timestamp(t).literal(crate::sql::Dialect::Sqlite),
+            "'2026-01-10 01:02:03'"
+        );
+        assert_eq!(
+            Value::Timestamp(t).literal(crate::sql::Dialect::Postgres),
+            "TIMESTAMP '2026-01-10 01:02:03'"
+        );
+        assert_eq!(
+            Value::Date(t.date()).literal(crate::sql::Dialect::Postgres),
+            "DATE '2026-01-10'"
+        );
+        for bad in [
+            "2026-01-10",
+            "2026-01-10T01:02",
+            "2026-01-10T01:02:03:04",
+            "2026-01-10T24:00:00",
+            "2026-02-30T00:00:00",
+            "2026-01-10T01:02:3.5",
+            "2026-01-10T001:02:03",
+        ] {
             assert_eq!(parse_timestamp(bad), None, "{bad}");
         }
     }

@@ -111,10 +111,22 @@ impl Affected {
             parts.push(format!("{} {} updated", self.updated, plural(self.updated)));
         }
         if self.inserted > 0 || parts.is_empty() {
-            parts.push(format!("{} {} inserted", self.inserted, plural(self.inserted)));
+            parts.push(format!(
+                "{} {} inserted",
+                self.inserted,
+                plural(self.inserted)
+            ));
         }
         if self.ignored > 0 {
-            parts.push(format!("{} skipped as {}", self.ignored, if self.ignored == 1 { "a repeat" } else { "repeats" }));
+            parts.push(format!(
+                "{} skipped as {}",
+                self.ignored,
+                if self.ignored == 1 {
+                    "a repeat"
+                } else {
+                    "repeats"
+                }
+            ));
         }
         parts.join(", ")
     }
@@ -123,7 +135,16 @@ impl Affected {
 impl Warehouse {
     pub fn new(tables: Vec<Table>) -> Self {
         let indexes = vec![None; tables.len()];
-        Warehouse { tables, stored_offset: 0, journal: Vec::new(), transaction: None, journaling: false, contents: 0, fingerprinting: false, indexes }
+        Warehouse {
+            tables,
+            stored_offset: 0,
+            journal: Vec::new(),
+            transaction: None,
+            journaling: false,
+            contents: 0,
+            fingerprinting: false,
+            indexes,
+        }
     }
 
     /// Keeps every change from now on, so that `undo_to` can go back to any earlier `mark`.
@@ -136,26 +157,40 @@ impl Warehouse {
     }
 
     fn contents_hash(&self) -> u128 {
-        self.tables.iter().enumerate().flat_map(|(t, table)| table.rows.iter().map(move |r| row_hash(t, r))).fold(0, u128::wrapping_add)
+        self.tables
+            .iter()
+            .enumerate()
+            .flat_map(|(t, table)| table.rows.iter().map(move |r| row_hash(t, r)))
+            .fold(0, u128::wrapping_add)
     }
 
     /// The fingerprint of the tables' contents (row order aside) and the stored offset. Equal
     /// contents always give equal fingerprints; different ones almost never do (2^-128).
     pub fn fingerprint(&self) -> (u128, u64) {
-        let contents = if self.fingerprinting { self.contents } else { self.contents_hash() };
+        let contents = if self.fingerprinting {
+            self.contents
+        } else {
+            self.contents_hash()
+        };
         (contents, self.stored_offset)
     }
 
     /// A point in the journal to come back to; only taken with no transaction open.
     pub fn mark(&self) -> usize {
-        assert!(self.journaling && self.transaction.is_none(), "a mark is taken between transactions, with the journal kept");
+        assert!(
+            self.journaling && self.transaction.is_none(),
+            "a mark is taken between transactions, with the journal kept"
+        );
         self.journal.len()
     }
 
     /// Undoes every change since `mark`, including those of a transaction opened after it,
     /// which is closed.
     pub fn undo_to(&mut self, mark: usize) {
-        assert!(self.transaction.is_none_or(|t| t >= mark), "a mark is never inside a transaction");
+        assert!(
+            self.transaction.is_none_or(|t| t >= mark),
+            "a mark is never inside a transaction"
+        );
         self.undo_down_to(mark);
         self.transaction = None;
     }
@@ -165,7 +200,10 @@ impl Warehouse {
     }
 
     pub fn begin(&mut self) {
-        assert!(self.transaction.is_none(), "nested transactions are never opened");
+        assert!(
+            self.transaction.is_none(),
+            "nested transactions are never opened"
+        );
         self.transaction = Some(self.journal.len());
     }
 
@@ -179,20 +217,30 @@ impl Warehouse {
 
     /// Undoes every change of the open transaction, if there is one. Returns whether one was open.
     pub fn rollback(&mut self) -> bool {
-        let Some(start) = self.transaction.take() else { return false };
+        let Some(start) = self.transaction.take() else {
+            return false;
+        };
         self.undo_down_to(start);
         true
     }
 
     fn undo_down_to(&mut self, len: usize) {
         while self.journal.len() > len {
-            let undo = self.journal.pop().expect("the journal is longer than the mark");
+            let undo = self
+                .journal
+                .pop()
+                .expect("the journal is longer than the mark");
             match undo {
                 Undo::Inserted { table } => {
                     let at = self.tables[table].rows.len() - 1;
-                    let row = self.tables[table].rows.pop().expect("an undone insert has its row");
+                    let row = self.tables[table]
+                        .rows
+                        .pop()
+                        .expect("an undone insert has its row");
                     if let Some(index) = &mut self.indexes[table] {
-                        if let Some(rows) = key_of(&row, &index.key).and_then(|k| index.rows.get_mut(&k)) {
+                        if let Some(rows) =
+                            key_of(&row, &index.key).and_then(|k| index.rows.get_mut(&k))
+                        {
                             rows.retain(|&r| r != at);
                         }
                     }
@@ -265,7 +313,10 @@ impl Warehouse {
         for row in rows {
             self.push(table, row);
         }
-        Affected { inserted: n, ..Affected::default() }
+        Affected {
+            inserted: n,
+            ..Affected::default()
+        }
     }
 
     /// `DELETE FROM table WHERE column = value`.
@@ -282,7 +333,10 @@ impl Warehouse {
                 deleted += 1;
             }
         }
-        Affected { deleted, ..Affected::default() }
+        Affected {
+            deleted,
+            ..Affected::default()
+        }
     }
 
     /// Whether a row with the same key is present (a NULL key never is).
@@ -291,7 +345,10 @@ impl Warehouse {
             return false;
         }
         if self.tables[table].rows.len() < 32 && self.indexes[table].is_none() {
-            return self.tables[table].rows.iter().any(|existing| key.iter().all(|&k| existing[k].key_eq(&row[k])));
+            return self.tables[table]
+                .rows
+                .iter()
+                .any(|existing| key.iter().all(|&k| existing[k].key_eq(&row[k])));
         }
         !self.matches(table, key, row).is_empty()
     }
@@ -310,7 +367,9 @@ impl Warehouse {
                 .map(|(i, _)| i)
                 .collect();
         }
-        let Some(k) = key_of(row, key) else { return Vec::new() };
+        let Some(k) = key_of(row, key) else {
+            return Vec::new();
+        };
         if self.indexes[table].as_ref().is_none_or(|i| i.key != key) {
             let mut rows: BTreeMap<Vec<Value>, Vec<usize>> = BTreeMap::new();
             for (at, existing) in self.tables[table].rows.iter().enumerate() {
@@ -318,9 +377,14 @@ impl Warehouse {
                     rows.entry(k).or_default().push(at);
                 }
             }
-            self.indexes[table] = Some(KeyIndex { key: key.to_vec(), rows });
+            self.indexes[table] = Some(KeyIndex {
+                key: key.to_vec(),
+                rows,
+            });
         }
-        let index = self.indexes[table].as_ref().expect("the index was just built");
+        let index = self.indexes[table]
+            .as_ref()
+            .expect("the index was just built");
         index.rows.get(&k).cloned().unwrap_or_default()
     }
 
@@ -341,7 +405,12 @@ impl Warehouse {
 
     /// `MERGE … ON key`: matched rows are updated (every column that is not the key), new rows
     /// inserted. As in PostgreSQL, a target row matched by two source rows is an error.
-    pub fn merge(&mut self, table: usize, key: &[usize], rows: Vec<Row>) -> Result<Affected, SqlError> {
+    pub fn merge(
+        &mut self,
+        table: usize,
+        key: &[usize],
+        rows: Vec<Row>,
+    ) -> Result<Affected, SqlError> {
         let mut plan = Vec::with_capacity(rows.len());
         let mut touched = std::collections::BTreeSet::new();
         for row in &rows {
@@ -373,7 +442,11 @@ impl Warehouse {
                     self.forget(table, &old);
                     self.remember(table, &new);
                     self.tables[table].rows[at] = new;
-                    self.log(Undo::Updated { table, at, row: old });
+                    self.log(Undo::Updated {
+                        table,
+                        at,
+                        row: old,
+                    });
                     affected.updated += 1;
                 }
             }
@@ -390,7 +463,10 @@ mod tests {
         Warehouse::new(vec![Table {
             name: "t".into(),
             columns: vec!["k".into(), "v".into()],
-            rows: vec![vec![Value::Int(1), Value::Int(10)], vec![Value::Int(2), Value::Int(20)]],
+            rows: vec![
+                vec![Value::Int(1), Value::Int(10)],
+                vec![Value::Int(2), Value::Int(20)],
+            ],
         }])
     }
 
@@ -401,7 +477,8 @@ mod tests {
         w.begin();
         w.insert(0, vec![vec![Value::Int(3), Value::Int(30)]]);
         w.delete_where_eq(0, 0, &Value::Int(1));
-        w.merge(0, &[0], vec![vec![Value::Int(2), Value::Int(99)]]).unwrap();
+        w.merge(0, &[0], vec![vec![Value::Int(2), Value::Int(99)]])
+            .unwrap();
         w.set_offset(7);
         assert_ne!(w.tables, before);
         assert!(w.rollback());
@@ -412,26 +489,68 @@ mod tests {
     #[test]
     fn null_keys_never_conflict() {
         let mut w = wh();
-        let a = w.insert_ignore(0, &[0], vec![vec![Value::Null, Value::Int(1)], vec![Value::Null, Value::Int(1)]]);
+        let a = w.insert_ignore(
+            0,
+            &[0],
+            vec![
+                vec![Value::Null, Value::Int(1)],
+                vec![Value::Null, Value::Int(1)],
+            ],
+        );
         assert_eq!(a.inserted, 2);
-        let b = w.insert_ignore(0, &[0], vec![vec![Value::Int(1), Value::Int(5)], vec![Value::Int(4), Value::Int(5)], vec![Value::Int(4), Value::Int(6)]]);
+        let b = w.insert_ignore(
+            0,
+            &[0],
+            vec![
+                vec![Value::Int(1), Value::Int(5)],
+                vec![Value::Int(4), Value::Int(5)],
+                vec![Value::Int(4), Value::Int(6)],
+            ],
+        );
         assert_eq!((b.inserted, b.ignored), (1, 2));
     }
 
     #[test]
     fn the_key_index_follows_inserts_rollbacks_and_deletes() {
         let mut w = wh();
-        assert_eq!(w.insert_ignore(0, &[0], vec![vec![Value::Int(2), Value::Int(0)]]).ignored, 1);
+        assert_eq!(
+            w.insert_ignore(0, &[0], vec![vec![Value::Int(2), Value::Int(0)]])
+                .ignored,
+            1
+        );
         w.begin();
         w.insert_ignore(0, &[0], vec![vec![Value::Int(3), Value::Int(30)]]);
         w.rollback();
-        assert_eq!(w.insert_ignore(0, &[0], vec![vec![Value::Int(3), Value::Int(31)]]).inserted, 1, "a rolled-back row is no conflict");
+        assert_eq!(
+            w.insert_ignore(0, &[0], vec![vec![Value::Int(3), Value::Int(31)]])
+                .inserted,
+            1,
+            "a rolled-back row is no conflict"
+        );
         w.delete_where_eq(0, 0, &Value::Int(1));
-        assert_eq!(w.insert_ignore(0, &[0], vec![vec![Value::Int(1), Value::Int(11)]]).inserted, 1, "a deleted row is no conflict");
-        assert_eq!(w.insert_ignore(0, &[0], vec![vec![Value::Int(3), Value::Int(32)]]).ignored, 1);
-        let m = w.merge(0, &[0], vec![vec![Value::Int(3), Value::Int(99)]]).unwrap();
+        assert_eq!(
+            w.insert_ignore(0, &[0], vec![vec![Value::Int(1), Value::Int(11)]])
+                .inserted,
+            1,
+            "a deleted row is no conflict"
+        );
+        assert_eq!(
+            w.insert_ignore(0, &[0], vec![vec![Value::Int(3), Value::Int(32)]])
+                .ignored,
+            1
+        );
+        let m = w
+            .merge(0, &[0], vec![vec![Value::Int(3), Value::Int(99)]])
+            .unwrap();
         assert_eq!(m.updated, 1);
-        assert_eq!(w.tables[0].rows.iter().filter(|r| r[0] == Value::Int(3)).count(), 1);
+        assert_eq!(
+            w.tables[0]
+                .rows
+                .iter()
+                .filter(|r| r[0] == Value::Int(3))
+                .count(),
+            1
+        );
     }
 
     #[test]
@@ -444,7 +563,8 @@ mod tests {
         let middle = (w.tables.clone(), w.fingerprint());
         let m1 = w.mark();
         w.begin();
-        w.merge(0, &[0], vec![vec![Value::Int(2), Value::Int(99)]]).unwrap();
+        w.merge(0, &[0], vec![vec![Value::Int(2), Value::Int(99)]])
+            .unwrap();
         w.set_offset(4);
         w.commit();
         w.delete_where_eq(0, 0, &Value::Int(1));
@@ -452,7 +572,10 @@ mod tests {
         w.insert(0, vec![vec![Value::Int(5), Value::Int(50)]]);
         assert_ne!(w.fingerprint(), middle.1);
         w.undo_to(m1);
-        assert!(!w.in_transaction(), "a transaction opened after the mark is closed");
+        assert!(
+            !w.in_transaction(),
+            "a transaction opened after the mark is closed"
+        );
         assert_eq!((w.tables.clone(), w.fingerprint()), middle);
         w.undo_to(m0);
         assert_eq!((w.tables.clone(), w.fingerprint()), start);
@@ -464,17 +587,29 @@ mod tests {
         a.keep_journal(true);
         let mut b = wh();
         b.keep_journal(false);
-        a.insert(0, vec![vec![Value::Int(3), Value::Int(30)], vec![Value::Int(4), Value::Int(40)]]);
+        a.insert(
+            0,
+            vec![
+                vec![Value::Int(3), Value::Int(30)],
+                vec![Value::Int(4), Value::Int(40)],
+            ],
+        );
         b.insert(0, vec![vec![Value::Int(4), Value::Int(40)]]);
         b.insert(0, vec![vec![Value::Int(3), Value::Int(30)]]);
         assert_eq!(a.fingerprint(), b.fingerprint());
         b.set_offset(1);
-        assert_ne!(a.fingerprint(), b.fingerprint(), "the stored offset is part of the state");
+        assert_ne!(
+            a.fingerprint(),
+            b.fingerprint(),
+            "the stored offset is part of the state"
+        );
         a.set_offset(1);
-        a.merge(0, &[0], vec![vec![Value::Int(4), Value::Int(41)]]).unwrap();
+        a.merge(0, &[0], vec![vec![Value::Int(4), Value::Int(41)]])
+            .unwrap();
         assert_ne!(a.fingerprint(), b.fingerprint());
         b.begin();
-        b.merge(0, &[0], vec![vec![Value::Int(4), Value::Int(41)]]).unwrap();
+        b.merge(0, &[0], vec![vec![Value::Int(4), Value::Int(41)]])
+            .unwrap();
         b.commit();
         assert_eq!(a.fingerprint(), b.fingerprint());
     }
@@ -482,8 +617,19 @@ mod tests {
     #[test]
     fn merge_refuses_to_touch_a_row_twice() {
         let mut w = wh();
-        let err = w.merge(0, &[0], vec![vec![Value::Int(1), Value::Int(5)], vec![Value::Int(1), Value::Int(6)]]);
+        let err = w.merge(
+            0,
+            &[0],
+            vec![
+                vec![Value::Int(1), Value::Int(5)],
+                vec![Value::Int(1), Value::Int(6)],
+            ],
+        );
         assert!(err.is_err());
-        assert_eq!(w.tables[0].rows[0][1], Value::Int(10), "a refused statement changes nothing");
+        assert_eq!(
+            w.tables[0].rows[0][1],
+            Value::Int(10),
+            "a refused statement changes nothing"
+        );
     }
 }

@@ -46,7 +46,10 @@ pub fn snap_point(p: Point) -> Point {
 
 /// Whether something can flow into this kind (sources are where data starts).
 pub fn has_input(kind: NodeKind) -> bool {
-    !matches!(kind, NodeKind::SourceTable | NodeKind::Stream | NodeKind::Sender)
+    !matches!(
+        kind,
+        NodeKind::SourceTable | NodeKind::Stream | NodeKind::Sender
+    )
 }
 
 /// Whether this kind can feed anything (a warehouse table is where data ends).
@@ -68,7 +71,9 @@ const ROW_Y0: f64 = 60.0;
 const ROW_DY: f64 = 120.0;
 
 pub fn position(node: &Node) -> Point {
-    node.position.map(|p| Point::new(p.x, p.y)).unwrap_or(Point::new(COLUMN_X[column(node.kind)], ROW_Y0))
+    node.position
+        .map(|p| Point::new(p.x, p.y))
+        .unwrap_or(Point::new(COLUMN_X[column(node.kind)], ROW_Y0))
 }
 
 pub fn in_port(node: &Node) -> Point {
@@ -176,24 +181,40 @@ pub struct View {
 
 impl Default for View {
     fn default() -> Self {
-        View { pan_x: 0.0, pan_y: 0.0, zoom: 1.0 }
+        View {
+            pan_x: 0.0,
+            pan_y: 0.0,
+            zoom: 1.0,
+        }
     }
 }
 
 impl View {
     pub fn to_world(self, screen: Point) -> Point {
-        Point::new((screen.x - self.pan_x) / self.zoom, (screen.y - self.pan_y) / self.zoom)
+        Point::new(
+            (screen.x - self.pan_x) / self.zoom,
+            (screen.y - self.pan_y) / self.zoom,
+        )
     }
 
     /// Zooms by `factor`, keeping the world point under `screen` where it is.
     pub fn zoom_at(self, screen: Point, factor: f64) -> View {
         let zoom = (self.zoom * factor).clamp(ZOOM_MIN, ZOOM_MAX);
         let world = self.to_world(screen);
-        View { pan_x: screen.x - world.x * zoom, pan_y: screen.y - world.y * zoom, zoom }
+        View {
+            pan_x: screen.x - world.x * zoom,
+            pan_y: screen.y - world.y * zoom,
+            zoom,
+        }
     }
 
     pub fn transform(self) -> String {
-        format!("translate({} {}) scale({})", num(self.pan_x), num(self.pan_y), num(self.zoom))
+        format!(
+            "translate({} {}) scale({})",
+            num(self.pan_x),
+            num(self.pan_y),
+            num(self.zoom)
+        )
     }
 }
 
@@ -212,7 +233,9 @@ pub fn fit(design: &Design, width: f64, height: f64) -> View {
         x1 = x1.max(p.x + NODE_W + PORT_R);
         y1 = y1.max(p.y + NODE_H);
     }
-    let zoom = ((width - 2.0 * margin) / (x1 - x0)).min((height - 2.0 * margin) / (y1 - y0)).clamp(ZOOM_MIN, 1.0);
+    let zoom = ((width - 2.0 * margin) / (x1 - x0))
+        .min((height - 2.0 * margin) / (y1 - y0))
+        .clamp(ZOOM_MIN, 1.0);
     let pan_x = (width - (x1 - x0) * zoom) / 2.0 - x0 * zoom;
     let pan_y = (height - (y1 - y0) * zoom) / 2.0 - y0 * zoom;
     View { pan_x, pan_y, zoom }
@@ -227,7 +250,10 @@ pub struct History<T> {
 
 impl<T> Default for History<T> {
     fn default() -> Self {
-        History { past: Vec::new(), future: Vec::new() }
+        History {
+            past: Vec::new(),
+            future: Vec::new(),
+        }
     }
 }
 
@@ -288,18 +314,33 @@ pub fn fresh_id(design: &Design, kind: NodeKind, hint: Option<&str>) -> String {
     if !taken(stem) {
         return stem.to_string();
     }
-    (2..=shared::design::MAX_NODES + 2).map(|n| format!("{stem}{n}")).find(|id| !taken(id)).unwrap_or_else(|| format!("{stem}-new"))
+    (2..=shared::design::MAX_NODES + 2)
+        .map(|n| format!("{stem}{n}"))
+        .find(|id| !taken(id))
+        .unwrap_or_else(|| format!("{stem}-new"))
 }
 
 /// The option values a student may pick for one option of a kind in this scenario, in the
 /// order the product lists them. Empty for options that are not a choice.
 pub fn allowed_values(scenario: &Scenario, kind: NodeKind, option: &str) -> Vec<String> {
-    let Some(spec) = kind.options().iter().find(|s| s.name == option) else { return Vec::new() };
+    let Some(spec) = kind.options().iter().find(|s| s.name == option) else {
+        return Vec::new();
+    };
     let palette = scenario.palette.kind(kind).and_then(|p| p.get(option));
     let all: Vec<String> = match spec.values {
         OptionValues::Choice(values) => values.iter().map(|v| v.to_string()).collect(),
-        OptionValues::SourceTable => scenario.tables.iter().filter(|t| t.role == TableRole::Source).map(|t| t.name.clone()).collect(),
-        OptionValues::SinkTable => scenario.tables.iter().filter(|t| t.role == TableRole::Sink).map(|t| t.name.clone()).collect(),
+        OptionValues::SourceTable => scenario
+            .tables
+            .iter()
+            .filter(|t| t.role == TableRole::Source)
+            .map(|t| t.name.clone())
+            .collect(),
+        OptionValues::SinkTable => scenario
+            .tables
+            .iter()
+            .filter(|t| t.role == TableRole::Sink)
+            .map(|t| t.name.clone())
+            .collect(),
         OptionValues::Stream => scenario.streams.iter().map(|s| s.name.clone()).collect(),
         OptionValues::Count { .. } | OptionValues::Key => return Vec::new(),
     };
@@ -311,7 +352,10 @@ pub fn allowed_values(scenario: &Scenario, kind: NodeKind, option: &str) -> Vec<
 
 /// The kinds this scenario's palette offers, in the product's order.
 pub fn palette_kinds(scenario: &Scenario) -> Vec<NodeKind> {
-    NodeKind::ALL.into_iter().filter(|k| scenario.palette.kind(*k).is_some()).collect()
+    NodeKind::ALL
+        .into_iter()
+        .filter(|k| scenario.palette.kind(*k).is_some())
+        .collect()
 }
 
 /// The options a new node starts with: every choice at its first allowed value, and the
@@ -324,7 +368,12 @@ pub fn default_options(scenario: &Scenario, design: &Design, kind: NodeKind) -> 
             OptionValues::Key | OptionValues::Count { .. } => {}
             OptionValues::SourceTable | OptionValues::SinkTable | OptionValues::Stream => {
                 let values = allowed_values(scenario, kind, spec.name);
-                let used = |v: &String| design.nodes.iter().any(|n| n.kind == kind && n.options.get(spec.name).and_then(Json::as_str) == Some(v.as_str()));
+                let used = |v: &String| {
+                    design.nodes.iter().any(|n| {
+                        n.kind == kind
+                            && n.options.get(spec.name).and_then(Json::as_str) == Some(v.as_str())
+                    })
+                };
                 if let Some(v) = values.iter().find(|v| !used(v)).or(values.first()) {
                     options.insert(spec.name.into(), Json::from(v.clone()));
                 }
@@ -349,7 +398,10 @@ pub struct Editor {
 impl Editor {
     pub fn new(mut design: Design) -> Editor {
         lay_out(&mut design);
-        Editor { design, history: History::default() }
+        Editor {
+            design,
+            history: History::default(),
+        }
     }
 
     pub fn design(&self) -> &Design {
@@ -372,11 +424,25 @@ impl Editor {
     pub fn add_node(&mut self, scenario: &Scenario, kind: NodeKind, at: Option<Point>) -> String {
         let options = default_options(scenario, &self.design, kind);
         // A table node is named after its table, so traces and the drawing speak alike.
-        let hint = if kind == NodeKind::Table { options.get("table").and_then(Json::as_str).map(str::to_string) } else { None };
+        let hint = if kind == NodeKind::Table {
+            options
+                .get("table")
+                .and_then(Json::as_str)
+                .map(str::to_string)
+        } else {
+            None
+        };
         let id = fresh_id(&self.design, kind, hint.as_deref());
-        let p = at.map(snap_point).unwrap_or_else(|| free_spot(&self.design, kind));
+        let p = at
+            .map(snap_point)
+            .unwrap_or_else(|| free_spot(&self.design, kind));
         self.record();
-        self.design.nodes.push(Node { id: id.clone(), kind, options, position: Some(Position { x: p.x, y: p.y }) });
+        self.design.nodes.push(Node {
+            id: id.clone(),
+            kind,
+            options,
+            position: Some(Position { x: p.x, y: p.y }),
+        });
         id
     }
 
@@ -399,7 +465,10 @@ impl Editor {
     pub fn nudge(&mut self, id: &str, steps_x: i32, steps_y: i32) {
         let Some(node) = self.node(id) else { return };
         let p = position(node);
-        let target = snap_point(Point::new(p.x + f64::from(steps_x) * GRID, p.y + f64::from(steps_y) * GRID));
+        let target = snap_point(Point::new(
+            p.x + f64::from(steps_x) * GRID,
+            p.y + f64::from(steps_y) * GRID,
+        ));
         if target != p {
             self.record();
             self.place(id, target);
@@ -417,7 +486,12 @@ impl Editor {
         if let Some(why) = wiring_refusal(s.kind, t.kind) {
             return Some(why);
         }
-        if self.design.edges.iter().any(|e| e.from == source && e.to == target) {
+        if self
+            .design
+            .edges
+            .iter()
+            .any(|e| e.from == source && e.to == target)
+        {
             return Some(format!("\"{source}\" already feeds \"{target}\""));
         }
         if let Some(existing) = self.design.edges.iter().find(|e| e.to == target) {
@@ -425,7 +499,10 @@ impl Editor {
         }
         if s.kind == NodeKind::StreamConsumer {
             if let Some(existing) = self.design.edges.iter().find(|e| e.from == source) {
-                return Some(format!("a stream consumer writes one table, and \"{source}\" already writes \"{}\"", existing.to));
+                return Some(format!(
+                    "a stream consumer writes one table, and \"{source}\" already writes \"{}\"",
+                    existing.to
+                ));
             }
         }
         None
@@ -436,7 +513,10 @@ impl Editor {
             return Err(why);
         }
         self.record();
-        self.design.edges.push(Edge { from: source.into(), to: target.into() });
+        self.design.edges.push(Edge {
+            from: source.into(),
+            to: target.into(),
+        });
         Ok(())
     }
 
@@ -452,11 +532,18 @@ impl Editor {
     }
 
     pub fn delete_edge(&mut self, source: &str, target: &str) -> bool {
-        if !self.design.edges.iter().any(|e| e.from == source && e.to == target) {
+        if !self
+            .design
+            .edges
+            .iter()
+            .any(|e| e.from == source && e.to == target)
+        {
             return false;
         }
         self.record();
-        self.design.edges.retain(|e| !(e.from == source && e.to == target));
+        self.design
+            .edges
+            .retain(|e| !(e.from == source && e.to == target));
         true
     }
 
@@ -515,7 +602,10 @@ impl Editor {
 }
 
 fn empty() -> Design {
-    Design { nodes: Vec::new(), edges: Vec::new() }
+    Design {
+        nodes: Vec::new(),
+        edges: Vec::new(),
+    }
 }
 
 #[cfg(test)]
@@ -523,7 +613,11 @@ mod tests {
     use super::*;
 
     fn scenario() -> Scenario {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/safe-retry.json")).unwrap();
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scenarios/safe-retry.json"
+        ))
+        .unwrap();
         Scenario::from_json(&text).unwrap()
     }
 
@@ -547,13 +641,22 @@ mod tests {
         assert_eq!(hit_test(&design, out_port(job)), Hit::OutPort("job".into()));
         assert_eq!(hit_test(&design, in_port(job)), Hit::InPort("job".into()));
         let p = position(job);
-        assert_eq!(hit_test(&design, Point::new(p.x + NODE_W / 2.0, p.y + 10.0)), Hit::Node("job".into()));
-        assert_eq!(hit_test(&design, Point::new(p.x - 50.0, p.y - 50.0)), Hit::Empty);
+        assert_eq!(
+            hit_test(&design, Point::new(p.x + NODE_W / 2.0, p.y + 10.0)),
+            Hit::Node("job".into())
+        );
+        assert_eq!(
+            hit_test(&design, Point::new(p.x - 50.0, p.y - 50.0)),
+            Hit::Empty
+        );
         // A source has no input port and a table has no output port.
         let src = design.nodes.iter().find(|n| n.id == "src").unwrap();
         assert_eq!(hit_test(&design, in_port(src)), Hit::Node("src".into()));
         let orders = design.nodes.iter().find(|n| n.id == "orders").unwrap();
-        assert_eq!(hit_test(&design, out_port(orders)), Hit::Node("orders".into()));
+        assert_eq!(
+            hit_test(&design, out_port(orders)),
+            Hit::Node("orders".into())
+        );
     }
 
     #[test]
@@ -575,11 +678,28 @@ mod tests {
         for node in &design.nodes {
             let p = position(node);
             for corner in [Point::new(p.x, p.y), Point::new(p.x + NODE_W, p.y + NODE_H)] {
-                let screen = Point::new(corner.x * view.zoom + view.pan_x, corner.y * view.zoom + view.pan_y);
-                assert!(screen.x >= 0.0 && screen.x <= 640.0 && screen.y >= 0.0 && screen.y <= 400.0, "{} at {screen:?}", node.id);
+                let screen = Point::new(
+                    corner.x * view.zoom + view.pan_x,
+                    corner.y * view.zoom + view.pan_y,
+                );
+                assert!(
+                    screen.x >= 0.0 && screen.x <= 640.0 && screen.y >= 0.0 && screen.y <= 400.0,
+                    "{} at {screen:?}",
+                    node.id
+                );
             }
         }
-        assert_eq!(fit(&Design { nodes: Vec::new(), edges: Vec::new() }, 640.0, 400.0), View::default());
+        assert_eq!(
+            fit(
+                &Design {
+                    nodes: Vec::new(),
+                    edges: Vec::new()
+                },
+                640.0,
+                400.0
+            ),
+            View::default()
+        );
     }
 
     #[test]
@@ -593,37 +713,67 @@ mod tests {
 
     #[test]
     fn edge_paths_run_from_port_to_port() {
-        assert_eq!(edge_path(Point::new(0.0, 0.0), Point::new(200.0, 40.0)), "M 0 0 C 100 0, 100 40, 200 40");
+        assert_eq!(
+            edge_path(Point::new(0.0, 0.0), Point::new(200.0, 40.0)),
+            "M 0 0 C 100 0, 100 40, 200 40"
+        );
     }
 
     #[test]
     fn connection_rules_refuse_with_a_reason() {
         let scenario = scenario();
-        let mut editor = Editor::new(Design { nodes: Vec::new(), edges: Vec::new() });
+        let mut editor = Editor::new(Design {
+            nodes: Vec::new(),
+            edges: Vec::new(),
+        });
         let src = editor.add_node(&scenario, NodeKind::SourceTable, None);
         let job = editor.add_node(&scenario, NodeKind::BatchJob, None);
         let orders = editor.add_node(&scenario, NodeKind::Table, None);
         let rev = editor.add_node(&scenario, NodeKind::Table, None);
-        assert_eq!((src.as_str(), job.as_str(), orders.as_str(), rev.as_str()), ("src", "job", "orders", "daily_revenue"));
-        assert_eq!(editor.connect(&orders, &job).unwrap_err(), "a warehouse table is where data ends; it cannot feed a batch job");
-        assert_eq!(editor.connect(&job, &src).unwrap_err(), "a source table is where data starts; nothing can feed it");
-        assert_eq!(editor.connect(&job, &job).unwrap_err(), "a node cannot feed itself");
+        assert_eq!(
+            (src.as_str(), job.as_str(), orders.as_str(), rev.as_str()),
+            ("src", "job", "orders", "daily_revenue")
+        );
+        assert_eq!(
+            editor.connect(&orders, &job).unwrap_err(),
+            "a warehouse table is where data ends; it cannot feed a batch job"
+        );
+        assert_eq!(
+            editor.connect(&job, &src).unwrap_err(),
+            "a source table is where data starts; nothing can feed it"
+        );
+        assert_eq!(
+            editor.connect(&job, &job).unwrap_err(),
+            "a node cannot feed itself"
+        );
         editor.connect(&src, &job).unwrap();
-        assert!(editor.connect(&src, &job).unwrap_err().contains("already feeds"));
+        assert!(editor
+            .connect(&src, &job)
+            .unwrap_err()
+            .contains("already feeds"));
         editor.connect(&job, &orders).unwrap();
         editor.connect(&job, &rev).unwrap();
         let valid = shared::validate(&scenario, editor.design().clone());
-        assert!(valid.is_ok(), "a design built on the canvas is valid: {valid:?}");
+        assert!(
+            valid.is_ok(),
+            "a design built on the canvas is valid: {valid:?}"
+        );
     }
 
     #[test]
     fn new_nodes_get_free_spots_and_unique_ids() {
         let scenario = scenario();
-        let mut editor = Editor::new(Design { nodes: Vec::new(), edges: Vec::new() });
+        let mut editor = Editor::new(Design {
+            nodes: Vec::new(),
+            edges: Vec::new(),
+        });
         let a = editor.add_node(&scenario, NodeKind::BatchJob, None);
         let b = editor.add_node(&scenario, NodeKind::BatchJob, None);
         assert_eq!((a.as_str(), b.as_str()), ("job", "job2"));
-        assert_ne!(position(editor.node(&a).unwrap()), position(editor.node(&b).unwrap()));
+        assert_ne!(
+            position(editor.node(&a).unwrap()),
+            position(editor.node(&b).unwrap())
+        );
         let options = &editor.node(&a).unwrap().options;
         // The palette offers only logical_date, so that is the default here.
         assert_eq!(options["date_filter"], "logical_date");
@@ -644,7 +794,10 @@ mod tests {
         editor.place("src", Point::new(103.0, 207.0));
         editor.place("src", Point::new(143.0, 227.0));
         editor.finish_gesture(before.clone());
-        assert_eq!(position(editor.node("src").unwrap()), Point::new(140.0, 220.0));
+        assert_eq!(
+            position(editor.node("src").unwrap()),
+            Point::new(140.0, 220.0)
+        );
         // Four edits, one of them a drag of two moves.
         assert!(editor.undo());
         assert_eq!(editor.design(), &before);
@@ -652,7 +805,10 @@ mod tests {
         assert_eq!(editor.design(), &original);
         assert!(!editor.undo());
         assert!(editor.redo());
-        assert_eq!(editor.node("orders").unwrap().options["write"], "delete_insert");
+        assert_eq!(
+            editor.node("orders").unwrap().options["write"],
+            "delete_insert"
+        );
         // A new edit forgets the redo branch.
         editor.set_option("job", "transaction", Json::from("per_run"));
         assert!(!editor.can_redo());
@@ -689,8 +845,14 @@ mod tests {
             "edges":[{"from":"a","to":"c"},{"from":"c","to":"x"}]}"#;
         let design = shared::design::parse_design(text).unwrap();
         let mut editor = Editor::new(design);
-        assert!(editor.connect("b", "c").unwrap_err().contains("already reads from \"a\""));
-        assert!(editor.connect("c", "y").unwrap_err().contains("writes one table"));
+        assert!(editor
+            .connect("b", "c")
+            .unwrap_err()
+            .contains("already reads from \"a\""));
+        assert!(editor
+            .connect("c", "y")
+            .unwrap_err()
+            .contains("writes one table"));
         assert!(editor.delete_edge("a", "c"));
         editor.connect("b", "c").unwrap();
     }

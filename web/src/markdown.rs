@@ -38,13 +38,18 @@ pub fn parse(text: &str) -> Vec<Block> {
         if trimmed.is_empty() {
             flush_paragraph(&mut paragraph, &mut blocks);
             flush_list(&mut list, &mut blocks);
-        } else if let Some(item) = trimmed.strip_prefix("- ").or_else(|| trimmed.strip_prefix("* ")) {
+        } else if let Some(item) = trimmed
+            .strip_prefix("- ")
+            .or_else(|| trimmed.strip_prefix("* "))
+        {
             flush_paragraph(&mut paragraph, &mut blocks);
             list.push(item.to_string());
         } else if trimmed.starts_with('#') {
             flush_paragraph(&mut paragraph, &mut blocks);
             flush_list(&mut list, &mut blocks);
-            blocks.push(Block::Heading(inline(trimmed.trim_start_matches('#').trim())));
+            blocks.push(Block::Heading(inline(
+                trimmed.trim_start_matches('#').trim(),
+            )));
         } else if !list.is_empty() && line.starts_with(' ') {
             // A continuation line of the last list item.
             if let Some(last) = list.last_mut() {
@@ -70,7 +75,10 @@ pub fn inline(text: &str) -> Vec<Inline> {
             ("**", Inline::Strong)
         } else if c == '`' {
             ("`", Inline::Code)
-        } else if (c == '*' || c == '_') && !rest[1..].starts_with(char::is_whitespace) && (c == '*' || plain.chars().last().is_none_or(|p| !p.is_alphanumeric())) {
+        } else if (c == '*' || c == '_')
+            && !rest[1..].starts_with(char::is_whitespace)
+            && (c == '*' || plain.chars().last().is_none_or(|p| !p.is_alphanumeric()))
+        {
             (if c == '*' { "*" } else { "_" }, Inline::Emphasis)
         } else {
             plain.push(c);
@@ -117,7 +125,10 @@ mod tests {
                     Inline::Emphasis("crashes".into()),
                     Inline::Text(".".into()),
                 ]),
-                Block::List(vec![vec![Inline::Text("one".into())], vec![Inline::Text("two ".into()), Inline::Code("x".into())]]),
+                Block::List(vec![
+                    vec![Inline::Text("one".into())],
+                    vec![Inline::Text("two ".into()), Inline::Code("x".into())]
+                ]),
                 Block::Heading(vec![Inline::Text("Then".into())]),
             ]
         );
@@ -125,7 +136,13 @@ mod tests {
 
     #[test]
     fn unmatched_marks_and_snake_case_stay_text() {
-        assert_eq!(inline("a * b and daily_revenue_x"), vec![Inline::Text("a * b and daily_revenue_x".into())]);
-        assert_eq!(inline("<b>not html</b>"), vec![Inline::Text("<b>not html</b>".into())]);
+        assert_eq!(
+            inline("a * b and daily_revenue_x"),
+            vec![Inline::Text("a * b and daily_revenue_x".into())]
+        );
+        assert_eq!(
+            inline("<b>not html</b>"),
+            vec![Inline::Text("<b>not html</b>".into())]
+        );
     }
 }

@@ -28,11 +28,23 @@ pub fn initial_tables(scenario: &Scenario) -> BTreeMap<String, TableView> {
         .tables
         .iter()
         .filter(|t| t.role == TableRole::Sink)
-        .map(|t| (t.name.clone(), TableView { columns: t.columns.iter().map(|c| c.name.clone()).collect(), rows: t.rows.clone() }))
+        .map(|t| {
+            (
+                t.name.clone(),
+                TableView {
+                    columns: t.columns.iter().map(|c| c.name.clone()).collect(),
+                    rows: t.rows.clone(),
+                },
+            )
+        })
         .collect()
 }
 
-pub fn frame(counterexample: &Counterexample, initial: &BTreeMap<String, TableView>, index: usize) -> Option<Frame> {
+pub fn frame(
+    counterexample: &Counterexample,
+    initial: &BTreeMap<String, TableView>,
+    index: usize,
+) -> Option<Frame> {
     let entry = counterexample.trace.get(index)?;
     let mut tables = initial.clone();
     for earlier in &counterexample.trace[..=index] {
@@ -80,7 +92,11 @@ mod tests {
     use super::*;
 
     fn scenario() -> Scenario {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/safe-retry.json")).unwrap();
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scenarios/safe-retry.json"
+        ))
+        .unwrap();
         Scenario::from_json(&text).unwrap()
     }
 
@@ -89,19 +105,40 @@ mod tests {
         let scenario = scenario();
         let start = scenario.starting_design.clone().unwrap();
         let verdict = shared::check_json(&scenario, &start).unwrap();
-        let missed = verdict.requirements.iter().find(|r| r.id == "revenue-correct").unwrap();
+        let missed = verdict
+            .requirements
+            .iter()
+            .find(|r| r.id == "revenue-correct")
+            .unwrap();
         let ce = missed.counterexample.as_ref().unwrap();
-        assert_eq!((ce.expected.as_str(), ce.actual.as_str()), ("25.00", "50.00"));
+        assert_eq!(
+            (ce.expected.as_str(), ce.actual.as_str()),
+            ("25.00", "50.00")
+        );
         let initial = initial_tables(&scenario);
         assert_eq!(initial["daily_revenue"].rows.len(), 1);
-        let frames: Vec<Frame> = (0..ce.trace.len()).map(|i| frame(ce, &initial, i).unwrap()).collect();
+        let frames: Vec<Frame> = (0..ce.trace.len())
+            .map(|i| frame(ce, &initial, i).unwrap())
+            .collect();
         assert!(frames.iter().any(|f| f.failure), "the crash is marked");
-        assert!(frames.iter().any(|f| f.node.as_deref() == Some("job")), "the job acts");
+        assert!(
+            frames.iter().any(|f| f.node.as_deref() == Some("job")),
+            "the job acts"
+        );
         assert!(frames.iter().any(|f| f.edge.is_some()), "an edge lights up");
         let last = frames.last().unwrap();
         let revenue = &last.tables["daily_revenue"];
-        let day: Vec<Vec<String>> = revenue.rows.iter().filter(|r| cell_text(&r[0]) == "2026-01-10").map(|r| r.iter().map(cell_text).collect()).collect();
-        assert_eq!(day, vec![vec!["2026-01-10".to_string(), "50.00".to_string()]], "the doubled revenue is visible at the end");
+        let day: Vec<Vec<String>> = revenue
+            .rows
+            .iter()
+            .filter(|r| cell_text(&r[0]) == "2026-01-10")
+            .map(|r| r.iter().map(cell_text).collect())
+            .collect();
+        assert_eq!(
+            day,
+            vec![vec!["2026-01-10".to_string(), "50.00".to_string()]],
+            "the doubled revenue is visible at the end"
+        );
         assert!(frame(ce, &initial, ce.trace.len()).is_none());
     }
 

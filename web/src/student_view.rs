@@ -9,15 +9,32 @@ use shared::Scenario;
 
 /// Fields of a scenario file the canvas knows.
 const SCENARIO_FIELDS: &[&str] = &[
-    "$schema", "id", "order", "title", "task", "concepts", "tables", "streams", "senders", "job", "runs", "failures", "palette", "starting_design", "requirements",
-    "reference_designs", "wrong_designs",
+    "$schema",
+    "id",
+    "order",
+    "title",
+    "task",
+    "concepts",
+    "tables",
+    "streams",
+    "senders",
+    "job",
+    "runs",
+    "failures",
+    "palette",
+    "starting_design",
+    "requirements",
+    "reference_designs",
+    "wrong_designs",
 ];
 
 pub fn scenario(mut json: Json) -> Result<Scenario, String> {
     if let Some(object) = json.as_object_mut() {
         object.retain(|k, _| SCENARIO_FIELDS.contains(&k.as_str()));
         for field in ["reference_designs", "wrong_designs"] {
-            object.entry(field).or_insert_with(|| Json::Array(Vec::new()));
+            object
+                .entry(field)
+                .or_insert_with(|| Json::Array(Vec::new()));
         }
         if let Some(Json::Array(requirements)) = object.get_mut("requirements") {
             for r in requirements.iter_mut().filter_map(Json::as_object_mut) {
@@ -27,7 +44,8 @@ pub fn scenario(mut json: Json) -> Result<Scenario, String> {
     }
     // Parsed from text rather than from the `Value`, so that the app carries one set of
     // deserializers for the scenario's many types (a size budget matter).
-    Scenario::from_json(&json.to_string()).map_err(|e| format!("the scenario could not be read: {e}"))
+    Scenario::from_json(&json.to_string())
+        .map_err(|e| format!("the scenario could not be read: {e}"))
 }
 
 #[cfg(test)]
@@ -44,7 +62,8 @@ mod tests {
             if !name.ends_with(".json") || name.contains("schema") {
                 continue;
             }
-            let mut json: Json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let mut json: Json =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
             let object = json.as_object_mut().unwrap();
             // What the server leaves out, and something it might add.
             object.remove("reference_designs");

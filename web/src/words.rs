@@ -45,27 +45,72 @@ pub fn option_title(option: &str) -> &'static str {
 /// A short label and one line in the chapter's words for an option value.
 pub fn value_words(option: &str, value: &str) -> (&'static str, &'static str) {
     match (option, value) {
-        ("date_filter", "current_date_minus_1") => ("Clock: CURRENT_DATE - 1", "asks the clock; a retry after midnight loads another day"),
-        ("date_filter", "logical_date") => ("Logical date", "the day the run is for, the same on every retry"),
-        ("transaction", "none") => ("None (autocommit)", "each statement commits on its own; a crash leaves half a run behind"),
-        ("transaction", "per_run") => ("One per run", "BEGIN … COMMIT around all steps; a crash rolls everything back"),
+        ("date_filter", "current_date_minus_1") => (
+            "Clock: CURRENT_DATE - 1",
+            "asks the clock; a retry after midnight loads another day",
+        ),
+        ("date_filter", "logical_date") => (
+            "Logical date",
+            "the day the run is for, the same on every retry",
+        ),
+        ("transaction", "none") => (
+            "None (autocommit)",
+            "each statement commits on its own; a crash leaves half a run behind",
+        ),
+        ("transaction", "per_run") => (
+            "One per run",
+            "BEGIN … COMMIT around all steps; a crash rolls everything back",
+        ),
         ("loaded_at", "none") => ("Not stamped", "rows carry no load time"),
         ("loaded_at", "now") => ("now()", "a retry gets a different time, so the rows change"),
-        ("loaded_at", "logical_date") => ("The logical date", "the same stamp on every retry and rerun"),
+        ("loaded_at", "logical_date") => (
+            "The logical date",
+            "the same stamp on every retry and rerun",
+        ),
         ("write", "append") => ("Append", "plain INSERT: a repeat lands as a new row"),
-        ("write", "delete_insert") => ("Delete-insert the day", "replaces the day's partition: “set to ON”, safe to repeat"),
-        ("write", "merge") => ("Merge by key", "MERGE: a known key is updated, a new one inserted"),
-        ("write", "insert_ignore") => ("Insert, skip known keys", "ON CONFLICT DO NOTHING: a repeat is skipped"),
-        ("offset_commit", "before_write") => ("Commit before write", "at-most-once: a crash can lose a message"),
-        ("offset_commit", "after_write") => ("Commit after write", "at-least-once: a crash can repeat a message"),
-        ("offset_commit", "with_write") => ("Offset with the rows", "one transaction for row and offset: effectively-once"),
+        ("write", "delete_insert") => (
+            "Delete-insert the day",
+            "replaces the day's partition: “set to ON”, safe to repeat",
+        ),
+        ("write", "merge") => (
+            "Merge by key",
+            "MERGE: a known key is updated, a new one inserted",
+        ),
+        ("write", "insert_ignore") => (
+            "Insert, skip known keys",
+            "ON CONFLICT DO NOTHING: a repeat is skipped",
+        ),
+        ("offset_commit", "before_write") => (
+            "Commit before write",
+            "at-most-once: a crash can lose a message",
+        ),
+        ("offset_commit", "after_write") => (
+            "Commit after write",
+            "at-least-once: a crash can repeat a message",
+        ),
+        ("offset_commit", "with_write") => (
+            "Offset with the rows",
+            "one transaction for row and offset: effectively-once",
+        ),
         ("dedupe", "none") => ("No", "every message that arrives is written"),
-        ("dedupe", "in_memory") => ("Recent keys in memory", "a restart forgets them, and a late copy is missed"),
+        ("dedupe", "in_memory") => (
+            "Recent keys in memory",
+            "a restart forgets them, and a late copy is missed",
+        ),
         ("on_timeout", "give_up") => ("Give up", "at-most-once: a lost message stays lost"),
         ("on_timeout", "resend") => ("Resend", "at-least-once: a lost ack causes a repeat"),
-        ("idempotency_key", "none") => ("None", "the receiver cannot tell a resend from a new action"),
-        ("idempotency_key", "per_attempt") => ("New key per send", "a resend carries a new key, so it looks new"),
-        ("idempotency_key", "per_action") => ("One key per action", "made once and sent again with every retry: a resend is recognised"),
+        ("idempotency_key", "none") => (
+            "None",
+            "the receiver cannot tell a resend from a new action",
+        ),
+        ("idempotency_key", "per_attempt") => (
+            "New key per send",
+            "a resend carries a new key, so it looks new",
+        ),
+        ("idempotency_key", "per_action") => (
+            "One key per action",
+            "made once and sent again with every retry: a resend is recognised",
+        ),
         ("table", _) => ("", "the table this node stands for"),
         ("topic", _) => ("", "the stream this node reads"),
         _ => ("", ""),
@@ -82,14 +127,31 @@ pub fn value_label(option: &str, value: &str) -> String {
 
 /// A one-line summary of a node's options, shown on the node itself.
 pub fn node_summary(node: &shared::design::Node) -> String {
-    let get = |name: &str| node.options.get(name).and_then(|v| v.as_str()).unwrap_or("");
+    let get = |name: &str| {
+        node.options
+            .get(name)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+    };
     match node.kind {
         NodeKind::SourceTable => get("table").to_string(),
         NodeKind::Stream => get("topic").to_string(),
-        NodeKind::Sender => format!("{} · key {}", value_label("on_timeout", get("on_timeout")), get("idempotency_key").replace('_', " ")),
+        NodeKind::Sender => format!(
+            "{} · key {}",
+            value_label("on_timeout", get("on_timeout")),
+            get("idempotency_key").replace('_', " ")
+        ),
         NodeKind::BatchJob => {
-            let tx = if get("transaction") == "per_run" { "1 transaction" } else { "autocommit" };
-            let day = if get("date_filter") == "current_date_minus_1" { "clock" } else { "logical date" };
+            let tx = if get("transaction") == "per_run" {
+                "1 transaction"
+            } else {
+                "autocommit"
+            };
+            let day = if get("date_filter") == "current_date_minus_1" {
+                "clock"
+            } else {
+                "logical date"
+            };
             format!("{day} · {tx}")
         }
         NodeKind::StreamConsumer => {
@@ -119,7 +181,11 @@ mod tests {
                 if let shared::design::OptionValues::Choice(values) = spec.values {
                     for v in values {
                         let (label, line) = value_words(spec.name, v);
-                        assert!(!label.is_empty() && !line.is_empty(), "{kind} {} {v}", spec.name);
+                        assert!(
+                            !label.is_empty() && !line.is_empty(),
+                            "{kind} {} {v}",
+                            spec.name
+                        );
                     }
                 }
                 assert_ne!(option_title(spec.name), "Option", "{}", spec.name);
@@ -129,6 +195,12 @@ mod tests {
 
     #[test]
     fn chapter_words_for_offset_commit() {
-        assert_eq!(value_words("offset_commit", "after_write"), ("Commit after write", "at-least-once: a crash can repeat a message"));
+        assert_eq!(
+            value_words("offset_commit", "after_write"),
+            (
+                "Commit after write",
+                "at-least-once: a crash can repeat a message"
+            )
+        );
     }
 }

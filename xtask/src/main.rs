@@ -46,7 +46,10 @@ fn main() -> ExitCode {
 }
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
 }
 
 fn target_dir() -> PathBuf {
@@ -63,7 +66,9 @@ fn cargo() -> Command {
 }
 
 fn status(cmd: &mut Command) -> Result<(), String> {
-    let s = cmd.status().map_err(|e| format!("could not start {cmd:?}: {e}"))?;
+    let s = cmd
+        .status()
+        .map_err(|e| format!("could not start {cmd:?}: {e}"))?;
     if s.success() {
         Ok(())
     } else {
@@ -80,9 +85,17 @@ fn step(what: &str) {
 // ---------------------------------------------------------------------------------------------
 
 fn ensure_wasm_target() -> Result<(), String> {
-    let installed = Command::new("rustup").args(["target", "list", "--installed"]).output();
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output();
     match installed {
-        Ok(out) if String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == WASM_TARGET) => Ok(()),
+        Ok(out)
+            if String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .any(|l| l.trim() == WASM_TARGET) =>
+        {
+            Ok(())
+        }
         Ok(_) => {
             step(&format!("adding the {WASM_TARGET} target"));
             status(Command::new("rustup").args(["target", "add", WASM_TARGET]))
@@ -97,13 +110,28 @@ fn ensure_wasm_target() -> Result<(), String> {
 fn dist() -> Result<u64, String> {
     ensure_wasm_target()?;
     step("building the browser app (wasm32, profile wasm-release)");
-    status(cargo().args(["build", "-p", "web", "--bin", "web", "--target", WASM_TARGET, "--profile", "wasm-release"]))?;
-    let wasm = target_dir().join(WASM_TARGET).join("wasm-release").join("web.wasm");
+    status(cargo().args([
+        "build",
+        "-p",
+        "web",
+        "--bin",
+        "web",
+        "--target",
+        WASM_TARGET,
+        "--profile",
+        "wasm-release",
+    ]))?;
+    let wasm = target_dir()
+        .join(WASM_TARGET)
+        .join("wasm-release")
+        .join("web.wasm");
     let dist = root().join("web").join("dist");
     if dist.exists() {
-        std::fs::remove_dir_all(&dist).map_err(|e| format!("could not clear {}: {e}", dist.display()))?;
+        std::fs::remove_dir_all(&dist)
+            .map_err(|e| format!("could not clear {}: {e}", dist.display()))?;
     }
-    std::fs::create_dir_all(&dist).map_err(|e| format!("could not create {}: {e}", dist.display()))?;
+    std::fs::create_dir_all(&dist)
+        .map_err(|e| format!("could not create {}: {e}", dist.display()))?;
     step("generating the JS bindings");
     wasm_bindgen_cli_support::Bindgen::new()
         .input_path(&wasm)
@@ -119,18 +147,31 @@ fn dist() -> Result<u64, String> {
     optimize(&out_wasm);
     for file in ["index.html", "style.css"] {
         let from = root().join("web").join(file);
-        std::fs::copy(&from, dist.join(file)).map_err(|e| format!("could not copy {}: {e}", from.display()))?;
+        std::fs::copy(&from, dist.join(file))
+            .map_err(|e| format!("could not copy {}: {e}", from.display()))?;
     }
     let raw = std::fs::metadata(&out_wasm).map(|m| m.len()).unwrap_or(0);
     let gzipped = gzip_size(&out_wasm);
     match gzipped {
         Some(g) => {
-            eprintln!("web/dist/web_bg.wasm: {} KB, {} KB gzipped (budget {} KB)", raw / 1024, g / 1024, WASM_GZIP_BYTES_MAX / 1024);
+            eprintln!(
+                "web/dist/web_bg.wasm: {} KB, {} KB gzipped (budget {} KB)",
+                raw / 1024,
+                g / 1024,
+                WASM_GZIP_BYTES_MAX / 1024
+            );
             if g > WASM_GZIP_BYTES_MAX {
-                return Err(format!("the app's wasm is {} KB gzipped, over the budget of {} KB", g / 1024, WASM_GZIP_BYTES_MAX / 1024));
+                return Err(format!(
+                    "the app's wasm is {} KB gzipped, over the budget of {} KB",
+                    g / 1024,
+                    WASM_GZIP_BYTES_MAX / 1024
+                ));
             }
         }
-        None => eprintln!("web/dist/web_bg.wasm: {} KB (gzip not found, gzipped size unknown)", raw / 1024),
+        None => eprintln!(
+            "web/dist/web_bg.wasm: {} KB (gzip not found, gzipped size unknown)",
+            raw / 1024
+        ),
     }
     eprintln!("built {}", dist.display());
     Ok(gzipped.unwrap_or(raw))
@@ -140,8 +181,10 @@ fn dist() -> Result<u64, String> {
 /// larger than the code, and a browser runs the module without any of them. (Cargo's
 /// `strip = true` would also remove the `target_features` section that wasm-bindgen reads.)
 fn strip_custom_sections(path: &Path) -> Result<(), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("could not read {}: {e}", path.display()))?;
-    let stripped = without_custom_sections(&bytes).ok_or_else(|| format!("{} is not a wasm module", path.display()))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("could not read {}: {e}", path.display()))?;
+    let stripped = without_custom_sections(&bytes)
+        .ok_or_else(|| format!("{} is not a wasm module", path.display()))?;
     std::fs::write(path, stripped).map_err(|e| format!("could not write {}: {e}", path.display()))
 }
 
@@ -181,7 +224,9 @@ fn without_custom_sections(bytes: &[u8]) -> Option<Vec<u8>> {
 /// package `binaryen`) is on PATH. Debian's wasm-opt 108 produces a module that fails at
 /// page load, so older versions are skipped.
 fn optimize(wasm: &Path) {
-    let Ok(out) = Command::new("wasm-opt").arg("--version").output() else { return };
+    let Ok(out) = Command::new("wasm-opt").arg("--version").output() else {
+        return;
+    };
     let text = String::from_utf8_lossy(&out.stdout);
     let version: Option<u32> = text.split_whitespace().find_map(|w| w.parse().ok());
     match version {
@@ -189,7 +234,15 @@ fn optimize(wasm: &Path) {
             step(&format!("wasm-opt {v}: optimizing for size"));
             let optimized = wasm.with_extension("opt.wasm");
             let ok = Command::new("wasm-opt")
-                .args(["-Oz", "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals", "--enable-reference-types", "--enable-multivalue"])
+                .args([
+                    "-Oz",
+                    "--enable-bulk-memory",
+                    "--enable-nontrapping-float-to-int",
+                    "--enable-sign-ext",
+                    "--enable-mutable-globals",
+                    "--enable-reference-types",
+                    "--enable-multivalue",
+                ])
                 .arg(wasm)
                 .arg("-o")
                 .arg(&optimized)
@@ -202,12 +255,19 @@ fn optimize(wasm: &Path) {
                 let _ = std::fs::remove_file(&optimized);
             }
         }
-        _ => eprintln!("(wasm-opt {} skipped: only version 116 or newer is used)", version.map(|v| v.to_string()).unwrap_or_else(|| "?".into())),
+        _ => eprintln!(
+            "(wasm-opt {} skipped: only version 116 or newer is used)",
+            version.map(|v| v.to_string()).unwrap_or_else(|| "?".into())
+        ),
     }
 }
 
 fn gzip_size(path: &Path) -> Option<u64> {
-    let out = Command::new("gzip").args(["-9", "-c"]).arg(path).output().ok()?;
+    let out = Command::new("gzip")
+        .args(["-9", "-c"])
+        .arg(path)
+        .output()
+        .ok()?;
     out.status.success().then_some(out.stdout.len() as u64)
 }
 
@@ -218,7 +278,22 @@ fn gzip_size(path: &Path) -> Option<u64> {
 fn run(extra: &[String]) -> Result<(), String> {
     dist()?;
     step("serving the app and the API");
-    status(cargo().args(["run", "--release", "-p", "server", "--bin", "pipeline-builder", "--", "serve", "--static-dir", "web/dist"]).args(extra))
+    status(
+        cargo()
+            .args([
+                "run",
+                "--release",
+                "-p",
+                "server",
+                "--bin",
+                "pipeline-builder",
+                "--",
+                "serve",
+                "--static-dir",
+                "web/dist",
+            ])
+            .args(extra),
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -229,7 +304,11 @@ fn run(extra: &[String]) -> Result<(), String> {
 /// with `CONFORMANCE_REQUIRE_POSTGRES=1`) PostgreSQL; see docs/conformance.md.
 fn conformance(extra: &[String]) -> Result<(), String> {
     step("conformance: the simulator against real databases");
-    status(cargo().args(["run", "--release", "-p", "conformance", "--"]).args(extra))
+    status(
+        cargo()
+            .args(["run", "--release", "-p", "conformance", "--"])
+            .args(extra),
+    )
 }
 
 fn test(args: &[String]) -> Result<(), String> {
@@ -259,14 +338,27 @@ fn ensure_node_modules(dir: &Path) -> Result<(), String> {
         return Ok(());
     }
     step("installing the browser tests' npm packages (playwright-core)");
-    let sub = if dir.join("package-lock.json").exists() { "ci" } else { "install" };
-    status(Command::new("npm").args([sub, "--no-audit", "--no-fund"]).current_dir(dir))
-        .map_err(|e| format!("{e}\n       (the browser tests need node and npm: apt-get install -y nodejs npm)"))
+    let sub = if dir.join("package-lock.json").exists() {
+        "ci"
+    } else {
+        "install"
+    };
+    status(
+        Command::new("npm")
+            .args([sub, "--no-audit", "--no-fund"])
+            .current_dir(dir),
+    )
+    .map_err(|e| {
+        format!("{e}\n       (the browser tests need node and npm: apt-get install -y nodejs npm)")
+    })
 }
 
 fn free_port() -> Result<u16, String> {
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
-    listener.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| e.to_string())
 }
 
 /// Stops the server when the tests end, however they end.
@@ -280,9 +372,14 @@ impl Drop for Server {
 }
 
 fn healthy(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    if stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").is_err() {
+    if stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .is_err()
+    {
         return false;
     }
     let mut reply = String::new();
@@ -294,12 +391,15 @@ fn healthy(port: u16) -> bool {
 /// log goes to `scratch/server.log`) and waits until it answers /healthz.
 fn start_server(binary: &Path, scratch: &Path, extra: &[&str]) -> Result<(Server, u16), String> {
     let port = free_port()?;
-    std::fs::create_dir_all(scratch).map_err(|e| format!("could not create {}: {e}", scratch.display()))?;
+    std::fs::create_dir_all(scratch)
+        .map_err(|e| format!("could not create {}: {e}", scratch.display()))?;
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(scratch.join(format!("server.db{suffix}")));
     }
     let database = format!("sqlite://{}", scratch.join("server.db").display());
-    step(&format!("starting the server on 127.0.0.1:{port} with a fresh database"));
+    step(&format!(
+        "starting the server on 127.0.0.1:{port} with a fresh database"
+    ));
     let log = std::fs::File::create(scratch.join("server.log")).map_err(|e| e.to_string())?;
     let child = Command::new(binary)
         .current_dir(root())
@@ -321,7 +421,9 @@ fn start_server(binary: &Path, scratch: &Path, extra: &[&str]) -> Result<(Server
             return Err(format!("the server stopped at start ({exit}):\n{log}"));
         }
         if started.elapsed() > Duration::from_secs(SERVER_START_SECONDS_MAX) {
-            return Err(format!("the server did not answer /healthz within {SERVER_START_SECONDS_MAX} s"));
+            return Err(format!(
+                "the server did not answer /healthz within {SERVER_START_SECONDS_MAX} s"
+            ));
         }
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -334,10 +436,18 @@ fn browser_tests() -> Result<(), String> {
     ensure_node_modules(&tests)?;
     dist()?;
     step("building the server (release)");
-    status(cargo().args(["build", "--release", "-p", "server", "--bin", "pipeline-builder"]))?;
+    status(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "server",
+        "--bin",
+        "pipeline-builder",
+    ]))?;
     let binary = target_dir().join("release").join("pipeline-builder");
 
-    let scratch = std::env::temp_dir().join(format!("pipeline-builder-browser-{}", std::process::id()));
+    let scratch =
+        std::env::temp_dir().join(format!("pipeline-builder-browser-{}", std::process::id()));
     let (server, port) = start_server(&binary, &scratch, &["--static-dir", "web/dist"])?;
 
     step("browser tests (Chromium)");
@@ -346,7 +456,11 @@ fn browser_tests() -> Result<(), String> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(&tests)
         .map_err(|e| e.to_string())?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "js" || x == "mjs") && p.file_name().is_some_and(|n| n.to_string_lossy().contains(".test.")))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "js" || x == "mjs")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains(".test."))
+        })
         .collect();
     files.sort();
     let result = status(
@@ -363,7 +477,10 @@ fn browser_tests() -> Result<(), String> {
     if result.is_err() {
         let log = std::fs::read_to_string(scratch.join("server.log")).unwrap_or_default();
         let tail: Vec<&str> = log.lines().rev().take(30).collect();
-        eprintln!("server log (last lines):\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+        eprintln!(
+            "server log (last lines):\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
     } else {
         let _ = std::fs::remove_dir_all(&scratch);
         eprintln!("screenshots in {}", output.display());
@@ -393,15 +510,31 @@ fn newest(path: &Path) -> Option<std::time::SystemTime> {
     if !meta.is_dir() {
         return meta.modified().ok();
     }
-    std::fs::read_dir(path).ok()?.filter_map(|e| e.ok()).filter_map(|e| newest(&e.path())).max()
+    std::fs::read_dir(path)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| newest(&e.path()))
+        .max()
 }
 
 /// The gzipped size of `web/dist`'s WASM when it is newer than every source it is built from.
 fn fresh_dist() -> Option<u64> {
     let wasm = root().join("web").join("dist").join("web_bg.wasm");
     let built = std::fs::metadata(&wasm).and_then(|m| m.modified()).ok()?;
-    let sources = ["web/src", "web/Cargo.toml", "web/index.html", "web/style.css", "shared/src", "shared/Cargo.toml", "Cargo.toml", "Cargo.lock"];
-    let newest_source = sources.iter().filter_map(|s| newest(&root().join(s))).max()?;
+    let sources = [
+        "web/src",
+        "web/Cargo.toml",
+        "web/index.html",
+        "web/style.css",
+        "shared/src",
+        "shared/Cargo.toml",
+        "Cargo.toml",
+        "Cargo.lock",
+    ];
+    let newest_source = sources
+        .iter()
+        .filter_map(|s| newest(&root().join(s)))
+        .max()?;
     if built <= newest_source {
         return None;
     }
@@ -423,15 +556,46 @@ fn bench(args: &[String]) -> Result<(), String> {
     step("building the server and the benchmarks (release)");
     // Two builds, so that the server is compiled with the same features as by `cargo xtask
     // test` and `run`, and neither rebuild undoes the other.
-    status(cargo().args(["build", "--release", "-p", "server", "--bin", "pipeline-builder"]))?;
-    status(cargo().args(["build", "--release", "-p", "bench", "--bin", "pipeline-builder-bench"]))?;
+    status(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "server",
+        "--bin",
+        "pipeline-builder",
+    ]))?;
+    status(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "bench",
+        "--bin",
+        "pipeline-builder-bench",
+    ]))?;
     let server_bin = target_dir().join("release").join("pipeline-builder");
     let bench_bin = target_dir().join("release").join("pipeline-builder-bench");
 
-    let scratch = std::env::temp_dir().join(format!("pipeline-builder-bench-server-{}", std::process::id()));
-    let (server, port) = start_server(&server_bin, &scratch, &["--floor-route", "--rate-limit-per-second", "0"])?;
+    let scratch = std::env::temp_dir().join(format!(
+        "pipeline-builder-bench-server-{}",
+        std::process::id()
+    ));
+    let (server, port) = start_server(
+        &server_bin,
+        &scratch,
+        &["--floor-route", "--rate-limit-per-second", "0"],
+    )?;
     // The same server with no verdict cache: every check runs the simulator.
-    let (uncached, uncached_port) = start_server(&server_bin, &scratch.join("uncached"), &["--floor-route", "--rate-limit-per-second", "0", "--verdict-cache-mb", "0"])?;
+    let (uncached, uncached_port) = start_server(
+        &server_bin,
+        &scratch.join("uncached"),
+        &[
+            "--floor-route",
+            "--rate-limit-per-second",
+            "0",
+            "--verdict-cache-mb",
+            "0",
+        ],
+    )?;
     step("benchmarks");
     let mut child = Command::new(&bench_bin)
         .current_dir(root())
@@ -461,7 +625,10 @@ fn bench(args: &[String]) -> Result<(), String> {
     drop(server);
     drop(uncached);
     if !exit.success() {
-        eprintln!("(the server's log is in {})", scratch.join("server.log").display());
+        eprintln!(
+            "(the server's log is in {})",
+            scratch.join("server.log").display()
+        );
         return Err(format!("the benchmarks failed ({exit})"));
     }
     let _ = std::fs::remove_dir_all(&scratch);
@@ -470,7 +637,9 @@ fn bench(args: &[String]) -> Result<(), String> {
 
 /// The value of a `name: value` line.
 fn bench_value<'a>(line: &'a str, name: &str) -> Option<&'a str> {
-    line.strip_prefix(name).and_then(|rest| rest.strip_prefix(": ")).map(str::trim)
+    line.strip_prefix(name)
+        .and_then(|rest| rest.strip_prefix(": "))
+        .map(str::trim)
 }
 
 /// Every metric once with a finite number, and at least one `scaling:` line whose pairs are
@@ -478,7 +647,10 @@ fn bench_value<'a>(line: &'a str, name: &str) -> Option<&'a str> {
 fn check_bench_output(output: &str) -> Result<(), String> {
     let mut problems = Vec::new();
     for name in BENCH_METRICS {
-        let found: Vec<&str> = output.lines().filter_map(|l| bench_value(l, name)).collect();
+        let found: Vec<&str> = output
+            .lines()
+            .filter_map(|l| bench_value(l, name))
+            .collect();
         match found.as_slice() {
             [v] if v.parse::<f64>().is_ok_and(f64::is_finite) => {}
             [v] => problems.push(format!("{name}: \"{v}\" is not a number")),
@@ -486,21 +658,36 @@ fn check_bench_output(output: &str) -> Result<(), String> {
             _ => problems.push(format!("{} lines \"{name}: …\"", found.len())),
         }
     }
-    let scaling: Vec<&str> = output.lines().filter_map(|l| bench_value(l, "scaling")).collect();
+    let scaling: Vec<&str> = output
+        .lines()
+        .filter_map(|l| bench_value(l, "scaling"))
+        .collect();
     if scaling.is_empty() {
         problems.push("no line \"scaling: …\"".into());
     }
     for v in scaling {
-        let pairs: Vec<(&str, &str)> = v.split_whitespace().filter_map(|p| p.split_once('=')).collect();
-        let numbers = pairs.iter().all(|(_, n)| n.parse::<f64>().is_ok_and(f64::is_finite));
-        if !numbers || !["messages", "schedules", "ms", "ns_per_schedule_message"].iter().all(|k| pairs.iter().any(|(p, _)| p == k)) {
+        let pairs: Vec<(&str, &str)> = v
+            .split_whitespace()
+            .filter_map(|p| p.split_once('='))
+            .collect();
+        let numbers = pairs
+            .iter()
+            .all(|(_, n)| n.parse::<f64>().is_ok_and(f64::is_finite));
+        if !numbers
+            || !["messages", "schedules", "ms", "ns_per_schedule_message"]
+                .iter()
+                .all(|k| pairs.iter().any(|(p, _)| p == k))
+        {
             problems.push(format!("a scaling line without messages, schedules, ms and ns_per_schedule_message as numbers: {v}"));
         }
     }
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!("the benchmarks' output is incomplete:\n  {}", problems.join("\n  ")))
+        Err(format!(
+            "the benchmarks' output is incomplete:\n  {}",
+            problems.join("\n  ")
+        ))
     }
 }
 
@@ -515,9 +702,15 @@ mod tests {
         module.extend_from_slice(&[0, 5, 4, b'n', b'a', b'm', b'e']); // a custom section "name"
         module.extend_from_slice(&[10, 1, 0xcc]); // a code section of one byte
         let stripped = without_custom_sections(&module).unwrap();
-        assert_eq!(stripped, [&module[..8], &[1, 2, 0xaa, 0xbb], &[10, 1, 0xcc]].concat());
+        assert_eq!(
+            stripped,
+            [&module[..8], &[1, 2, 0xaa, 0xbb], &[10, 1, 0xcc]].concat()
+        );
         assert!(without_custom_sections(b"not wasm").is_none());
-        assert!(without_custom_sections(&module[..module.len() - 1]).is_none(), "a truncated module is refused");
+        assert!(
+            without_custom_sections(&module[..module.len() - 1]).is_none(),
+            "a truncated module is refused"
+        );
     }
 
     #[test]
@@ -525,14 +718,24 @@ mod tests {
         let good = "table\nengine_check_ms_median_max: 0.961\nmodel_vs_sqlite_speedup: 103.2\ncheck_vs_floor_throughput_ratio: 0.81\ncheck_p99_ms: 7.20\ncheck_uncached_vs_floor_throughput_ratio: 0.31\ncheck_uncached_p99_ms: 12.5\nwasm_gzip_bytes: 399000\nscaling: one_crash crashes=1 messages=10 schedules=31 runs=5 ms=0.075 ns_per_schedule_message=242.0\nbench_seconds: 15.6\n";
         assert_eq!(check_bench_output(good), Ok(()));
         let missing = good.replace("check_p99_ms: 7.20\n", "");
-        assert!(check_bench_output(&missing).unwrap_err().contains("no line \"check_p99_ms"));
+        assert!(check_bench_output(&missing)
+            .unwrap_err()
+            .contains("no line \"check_p99_ms"));
         let not_a_number = good.replace("0.81", "NaN");
-        assert!(check_bench_output(&not_a_number).unwrap_err().contains("check_vs_floor_throughput_ratio"));
+        assert!(check_bench_output(&not_a_number)
+            .unwrap_err()
+            .contains("check_vs_floor_throughput_ratio"));
         let twice = format!("{good}bench_seconds: 1.0\n");
         assert!(check_bench_output(&twice).is_err());
         let bad_scaling = good.replace("ms=0.075", "ms=fast");
-        assert!(check_bench_output(&bad_scaling).unwrap_err().contains("scaling"));
-        let no_scaling: String = good.lines().filter(|l| !l.starts_with("scaling")).map(|l| format!("{l}\n")).collect();
+        assert!(check_bench_output(&bad_scaling)
+            .unwrap_err()
+            .contains("scaling"));
+        let no_scaling: String = good
+            .lines()
+            .filter(|l| !l.starts_with("scaling"))
+            .map(|l| format!("{l}\n"))
+            .collect();
         assert!(check_bench_output(&no_scaling).is_err());
     }
 }

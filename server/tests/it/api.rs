@@ -5,7 +5,9 @@ use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 use server::Config;
 
-use crate::common::{failing_design, passing_design, spawn_app, spawn_app_on, spawn_app_with, As, TempDir, TestApp};
+use crate::common::{
+    failing_design, passing_design, spawn_app, spawn_app_on, spawn_app_with, As, TempDir, TestApp,
+};
 
 // Sessions.
 
@@ -14,24 +16,44 @@ async fn a_session_is_made_once_and_kept_in_an_http_only_cookie() {
     let app = spawn_app().await;
     let first = app.get("/api/session", &As::nobody()).await;
     assert_eq!(first.status, StatusCode::OK);
-    let set_cookie = first.header("set-cookie").expect("a new session sets its cookie").to_string();
+    let set_cookie = first
+        .header("set-cookie")
+        .expect("a new session sets its cookie")
+        .to_string();
     assert!(set_cookie.starts_with("pb_student=s-"), "{set_cookie}");
     for attribute in ["HttpOnly", "SameSite=Lax", "Path=/"] {
-        assert!(set_cookie.contains(attribute), "{attribute} missing in {set_cookie}");
+        assert!(
+            set_cookie.contains(attribute),
+            "{attribute} missing in {set_cookie}"
+        );
     }
-    assert!(!set_cookie.contains("Secure"), "plain HTTP must not get a Secure cookie: {set_cookie}");
+    assert!(
+        !set_cookie.contains("Secure"),
+        "plain HTTP must not get a Secure cookie: {set_cookie}"
+    );
     assert_eq!(first.body["display_name"], Value::Null);
 
     let cookie = first.cookie().unwrap();
     let again = app.get("/api/session", &As::student(&cookie)).await;
     assert_eq!(again.body["student"], first.body["student"]);
-    assert!(again.header("set-cookie").is_none(), "a known session is not set again");
+    assert!(
+        again.header("set-cookie").is_none(),
+        "a known session is not set again"
+    );
 }
 
 #[tokio::test]
 async fn the_cookie_is_secure_behind_a_tls_proxy() {
     let app = spawn_app().await;
-    let answer = app.send(Method::GET, "/api/session", &As::nobody(), &[("x-forwarded-proto", "https")], None).await;
+    let answer = app
+        .send(
+            Method::GET,
+            "/api/session",
+            &As::nobody(),
+            &[("x-forwarded-proto", "https")],
+            None,
+        )
+        .await;
     assert!(answer.header("set-cookie").unwrap().contains("Secure"));
 }
 
@@ -40,15 +62,28 @@ async fn a_display_name_can_be_set_and_removed() {
     let app = spawn_app().await;
     let (cookie, id) = app.new_student().await;
     let who = As::student(&cookie);
-    let set = app.put("/api/session", &who, &json!({"display_name": "  Ada  "})).await;
+    let set = app
+        .put("/api/session", &who, &json!({"display_name": "  Ada  "}))
+        .await;
     assert_eq!(set.status, StatusCode::OK);
     assert_eq!(set.body, json!({"student": id, "display_name": "Ada"}));
-    assert_eq!(app.get("/api/session", &who).await.body["display_name"], "Ada");
-    let too_long = app.put("/api/session", &who, &json!({"display_name": "x".repeat(81)})).await;
+    assert_eq!(
+        app.get("/api/session", &who).await.body["display_name"],
+        "Ada"
+    );
+    let too_long = app
+        .put(
+            "/api/session",
+            &who,
+            &json!({"display_name": "x".repeat(81)}),
+        )
+        .await;
     assert_eq!(too_long.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(too_long.code(), "invalid_request");
     assert_eq!(too_long.body["error"]["path"], "$.display_name");
-    let removed = app.put("/api/session", &who, &json!({"display_name": null})).await;
+    let removed = app
+        .put("/api/session", &who, &json!({"display_name": null}))
+        .await;
     assert_eq!(removed.body["display_name"], Value::Null);
 }
 
@@ -60,10 +95,23 @@ async fn a_cookie_naming_a_student_the_server_did_not_make_is_ignored() {
     let forged = "s-00000000000000000000000000000001";
     let made = app.post("/api/submissions", &As::grader(&token), &json!({"scenario": "safe-retry", "student": forged, "design": passing_design("safe-retry")})).await;
     assert_eq!(made.status, StatusCode::CREATED);
-    let answer = app.get("/api/session", &As::student(&format!("pb_student={forged}"))).await;
-    assert_ne!(answer.body["student"], forged, "a hand-set cookie must not take over a grader-named student");
+    let answer = app
+        .get(
+            "/api/session",
+            &As::student(&format!("pb_student={forged}")),
+        )
+        .await;
+    assert_ne!(
+        answer.body["student"], forged,
+        "a hand-set cookie must not take over a grader-named student"
+    );
     assert!(answer.header("set-cookie").is_some());
-    let list = app.get("/api/submissions", &As::student(&format!("pb_student={forged}"))).await;
+    let list = app
+        .get(
+            "/api/submissions",
+            &As::student(&format!("pb_student={forged}")),
+        )
+        .await;
     assert_eq!(list.body, json!([]));
 }
 
@@ -74,12 +122,18 @@ async fn the_catalogue_is_in_course_order_with_progress() {
     let app = spawn_app().await;
     let anonymous = app.get("/api/scenarios", &As::nobody()).await;
     assert_eq!(anonymous.status, StatusCode::OK);
-    assert!(anonymous.header("set-cookie").is_none(), "reading the catalogue makes no session");
+    assert!(
+        anonymous.header("set-cookie").is_none(),
+        "reading the catalogue makes no session"
+    );
     let list = anonymous.body.as_array().expect("an array").clone();
     assert!(!list.is_empty());
     assert_eq!(list[0]["id"], "safe-retry");
     let orders: Vec<u64> = list.iter().map(|s| s["order"].as_u64().unwrap()).collect();
-    assert!(orders.windows(2).all(|w| w[0] < w[1]), "course order: {orders:?}");
+    assert!(
+        orders.windows(2).all(|w| w[0] < w[1]),
+        "course order: {orders:?}"
+    );
     for item in &list {
         assert_eq!(item["progress"], "not_tried");
         assert!(item["title"].is_string() && item["concepts"].is_array());
@@ -90,8 +144,19 @@ async fn the_catalogue_is_in_course_order_with_progress() {
     let (cookie, _) = app.new_student().await;
     let who = As::student(&cookie);
     let second = list[1]["id"].as_str().unwrap().to_string();
-    app.put(&format!("/api/drafts/{second}"), &who, &json!({"design": {"nodes": []}})).await;
-    let submitted = app.post("/api/submissions", &who, &json!({"scenario": "safe-retry", "design": passing_design("safe-retry")})).await;
+    app.put(
+        &format!("/api/drafts/{second}"),
+        &who,
+        &json!({"design": {"nodes": []}}),
+    )
+    .await;
+    let submitted = app
+        .post(
+            "/api/submissions",
+            &who,
+            &json!({"scenario": "safe-retry", "design": passing_design("safe-retry")}),
+        )
+        .await;
     assert_eq!(submitted.status, StatusCode::CREATED);
     let mine = app.get("/api/scenarios", &who).await.body;
     assert_eq!(mine[0]["progress"], "passed");
@@ -108,7 +173,20 @@ async fn a_scenario_is_shown_without_its_answers() {
     for hidden in ["reference_designs", "wrong_designs", "$schema"] {
         assert!(!body.contains_key(hidden), "{hidden} must not be shown");
     }
-    for shown in ["id", "order", "title", "task", "concepts", "tables", "job", "runs", "failures", "palette", "starting_design", "requirements"] {
+    for shown in [
+        "id",
+        "order",
+        "title",
+        "task",
+        "concepts",
+        "tables",
+        "job",
+        "runs",
+        "failures",
+        "palette",
+        "starting_design",
+        "requirements",
+    ] {
         assert!(body.contains_key(shown), "{shown} missing");
     }
     for r in body["requirements"].as_array().unwrap() {
@@ -125,14 +203,28 @@ async fn an_unknown_scenario_is_404_everywhere() {
     let who = As::student(&cookie);
     for answer in [
         app.get("/api/scenarios/no-such", &As::nobody()).await,
-        app.post("/api/scenarios/no-such/check", &As::nobody(), &passing_design("safe-retry")).await,
-        app.post("/api/submissions", &who, &json!({"scenario": "no-such", "design": passing_design("safe-retry")})).await,
+        app.post(
+            "/api/scenarios/no-such/check",
+            &As::nobody(),
+            &passing_design("safe-retry"),
+        )
+        .await,
+        app.post(
+            "/api/submissions",
+            &who,
+            &json!({"scenario": "no-such", "design": passing_design("safe-retry")}),
+        )
+        .await,
         app.get("/api/drafts/no-such", &who).await,
-        app.put("/api/drafts/no-such", &who, &json!({"design": {}})).await,
+        app.put("/api/drafts/no-such", &who, &json!({"design": {}}))
+            .await,
     ] {
         assert_eq!(answer.status, StatusCode::NOT_FOUND, "{}", answer.text);
         assert_eq!(answer.code(), "unknown_scenario");
-        assert!(answer.body["error"]["message"].as_str().unwrap().contains("no-such"));
+        assert!(answer.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no-such"));
     }
 }
 
@@ -141,36 +233,85 @@ async fn an_unknown_scenario_is_404_everywhere() {
 #[tokio::test]
 async fn the_check_answers_the_verdict_and_stores_nothing() {
     let app = spawn_app().await;
-    let passed = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &passing_design("safe-retry")).await;
+    let passed = app
+        .post(
+            "/api/scenarios/safe-retry/check",
+            &As::nobody(),
+            &passing_design("safe-retry"),
+        )
+        .await;
     assert_eq!(passed.status, StatusCode::OK);
     assert_eq!(passed.body["passed"], true);
     assert_eq!(passed.body["score"], passed.body["max_score"]);
-    assert!(passed.body["scenario_hash"].as_str().unwrap().starts_with("sha256:"));
+    assert!(passed.body["scenario_hash"]
+        .as_str()
+        .unwrap()
+        .starts_with("sha256:"));
     assert!(passed.body["schedules_explored"].as_u64().unwrap() > 1);
-    assert!(passed.header("set-cookie").is_none(), "the check needs no session");
+    assert!(
+        passed.header("set-cookie").is_none(),
+        "the check needs no session"
+    );
 
-    let missed = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &failing_design()).await;
+    let missed = app
+        .post(
+            "/api/scenarios/safe-retry/check",
+            &As::nobody(),
+            &failing_design(),
+        )
+        .await;
     assert_eq!(missed.status, StatusCode::OK);
     assert_eq!(missed.body["passed"], false);
     let requirement = &missed.body["requirements"][0];
     assert_eq!(requirement["id"], "revenue-correct");
     assert_eq!(requirement["counterexample"]["expected"], "25.00");
     assert_eq!(requirement["counterexample"]["actual"], "50.00");
-    assert!(!requirement["counterexample"]["trace"].as_array().unwrap().is_empty());
+    assert!(!requirement["counterexample"]["trace"]
+        .as_array()
+        .unwrap()
+        .is_empty());
 
     // The same design always gets the same verdict, byte for byte.
-    let again = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &failing_design()).await;
+    let again = app
+        .post(
+            "/api/scenarios/safe-retry/check",
+            &As::nobody(),
+            &failing_design(),
+        )
+        .await;
     assert_eq!(again.text, missed.text);
-    assert!(app.state.store().list_attempts(None, None, 10).await.unwrap().is_empty());
+    assert!(app
+        .state
+        .store()
+        .list_attempts(None, None, 10)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]
 async fn malformed_json_is_400() {
     let app = spawn_app().await;
-    let answer = app.send(Method::POST, "/api/scenarios/safe-retry/check", &As::nobody(), &[], Some(b"{\"nodes\": [".to_vec())).await;
+    let answer = app
+        .send(
+            Method::POST,
+            "/api/scenarios/safe-retry/check",
+            &As::nobody(),
+            &[],
+            Some(b"{\"nodes\": [".to_vec()),
+        )
+        .await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
     assert_eq!(answer.code(), "malformed_json");
-    let empty = app.send(Method::POST, "/api/scenarios/safe-retry/check", &As::nobody(), &[], Some(Vec::new())).await;
+    let empty = app
+        .send(
+            Method::POST,
+            "/api/scenarios/safe-retry/check",
+            &As::nobody(),
+            &[],
+            Some(Vec::new()),
+        )
+        .await;
     assert_eq!(empty.code(), "malformed_json");
 }
 
@@ -179,8 +320,13 @@ async fn an_invalid_design_names_every_problem_with_its_path() {
     let app = spawn_app().await;
     let mut design = passing_design("safe-retry");
     design["nodes"][2]["options"]["write"] = json!("upsert_maybe");
-    design["edges"].as_array_mut().unwrap().push(json!({"from": "job", "to": "ghost"}));
-    let answer = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &design).await;
+    design["edges"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"from": "job", "to": "ghost"}));
+    let answer = app
+        .post("/api/scenarios/safe-retry/check", &As::nobody(), &design)
+        .await;
     assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(answer.code(), "invalid_design");
     let details = answer.body["error"]["details"].as_array().unwrap();
@@ -190,23 +336,41 @@ async fn an_invalid_design_names_every_problem_with_its_path() {
         assert!(d["path"].as_str().unwrap().starts_with("$."), "{d}");
         assert!(d["code"].is_string() && d["message"].is_string());
     }
-    let not_object = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &json!([1, 2])).await;
+    let not_object = app
+        .post(
+            "/api/scenarios/safe-retry/check",
+            &As::nobody(),
+            &json!([1, 2]),
+        )
+        .await;
     assert_eq!(not_object.code(), "invalid_design");
 }
 
 #[tokio::test]
 async fn a_graph_too_large_is_refused() {
     let app = spawn_app().await;
-    let nodes: Vec<Value> = (0..65).map(|i| json!({"id": format!("t{i}"), "kind": "table", "options": {"table": "orders"}})).collect();
-    let answer = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &json!({"nodes": nodes, "edges": []})).await;
+    let nodes: Vec<Value> = (0..65)
+        .map(|i| json!({"id": format!("t{i}"), "kind": "table", "options": {"table": "orders"}}))
+        .collect();
+    let answer = app
+        .post(
+            "/api/scenarios/safe-retry/check",
+            &As::nobody(),
+            &json!({"nodes": nodes, "edges": []}),
+        )
+        .await;
     assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(answer.code(), "graph_too_large");
     assert_eq!(answer.body["error"]["path"], "$.nodes");
 
-    let edges: Vec<Value> = (0..257).map(|_| json!({"from": "src", "to": "job"})).collect();
+    let edges: Vec<Value> = (0..257)
+        .map(|_| json!({"from": "src", "to": "job"}))
+        .collect();
     let mut design = passing_design("safe-retry");
     design["edges"] = json!(edges);
-    let answer = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &design).await;
+    let answer = app
+        .post("/api/scenarios/safe-retry/check", &As::nobody(), &design)
+        .await;
     assert_eq!(answer.code(), "graph_too_large");
     assert_eq!(answer.body["error"]["path"], "$.edges");
 }
@@ -214,21 +378,55 @@ async fn a_graph_too_large_is_refused() {
 #[tokio::test]
 async fn a_body_too_large_is_413() {
     let app = spawn_app().await;
-    let big = format!("{{\"nodes\": [], \"padding\": \"{}\"}}", "x".repeat(300 * 1024));
+    let big = format!(
+        "{{\"nodes\": [], \"padding\": \"{}\"}}",
+        "x".repeat(300 * 1024)
+    );
     for uri in ["/api/scenarios/safe-retry/check", "/api/submissions"] {
-        let answer = app.send(Method::POST, uri, &As::nobody(), &[], Some(big.clone().into_bytes())).await;
-        assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE, "{uri}: {}", answer.text);
+        let answer = app
+            .send(
+                Method::POST,
+                uri,
+                &As::nobody(),
+                &[],
+                Some(big.clone().into_bytes()),
+            )
+            .await;
+        assert_eq!(
+            answer.status,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "{uri}: {}",
+            answer.text
+        );
         assert_eq!(answer.code(), "body_too_large");
     }
     let (cookie, _) = app.new_student().await;
-    let answer = app.send(Method::PUT, "/api/drafts/safe-retry", &As::student(&cookie), &[], Some(big.into_bytes())).await;
+    let answer = app
+        .send(
+            Method::PUT,
+            "/api/drafts/safe-retry",
+            &As::student(&cookie),
+            &[],
+            Some(big.into_bytes()),
+        )
+        .await;
     assert_eq!(answer.code(), "body_too_large");
 }
 
 #[tokio::test]
 async fn the_body_limit_is_configurable() {
-    let app = spawn_app_with(Config { body_limit_bytes: 64, ..Config::default() }).await;
-    let answer = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &passing_design("safe-retry")).await;
+    let app = spawn_app_with(Config {
+        body_limit_bytes: 64,
+        ..Config::default()
+    })
+    .await;
+    let answer = app
+        .post(
+            "/api/scenarios/safe-retry/check",
+            &As::nobody(),
+            &passing_design("safe-retry"),
+        )
+        .await;
     assert_eq!(answer.code(), "body_too_large");
 }
 
@@ -236,57 +434,129 @@ async fn the_body_limit_is_configurable() {
 async fn a_design_checked_again_gets_the_same_answer_without_running_the_simulator() {
     let app = spawn_app().await;
     let design = passing_design("safe-retry");
-    let first = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &design).await;
-    let again = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &design).await;
+    let first = app
+        .post("/api/scenarios/safe-retry/check", &As::nobody(), &design)
+        .await;
+    let again = app
+        .post("/api/scenarios/safe-retry/check", &As::nobody(), &design)
+        .await;
     assert_eq!(first.status, StatusCode::OK, "{}", first.text);
     assert_eq!(again.text, first.text, "the same bytes");
     let metrics = app.get("/metrics", &As::nobody()).await.text;
-    assert!(metrics.contains("pipeline_builder_checks_cached_total{scenario=\"safe-retry\"} 1"), "{metrics}");
-    assert!(metrics.contains("pipeline_builder_checks_total{scenario=\"safe-retry\",outcome=\"passed\"} 2"), "{metrics}");
+    assert!(
+        metrics.contains("pipeline_builder_checks_cached_total{scenario=\"safe-retry\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            "pipeline_builder_checks_total{scenario=\"safe-retry\",outcome=\"passed\"} 2"
+        ),
+        "{metrics}"
+    );
     // Another design is checked anew.
     let mut other = design.clone();
     other["nodes"][0]["position"] = serde_json::json!({"x": 1.0, "y": 2.0});
-    let third = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &other).await;
+    let third = app
+        .post("/api/scenarios/safe-retry/check", &As::nobody(), &other)
+        .await;
     let third_metrics = app.get("/metrics", &As::nobody()).await.text;
     assert_eq!(third.status, StatusCode::OK);
-    assert!(third_metrics.contains("pipeline_builder_checks_cached_total{scenario=\"safe-retry\"} 1"), "{third_metrics}");
+    assert!(
+        third_metrics.contains("pipeline_builder_checks_cached_total{scenario=\"safe-retry\"} 1"),
+        "{third_metrics}"
+    );
 
-    let uncached = spawn_app_with(Config { verdict_cache_bytes: 0, ..Config::default() }).await;
+    let uncached = spawn_app_with(Config {
+        verdict_cache_bytes: 0,
+        ..Config::default()
+    })
+    .await;
     for _ in 0..2 {
-        let answer = uncached.post("/api/scenarios/safe-retry/check", &As::nobody(), &design).await;
+        let answer = uncached
+            .post("/api/scenarios/safe-retry/check", &As::nobody(), &design)
+            .await;
         assert_eq!(answer.text, first.text);
     }
     let metrics = uncached.get("/metrics", &As::nobody()).await.text;
-    assert!(!metrics.contains("pipeline_builder_checks_cached_total{"), "{metrics}");
+    assert!(
+        !metrics.contains("pipeline_builder_checks_cached_total{"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]
 async fn a_check_past_the_inline_limits_starts_again_in_the_pool_with_the_same_verdict() {
     let design = passing_design("safe-retry");
-    let inline = spawn_app().await.post("/api/scenarios/safe-retry/check", &As::nobody(), &design).await;
-    let inline_check_limits = shared::Limits { max_schedules: 2, max_steps: 10 };
-    let pooled = spawn_app_with(Config { inline_check_limits, ..Config::default() }).await;
-    let answer = pooled.post("/api/scenarios/safe-retry/check", &As::nobody(), &design).await;
+    let inline = spawn_app()
+        .await
+        .post("/api/scenarios/safe-retry/check", &As::nobody(), &design)
+        .await;
+    let inline_check_limits = shared::Limits {
+        max_schedules: 2,
+        max_steps: 10,
+    };
+    let pooled = spawn_app_with(Config {
+        inline_check_limits,
+        ..Config::default()
+    })
+    .await;
+    let answer = pooled
+        .post("/api/scenarios/safe-retry/check", &As::nobody(), &design)
+        .await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
     assert_eq!(answer.text, inline.text);
     let metrics = pooled.get("/metrics", &As::nobody()).await.text;
-    assert!(metrics.contains("pipeline_builder_checks_total{scenario=\"safe-retry\",outcome=\"passed\"} 1"), "counted once: {metrics}");
+    assert!(
+        metrics.contains(
+            "pipeline_builder_checks_total{scenario=\"safe-retry\",outcome=\"passed\"} 1"
+        ),
+        "counted once: {metrics}"
+    );
 }
 
 #[tokio::test]
 async fn a_check_beyond_its_limits_is_check_too_large() {
-    let limits = shared::Limits { max_schedules: 2, ..shared::Limits::default() };
-    let app = spawn_app_with(Config { check_limits: limits, ..Config::default() }).await;
-    let answer = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &passing_design("safe-retry")).await;
-    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", answer.text);
+    let limits = shared::Limits {
+        max_schedules: 2,
+        ..shared::Limits::default()
+    };
+    let app = spawn_app_with(Config {
+        check_limits: limits,
+        ..Config::default()
+    })
+    .await;
+    let answer = app
+        .post(
+            "/api/scenarios/safe-retry/check",
+            &As::nobody(),
+            &passing_design("safe-retry"),
+        )
+        .await;
+    assert_eq!(
+        answer.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        answer.text
+    );
     assert_eq!(answer.code(), "check_too_large");
     let metrics = app.get("/metrics", &As::nobody()).await.text;
-    assert!(metrics.contains("pipeline_builder_checks_total{scenario=\"safe-retry\",outcome=\"too_large\"} 1"), "{metrics}");
+    assert!(
+        metrics.contains(
+            "pipeline_builder_checks_total{scenario=\"safe-retry\",outcome=\"too_large\"} 1"
+        ),
+        "{metrics}"
+    );
 }
 
 #[test]
 fn a_check_beyond_the_simulators_limits_is_check_too_large() {
-    let error = server::api::check_error("safe-retry", shared::CheckError::TooLarge { schedules: 2_000_000, limit: "the limit of 2000000 schedules".into() });
+    let error = server::api::check_error(
+        "safe-retry",
+        shared::CheckError::TooLarge {
+            schedules: 2_000_000,
+            limit: "the limit of 2000000 schedules".into(),
+        },
+    );
     assert_eq!(error.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(error.code, "check_too_large");
     assert!(error.message.contains("2000000"));
@@ -298,14 +568,23 @@ async fn unknown_routes_and_methods_answer_json_errors() {
     let missing = app.get("/api/no-such-thing", &As::nobody()).await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
     assert_eq!(missing.code(), "not_found");
-    let wrong_method = app.send(Method::DELETE, "/api/scenarios", &As::nobody(), &[], None).await;
+    let wrong_method = app
+        .send(Method::DELETE, "/api/scenarios", &As::nobody(), &[], None)
+        .await;
     assert_eq!(wrong_method.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(wrong_method.code(), "method_not_allowed");
     assert!(wrong_method.header("allow").is_some());
     let bad_query = app.get("/api/submissions?limit=many", &As::nobody()).await;
     assert_eq!(bad_query.status, StatusCode::BAD_REQUEST);
     assert_eq!(bad_query.code(), "bad_request");
-    assert!(bad_query.body["error"]["message"].as_str().unwrap().contains("limit"), "{}", bad_query.text);
+    assert!(
+        bad_query.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limit"),
+        "{}",
+        bad_query.text
+    );
     let no_app = app.get("/scenarios/safe-retry", &As::nobody()).await;
     assert_eq!(no_app.code(), "not_found");
 }
@@ -320,17 +599,41 @@ async fn a_student_submits_for_themself_and_reads_only_their_own() {
     let as_alice = As::student(&alice_cookie);
     let as_bob = As::student(&bob_cookie);
 
-    let created = app.post("/api/submissions", &as_alice, &json!({"scenario": "safe-retry", "design": failing_design()})).await;
+    let created = app
+        .post(
+            "/api/submissions",
+            &as_alice,
+            &json!({"scenario": "safe-retry", "design": failing_design()}),
+        )
+        .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
-    let keys: Vec<&str> = created.body.as_object().unwrap().keys().map(String::as_str).collect();
-    for key in ["id", "scenario", "student", "created_at", "score", "max_score", "passed", "verdict"] {
+    let keys: Vec<&str> = created
+        .body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    for key in [
+        "id",
+        "scenario",
+        "student",
+        "created_at",
+        "score",
+        "max_score",
+        "passed",
+        "verdict",
+    ] {
         assert!(keys.contains(&key), "{key} missing in {keys:?}");
     }
     assert_eq!(created.body["student"], alice);
     assert_eq!(created.body["passed"], false);
     assert_eq!(created.body["verdict"]["scenario"], "safe-retry");
     let id = created.body["id"].as_str().unwrap().to_string();
-    assert_eq!(created.header("location"), Some(format!("/api/submissions/{id}").as_str()));
+    assert_eq!(
+        created.header("location"),
+        Some(format!("/api/submissions/{id}").as_str())
+    );
 
     let own = app.get(&format!("/api/submissions/{id}"), &as_alice).await;
     assert_eq!(own.status, StatusCode::OK);
@@ -345,7 +648,13 @@ async fn a_student_submits_for_themself_and_reads_only_their_own() {
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     assert_eq!(unknown.code(), "unknown_submission");
 
-    let for_bob = app.post("/api/submissions", &as_alice, &json!({"scenario": "safe-retry", "student": bob, "design": failing_design()})).await;
+    let for_bob = app
+        .post(
+            "/api/submissions",
+            &as_alice,
+            &json!({"scenario": "safe-retry", "student": bob, "design": failing_design()}),
+        )
+        .await;
     assert_eq!(for_bob.status, StatusCode::FORBIDDEN);
     assert_eq!(for_bob.code(), "forbidden");
     let for_self = app.post("/api/submissions", &as_alice, &json!({"scenario": "safe-retry", "student": alice, "design": passing_design("safe-retry")})).await;
@@ -360,9 +669,13 @@ async fn a_student_submits_for_themself_and_reads_only_their_own() {
     assert!(list[0].get("verdict").is_none(), "lists carry no verdicts");
 
     assert_eq!(app.get("/api/submissions", &as_bob).await.body, json!([]));
-    let peek = app.get(&format!("/api/submissions?student={alice}"), &as_bob).await;
+    let peek = app
+        .get(&format!("/api/submissions?student={alice}"), &as_bob)
+        .await;
     assert_eq!(peek.status, StatusCode::FORBIDDEN);
-    let filtered = app.get("/api/submissions?scenario=safe-rerun", &as_alice).await;
+    let filtered = app
+        .get("/api/submissions?scenario=safe-rerun", &as_alice)
+        .await;
     assert_eq!(filtered.body, json!([]));
 }
 
@@ -371,14 +684,36 @@ async fn a_submission_with_a_bad_body_gets_its_own_code() {
     let app = spawn_app().await;
     let (cookie, _) = app.new_student().await;
     let who = As::student(&cookie);
-    let missing = app.post("/api/submissions", &who, &json!({"scenario": "safe-retry"})).await;
+    let missing = app
+        .post("/api/submissions", &who, &json!({"scenario": "safe-retry"}))
+        .await;
     assert_eq!(missing.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(missing.code(), "invalid_request");
-    let invalid = app.post("/api/submissions", &who, &json!({"scenario": "safe-retry", "design": {"nodes": "no"}})).await;
+    let invalid = app
+        .post(
+            "/api/submissions",
+            &who,
+            &json!({"scenario": "safe-retry", "design": {"nodes": "no"}}),
+        )
+        .await;
     assert_eq!(invalid.code(), "invalid_design");
-    let malformed = app.send(Method::POST, "/api/submissions", &who, &[], Some(b"nope".to_vec())).await;
+    let malformed = app
+        .send(
+            Method::POST,
+            "/api/submissions",
+            &who,
+            &[],
+            Some(b"nope".to_vec()),
+        )
+        .await;
     assert_eq!(malformed.code(), "malformed_json");
-    assert!(app.state.store().list_attempts(None, None, 10).await.unwrap().is_empty());
+    assert!(app
+        .state
+        .store()
+        .list_attempts(None, None, 10)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]
@@ -386,7 +721,13 @@ async fn a_grader_submits_for_any_student_and_sees_all() {
     let app = spawn_app().await;
     let token = app.grader_token("ta").await;
     let grader = As::grader(&token);
-    let no_student = app.post("/api/submissions", &grader, &json!({"scenario": "safe-retry", "design": failing_design()})).await;
+    let no_student = app
+        .post(
+            "/api/submissions",
+            &grader,
+            &json!({"scenario": "safe-retry", "design": failing_design()}),
+        )
+        .await;
     assert_eq!(no_student.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(no_student.body["error"]["path"], "$.student");
     let made = app.post("/api/submissions", &grader, &json!({"scenario": "safe-retry", "student": "lms-42", "design": passing_design("safe-retry")})).await;
@@ -395,13 +736,28 @@ async fn a_grader_submits_for_any_student_and_sees_all() {
     assert_eq!(made.body["score"], made.body["max_score"]);
 
     let (cookie, _) = app.new_student().await;
-    app.post("/api/submissions", &As::student(&cookie), &json!({"scenario": "safe-retry", "design": failing_design()})).await;
+    app.post(
+        "/api/submissions",
+        &As::student(&cookie),
+        &json!({"scenario": "safe-retry", "design": failing_design()}),
+    )
+    .await;
     let all = app.get("/api/submissions", &grader).await;
     assert_eq!(all.body.as_array().unwrap().len(), 2);
-    let one = app.get("/api/submissions?student=lms-42&scenario=safe-retry", &grader).await;
+    let one = app
+        .get(
+            "/api/submissions?student=lms-42&scenario=safe-retry",
+            &grader,
+        )
+        .await;
     assert_eq!(one.body.as_array().unwrap().len(), 1);
     let id = made.body["id"].as_str().unwrap();
-    assert_eq!(app.get(&format!("/api/submissions/{id}"), &grader).await.status, StatusCode::OK);
+    assert_eq!(
+        app.get(&format!("/api/submissions/{id}"), &grader)
+            .await
+            .status,
+        StatusCode::OK
+    );
 }
 
 #[tokio::test]
@@ -413,16 +769,37 @@ async fn bad_missing_and_revoked_tokens_are_401() {
     let without = app.post("/api/grade", &As::nobody(), &item).await;
     assert_eq!(without.status, StatusCode::UNAUTHORIZED);
     assert_eq!(without.code(), "unauthorized");
-    let wrong = app.post("/api/grade", &As::grader("pbt_not-a-token"), &item).await;
+    let wrong = app
+        .post("/api/grade", &As::grader("pbt_not-a-token"), &item)
+        .await;
     assert_eq!(wrong.code(), "unauthorized");
-    let basic = app.send(Method::POST, "/api/grade", &As::nobody(), &[("authorization", "Basic dGE6dGE=")], Some(item.to_string().into_bytes())).await;
+    let basic = app
+        .send(
+            Method::POST,
+            "/api/grade",
+            &As::nobody(),
+            &[("authorization", "Basic dGE6dGE=")],
+            Some(item.to_string().into_bytes()),
+        )
+        .await;
     assert_eq!(basic.code(), "unauthorized");
-    let bad_submission = app.post("/api/submissions", &As::grader("pbt_wrong"), &json!({"scenario": "safe-retry", "student": "x", "design": {}})).await;
+    let bad_submission = app
+        .post(
+            "/api/submissions",
+            &As::grader("pbt_wrong"),
+            &json!({"scenario": "safe-retry", "student": "x", "design": {}}),
+        )
+        .await;
     assert_eq!(bad_submission.status, StatusCode::UNAUTHORIZED);
     let bad_list = app.get("/api/submissions", &As::grader("pbt_wrong")).await;
     assert_eq!(bad_list.status, StatusCode::UNAUTHORIZED);
 
-    assert_eq!(app.post("/api/grade", &As::grader(&token), &item).await.status, StatusCode::OK);
+    assert_eq!(
+        app.post("/api/grade", &As::grader(&token), &item)
+            .await
+            .status,
+        StatusCode::OK
+    );
     assert!(app.state.store().revoke_token("ta").await.unwrap());
     let revoked = app.post("/api/grade", &As::grader(&token), &item).await;
     assert_eq!(revoked.status, StatusCode::UNAUTHORIZED);
@@ -430,13 +807,30 @@ async fn bad_missing_and_revoked_tokens_are_401() {
 
     // A student cookie is no grader token.
     let (cookie, _) = app.new_student().await;
-    assert_eq!(app.post("/api/grade", &As::student(&cookie), &item).await.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        app.post("/api/grade", &As::student(&cookie), &item)
+            .await
+            .status,
+        StatusCode::UNAUTHORIZED
+    );
 }
 
 // Idempotency keys.
 
-async fn submit_with_key(app: &crate::common::TestApp, who: &As, key: &str, body: &Value) -> crate::common::Answer {
-    app.send(Method::POST, "/api/submissions", who, &[("idempotency-key", key)], Some(serde_json::to_vec(body).unwrap())).await
+async fn submit_with_key(
+    app: &crate::common::TestApp,
+    who: &As,
+    key: &str,
+    body: &Value,
+) -> crate::common::Answer {
+    app.send(
+        Method::POST,
+        "/api/submissions",
+        who,
+        &[("idempotency-key", key)],
+        Some(serde_json::to_vec(body).unwrap()),
+    )
+    .await
 }
 
 #[tokio::test]
@@ -449,12 +843,31 @@ async fn the_same_key_and_body_answer_the_stored_answer_and_record_once() {
     assert_eq!(first.status, StatusCode::CREATED);
     assert!(first.header("idempotent-replayed").is_none());
     // Key order and spacing do not make another request.
-    let reordered = serde_json::to_vec_pretty(&json!({"design": failing_design(), "student": "lms-1", "scenario": "safe-retry"})).unwrap();
-    let second = app.send(Method::POST, "/api/submissions", &grader, &[("idempotency-key", "key-1")], Some(reordered)).await;
+    let reordered = serde_json::to_vec_pretty(
+        &json!({"design": failing_design(), "student": "lms-1", "scenario": "safe-retry"}),
+    )
+    .unwrap();
+    let second = app
+        .send(
+            Method::POST,
+            "/api/submissions",
+            &grader,
+            &[("idempotency-key", "key-1")],
+            Some(reordered),
+        )
+        .await;
     assert_eq!(second.status, StatusCode::CREATED);
     assert_eq!(second.header("idempotent-replayed"), Some("true"));
     assert_eq!(second.body, first.body);
-    assert_eq!(app.state.store().list_attempts(None, None, 10).await.unwrap().len(), 1);
+    assert_eq!(
+        app.state
+            .store()
+            .list_attempts(None, None, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -462,12 +875,32 @@ async fn the_same_key_with_another_body_is_422() {
     let app = spawn_app().await;
     let (cookie, _) = app.new_student().await;
     let who = As::student(&cookie);
-    let first = submit_with_key(&app, &who, "k", &json!({"scenario": "safe-retry", "design": failing_design()})).await;
+    let first = submit_with_key(
+        &app,
+        &who,
+        "k",
+        &json!({"scenario": "safe-retry", "design": failing_design()}),
+    )
+    .await;
     assert_eq!(first.status, StatusCode::CREATED);
-    let other = submit_with_key(&app, &who, "k", &json!({"scenario": "safe-retry", "design": passing_design("safe-retry")})).await;
+    let other = submit_with_key(
+        &app,
+        &who,
+        "k",
+        &json!({"scenario": "safe-retry", "design": passing_design("safe-retry")}),
+    )
+    .await;
     assert_eq!(other.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(other.code(), "idempotency_key_reused");
-    assert_eq!(app.state.store().list_attempts(None, None, 10).await.unwrap().len(), 1);
+    assert_eq!(
+        app.state
+            .store()
+            .list_attempts(None, None, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -481,7 +914,12 @@ async fn the_same_key_while_the_first_request_runs_is_409() {
     let claim = app
         .state
         .store()
-        .claim_idempotency_key(&format!("student:{student}"), "busy", &server::api::fingerprint("POST /api/submissions", &fingerprint_body), std::time::Duration::from_secs(600))
+        .claim_idempotency_key(
+            &format!("student:{student}"),
+            "busy",
+            &server::api::fingerprint("POST /api/submissions", &fingerprint_body),
+            std::time::Duration::from_secs(600),
+        )
         .await
         .unwrap();
     assert_eq!(claim, server::store::Claim::Started);
@@ -489,16 +927,35 @@ async fn the_same_key_while_the_first_request_runs_is_409() {
     assert_eq!(answer.status, StatusCode::CONFLICT);
     assert_eq!(answer.code(), "idempotency_key_in_flight");
     assert_eq!(answer.header("retry-after"), Some("1"));
-    assert!(app.state.store().list_attempts(None, None, 10).await.unwrap().is_empty());
+    assert!(app
+        .state
+        .store()
+        .list_attempts(None, None, 10)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]
 async fn an_abandoned_in_flight_key_is_taken_over_after_the_stale_window() {
-    let app = spawn_app_with(Config { idempotency_lease: std::time::Duration::from_millis(50), ..Config::default() }).await;
+    let app = spawn_app_with(Config {
+        idempotency_lease: std::time::Duration::from_millis(50),
+        ..Config::default()
+    })
+    .await;
     let (cookie, student) = app.new_student().await;
     let body = json!({"scenario": "safe-retry", "design": failing_design()});
     let fp = server::api::fingerprint("POST /api/submissions", &serde_json::to_vec(&body).unwrap());
-    app.state.store().claim_idempotency_key(&format!("student:{student}"), "dead", &fp, std::time::Duration::from_secs(600)).await.unwrap();
+    app.state
+        .store()
+        .claim_idempotency_key(
+            &format!("student:{student}"),
+            "dead",
+            &fp,
+            std::time::Duration::from_secs(600),
+        )
+        .await
+        .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(120)).await;
     let answer = submit_with_key(&app, &As::student(&cookie), "dead", &body).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
@@ -509,7 +966,8 @@ async fn an_error_answer_is_replayed_too() {
     let app = spawn_app().await;
     let (cookie, _) = app.new_student().await;
     let who = As::student(&cookie);
-    let body = json!({"scenario": "safe-retry", "design": {"nodes": [{"id": "x", "kind": "bogus"}]}});
+    let body =
+        json!({"scenario": "safe-retry", "design": {"nodes": [{"id": "x", "kind": "bogus"}]}});
     let first = submit_with_key(&app, &who, "err", &body).await;
     assert_eq!(first.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(first.code(), "invalid_design");
@@ -538,7 +996,13 @@ async fn a_bad_idempotency_key_is_400() {
     let app = spawn_app().await;
     let (cookie, _) = app.new_student().await;
     let long = "k".repeat(256);
-    let answer = submit_with_key(&app, &As::student(&cookie), &long, &json!({"scenario": "safe-retry", "design": failing_design()})).await;
+    let answer = submit_with_key(
+        &app,
+        &As::student(&cookie),
+        &long,
+        &json!({"scenario": "safe-retry", "design": failing_design()}),
+    )
+    .await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
     assert_eq!(answer.code(), "invalid_idempotency_key");
 }
@@ -575,17 +1039,34 @@ async fn grading_answers_one_result_per_item_in_order() {
     assert_eq!(results[2]["max_score"], 3);
     assert_eq!(results[3]["error"]["code"], "invalid_design");
     assert_eq!(results[3]["error"]["path"], "$[3].nodes[0].kind");
-    assert_eq!(results[3]["error"]["details"][0]["path"], "$[3].nodes[0].kind");
+    assert_eq!(
+        results[3]["error"]["details"][0]["path"],
+        "$[3].nodes[0].kind"
+    );
     assert_eq!(results[4]["error"]["code"], "invalid_request");
     // The good items are recorded.
-    assert_eq!(app.state.store().list_attempts(None, None, 10).await.unwrap().len(), 2);
+    assert_eq!(
+        app.state
+            .store()
+            .list_attempts(None, None, 10)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
 }
 
 #[tokio::test]
 async fn grading_in_gradescope_shape_has_one_test_per_requirement() {
     let app = spawn_app().await;
     let token = app.grader_token("ta").await;
-    let answer = app.post("/api/grade?format=gradescope", &As::grader(&token), &class()).await;
+    let answer = app
+        .post(
+            "/api/grade?format=gradescope",
+            &As::grader(&token),
+            &class(),
+        )
+        .await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
     let results = answer.body.as_array().unwrap();
     assert_eq!(results.len(), 5);
@@ -597,7 +1078,14 @@ async fn grading_in_gradescope_shape_has_one_test_per_requirement() {
     let tests = missed["tests"].as_array().unwrap();
     assert_eq!(tests.len(), 3);
     for t in tests {
-        for key in ["name", "score", "max_score", "status", "output", "output_format"] {
+        for key in [
+            "name",
+            "score",
+            "max_score",
+            "status",
+            "output",
+            "output_format",
+        ] {
             assert!(t.get(key).is_some(), "{key} missing in {t}");
         }
         assert_eq!(t["output_format"], "md");
@@ -606,20 +1094,35 @@ async fn grading_in_gradescope_shape_has_one_test_per_requirement() {
     assert_eq!(tests[0]["status"], "failed");
     assert_eq!(tests[0]["score"], 0);
     let output = tests[0]["output"].as_str().unwrap();
-    assert!(output.contains("**Expected** `25.00`, **actual** `50.00`"), "{output}");
+    assert!(
+        output.contains("**Expected** `25.00`, **actual** `50.00`"),
+        "{output}"
+    );
     assert!(output.contains("```text"), "{output}");
     assert_eq!(results[1]["error"]["code"], "unknown_scenario");
     assert_eq!(results[1]["index"], 1);
 
-    let unknown_format = app.post("/api/grade?format=csv", &As::grader(&token), &class()).await;
+    let unknown_format = app
+        .post("/api/grade?format=csv", &As::grader(&token), &class())
+        .await;
     assert_eq!(unknown_format.code(), "invalid_request");
-    let not_array = app.post("/api/grade", &As::grader(&token), &json!({"scenario": "safe-retry"})).await;
+    let not_array = app
+        .post(
+            "/api/grade",
+            &As::grader(&token),
+            &json!({"scenario": "safe-retry"}),
+        )
+        .await;
     assert_eq!(not_array.code(), "invalid_request");
 }
 
 #[tokio::test]
 async fn grading_caps_the_number_of_items() {
-    let app = spawn_app_with(Config { grade_items_max: 2, ..Config::default() }).await;
+    let app = spawn_app_with(Config {
+        grade_items_max: 2,
+        ..Config::default()
+    })
+    .await;
     let token = app.grader_token("ta").await;
     let answer = app.post("/api/grade", &As::grader(&token), &class()).await;
     assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
@@ -638,8 +1141,11 @@ async fn a_draft_round_trips_for_its_student_only() {
     assert_eq!(none.code(), "no_draft");
 
     // A draft may be unfinished and invalid.
-    let draft = json!({"nodes": [{"id": "job", "kind": "batch_job", "options": {"transaction": "maybe"}}]});
-    let saved = app.put("/api/drafts/safe-retry", &who, &json!({"design": draft})).await;
+    let draft =
+        json!({"nodes": [{"id": "job", "kind": "batch_job", "options": {"transaction": "maybe"}}]});
+    let saved = app
+        .put("/api/drafts/safe-retry", &who, &json!({"design": draft}))
+        .await;
     assert_eq!(saved.status, StatusCode::OK);
     assert_eq!(saved.body["scenario"], "safe-retry");
     assert_eq!(saved.body["design"], draft);
@@ -648,13 +1154,24 @@ async fn a_draft_round_trips_for_its_student_only() {
     assert_eq!(read.body["design"], draft);
 
     let newer = json!({"nodes": [], "edges": []});
-    app.put("/api/drafts/safe-retry", &who, &json!({"design": newer})).await;
-    assert_eq!(app.get("/api/drafts/safe-retry", &who).await.body["design"], newer);
+    app.put("/api/drafts/safe-retry", &who, &json!({"design": newer}))
+        .await;
+    assert_eq!(
+        app.get("/api/drafts/safe-retry", &who).await.body["design"],
+        newer
+    );
 
     let (other, _) = app.new_student().await;
-    assert_eq!(app.get("/api/drafts/safe-retry", &As::student(&other)).await.code(), "no_draft");
+    assert_eq!(
+        app.get("/api/drafts/safe-retry", &As::student(&other))
+            .await
+            .code(),
+        "no_draft"
+    );
 
-    let not_object = app.put("/api/drafts/safe-retry", &who, &json!({"design": [1]})).await;
+    let not_object = app
+        .put("/api/drafts/safe-retry", &who, &json!({"design": [1]}))
+        .await;
     assert_eq!(not_object.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(not_object.body["error"]["path"], "$.design");
 
@@ -688,25 +1205,60 @@ async fn the_openapi_document_covers_every_route() {
         ("/metrics", &["get"]),
     ] {
         for m in methods {
-            assert!(paths.get(path).and_then(|p| p.get(*m)).is_some(), "{m} {path} missing from the OpenAPI document");
+            assert!(
+                paths.get(path).and_then(|p| p.get(*m)).is_some(),
+                "{m} {path} missing from the OpenAPI document"
+            );
         }
     }
-    assert_eq!(paths.len(), 12, "a route was added without documenting it, or the other way round");
+    assert_eq!(
+        paths.len(),
+        12,
+        "a route was added without documenting it, or the other way round"
+    );
     let location = |path: &str, method: &str, name: &str| -> String {
-        let params = paths[path][method]["parameters"].as_array().cloned().unwrap_or_default();
-        let found = params.iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("{method} {path} has no parameter {name}"));
+        let params = paths[path][method]["parameters"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let found = params
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("{method} {path} has no parameter {name}"));
         found["in"].as_str().unwrap().to_string()
     };
     assert_eq!(location("/api/grade", "post", "format"), "query");
     assert_eq!(location("/api/submissions", "get", "student"), "query");
-    assert_eq!(location("/api/submissions", "post", "Idempotency-Key"), "header");
+    assert_eq!(
+        location("/api/submissions", "post", "Idempotency-Key"),
+        "header"
+    );
     assert_eq!(location("/api/submissions/{id}", "get", "id"), "path");
     let schemas = answer.body["components"]["schemas"].as_object().unwrap();
-    for name in ["ErrorBody", "Verdict", "Submission", "GradeItem", "GradeEntry", "GradescopeResult", "ScenarioSummary", "DraftAnswer"] {
+    for name in [
+        "ErrorBody",
+        "Verdict",
+        "Submission",
+        "GradeItem",
+        "GradeEntry",
+        "GradescopeResult",
+        "ScenarioSummary",
+        "DraftAnswer",
+    ] {
         assert!(schemas.contains_key(name), "schema {name} missing");
     }
     let text = answer.text;
-    for code in ["malformed_json", "unknown_scenario", "body_too_large", "graph_too_large", "check_too_large", "idempotency_key_reused", "idempotency_key_in_flight", "unauthorized", "forbidden"] {
+    for code in [
+        "malformed_json",
+        "unknown_scenario",
+        "body_too_large",
+        "graph_too_large",
+        "check_too_large",
+        "idempotency_key_reused",
+        "idempotency_key_in_flight",
+        "unauthorized",
+        "forbidden",
+    ] {
         assert!(text.contains(code), "the document never mentions {code}");
     }
 }
@@ -714,28 +1266,55 @@ async fn the_openapi_document_covers_every_route() {
 #[tokio::test]
 async fn health_readiness_and_a_broken_database() {
     let app = spawn_app().await;
-    assert_eq!(app.get("/healthz", &As::nobody()).await.body, json!({"status": "ok"}));
-    assert_eq!(app.get("/readyz", &As::nobody()).await.status, StatusCode::OK);
+    assert_eq!(
+        app.get("/healthz", &As::nobody()).await.body,
+        json!({"status": "ok"})
+    );
+    assert_eq!(
+        app.get("/readyz", &As::nobody()).await.status,
+        StatusCode::OK
+    );
     app.state.store().close().await;
     let broken = app.get("/readyz", &As::nobody()).await;
     assert_eq!(broken.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(broken.code(), "database_unavailable");
     assert_eq!(broken.header("retry-after"), Some("2"));
-    assert_eq!(app.get("/healthz", &As::nobody()).await.status, StatusCode::OK, "liveness does not depend on the database");
+    assert_eq!(
+        app.get("/healthz", &As::nobody()).await.status,
+        StatusCode::OK,
+        "liveness does not depend on the database"
+    );
     let session = app.get("/api/session", &As::nobody()).await;
     assert_eq!(session.status, StatusCode::SERVICE_UNAVAILABLE);
-    assert!(!session.text.contains("pool"), "no internal detail in the body: {}", session.text);
+    assert!(
+        !session.text.contains("pool"),
+        "no internal detail in the body: {}",
+        session.text
+    );
 }
 
 #[tokio::test]
 async fn metrics_count_requests_checks_and_schedules() {
     let app = spawn_app().await;
-    app.post("/api/scenarios/safe-retry/check", &As::nobody(), &passing_design("safe-retry")).await;
-    app.post("/api/scenarios/safe-retry/check", &As::nobody(), &failing_design()).await;
+    app.post(
+        "/api/scenarios/safe-retry/check",
+        &As::nobody(),
+        &passing_design("safe-retry"),
+    )
+    .await;
+    app.post(
+        "/api/scenarios/safe-retry/check",
+        &As::nobody(),
+        &failing_design(),
+    )
+    .await;
     app.get("/api/scenarios/nope", &As::nobody()).await;
     let answer = app.get("/metrics", &As::nobody()).await;
     assert_eq!(answer.status, StatusCode::OK);
-    assert!(answer.header("content-type").unwrap().starts_with("text/plain"));
+    assert!(answer
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/plain"));
     let text = answer.text;
     for line in [
         "pipeline_builder_http_requests_total{method=\"POST\",route=\"/api/scenarios/{id}/check\",status=\"200\"} 2",
@@ -753,9 +1332,17 @@ async fn metrics_count_requests_checks_and_schedules() {
 #[tokio::test]
 async fn the_web_app_is_served_with_index_html_for_client_routes() {
     let web = TempDir::new("web");
-    std::fs::write(web.path().join("index.html"), "<!doctype html><title>Pipeline Builder</title>").unwrap();
+    std::fs::write(
+        web.path().join("index.html"),
+        "<!doctype html><title>Pipeline Builder</title>",
+    )
+    .unwrap();
     std::fs::write(web.path().join("app.js"), "console.log('hi')").unwrap();
-    let app = spawn_app_with(Config { static_dir: Some(web.path().to_path_buf()), ..Config::default() }).await;
+    let app = spawn_app_with(Config {
+        static_dir: Some(web.path().to_path_buf()),
+        ..Config::default()
+    })
+    .await;
     let root = app.get("/", &As::nobody()).await;
     assert_eq!(root.status, StatusCode::OK);
     assert!(root.text.contains("Pipeline Builder"));
@@ -775,7 +1362,15 @@ async fn every_answer_carries_a_request_id() {
     let app = spawn_app().await;
     let answer = app.get("/healthz", &As::nobody()).await;
     assert!(answer.header("x-request-id").is_some());
-    let given = app.send(Method::GET, "/healthz", &As::nobody(), &[("x-request-id", "abc-123")], None).await;
+    let given = app
+        .send(
+            Method::GET,
+            "/healthz",
+            &As::nobody(),
+            &[("x-request-id", "abc-123")],
+            None,
+        )
+        .await;
     assert_eq!(given.header("x-request-id"), Some("abc-123"));
 }
 
@@ -786,8 +1381,18 @@ async fn hostile_requests_never_cause_a_5xx(app: &TestApp) {
     let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
     // A valid design whose node id holds a NUL: it passes the check, so only the guard at
     // the edge keeps it out of PostgreSQL.
-    let with_nul: Value = serde_json::from_str(&passing_design("safe-retry").to_string().replace("\"src\"", "\"s\\u0000rc\"")).unwrap();
-    assert_eq!(app.post("/api/scenarios/safe-retry/check", &As::nobody(), &with_nul).await.body["passed"], true);
+    let with_nul: Value = serde_json::from_str(
+        &passing_design("safe-retry")
+            .to_string()
+            .replace("\"src\"", "\"s\\u0000rc\""),
+    )
+    .unwrap();
+    assert_eq!(
+        app.post("/api/scenarios/safe-retry/check", &As::nobody(), &with_nul)
+            .await
+            .body["passed"],
+        true
+    );
     let bodies: Vec<Vec<u8>> = vec![
         deep.into_bytes(),
         b"null".to_vec(),
@@ -803,19 +1408,40 @@ async fn hostile_requests_never_cause_a_5xx(app: &TestApp) {
     ];
     for body in bodies {
         for (method, uri, who) in [
-            (Method::POST, "/api/scenarios/safe-retry/check", As::nobody()),
+            (
+                Method::POST,
+                "/api/scenarios/safe-retry/check",
+                As::nobody(),
+            ),
             (Method::POST, "/api/submissions", As::student(&cookie)),
             (Method::POST, "/api/submissions", As::grader(&token)),
             (Method::POST, "/api/grade", As::grader(&token)),
             (Method::PUT, "/api/drafts/safe-retry", As::student(&cookie)),
             (Method::PUT, "/api/session", As::student(&cookie)),
         ] {
-            let answer = app.send(method.clone(), uri, &who, &[], Some(body.clone())).await;
-            assert!(!answer.status.is_server_error(), "{method} {uri}: {} {}", answer.status, answer.text);
-            assert!(answer.body.is_object() || answer.body.is_array(), "{uri}: {}", answer.text);
+            let answer = app
+                .send(method.clone(), uri, &who, &[], Some(body.clone()))
+                .await;
+            assert!(
+                !answer.status.is_server_error(),
+                "{method} {uri}: {} {}",
+                answer.status,
+                answer.text
+            );
+            assert!(
+                answer.body.is_object() || answer.body.is_array(),
+                "{uri}: {}",
+                answer.text
+            );
         }
     }
-    let nul_draft = app.put("/api/drafts/safe-retry", &As::student(&cookie), &json!({"design": {"nodes": "\u{0}"}})).await;
+    let nul_draft = app
+        .put(
+            "/api/drafts/safe-retry",
+            &As::student(&cookie),
+            &json!({"design": {"nodes": "\u{0}"}}),
+        )
+        .await;
     assert_eq!(nul_draft.code(), "invalid_request");
     for uri in [
         "/api/submissions/%00",
@@ -829,8 +1455,17 @@ async fn hostile_requests_never_cause_a_5xx(app: &TestApp) {
     ] {
         for who in [As::student(&cookie), As::grader(&token)] {
             let answer = app.get(uri, &who).await;
-            assert!(!answer.status.is_server_error(), "GET {uri}: {} {}", answer.status, answer.text);
-            assert!(answer.body.get("error").is_some(), "GET {uri}: {}", answer.text);
+            assert!(
+                !answer.status.is_server_error(),
+                "GET {uri}: {} {}",
+                answer.status,
+                answer.text
+            );
+            assert!(
+                answer.body.get("error").is_some(),
+                "GET {uri}: {}",
+                answer.text
+            );
         }
     }
 }
@@ -842,8 +1477,14 @@ async fn hostile_requests_never_cause_a_5xx_on_sqlite() {
 
 #[tokio::test]
 async fn hostile_requests_never_cause_a_5xx_on_postgres() {
-    let Some(db) = crate::postgres::database("hostile_requests_never_cause_a_5xx_on_postgres").await else { return };
-    let store = server::Store::connect(&db.url).await.expect("a PostgreSQL database");
+    let Some(db) =
+        crate::postgres::database("hostile_requests_never_cause_a_5xx_on_postgres").await
+    else {
+        return;
+    };
+    let store = server::Store::connect(&db.url)
+        .await
+        .expect("a PostgreSQL database");
     let app = spawn_app_on(store, Config::default(), TempDir::new("pg-api"));
     hostile_requests_never_cause_a_5xx(&app).await;
     app.state.store().close().await;
@@ -853,14 +1494,30 @@ async fn hostile_requests_never_cause_a_5xx_on_postgres() {
 async fn a_request_that_takes_too_long_is_408_in_json() {
     // No check runs on the request's thread, and every core is busy with other checks, so
     // this one waits past its deadline.
-    let inline_check_limits = shared::Limits { max_schedules: 0, max_steps: 0 };
-    let app = spawn_app_with(Config { request_timeout: std::time::Duration::from_millis(200), inline_check_limits, ..Config::default() }).await;
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let inline_check_limits = shared::Limits {
+        max_schedules: 0,
+        max_steps: 0,
+    };
+    let app = spawn_app_with(Config {
+        request_timeout: std::time::Duration::from_millis(200),
+        inline_check_limits,
+        ..Config::default()
+    })
+    .await;
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
     let mut busy = Vec::new();
     for _ in 0..cores {
         busy.push(app.state.check_permit().await);
     }
-    let answer = app.post("/api/scenarios/safe-retry/check", &As::nobody(), &passing_design("safe-retry")).await;
+    let answer = app
+        .post(
+            "/api/scenarios/safe-retry/check",
+            &As::nobody(),
+            &passing_design("safe-retry"),
+        )
+        .await;
     assert_eq!(answer.status, StatusCode::REQUEST_TIMEOUT);
     assert_eq!(answer.code(), "timeout");
 }
@@ -869,7 +1526,10 @@ async fn a_request_that_takes_too_long_is_408_in_json() {
 /// every other copy is told so (the stored answer) or told to wait (409).
 async fn racing_copies_of_one_request_record_once(app: &TestApp) {
     let token = app.grader_token("racer").await;
-    let body = serde_json::to_vec(&json!({"scenario": "safe-retry", "student": "lms-race", "design": failing_design()})).unwrap();
+    let body = serde_json::to_vec(
+        &json!({"scenario": "safe-retry", "student": "lms-race", "design": failing_design()}),
+    )
+    .unwrap();
     let mut tasks = Vec::new();
     for _ in 0..12 {
         let router = app.router.clone();
@@ -884,7 +1544,9 @@ async fn racing_copies_of_one_request_record_once(app: &TestApp) {
                 .unwrap();
             let response = router.oneshot(request).await.unwrap();
             let status = response.status();
-            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+                .await
+                .unwrap();
             (status, serde_json::from_slice::<Value>(&bytes).unwrap())
         }));
     }
@@ -900,7 +1562,15 @@ async fn racing_copies_of_one_request_record_once(app: &TestApp) {
         }
     }
     assert_eq!(ids.len(), 1, "every 201 names the same submission");
-    assert_eq!(app.state.store().list_attempts(Some("lms-race"), None, 100).await.unwrap().len(), 1);
+    assert_eq!(
+        app.state
+            .store()
+            .list_attempts(Some("lms-race"), None, 100)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -910,8 +1580,12 @@ async fn racing_copies_record_once_on_sqlite() {
 
 #[tokio::test]
 async fn racing_copies_record_once_on_postgres() {
-    let Some(db) = crate::postgres::database("racing_copies_record_once_on_postgres").await else { return };
-    let store = server::Store::connect(&db.url).await.expect("a PostgreSQL database");
+    let Some(db) = crate::postgres::database("racing_copies_record_once_on_postgres").await else {
+        return;
+    };
+    let store = server::Store::connect(&db.url)
+        .await
+        .expect("a PostgreSQL database");
     let app = spawn_app_on(store, Config::default(), TempDir::new("pg-race"));
     racing_copies_of_one_request_record_once(&app).await;
     app.state.store().close().await;

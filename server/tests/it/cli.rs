@@ -8,11 +8,19 @@ use crate::common::{failing_design, passing_design, scenarios_dir, TempDir};
 use crate::processes::BIN;
 
 fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).env("RUST_LOG", "warn").output().expect("the binary runs")
+    Command::new(BIN)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("the binary runs")
 }
 
 fn text(output: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
 }
 
 #[test]
@@ -21,7 +29,10 @@ fn the_shipped_scenarios_validate() {
     let output = run(&["scenarios", "validate", dir.to_str().unwrap()]);
     assert!(output.status.success(), "{}", text(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.trim().ends_with("scenarios valid") || stdout.trim().ends_with("scenario valid"), "{stdout}");
+    assert!(
+        stdout.trim().ends_with("scenarios valid") || stdout.trim().ends_with("scenario valid"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -30,31 +41,60 @@ fn a_broken_folder_is_refused_with_file_path_and_message() {
     let shipped = std::fs::read_to_string(scenarios_dir().join("safe-retry.json")).unwrap();
     std::fs::write(dir.path().join("good.json"), &shipped).unwrap();
     std::fs::write(dir.path().join("broken.json"), "{ \"id\": ").unwrap();
-    std::fs::write(dir.path().join("scenario.schema.json"), "not even json, and ignored").unwrap();
+    std::fs::write(
+        dir.path().join("scenario.schema.json"),
+        "not even json, and ignored",
+    )
+    .unwrap();
     let mut wrong: Value = serde_json::from_str(&shipped).unwrap();
     wrong["id"] = "safe-retry-copy".into();
     wrong["order"] = 99.into();
     wrong["reference_designs"][0]["design"] = failing_design();
-    std::fs::write(dir.path().join("wrong-reference.json"), serde_json::to_string_pretty(&wrong).unwrap()).unwrap();
+    std::fs::write(
+        dir.path().join("wrong-reference.json"),
+        serde_json::to_string_pretty(&wrong).unwrap(),
+    )
+    .unwrap();
 
     let output = run(&["scenarios", "validate", dir.path().to_str().unwrap()]);
     assert!(!output.status.success());
     let all = text(&output);
     assert!(all.contains("broken.json: $:"), "{all}");
-    assert!(all.contains("wrong-reference.json: $.reference_designs[0]"), "{all}");
+    assert!(
+        all.contains("wrong-reference.json: $.reference_designs[0]"),
+        "{all}"
+    );
     assert!(!all.contains("good.json"), "{all}");
     assert!(!all.contains("scenario.schema.json"), "{all}");
 
     // The server refuses to start on the same folder, printing the same problems.
-    let served = run(&["serve", "--bind", "127.0.0.1:0", "--database-url", &dir.sqlite_url(), "--scenarios", dir.path().to_str().unwrap()]);
+    let served = run(&[
+        "serve",
+        "--bind",
+        "127.0.0.1:0",
+        "--database-url",
+        &dir.sqlite_url(),
+        "--scenarios",
+        dir.path().to_str().unwrap(),
+    ]);
     assert!(!served.status.success());
     let all = text(&served);
-    assert!(all.contains("broken.json: $:") && all.contains("refusing to start"), "{all}");
+    assert!(
+        all.contains("broken.json: $:") && all.contains("refusing to start"),
+        "{all}"
+    );
 
     // Naming one file validates just that file.
-    let one = run(&["scenarios", "validate", dir.path().join("good.json").to_str().unwrap()]);
+    let one = run(&[
+        "scenarios",
+        "validate",
+        dir.path().join("good.json").to_str().unwrap(),
+    ]);
     assert!(one.status.success(), "{}", text(&one));
-    assert_eq!(String::from_utf8_lossy(&one.stdout).trim(), "1 scenario valid");
+    assert_eq!(
+        String::from_utf8_lossy(&one.stdout).trim(),
+        "1 scenario valid"
+    );
 }
 
 fn design_file(dir: &TempDir, name: &str, design: &Value) -> String {
@@ -71,33 +111,88 @@ fn check_prints_the_verdict_with_exit_codes() {
     let good = design_file(&dir, "good.json", &passing_design("safe-retry"));
     let bad = design_file(&dir, "bad.json", &failing_design());
 
-    let json = run(&["check", "--scenario", "safe-retry", "--scenarios", scenarios, &good, "--json"]);
+    let json = run(&[
+        "check",
+        "--scenario",
+        "safe-retry",
+        "--scenarios",
+        scenarios,
+        &good,
+        "--json",
+    ]);
     assert_eq!(json.status.code(), Some(0), "{}", text(&json));
-    let verdict: Value = serde_json::from_slice(&json.stdout).expect("--json prints the verdict as JSON");
+    let verdict: Value =
+        serde_json::from_slice(&json.stdout).expect("--json prints the verdict as JSON");
     assert_eq!(verdict["passed"], true);
     assert_eq!(verdict["scenario"], "safe-retry");
 
-    let missed = run(&["check", "--scenario", "safe-retry", "--scenarios", scenarios, &bad]);
+    let missed = run(&[
+        "check",
+        "--scenario",
+        "safe-retry",
+        "--scenarios",
+        scenarios,
+        &bad,
+    ]);
     assert_eq!(missed.status.code(), Some(1));
     let words = String::from_utf8_lossy(&missed.stdout);
     assert!(words.contains("✗ revenue-correct"), "{words}");
-    assert!(words.contains("expected: 25.00") && words.contains("actual:   50.00"), "{words}");
+    assert!(
+        words.contains("expected: 25.00") && words.contains("actual:   50.00"),
+        "{words}"
+    );
     assert!(words.contains("trace:") && words.contains(" — "), "{words}");
     assert!(words.contains("score 0/3"), "{words}");
-    let passed = run(&["check", "--scenario", "safe-retry", "--scenarios", scenarios, &good]);
+    let passed = run(&[
+        "check",
+        "--scenario",
+        "safe-retry",
+        "--scenarios",
+        scenarios,
+        &good,
+    ]);
     assert!(String::from_utf8_lossy(&passed.stdout).contains("✓ revenue-correct"));
 
-    let unknown = run(&["check", "--scenario", "no-such", "--scenarios", scenarios, &good]);
+    let unknown = run(&[
+        "check",
+        "--scenario",
+        "no-such",
+        "--scenarios",
+        scenarios,
+        &good,
+    ]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(text(&unknown).contains("no-such"));
     let malformed = dir.path().join("malformed.json");
     std::fs::write(&malformed, "{").unwrap();
-    let malformed = run(&["check", "--scenario", "safe-retry", "--scenarios", scenarios, malformed.to_str().unwrap()]);
+    let malformed = run(&[
+        "check",
+        "--scenario",
+        "safe-retry",
+        "--scenarios",
+        scenarios,
+        malformed.to_str().unwrap(),
+    ]);
     assert_eq!(malformed.status.code(), Some(2));
-    let invalid = design_file(&dir, "invalid.json", &serde_json::json!({"nodes": [{"id": "x", "kind": "bogus"}]}));
-    let invalid = run(&["check", "--scenario", "safe-retry", "--scenarios", scenarios, &invalid]);
+    let invalid = design_file(
+        &dir,
+        "invalid.json",
+        &serde_json::json!({"nodes": [{"id": "x", "kind": "bogus"}]}),
+    );
+    let invalid = run(&[
+        "check",
+        "--scenario",
+        "safe-retry",
+        "--scenarios",
+        scenarios,
+        &invalid,
+    ]);
     assert_eq!(invalid.status.code(), Some(2));
-    assert!(text(&invalid).contains("$.nodes[0].kind"), "{}", text(&invalid));
+    assert!(
+        text(&invalid).contains("$.nodes[0].kind"),
+        "{}",
+        text(&invalid)
+    );
 }
 
 #[test]
@@ -110,12 +205,21 @@ fn tokens_are_created_listed_and_revoked() {
     assert!(token.starts_with("pbt_") && token.len() == 68, "{token}");
 
     let again = run(&["token", "create", "--name", "ta", "--database-url", &url]);
-    assert!(!again.status.success(), "an active name cannot be made twice");
+    assert!(
+        !again.status.success(),
+        "an active name cannot be made twice"
+    );
 
     let list = run(&["token", "list", "--database-url", &url]);
     let listed = String::from_utf8_lossy(&list.stdout).to_string();
-    assert!(listed.contains("ta\t") && listed.contains("active"), "{listed}");
-    assert!(!listed.contains(&token), "the token itself is never shown again");
+    assert!(
+        listed.contains("ta\t") && listed.contains("active"),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains(&token),
+        "the token itself is never shown again"
+    );
 
     let revoked = run(&["token", "revoke", "ta", "--database-url", &url]);
     assert!(revoked.status.success(), "{}", text(&revoked));
@@ -129,14 +233,21 @@ fn tokens_are_created_listed_and_revoked() {
     let wal = std::fs::read(dir.path().join("db/test.db-wal")).unwrap_or_default();
     let needle = token.as_bytes();
     for bytes in [&db, &wal] {
-        assert!(!bytes.windows(needle.len()).any(|w| w == needle), "the token is in the database file");
+        assert!(
+            !bytes.windows(needle.len()).any(|w| w == needle),
+            "the token is in the database file"
+        );
     }
 }
 
 /// A folder with one hostile scenario file beside a good one.
 fn hostile_folder(label: &str, name: &str, text: &[u8]) -> TempDir {
     let dir = TempDir::new(label);
-    std::fs::copy(scenarios_dir().join("offset-commit.json"), dir.path().join("good.json")).unwrap();
+    std::fs::copy(
+        scenarios_dir().join("offset-commit.json"),
+        dir.path().join("good.json"),
+    )
+    .unwrap();
     std::fs::write(dir.path().join(name), text).unwrap();
     dir
 }
@@ -152,7 +263,15 @@ fn refused_quickly(dir: &TempDir, expected: &[&str]) {
         assert!(all.contains(e), "{e} missing in: {all}");
     }
     assert!(!all.contains("good.json"), "{all}");
-    let served = run(&["serve", "--bind", "127.0.0.1:0", "--database-url", &dir.sqlite_url(), "--scenarios", dir.path().to_str().unwrap()]);
+    let served = run(&[
+        "serve",
+        "--bind",
+        "127.0.0.1:0",
+        "--database-url",
+        &dir.sqlite_url(),
+        "--scenarios",
+        dir.path().to_str().unwrap(),
+    ]);
     assert!(!served.status.success());
     let all = text(&served);
     assert!(all.contains("refusing to start"), "{all}");
@@ -160,7 +279,11 @@ fn refused_quickly(dir: &TempDir, expected: &[&str]) {
         assert!(all.contains(e), "{e} missing in: {all}");
     }
     // Both runs, in a debug build, on a shared machine.
-    assert!(started.elapsed() < std::time::Duration::from_secs(60), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "took {:?}",
+        started.elapsed()
+    );
 }
 
 #[test]
@@ -169,40 +292,83 @@ fn a_huge_scenario_file_is_refused_before_it_is_read() {
     huge.extend(std::iter::repeat_n(b'x', 2 * 1024 * 1024));
     huge.extend(br#""}"#);
     let dir = hostile_folder("huge", "huge.json", &huge);
-    refused_quickly(&dir, &["huge.json: $: the file has 2097", "at most 1048576"]);
+    refused_quickly(
+        &dir,
+        &["huge.json: $: the file has 2097", "at most 1048576"],
+    );
 }
 
 #[test]
 fn a_deeply_nested_scenario_file_is_refused_before_it_is_parsed() {
-    let deep = format!("{{\"id\": \"deep\", \"task\": {}1{}}}", "[".repeat(100_000), "]".repeat(100_000));
+    let deep = format!(
+        "{{\"id\": \"deep\", \"task\": {}1{}}}",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
     let dir = hostile_folder("deep", "deep.json", deep.as_bytes());
-    refused_quickly(&dir, &["deep.json: $: the file nests arrays and objects 100001 deep", "at most 32"]);
+    refused_quickly(
+        &dir,
+        &[
+            "deep.json: $: the file nests arrays and objects 100001 deep",
+            "at most 32",
+        ],
+    );
     // Brackets inside strings are text, not nesting.
-    assert_eq!(server::catalogue::nesting_depth(r#"{"a": "[[[[{{{{\"]]"}"#), 1);
+    assert_eq!(
+        server::catalogue::nesting_depth(r#"{"a": "[[[[{{{{\"]]"}"#),
+        1
+    );
 }
 
 #[test]
 fn a_failure_bound_that_explodes_the_schedule_count_is_refused_without_hanging() {
-    let mut scenario: Value = serde_json::from_str(&std::fs::read_to_string(scenarios_dir().join("dedupe-by-key.json")).unwrap()).unwrap();
+    let mut scenario: Value = serde_json::from_str(
+        &std::fs::read_to_string(scenarios_dir().join("dedupe-by-key.json")).unwrap(),
+    )
+    .unwrap();
     scenario["id"] = "exploding".into();
     scenario["order"] = 99.into();
     scenario["failures"]["bound"] = 12.into();
-    let dir = hostile_folder("exploding", "exploding.json", serde_json::to_string_pretty(&scenario).unwrap().as_bytes());
-    refused_quickly(&dir, &["exploding.json: $.reference_designs[0].design: checking this design stopped after ", "(the limit of 100000 schedules)", "lower failures.bound"]);
+    let dir = hostile_folder(
+        "exploding",
+        "exploding.json",
+        serde_json::to_string_pretty(&scenario).unwrap().as_bytes(),
+    );
+    refused_quickly(
+        &dir,
+        &[
+            "exploding.json: $.reference_designs[0].design: checking this design stopped after ",
+            "(the limit of 100000 schedules)",
+            "lower failures.bound",
+        ],
+    );
 }
 
 #[test]
 fn a_scenario_whose_reference_design_is_cyclic_or_wrong_typed_is_refused() {
-    let mut scenario: Value = serde_json::from_str(&std::fs::read_to_string(scenarios_dir().join("safe-retry.json")).unwrap()).unwrap();
+    let mut scenario: Value = serde_json::from_str(
+        &std::fs::read_to_string(scenarios_dir().join("safe-retry.json")).unwrap(),
+    )
+    .unwrap();
     scenario["id"] = "cyclic".into();
     scenario["order"] = 98.into();
-    let edges = scenario["reference_designs"][0]["design"]["edges"].as_array_mut().unwrap();
+    let edges = scenario["reference_designs"][0]["design"]["edges"]
+        .as_array_mut()
+        .unwrap();
     let first = edges[0].clone();
     edges.push(serde_json::json!({"from": first["to"], "to": first["from"]}));
     scenario["failures"]["bound"] = "two".into();
-    let dir = hostile_folder("cyclic", "cyclic.json", serde_json::to_string_pretty(&scenario).unwrap().as_bytes());
+    let dir = hostile_folder(
+        "cyclic",
+        "cyclic.json",
+        serde_json::to_string_pretty(&scenario).unwrap().as_bytes(),
+    );
     refused_quickly(&dir, &["cyclic.json: $.failures.bound"]);
     scenario["failures"]["bound"] = 2.into();
-    let dir = hostile_folder("cyclic2", "cyclic.json", serde_json::to_string_pretty(&scenario).unwrap().as_bytes());
+    let dir = hostile_folder(
+        "cyclic2",
+        "cyclic.json",
+        serde_json::to_string_pretty(&scenario).unwrap().as_bytes(),
+    );
     refused_quickly(&dir, &["cyclic.json: $.reference_designs[0]"]);
 }

@@ -20,15 +20,20 @@ pub fn scenarios_dir() -> PathBuf {
 pub fn scenarios() -> Vec<Scenario> {
     static LOADED: OnceLock<Vec<Scenario>> = OnceLock::new();
     LOADED
-        .get_or_init(|| match server::catalogue::validate_paths(&[scenarios_dir()]) {
-            Ok(s) => s,
-            Err(problems) => panic!("the shipped scenarios do not validate: {problems:?}"),
-        })
+        .get_or_init(
+            || match server::catalogue::validate_paths(&[scenarios_dir()]) {
+                Ok(s) => s,
+                Err(problems) => panic!("the shipped scenarios do not validate: {problems:?}"),
+            },
+        )
         .clone()
 }
 
 pub fn scenario(id: &str) -> Scenario {
-    scenarios().into_iter().find(|s| s.id == id).unwrap_or_else(|| panic!("no scenario {id}"))
+    scenarios()
+        .into_iter()
+        .find(|s| s.id == id)
+        .unwrap_or_else(|| panic!("no scenario {id}"))
 }
 
 /// The first reference design of a scenario: passes everything.
@@ -38,7 +43,9 @@ pub fn passing_design(id: &str) -> Value {
 
 /// The chapter's append-only job: misses every requirement of safe-retry.
 pub fn failing_design() -> Value {
-    scenario("safe-retry").starting_design.expect("safe-retry has a starting design")
+    scenario("safe-retry")
+        .starting_design
+        .expect("safe-retry has a starting design")
 }
 
 /// A folder that is removed when dropped.
@@ -47,7 +54,10 @@ pub struct TempDir(pub PathBuf);
 impl TempDir {
     pub fn new(label: &str) -> TempDir {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
         let path = std::env::temp_dir().join(format!(
             "pipeline-builder-{label}-{}-{}-{nanos}",
             std::process::id(),
@@ -85,14 +95,20 @@ pub async fn spawn_app() -> TestApp {
 
 pub async fn spawn_app_with(config: Config) -> TestApp {
     let dir = TempDir::new("api");
-    let store = Store::connect(&dir.sqlite_url()).await.expect("a fresh SQLite database");
+    let store = Store::connect(&dir.sqlite_url())
+        .await
+        .expect("a fresh SQLite database");
     spawn_app_on(store, config, dir)
 }
 
 /// The app on a given store (for example a PostgreSQL one).
 pub fn spawn_app_on(store: Store, config: Config, dir: TempDir) -> TestApp {
     let state = AppState::new(store, Catalogue::new(scenarios()), config);
-    TestApp { router: server::router(state.clone()), state, _dir: dir }
+    TestApp {
+        router: server::router(state.clone()),
+        state,
+        _dir: dir,
+    }
 }
 
 /// An answer: status, headers and the body as JSON (or as a JSON string when it is not JSON).
@@ -105,7 +121,9 @@ pub struct Answer {
 
 impl Answer {
     pub fn code(&self) -> &str {
-        self.body["error"]["code"].as_str().unwrap_or_else(|| panic!("not an error answer ({}): {}", self.status, self.text))
+        self.body["error"]["code"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not an error answer ({}): {}", self.status, self.text))
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -114,7 +132,9 @@ impl Answer {
 
     /// The `pb_student=…` pair of the Set-Cookie header, ready for a Cookie header.
     pub fn cookie(&self) -> Option<String> {
-        self.header("set-cookie").and_then(|c| c.split(';').next()).map(str::to_string)
+        self.header("set-cookie")
+            .and_then(|c| c.split(';').next())
+            .map(str::to_string)
     }
 }
 
@@ -130,15 +150,28 @@ impl As {
         As::default()
     }
     pub fn student(cookie: &str) -> As {
-        As { cookie: Some(cookie.to_string()), token: None }
+        As {
+            cookie: Some(cookie.to_string()),
+            token: None,
+        }
     }
     pub fn grader(token: &str) -> As {
-        As { cookie: None, token: Some(token.to_string()) }
+        As {
+            cookie: None,
+            token: Some(token.to_string()),
+        }
     }
 }
 
 impl TestApp {
-    pub async fn send(&self, method: Method, uri: &str, who: &As, headers: &[(&str, &str)], body: Option<Vec<u8>>) -> Answer {
+    pub async fn send(
+        &self,
+        method: Method,
+        uri: &str,
+        who: &As,
+        headers: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+    ) -> Answer {
         let mut builder = Request::builder().method(method).uri(uri);
         if let Some(c) = &who.cookie {
             builder = builder.header("cookie", c);
@@ -153,14 +186,28 @@ impl TestApp {
         if has_body {
             builder = builder.header("content-type", "application/json");
         }
-        let request = builder.body(body.map(Body::from).unwrap_or_else(Body::empty)).expect("a request");
-        let response = self.router.clone().oneshot(request).await.expect("the router always answers");
+        let request = builder
+            .body(body.map(Body::from).unwrap_or_else(Body::empty))
+            .expect("a request");
+        let response = self
+            .router
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("the router always answers");
         let status = response.status();
         let headers = response.headers().clone();
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("a body");
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("a body");
         let text = String::from_utf8_lossy(&bytes).to_string();
         let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(text.clone()));
-        Answer { status, headers, body, text }
+        Answer {
+            status,
+            headers,
+            body,
+            text,
+        }
     }
 
     pub async fn get(&self, uri: &str, who: &As) -> Answer {
@@ -168,11 +215,25 @@ impl TestApp {
     }
 
     pub async fn post(&self, uri: &str, who: &As, body: &Value) -> Answer {
-        self.send(Method::POST, uri, who, &[], Some(serde_json::to_vec(body).unwrap())).await
+        self.send(
+            Method::POST,
+            uri,
+            who,
+            &[],
+            Some(serde_json::to_vec(body).unwrap()),
+        )
+        .await
     }
 
     pub async fn put(&self, uri: &str, who: &As, body: &Value) -> Answer {
-        self.send(Method::PUT, uri, who, &[], Some(serde_json::to_vec(body).unwrap())).await
+        self.send(
+            Method::PUT,
+            uri,
+            who,
+            &[],
+            Some(serde_json::to_vec(body).unwrap()),
+        )
+        .await
     }
 
     /// A new student session; returns its cookie and id.
@@ -180,14 +241,22 @@ impl TestApp {
         let answer = self.get("/api/session", &As::nobody()).await;
         assert_eq!(answer.status, StatusCode::OK);
         let cookie = answer.cookie().expect("a new session sets a cookie");
-        let id = answer.body["student"].as_str().expect("a student id").to_string();
+        let id = answer.body["student"]
+            .as_str()
+            .expect("a student id")
+            .to_string();
         (cookie, id)
     }
 
     /// A grader token stored the way `token create` stores it.
     pub async fn grader_token(&self, name: &str) -> String {
         let token = server::auth::new_token().expect("randomness");
-        assert!(self.state.store().create_token(name, &server::auth::hash_token(&token)).await.expect("the store answers"));
+        assert!(self
+            .state
+            .store()
+            .create_token(name, &server::auth::hash_token(&token))
+            .await
+            .expect("the store answers"));
         token
     }
 }

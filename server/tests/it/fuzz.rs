@@ -23,16 +23,28 @@ use shared::Scenario;
 use crate::common::{scenarios, spawn_app_with, TestApp};
 
 fn cases() -> u32 {
-    std::env::var("FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64)
+    std::env::var("FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64)
 }
 
 fn runner(cases: u32) -> TestRunner {
-    TestRunner::new(ProptestConfig { cases: cases.max(1), failure_persistence: None, max_shrink_iters: 2000, ..ProptestConfig::default() })
+    TestRunner::new(ProptestConfig {
+        cases: cases.max(1),
+        failure_persistence: None,
+        max_shrink_iters: 2000,
+        ..ProptestConfig::default()
+    })
 }
 
 fn report(name: &str, inputs: u64, started: Instant) {
     let seconds = started.elapsed().as_secs_f64();
-    let _ = writeln!(std::io::stderr(), "fuzz {name}: {inputs} inputs in {seconds:.1} s ({:.0}/s)", inputs as f64 / seconds.max(1e-9));
+    let _ = writeln!(
+        std::io::stderr(),
+        "fuzz {name}: {inputs} inputs in {seconds:.1} s ({:.0}/s)",
+        inputs as f64 / seconds.max(1e-9)
+    );
 }
 
 /// Every design the shipped scenarios carry (starting, reference and wrong), with its
@@ -61,13 +73,77 @@ fn shipped_scenario_texts() -> &'static [String] {
 
 /// Words the parsers know, so that random JSON often gets past the first check.
 const WORDS: &[&str] = &[
-    "nodes", "edges", "id", "kind", "options", "position", "from", "to", "x", "y", "table", "topic", "write", "key", "source_table",
-    "stream", "sender", "batch_job", "stream_consumer", "append", "delete_insert", "merge", "insert_ignore", "date_filter",
-    "logical_date", "current_date_minus_1", "transaction", "per_run", "none", "loaded_at", "now", "offset_commit", "before_write",
-    "after_write", "with_write", "dedupe", "in_memory", "dedupe_window", "on_timeout", "resend", "give_up", "idempotency_key",
-    "per_attempt", "per_action", "src", "job", "orders", "daily_revenue", "source_orders", "paid_orders", "orders_paid", "order_id",
-    "order_date", "scenario", "student", "design", "safe-retry", "bound", "failures", "requirements", "check", "expected", "",
-    "\u{0}", "\u{202e}", "\u{fffd}", "'; DROP TABLE attempts; --", "../../etc/passwd", "<script>alert(1)</script>", "%00", "$",
+    "nodes",
+    "edges",
+    "id",
+    "kind",
+    "options",
+    "position",
+    "from",
+    "to",
+    "x",
+    "y",
+    "table",
+    "topic",
+    "write",
+    "key",
+    "source_table",
+    "stream",
+    "sender",
+    "batch_job",
+    "stream_consumer",
+    "append",
+    "delete_insert",
+    "merge",
+    "insert_ignore",
+    "date_filter",
+    "logical_date",
+    "current_date_minus_1",
+    "transaction",
+    "per_run",
+    "none",
+    "loaded_at",
+    "now",
+    "offset_commit",
+    "before_write",
+    "after_write",
+    "with_write",
+    "dedupe",
+    "in_memory",
+    "dedupe_window",
+    "on_timeout",
+    "resend",
+    "give_up",
+    "idempotency_key",
+    "per_attempt",
+    "per_action",
+    "src",
+    "job",
+    "orders",
+    "daily_revenue",
+    "source_orders",
+    "paid_orders",
+    "orders_paid",
+    "order_id",
+    "order_date",
+    "scenario",
+    "student",
+    "design",
+    "safe-retry",
+    "bound",
+    "failures",
+    "requirements",
+    "check",
+    "expected",
+    "",
+    "\u{0}",
+    "\u{202e}",
+    "\u{fffd}",
+    "'; DROP TABLE attempts; --",
+    "../../etc/passwd",
+    "<script>alert(1)</script>",
+    "%00",
+    "$",
 ];
 
 fn word() -> impl Strategy<Value = String> {
@@ -84,17 +160,24 @@ fn number() -> impl Strategy<Value = Value> {
         any::<i64>().prop_map(Value::from),
         any::<u64>().prop_map(Value::from),
         (-5i64..70).prop_map(Value::from),
-        any::<f64>().prop_filter_map("finite", |f| serde_json::Number::from_f64(f).map(Value::Number)),
+        any::<f64>().prop_filter_map("finite", |f| serde_json::Number::from_f64(f)
+            .map(Value::Number)),
     ]
 }
 
 /// Random JSON, up to 6 levels and 64 values, with object keys the parsers know.
 fn json_value() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![Just(Value::Null), any::<bool>().prop_map(Value::Bool), number(), word().prop_map(Value::String)];
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        number(),
+        word().prop_map(Value::String)
+    ];
     leaf.prop_recursive(6, 64, 8, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
-            proptest::collection::btree_map(word(), inner, 0..8).prop_map(|m| Value::Object(m.into_iter().collect::<Map<String, Value>>())),
+            proptest::collection::btree_map(word(), inner, 0..8)
+                .prop_map(|m| Value::Object(m.into_iter().collect::<Map<String, Value>>())),
         ]
     })
 }
@@ -187,7 +270,9 @@ fn mutate(mut value: Value, mutations: &[Mutation]) -> Value {
                 let path = pick(at);
                 if let Some((_, parent)) = path.split_last() {
                     let copy = at_mut(&mut value, &path).cloned();
-                    if let (Some(Value::Array(items)), Some(copy)) = (at_mut(&mut value, parent), copy) {
+                    if let (Some(Value::Array(items)), Some(copy)) =
+                        (at_mut(&mut value, parent), copy)
+                    {
                         items.push(copy);
                     }
                 }
@@ -218,10 +303,19 @@ fn design_input() -> impl Strategy<Value = (usize, Value)> {
 }
 
 fn assert_design_errors(errors: &[shared::DesignError], input: &Value) {
-    assert!(!errors.is_empty(), "a refusal names at least one problem: {input}");
+    assert!(
+        !errors.is_empty(),
+        "a refusal names at least one problem: {input}"
+    );
     for e in errors {
-        assert!(e.path.starts_with('$'), "every problem has a JSON path: {e:?}");
-        assert!(!e.message.trim().is_empty() && !e.code.is_empty(), "every problem says what is wrong: {e:?}");
+        assert!(
+            e.path.starts_with('$'),
+            "every problem has a JSON path: {e:?}"
+        );
+        assert!(
+            !e.message.trim().is_empty() && !e.code.is_empty(),
+            "every problem says what is wrong: {e:?}"
+        );
     }
 }
 
@@ -251,12 +345,17 @@ fn fuzz_the_check_of_mutated_designs() {
     let started = Instant::now();
     let all = scenarios();
     // Small limits: the property is "no panic, a verdict or a clear error", not speed.
-    let limits = shared::Limits { max_schedules: 5_000, max_steps: 2_000_000 };
+    let limits = shared::Limits {
+        max_schedules: 5_000,
+        max_steps: 2_000_000,
+    };
     runner(cases)
         .run(&design_input(), |(scenario, design)| {
             if let Ok(valid) = shared::validate_json(&all[scenario], &design) {
                 match shared::check_with(&all[scenario], &valid, limits) {
-                    Ok(verdict) => assert_eq!(verdict.requirements.len(), all[scenario].requirements.len()),
+                    Ok(verdict) => {
+                        assert_eq!(verdict.requirements.len(), all[scenario].requirements.len())
+                    }
                     Err(shared::CheckError::TooLarge { .. }) => {}
                     Err(e) => panic!("a valid design of a valid scenario gave {e}"),
                 }
@@ -280,7 +379,16 @@ fn scenario_text() -> impl Strategy<Value = String> {
     let edit = prop_oneof![
         (any::<u64>(), any::<u8>()).prop_map(|(a, b)| TextEdit::Flip(a, b)),
         (any::<u64>(), 1u8..40).prop_map(|(a, b)| TextEdit::Delete(a, b)),
-        (any::<u64>(), prop_oneof![word(), Just("[".repeat(200)), Just("{\"a\":".to_string()), Just("\\u0000".to_string())]).prop_map(|(a, s)| TextEdit::Insert(a, s)),
+        (
+            any::<u64>(),
+            prop_oneof![
+                word(),
+                Just("[".repeat(200)),
+                Just("{\"a\":".to_string()),
+                Just("\\u0000".to_string())
+            ]
+        )
+            .prop_map(|(a, s)| TextEdit::Insert(a, s)),
     ];
     prop_oneof![
         3 => (0..n, proptest::collection::vec(mutation(), 1..4)).prop_map(|(i, ms)| {
@@ -341,11 +449,18 @@ fn fuzz_the_scenario_validator() {
         .run(&scenario_text(), |text| {
             // The server's order: the bounded pre-check, then the authors' full validation.
             let problems = server::catalogue::precheck("fuzzed.json", &text);
-            let outcome = if problems.is_empty() { shared::authoring::validate_scenario_text("fuzzed.json", &text).map(|_| ()) } else { Err(problems) };
+            let outcome = if problems.is_empty() {
+                shared::authoring::validate_scenario_text("fuzzed.json", &text).map(|_| ())
+            } else {
+                Err(problems)
+            };
             if let Err(problems) = outcome {
                 assert!(!problems.is_empty());
                 for p in problems {
-                    assert!(p.path.starts_with('$') && !p.message.trim().is_empty(), "{p:?}");
+                    assert!(
+                        p.path.starts_with('$') && !p.message.trim().is_empty(),
+                        "{p:?}"
+                    );
                 }
             }
             Ok(())
@@ -375,7 +490,16 @@ fn segment() -> impl Strategy<Value = String> {
 }
 
 fn encode(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(b) { (*b as char).to_string() } else { format!("%{b:02X}") }).collect()
+    bytes
+        .iter()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(b) {
+                (*b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 fn path() -> impl Strategy<Value = String> {
@@ -386,11 +510,21 @@ fn path() -> impl Strategy<Value = String> {
             "/api/grade", "/api/session", "/healthz", "/readyz", "/metrics", "/api/openapi.json", "/{}/{}", "/api/{}", "/api/floor", "/",
         ]),
     ];
-    (templates, segment(), segment()).prop_map(|(t, a, b)| t.replacen("{}", &a, 1).replacen("{}", &b, 1))
+    (templates, segment(), segment())
+        .prop_map(|(t, a, b)| t.replacen("{}", &a, 1).replacen("{}", &b, 1))
 }
 
 fn query() -> impl Strategy<Value = String> {
-    let pair = (proptest::sample::select(vec!["student", "scenario", "limit", "format", "bytes", "x", ""]), prop_oneof![segment(), (-3i64..3000).prop_map(|n| n.to_string()), Just("gradescope".to_string())]);
+    let pair = (
+        proptest::sample::select(vec![
+            "student", "scenario", "limit", "format", "bytes", "x", "",
+        ]),
+        prop_oneof![
+            segment(),
+            (-3i64..3000).prop_map(|n| n.to_string()),
+            Just("gradescope".to_string())
+        ],
+    );
     prop_oneof![
         2 => Just(String::new()),
         3 => proptest::collection::vec(pair, 1..4).prop_map(|pairs| format!("?{}", pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("&"))),
@@ -399,7 +533,17 @@ fn query() -> impl Strategy<Value = String> {
 }
 
 fn header() -> impl Strategy<Value = (String, Vec<u8>)> {
-    let names = vec!["authorization", "cookie", "idempotency-key", "content-type", "x-forwarded-proto", "accept-encoding", "x-request-id", "accept", "x-anything"];
+    let names = vec![
+        "authorization",
+        "cookie",
+        "idempotency-key",
+        "content-type",
+        "x-forwarded-proto",
+        "accept-encoding",
+        "x-request-id",
+        "accept",
+        "x-anything",
+    ];
     let value = prop_oneof![
         word().prop_map(String::into_bytes),
         "[ -~]{0,80}".prop_map(String::into_bytes),
@@ -409,7 +553,10 @@ fn header() -> impl Strategy<Value = (String, Vec<u8>)> {
         Just(b"application/json; charset=utf-16".to_vec()),
         (1usize..600).prop_map(|n| vec![b'k'; n]),
     ];
-    (proptest::sample::select(names).prop_map(str::to_string), value)
+    (
+        proptest::sample::select(names).prop_map(str::to_string),
+        value,
+    )
 }
 
 fn body() -> impl Strategy<Value = Option<Vec<u8>>> {
@@ -437,10 +584,22 @@ fn body() -> impl Strategy<Value = Option<Vec<u8>>> {
 }
 
 fn request() -> impl Strategy<Value = FuzzRequest> {
-    let any_method = proptest::sample::select(vec![Method::GET, Method::POST, Method::PUT, Method::DELETE, Method::PATCH, Method::OPTIONS, Method::HEAD]);
+    let any_method = proptest::sample::select(vec![
+        Method::GET,
+        Method::POST,
+        Method::PUT,
+        Method::DELETE,
+        Method::PATCH,
+        Method::OPTIONS,
+        Method::HEAD,
+    ]);
     // Mostly the method each route takes, so that most requests reach a handler.
     let matching = |p: &str| -> Method {
-        if p.ends_with("/check") || p.starts_with("/api/grade") || p.starts_with("/api/floor") || p == "/api/submissions" {
+        if p.ends_with("/check")
+            || p.starts_with("/api/grade")
+            || p.starts_with("/api/floor")
+            || p == "/api/submissions"
+        {
             Method::POST
         } else if p.starts_with("/api/drafts") || p == "/api/session" {
             Method::PUT
@@ -452,23 +611,54 @@ fn request() -> impl Strategy<Value = FuzzRequest> {
         3 => path().prop_map(move |p| (matching(&p), p)),
         1 => (any_method, path()),
     ];
-    (route, query(), proptest::collection::vec(header(), 0..4), body())
-        .prop_map(|((method, path), query, headers, body)| FuzzRequest { method, uri: format!("{path}{query}"), headers, body })
+    (
+        route,
+        query(),
+        proptest::collection::vec(header(), 0..4),
+        body(),
+    )
+        .prop_map(|((method, path), query, headers, body)| FuzzRequest {
+            method,
+            uri: format!("{path}{query}"),
+            headers,
+            body,
+        })
 }
 
-async fn send(app: &TestApp, r: &FuzzRequest) -> Option<(StatusCode, axum::http::HeaderMap, Vec<u8>)> {
+async fn send(
+    app: &TestApp,
+    r: &FuzzRequest,
+) -> Option<(StatusCode, axum::http::HeaderMap, Vec<u8>)> {
     use tower::ServiceExt;
-    let mut builder = axum::http::Request::builder().method(r.method.clone()).uri(&r.uri);
+    let mut builder = axum::http::Request::builder()
+        .method(r.method.clone())
+        .uri(&r.uri);
     for (name, value) in &r.headers {
-        let Ok(value) = axum::http::HeaderValue::from_bytes(value) else { continue };
+        let Ok(value) = axum::http::HeaderValue::from_bytes(value) else {
+            continue;
+        };
         builder = builder.header(name.as_str(), value);
     }
     // A request a client cannot put on the wire (an invalid URI) is not a test of the server.
-    let request = builder.body(r.body.clone().map(axum::body::Body::from).unwrap_or_else(axum::body::Body::empty)).ok()?;
-    let response = app.router.clone().oneshot(request).await.expect("the router always answers");
+    let request = builder
+        .body(
+            r.body
+                .clone()
+                .map(axum::body::Body::from)
+                .unwrap_or_else(axum::body::Body::empty),
+        )
+        .ok()?;
+    let response = app
+        .router
+        .clone()
+        .oneshot(request)
+        .await
+        .expect("the router always answers");
     let status = response.status();
     let headers = response.headers().clone();
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("a body");
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("a body");
     Some((status, headers, bytes.to_vec()))
 }
 
@@ -504,10 +694,19 @@ fn flate2_read(bytes: &[u8]) -> std::io::Cursor<Vec<u8>> {
 fn fuzz_the_http_api() {
     let cases = cases();
     let started = Instant::now();
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let (app, token) = runtime.block_on(async {
         // No rate limit: the fuzzer is one client sending as fast as it can.
-        let app = spawn_app_with(Config { rate_limit: None, floor_route: true, ..Config::default() }).await;
+        let app = spawn_app_with(Config {
+            rate_limit: None,
+            floor_route: true,
+            ..Config::default()
+        })
+        .await;
         let token = app.grader_token("fuzz").await;
         (app, token)
     });
@@ -516,8 +715,13 @@ fn fuzz_the_http_api() {
     let strategy = (request(), 0u8..4).prop_map(move |(mut r, who)| {
         // A quarter each: as nobody, as a student, as a grader, as whatever the headers say.
         match who {
-            1 => r.headers.push(("cookie".into(), cookie.clone().into_bytes())),
-            2 => r.headers.push(("authorization".into(), format!("Bearer {token}").into_bytes())),
+            1 => r
+                .headers
+                .push(("cookie".into(), cookie.clone().into_bytes())),
+            2 => r.headers.push((
+                "authorization".into(),
+                format!("Bearer {token}").into_bytes(),
+            )),
             _ => {}
         }
         r
@@ -530,20 +734,47 @@ fn fuzz_the_http_api() {
                 return Ok(());
             };
             *statuses.borrow_mut().entry(status.as_u16()).or_default() += 1;
-            let what = format!("{} {} {:?}", r.method, r.uri, r.headers.iter().map(|(n, _)| n).collect::<Vec<_>>());
-            assert!(!status.is_server_error(), "{what}: answered {status}: {}", String::from_utf8_lossy(&bytes));
-            assert!(headers.contains_key("content-security-policy") && headers.contains_key("x-content-type-options"), "{what}: no security headers");
+            let what = format!(
+                "{} {} {:?}",
+                r.method,
+                r.uri,
+                r.headers.iter().map(|(n, _)| n).collect::<Vec<_>>()
+            );
+            assert!(
+                !status.is_server_error(),
+                "{what}: answered {status}: {}",
+                String::from_utf8_lossy(&bytes)
+            );
+            assert!(
+                headers.contains_key("content-security-policy")
+                    && headers.contains_key("x-content-type-options"),
+                "{what}: no security headers"
+            );
             if status.is_client_error() && r.method != Method::HEAD {
                 let bytes = decompressed(&headers, bytes);
-                let error: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{what}: {status} is not JSON ({e}): {}", String::from_utf8_lossy(&bytes)));
-                let code = error["error"]["code"].as_str().unwrap_or_else(|| panic!("{what}: {status} has no code: {error}"));
+                let error: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                    panic!(
+                        "{what}: {status} is not JSON ({e}): {}",
+                        String::from_utf8_lossy(&bytes)
+                    )
+                });
+                let code = error["error"]["code"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{what}: {status} has no code: {error}"));
                 let message = error["error"]["message"].as_str().unwrap_or_default();
-                assert!(!code.is_empty() && !message.trim().is_empty(), "{what}: {error}");
+                assert!(
+                    !code.is_empty() && !message.trim().is_empty(),
+                    "{what}: {error}"
+                );
             }
             Ok(())
         })
         .unwrap();
     let skipped = skipped.get();
     report("HTTP API", u64::from(cases) - skipped, started);
-    let _ = writeln!(std::io::stderr(), "fuzz HTTP API: answers by status {:?}; {skipped} requests could not be put on the wire", statuses.borrow());
+    let _ = writeln!(
+        std::io::stderr(),
+        "fuzz HTTP API: answers by status {:?}; {skipped} requests could not be put on the wire",
+        statuses.borrow()
+    );
 }

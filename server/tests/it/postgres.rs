@@ -17,7 +17,10 @@ pub struct PgDatabase {
     pub url: String,
 }
 
-const CANDIDATES: [&str; 2] = ["postgres://postgres@127.0.0.1:5432/postgres", "postgres://root@127.0.0.1:5432/postgres"];
+const CANDIDATES: [&str; 2] = [
+    "postgres://postgres@127.0.0.1:5432/postgres",
+    "postgres://root@127.0.0.1:5432/postgres",
+];
 
 async fn admin_connection() -> Result<(String, sqlx::PgConnection), String> {
     let candidates: Vec<String> = match std::env::var("PIPELINE_BUILDER_POSTGRES_URL") {
@@ -62,13 +65,30 @@ pub async fn database(label: &str) -> Option<PgDatabase> {
         }
     };
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    let name = format!("pb_test_{}_{}_{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed), nanos % 1_000_000_000);
-    conn.execute(format!("CREATE DATABASE \"{name}\"").as_str()).await.expect("CREATE DATABASE");
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let name = format!(
+        "pb_test_{}_{}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        nanos % 1_000_000_000
+    );
+    conn.execute(format!("CREATE DATABASE \"{name}\"").as_str())
+        .await
+        .expect("CREATE DATABASE");
     let _ = conn.close().await;
-    let base = admin_url.rsplit_once('/').map(|(b, _)| b.to_string()).expect("a URL with a database");
+    let base = admin_url
+        .rsplit_once('/')
+        .map(|(b, _)| b.to_string())
+        .expect("a URL with a database");
     let url = format!("{base}/{name}");
-    Some(PgDatabase { admin_url, name, url })
+    Some(PgDatabase {
+        admin_url,
+        name,
+        url,
+    })
 }
 
 impl Drop for PgDatabase {
@@ -77,11 +97,20 @@ impl Drop for PgDatabase {
         let name = self.name.clone();
         // Drop runs inside a test's runtime, so the cleanup gets a runtime of its own.
         let done = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
             runtime.block_on(async move {
-                let options: PgConnectOptions = admin_url.parse().expect("the admin URL parsed before");
+                let options: PgConnectOptions =
+                    admin_url.parse().expect("the admin URL parsed before");
                 if let Ok(mut conn) = options.connect().await {
-                    if let Err(e) = conn.execute(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)").as_str()).await {
+                    if let Err(e) = conn
+                        .execute(
+                            format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)").as_str(),
+                        )
+                        .await
+                    {
                         eprintln!("could not drop test database {name}: {e}");
                     }
                     let _ = conn.close().await;

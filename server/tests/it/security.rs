@@ -14,37 +14,110 @@ const CSP_WITHOUT_APP: &str = "default-src 'self'; script-src 'self' 'wasm-unsaf
      img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'; object-src 'none'";
 
 fn assert_security_headers(answer: &crate::common::Answer, what: &str) {
-    assert_eq!(answer.header("x-content-type-options"), Some("nosniff"), "{what}");
+    assert_eq!(
+        answer.header("x-content-type-options"),
+        Some("nosniff"),
+        "{what}"
+    );
     assert_eq!(answer.header("x-frame-options"), Some("DENY"), "{what}");
-    assert_eq!(answer.header("referrer-policy"), Some("no-referrer"), "{what}");
-    let csp = answer.header("content-security-policy").unwrap_or_else(|| panic!("{what}: no Content-Security-Policy"));
-    assert!(csp.starts_with("default-src 'self'; script-src 'self' 'wasm-unsafe-eval'"), "{what}: {csp}");
+    assert_eq!(
+        answer.header("referrer-policy"),
+        Some("no-referrer"),
+        "{what}"
+    );
+    let csp = answer
+        .header("content-security-policy")
+        .unwrap_or_else(|| panic!("{what}: no Content-Security-Policy"));
+    assert!(
+        csp.starts_with("default-src 'self'; script-src 'self' 'wasm-unsafe-eval'"),
+        "{what}: {csp}"
+    );
     assert!(csp.contains("frame-ancestors 'none'"), "{what}: {csp}");
-    let script_src = csp.split(';').map(str::trim).find(|d| d.starts_with("script-src")).unwrap_or("");
-    assert!(!script_src.contains("'unsafe-inline'"), "{what}: inline scripts are allowed by hash only: {csp}");
+    let script_src = csp
+        .split(';')
+        .map(str::trim)
+        .find(|d| d.starts_with("script-src"))
+        .unwrap_or("");
+    assert!(
+        !script_src.contains("'unsafe-inline'"),
+        "{what}: inline scripts are allowed by hash only: {csp}"
+    );
 }
 
 #[tokio::test]
 async fn every_answer_carries_the_security_headers() {
-    let app = spawn_app_with(Config { body_limit_bytes: 1024, ..Config::default() }).await;
+    let app = spawn_app_with(Config {
+        body_limit_bytes: 1024,
+        ..Config::default()
+    })
+    .await;
     let (cookie, _) = app.new_student().await;
     let answers = [
         ("GET /healthz", app.get("/healthz", &As::nobody()).await),
-        ("GET /api/scenarios", app.get("/api/scenarios", &As::nobody()).await),
-        ("POST check", app.post("/api/scenarios/safe-retry/check", &As::nobody(), &failing_design()).await),
+        (
+            "GET /api/scenarios",
+            app.get("/api/scenarios", &As::nobody()).await,
+        ),
+        (
+            "POST check",
+            app.post(
+                "/api/scenarios/safe-retry/check",
+                &As::nobody(),
+                &failing_design(),
+            )
+            .await,
+        ),
         ("404", app.get("/api/nope", &As::nobody()).await),
         ("404 page", app.get("/nope", &As::nobody()).await),
-        ("405", app.send(Method::DELETE, "/api/scenarios", &As::nobody(), &[], None).await),
-        ("413", app.send(Method::POST, "/api/scenarios/safe-retry/check", &As::nobody(), &[], Some(vec![b' '; 4096])).await),
-        ("400", app.send(Method::POST, "/api/scenarios/safe-retry/check", &As::nobody(), &[], Some(b"{".to_vec())).await),
-        ("401", app.get("/api/submissions", &As::grader("nope")).await),
-        ("403", app.get("/api/submissions?student=someone-else", &As::student(&cookie)).await),
+        (
+            "405",
+            app.send(Method::DELETE, "/api/scenarios", &As::nobody(), &[], None)
+                .await,
+        ),
+        (
+            "413",
+            app.send(
+                Method::POST,
+                "/api/scenarios/safe-retry/check",
+                &As::nobody(),
+                &[],
+                Some(vec![b' '; 4096]),
+            )
+            .await,
+        ),
+        (
+            "400",
+            app.send(
+                Method::POST,
+                "/api/scenarios/safe-retry/check",
+                &As::nobody(),
+                &[],
+                Some(b"{".to_vec()),
+            )
+            .await,
+        ),
+        (
+            "401",
+            app.get("/api/submissions", &As::grader("nope")).await,
+        ),
+        (
+            "403",
+            app.get(
+                "/api/submissions?student=someone-else",
+                &As::student(&cookie),
+            )
+            .await,
+        ),
         ("metrics", app.get("/metrics", &As::nobody()).await),
         ("openapi", app.get("/api/openapi.json", &As::nobody()).await),
     ];
     for (what, answer) in &answers {
         assert_security_headers(answer, what);
-        assert_eq!(answer.header("content-security-policy"), Some(CSP_WITHOUT_APP), "{what}");
+        assert_eq!(
+            answer.header("content-security-policy"),
+            Some(CSP_WITHOUT_APP),
+            "{what}"
+        );
     }
 }
 
@@ -53,24 +126,38 @@ async fn pages_carry_a_policy_that_allows_their_inline_script_by_hash() {
     let web = TempDir::new("csp");
     let dist = web.path().join("dist");
     std::fs::create_dir_all(&dist).unwrap();
-    let script = "\n    import init from \"/web.js\";\n    init({ module_or_path: \"/web_bg.wasm\" });\n  ";
+    let script =
+        "\n    import init from \"/web.js\";\n    init({ module_or_path: \"/web_bg.wasm\" });\n  ";
     let page = format!("<!doctype html><title>Pipeline Builder</title><script type=\"module\" src=\"/other.js\"></script><script type=\"module\">{script}</script>");
     std::fs::write(dist.join("index.html"), &page).unwrap();
     std::fs::write(dist.join("web.js"), "export default function init() {}").unwrap();
-    let app = spawn_app_with(Config { static_dir: Some(dist.clone()), ..Config::default() }).await;
+    let app = spawn_app_with(Config {
+        static_dir: Some(dist.clone()),
+        ..Config::default()
+    })
+    .await;
 
     // The hash a browser computes for the inline script, worked out here independently:
     // base64 of the sha256 of the script's text.
     let output = std::process::Command::new("sh")
         .arg("-c")
-        .arg(format!("printf '%s' '{}' | openssl dgst -sha256 -binary | base64", script.replace('\'', "'\\''")))
+        .arg(format!(
+            "printf '%s' '{}' | openssl dgst -sha256 -binary | base64",
+            script.replace('\'', "'\\''")
+        ))
         .output();
     let expected = match output {
-        Ok(o) if o.status.success() => format!("'sha256-{}'", String::from_utf8_lossy(&o.stdout).trim()),
+        Ok(o) if o.status.success() => {
+            format!("'sha256-{}'", String::from_utf8_lossy(&o.stdout).trim())
+        }
         _ => {
             use base64::Engine;
             use sha2::Digest;
-            format!("'sha256-{}'", base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(script.as_bytes())))
+            format!(
+                "'sha256-{}'",
+                base64::engine::general_purpose::STANDARD
+                    .encode(sha2::Sha256::digest(script.as_bytes()))
+            )
         }
     };
     for path in ["/", "/scenarios/safe-retry", "/web.js", "/api/scenarios"] {
@@ -78,8 +165,16 @@ async fn pages_carry_a_policy_that_allows_their_inline_script_by_hash() {
         assert_eq!(answer.status, StatusCode::OK, "{path}");
         assert_security_headers(&answer, path);
         let csp = answer.header("content-security-policy").unwrap();
-        let script_src = csp.split(';').map(str::trim).find(|d| d.starts_with("script-src")).unwrap();
-        assert_eq!(script_src, format!("script-src 'self' 'wasm-unsafe-eval' {expected}"), "{path}");
+        let script_src = csp
+            .split(';')
+            .map(str::trim)
+            .find(|d| d.starts_with("script-src"))
+            .unwrap();
+        assert_eq!(
+            script_src,
+            format!("script-src 'self' 'wasm-unsafe-eval' {expected}"),
+            "{path}"
+        );
     }
 }
 
@@ -87,7 +182,9 @@ async fn pages_carry_a_policy_that_allows_their_inline_script_by_hash() {
 async fn the_shipped_page_is_allowed_by_the_policy_it_is_served_with() {
     // The real web/index.html (and web/dist when it is built): its inline script is allowed.
     let web = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../web");
-    let Ok(page) = std::fs::read_to_string(web.join("index.html")) else { return };
+    let Ok(page) = std::fs::read_to_string(web.join("index.html")) else {
+        return;
+    };
     let policy = server::headers::content_security_policy(Some(&web.join("dist")));
     for hash in server::headers::inline_script_hashes(&page) {
         assert!(policy.contains(&format!("'{hash}'")), "{policy}");
@@ -100,14 +197,38 @@ async fn the_session_cookie_is_http_only_same_site_and_secure_only_behind_tls() 
     let app = spawn_app().await;
     let plain = app.get("/api/session", &As::nobody()).await;
     let cookie = plain.header("set-cookie").unwrap().to_string();
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
+        "{cookie}"
+    );
     assert!(!cookie.contains("Secure"), "{cookie}");
     for proto in ["https", "HTTPS", "https, http"] {
-        let tls = app.send(Method::GET, "/api/session", &As::nobody(), &[("x-forwarded-proto", proto)], None).await;
+        let tls = app
+            .send(
+                Method::GET,
+                "/api/session",
+                &As::nobody(),
+                &[("x-forwarded-proto", proto)],
+                None,
+            )
+            .await;
         let cookie = tls.header("set-cookie").unwrap();
-        assert!(cookie.contains("; Secure") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"), "{proto}: {cookie}");
+        assert!(
+            cookie.contains("; Secure")
+                && cookie.contains("HttpOnly")
+                && cookie.contains("SameSite=Lax"),
+            "{proto}: {cookie}"
+        );
     }
-    let http = app.send(Method::GET, "/api/session", &As::nobody(), &[("x-forwarded-proto", "http")], None).await;
+    let http = app
+        .send(
+            Method::GET,
+            "/api/session",
+            &As::nobody(),
+            &[("x-forwarded-proto", "http")],
+            None,
+        )
+        .await;
     assert!(!http.header("set-cookie").unwrap().contains("Secure"));
 }
 
@@ -117,57 +238,136 @@ async fn students_reach_only_their_own_drafts_and_attempts() {
     let (alice, alice_id) = app.new_student().await;
     let (bob, bob_id) = app.new_student().await;
     let draft = json!({"nodes": [{"id": "mine", "kind": "batch_job"}]});
-    assert_eq!(app.put("/api/drafts/safe-retry", &As::student(&alice), &json!({"design": draft})).await.status, StatusCode::OK);
-    let submitted = app.post("/api/submissions", &As::student(&alice), &json!({"scenario": "safe-retry", "design": failing_design()})).await;
+    assert_eq!(
+        app.put(
+            "/api/drafts/safe-retry",
+            &As::student(&alice),
+            &json!({"design": draft})
+        )
+        .await
+        .status,
+        StatusCode::OK
+    );
+    let submitted = app
+        .post(
+            "/api/submissions",
+            &As::student(&alice),
+            &json!({"scenario": "safe-retry", "design": failing_design()}),
+        )
+        .await;
     assert_eq!(submitted.status, StatusCode::CREATED);
     let id = submitted.body["id"].as_str().unwrap();
 
     // Bob sees neither Alice's draft nor her attempt, by id or in a list.
-    assert_eq!(app.get("/api/drafts/safe-retry", &As::student(&bob)).await.code(), "no_draft");
-    let other = app.get(&format!("/api/submissions/{id}"), &As::student(&bob)).await;
+    assert_eq!(
+        app.get("/api/drafts/safe-retry", &As::student(&bob))
+            .await
+            .code(),
+        "no_draft"
+    );
+    let other = app
+        .get(&format!("/api/submissions/{id}"), &As::student(&bob))
+        .await;
     assert_eq!(other.status, StatusCode::FORBIDDEN);
     assert_eq!(other.code(), "forbidden");
     assert!(!other.text.contains(&alice_id));
-    assert_eq!(app.get(&format!("/api/submissions?student={alice_id}"), &As::student(&bob)).await.status, StatusCode::FORBIDDEN);
-    assert_eq!(app.get("/api/submissions", &As::student(&bob)).await.body, json!([]));
+    assert_eq!(
+        app.get(
+            &format!("/api/submissions?student={alice_id}"),
+            &As::student(&bob)
+        )
+        .await
+        .status,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        app.get("/api/submissions", &As::student(&bob)).await.body,
+        json!([])
+    );
     // Bob cannot submit as Alice, nor write her draft: his PUT writes his own.
-    let as_alice = app.post("/api/submissions", &As::student(&bob), &json!({"scenario": "safe-retry", "student": alice_id, "design": failing_design()})).await;
+    let as_alice = app
+        .post(
+            "/api/submissions",
+            &As::student(&bob),
+            &json!({"scenario": "safe-retry", "student": alice_id, "design": failing_design()}),
+        )
+        .await;
     assert_eq!(as_alice.status, StatusCode::FORBIDDEN);
-    app.put("/api/drafts/safe-retry", &As::student(&bob), &json!({"design": {"nodes": []}})).await;
-    assert_eq!(app.get("/api/drafts/safe-retry", &As::student(&alice)).await.body["design"], draft);
+    app.put(
+        "/api/drafts/safe-retry",
+        &As::student(&bob),
+        &json!({"design": {"nodes": []}}),
+    )
+    .await;
+    assert_eq!(
+        app.get("/api/drafts/safe-retry", &As::student(&alice))
+            .await
+            .body["design"],
+        draft
+    );
     // A forged cookie (right shape, never handed out) is a new session, not someone else.
     let forged = format!("pb_student=s-{}", "0".repeat(32));
     let session = app.get("/api/session", &As::student(&forged)).await;
     assert_ne!(session.body["student"], alice_id.as_str());
     assert_ne!(session.body["student"], bob_id.as_str());
     // Without a session there is nothing to read; grading needs a token.
-    assert_eq!(app.get(&format!("/api/submissions/{id}"), &As::nobody()).await.status, StatusCode::FORBIDDEN);
-    let grade = app.post("/api/grade", &As::student(&alice), &json!([])).await;
+    assert_eq!(
+        app.get(&format!("/api/submissions/{id}"), &As::nobody())
+            .await
+            .status,
+        StatusCode::FORBIDDEN
+    );
+    let grade = app
+        .post("/api/grade", &As::student(&alice), &json!([]))
+        .await;
     assert_eq!(grade.status, StatusCode::UNAUTHORIZED);
     // Alice herself reads hers.
-    assert_eq!(app.get(&format!("/api/submissions/{id}"), &As::student(&alice)).await.status, StatusCode::OK);
+    assert_eq!(
+        app.get(&format!("/api/submissions/{id}"), &As::student(&alice))
+            .await
+            .status,
+        StatusCode::OK
+    );
 }
 
 #[tokio::test]
 async fn grader_tokens_are_stored_hashed_and_revocable() {
     let app = spawn_app().await;
     let token = app.grader_token("ta").await;
-    let server::Store::Sqlite(pool, _) = app.state.store() else { panic!("the test app is on SQLite") };
-    let rows = sqlx::query("SELECT name, token_hash FROM grader_tokens").fetch_all(pool).await.unwrap();
+    let server::Store::Sqlite(pool, _) = app.state.store() else {
+        panic!("the test app is on SQLite")
+    };
+    let rows = sqlx::query("SELECT name, token_hash FROM grader_tokens")
+        .fetch_all(pool)
+        .await
+        .unwrap();
     assert_eq!(rows.len(), 1);
     let stored: String = rows[0].try_get("token_hash").unwrap();
     assert_ne!(stored, token, "the token itself is never stored");
-    assert!(!stored.contains(&token[4..]), "no part of the token is stored");
+    assert!(
+        !stored.contains(&token[4..]),
+        "no part of the token is stored"
+    );
     assert_eq!(stored, server::auth::hash_token(&token));
     assert_eq!(stored.len(), 64, "a sha256 in hex");
 
-    assert_eq!(app.get("/api/submissions", &As::grader(&token)).await.status, StatusCode::OK);
+    assert_eq!(
+        app.get("/api/submissions", &As::grader(&token))
+            .await
+            .status,
+        StatusCode::OK
+    );
     // A token that differs in one character, or is a prefix, or is the stored hash itself,
     // is refused.
     let mut wrong = token.clone().into_bytes();
     let last = wrong.len() - 1;
     wrong[last] = if wrong[last] == b'0' { b'1' } else { b'0' };
-    for guess in [String::from_utf8(wrong).unwrap(), token[..token.len() - 1].to_string(), stored.clone(), String::new()] {
+    for guess in [
+        String::from_utf8(wrong).unwrap(),
+        token[..token.len() - 1].to_string(),
+        stored.clone(),
+        String::new(),
+    ] {
         let answer = app.get("/api/submissions", &As::grader(&guess)).await;
         assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{guess}");
         assert_eq!(answer.code(), "unauthorized");
@@ -175,7 +375,10 @@ async fn grader_tokens_are_stored_hashed_and_revocable() {
     assert!(app.state.store().revoke_token("ta").await.unwrap());
     let revoked = app.get("/api/submissions", &As::grader(&token)).await;
     assert_eq!(revoked.status, StatusCode::UNAUTHORIZED);
-    assert!(revoked.body["error"]["message"].as_str().unwrap().contains("revoked"));
+    assert!(revoked.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("revoked"));
 }
 
 async fn flood(app: &TestApp, who: &As, n: usize) -> Vec<crate::common::Answer> {
@@ -188,42 +391,103 @@ async fn flood(app: &TestApp, who: &As, n: usize) -> Vec<crate::common::Answer> 
 
 #[tokio::test]
 async fn a_flooding_client_gets_429_while_another_is_still_served() {
-    let app = spawn_app_with(Config { rate_limit: Some(RateLimit { per_second: 2.0, burst: 5.0 }), ..Config::default() }).await;
+    let app = spawn_app_with(Config {
+        rate_limit: Some(RateLimit {
+            per_second: 2.0,
+            burst: 5.0,
+        }),
+        ..Config::default()
+    })
+    .await;
     let (flooder, _) = app.new_student().await;
     let (other, _) = app.new_student().await;
     let flooded = flood(&app, &As::student(&flooder), 20).await;
-    let limited: Vec<_> = flooded.iter().filter(|a| a.status == StatusCode::TOO_MANY_REQUESTS).collect();
-    assert!(limited.len() >= 14, "at most the burst (and a little refill) gets through: {} limited", limited.len());
-    assert!(flooded[..4].iter().all(|a| a.status == StatusCode::OK), "the burst is served");
+    let limited: Vec<_> = flooded
+        .iter()
+        .filter(|a| a.status == StatusCode::TOO_MANY_REQUESTS)
+        .collect();
+    assert!(
+        limited.len() >= 14,
+        "at most the burst (and a little refill) gets through: {} limited",
+        limited.len()
+    );
+    assert!(
+        flooded[..4].iter().all(|a| a.status == StatusCode::OK),
+        "the burst is served"
+    );
     let refused = limited[0];
     assert_eq!(refused.code(), "rate_limited");
-    assert!(refused.body["error"]["message"].as_str().unwrap().contains("too many requests"));
-    let retry: u64 = refused.header("retry-after").expect("Retry-After").parse().unwrap();
+    assert!(refused.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("too many requests"));
+    let retry: u64 = refused
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
     assert!((1..=2).contains(&retry), "{retry}");
     assert_security_headers(refused, "429");
 
     // Another student, a grader and a client with neither are each still served.
-    assert_eq!(app.get("/api/scenarios", &As::student(&other)).await.status, StatusCode::OK);
+    assert_eq!(
+        app.get("/api/scenarios", &As::student(&other)).await.status,
+        StatusCode::OK
+    );
     let token = app.grader_token("ta").await;
-    assert_eq!(app.get("/api/submissions", &As::grader(&token)).await.status, StatusCode::OK);
-    assert_eq!(app.get("/api/scenarios", &As::nobody()).await.status, StatusCode::OK);
+    assert_eq!(
+        app.get("/api/submissions", &As::grader(&token))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.get("/api/scenarios", &As::nobody()).await.status,
+        StatusCode::OK
+    );
     // The probes and the page are never limited.
     for _ in 0..10 {
-        assert_eq!(app.send(Method::GET, "/healthz", &As::student(&flooder), &[], None).await.status, StatusCode::OK);
+        assert_eq!(
+            app.send(Method::GET, "/healthz", &As::student(&flooder), &[], None)
+                .await
+                .status,
+            StatusCode::OK
+        );
     }
     // After the wait, the flooder is served again.
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
-    assert_eq!(app.get("/api/scenarios", &As::student(&flooder)).await.status, StatusCode::OK);
+    assert_eq!(
+        app.get("/api/scenarios", &As::student(&flooder))
+            .await
+            .status,
+        StatusCode::OK
+    );
 }
 
 #[tokio::test]
 async fn a_flooding_grader_token_is_limited_on_its_own() {
-    let app = spawn_app_with(Config { rate_limit: Some(RateLimit { per_second: 1.0, burst: 3.0 }), ..Config::default() }).await;
+    let app = spawn_app_with(Config {
+        rate_limit: Some(RateLimit {
+            per_second: 1.0,
+            burst: 3.0,
+        }),
+        ..Config::default()
+    })
+    .await;
     let a = app.grader_token("a").await;
     let b = app.grader_token("b").await;
     let flooded = flood(&app, &As::grader(&a), 8).await;
-    assert!(flooded.iter().filter(|x| x.status == StatusCode::TOO_MANY_REQUESTS).count() >= 4);
-    assert_eq!(app.get("/api/submissions", &As::grader(&b)).await.status, StatusCode::OK);
+    assert!(
+        flooded
+            .iter()
+            .filter(|x| x.status == StatusCode::TOO_MANY_REQUESTS)
+            .count()
+            >= 4
+    );
+    assert_eq!(
+        app.get("/api/submissions", &As::grader(&b)).await.status,
+        StatusCode::OK
+    );
 }
 
 #[tokio::test]
@@ -232,15 +496,32 @@ async fn the_rate_limit_holds_over_a_real_socket_by_peer_address() {
     let dir = TempDir::new("rate-socket");
     let store = server::Store::connect(&dir.sqlite_url()).await.unwrap();
     // An address gets ten clients' worth: 20 at once, 1 a second.
-    let config = Config { rate_limit: Some(RateLimit { per_second: 0.1, burst: 2.0 }), ..Config::default() };
-    let state = server::AppState::new(store, server::Catalogue::new(crate::common::scenarios()), config);
+    let config = Config {
+        rate_limit: Some(RateLimit {
+            per_second: 0.1,
+            burst: 2.0,
+        }),
+        ..Config::default()
+    };
+    let state = server::AppState::new(
+        store,
+        server::Catalogue::new(crate::common::scenarios()),
+        config,
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let server = tokio::spawn(server::app::serve(listener, state));
     let http = reqwest::Client::new();
     let mut statuses = Vec::new();
     for _ in 0..24 {
-        statuses.push(http.get(format!("http://{address}/api/scenarios")).send().await.unwrap().status().as_u16());
+        statuses.push(
+            http.get(format!("http://{address}/api/scenarios"))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16(),
+        );
     }
     assert!(statuses[..20].iter().all(|s| *s == 200), "{statuses:?}");
     assert!(statuses[20..].contains(&429), "{statuses:?}");
@@ -250,15 +531,46 @@ async fn the_rate_limit_holds_over_a_real_socket_by_peer_address() {
 #[tokio::test]
 async fn the_floor_route_is_mounted_only_when_asked_for() {
     let off = spawn_app().await;
-    assert_eq!(off.send(Method::POST, "/api/floor?bytes=100", &As::nobody(), &[], None).await.status, StatusCode::NOT_FOUND);
-    let on = spawn_app_with(Config { floor_route: true, ..Config::default() }).await;
+    assert_eq!(
+        off.send(
+            Method::POST,
+            "/api/floor?bytes=100",
+            &As::nobody(),
+            &[],
+            None
+        )
+        .await
+        .status,
+        StatusCode::NOT_FOUND
+    );
+    let on = spawn_app_with(Config {
+        floor_route: true,
+        ..Config::default()
+    })
+    .await;
     for (asked, got) in [(100, 100), (4096, 4096), (1, 12), (0, 12)] {
-        let answer = on.send(Method::POST, &format!("/api/floor?bytes={asked}"), &As::nobody(), &[], Some(b"ignored".to_vec())).await;
+        let answer = on
+            .send(
+                Method::POST,
+                &format!("/api/floor?bytes={asked}"),
+                &As::nobody(),
+                &[],
+                Some(b"ignored".to_vec()),
+            )
+            .await;
         assert_eq!(answer.status, StatusCode::OK);
         assert_eq!(answer.text.len(), got, "bytes={asked}");
         assert!(answer.body.is_object(), "{}", answer.text);
     }
-    let bad = on.send(Method::POST, "/api/floor?bytes=lots", &As::nobody(), &[], None).await;
+    let bad = on
+        .send(
+            Method::POST,
+            "/api/floor?bytes=lots",
+            &As::nobody(),
+            &[],
+            None,
+        )
+        .await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
     assert!(bad.body["error"]["code"].is_string());
     let _: Value = bad.body;
@@ -269,13 +581,30 @@ async fn the_openapi_document_tells_of_rate_limits_and_outages() {
     let app = spawn_app().await;
     let doc = app.get("/api/openapi.json", &As::nobody()).await.body;
     let responses = |path: &str, method: &str| doc["paths"][path][method]["responses"].clone();
-    for (path, method) in [("/api/submissions", "post"), ("/api/grade", "post"), ("/api/drafts/{scenario}", "put"), ("/api/session", "get")] {
+    for (path, method) in [
+        ("/api/submissions", "post"),
+        ("/api/grade", "post"),
+        ("/api/drafts/{scenario}", "put"),
+        ("/api/session", "get"),
+    ] {
         let r = responses(path, method);
-        assert!(r["429"].is_object() && r["503"].is_object(), "{method} {path}: {r}");
-        assert!(r["503"]["headers"]["Retry-After"].is_object(), "{method} {path}: {r}");
+        assert!(
+            r["429"].is_object() && r["503"].is_object(),
+            "{method} {path}: {r}"
+        );
+        assert!(
+            r["503"]["headers"]["Retry-After"].is_object(),
+            "{method} {path}: {r}"
+        );
     }
     let check = responses("/api/scenarios/{id}/check", "post");
     assert!(check["429"].is_object(), "{check}");
-    assert!(check["503"].is_null(), "checking needs no database: {check}");
-    assert!(responses("/healthz", "get")["429"].is_null(), "probes are not limited");
+    assert!(
+        check["503"].is_null(),
+        "checking needs no database: {check}"
+    );
+    assert!(
+        responses("/healthz", "get")["429"].is_null(),
+        "probes are not limited"
+    );
 }

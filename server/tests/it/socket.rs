@@ -18,8 +18,18 @@ async fn the_app_answers_over_a_real_socket() {
     assert_eq!(health.status(), 200);
 
     // A browser: the cookie comes back and names the same student.
-    let session = http.get(format!("{base}/api/session")).send().await.unwrap();
-    let cookie = session.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let session = http
+        .get(format!("{base}/api/session"))
+        .send()
+        .await
+        .unwrap();
+    let cookie = session.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
     let me: Value = session.json().await.unwrap();
     let created = http
         .post(format!("{base}/api/submissions"))
@@ -43,7 +53,13 @@ async fn the_app_answers_over_a_real_socket() {
         .await
         .unwrap();
     assert_eq!(graded.status(), 200);
-    assert_eq!(graded.headers().get("content-encoding").map(|v| v.to_str().unwrap()), Some("gzip"));
+    assert_eq!(
+        graded
+            .headers()
+            .get("content-encoding")
+            .map(|v| v.to_str().unwrap()),
+        Some("gzip")
+    );
 
     let plain = http
         .post(format!("{base}/api/scenarios/safe-retry/check"))

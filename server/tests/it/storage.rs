@@ -29,78 +29,266 @@ async fn exercise(store: Store) {
     store.ping().await.expect("ping");
 
     // Students.
-    let alice = store.create_session_student("s-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").await.unwrap();
-    assert_eq!(store.session_student(&alice.id).await.unwrap(), Some(alice.clone()));
+    let alice = store
+        .create_session_student("s-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+        .await
+        .unwrap();
+    assert_eq!(
+        store.session_student(&alice.id).await.unwrap(),
+        Some(alice.clone())
+    );
     assert_eq!(store.session_student("s-unknown").await.unwrap(), None);
-    store.set_display_name(&alice.id, Some("Ada")).await.unwrap();
-    assert_eq!(store.session_student(&alice.id).await.unwrap().unwrap().display_name.as_deref(), Some("Ada"));
+    store
+        .set_display_name(&alice.id, Some("Ada"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .session_student(&alice.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .display_name
+            .as_deref(),
+        Some("Ada")
+    );
 
     // Drafts: unfinished designs, replaced on save.
-    assert_eq!(store.get_draft(&alice.id, "safe-retry").await.unwrap(), None);
+    assert_eq!(
+        store.get_draft(&alice.id, "safe-retry").await.unwrap(),
+        None
+    );
     let draft = json!({"nodes": [{"id": "x", "kind": "nonsense"}], "note": "ünïcode ✓"});
-    store.put_draft(&alice.id, "safe-retry", &draft).await.unwrap();
-    assert_eq!(store.get_draft(&alice.id, "safe-retry").await.unwrap().unwrap().design, draft);
-    store.put_draft(&alice.id, "safe-retry", &json!({})).await.unwrap();
-    assert_eq!(store.get_draft(&alice.id, "safe-retry").await.unwrap().unwrap().design, json!({}));
+    store
+        .put_draft(&alice.id, "safe-retry", &draft)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .get_draft(&alice.id, "safe-retry")
+            .await
+            .unwrap()
+            .unwrap()
+            .design,
+        draft
+    );
+    store
+        .put_draft(&alice.id, "safe-retry", &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .get_draft(&alice.id, "safe-retry")
+            .await
+            .unwrap()
+            .unwrap()
+            .design,
+        json!({})
+    );
 
     // Attempts: a grader-named student is made on the way; lists filter and come newest first.
     let first = attempt("a1", &alice.id, "safe-retry", false);
     store.record(Some(&first), None).await.unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
-    store.record(Some(&attempt("a2", &alice.id, "safe-retry", true)), None).await.unwrap();
-    store.record(Some(&attempt("a3", "lms-7", "safe-rerun", false)), None).await.unwrap();
-    assert_eq!(store.session_student("lms-7").await.unwrap(), None, "a grader-named student has no session");
+    store
+        .record(Some(&attempt("a2", &alice.id, "safe-retry", true)), None)
+        .await
+        .unwrap();
+    store
+        .record(Some(&attempt("a3", "lms-7", "safe-rerun", false)), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.session_student("lms-7").await.unwrap(),
+        None,
+        "a grader-named student has no session"
+    );
     let read = store.get_attempt("a1").await.unwrap().unwrap();
     assert_eq!(read.verdict, first.verdict);
     assert_eq!(read.design, first.design);
     assert_eq!((read.score, read.max_score, read.passed), (1, 3, false));
-    assert_eq!(read.created_at.timestamp_millis(), first.created_at.timestamp_millis());
+    assert_eq!(
+        read.created_at.timestamp_millis(),
+        first.created_at.timestamp_millis()
+    );
     assert_eq!(store.get_attempt("nope").await.unwrap(), None);
-    let mine: Vec<String> = store.list_attempts(Some(&alice.id), None, 100).await.unwrap().into_iter().map(|a| a.id).collect();
+    let mine: Vec<String> = store
+        .list_attempts(Some(&alice.id), None, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
     assert_eq!(mine, ["a2", "a1"]);
-    assert_eq!(store.list_attempts(None, Some("safe-rerun"), 100).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .list_attempts(None, Some("safe-rerun"), 100)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     assert_eq!(store.list_attempts(None, None, 100).await.unwrap().len(), 3);
     assert_eq!(store.list_attempts(None, None, 1).await.unwrap().len(), 1);
 
     let progress = store.progress(&alice.id).await.unwrap();
-    assert_eq!(progress.get("safe-retry"), Some(&Progress { tried: true, passed: true }));
-    store.put_draft(&alice.id, "logical-date", &json!({})).await.unwrap();
-    assert_eq!(store.progress(&alice.id).await.unwrap().get("logical-date"), Some(&Progress { tried: true, passed: false }));
+    assert_eq!(
+        progress.get("safe-retry"),
+        Some(&Progress {
+            tried: true,
+            passed: true
+        })
+    );
+    store
+        .put_draft(&alice.id, "logical-date", &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.progress(&alice.id).await.unwrap().get("logical-date"),
+        Some(&Progress {
+            tried: true,
+            passed: false
+        })
+    );
 
     // Idempotency keys: claim, replay, mismatch, in flight, abandon.
     let stale = Duration::from_secs(600);
-    assert_eq!(store.claim_idempotency_key("grader:ta", "k1", "fp1", stale).await.unwrap(), Claim::Started);
-    assert_eq!(store.claim_idempotency_key("grader:ta", "k1", "fp1", stale).await.unwrap(), Claim::InFlight);
-    assert_eq!(store.claim_idempotency_key("grader:ta", "k1", "fp2", stale).await.unwrap(), Claim::Mismatch);
-    assert_eq!(store.claim_idempotency_key("grader:other", "k1", "fp2", stale).await.unwrap(), Claim::Started, "keys are per caller");
+    assert_eq!(
+        store
+            .claim_idempotency_key("grader:ta", "k1", "fp1", stale)
+            .await
+            .unwrap(),
+        Claim::Started
+    );
+    assert_eq!(
+        store
+            .claim_idempotency_key("grader:ta", "k1", "fp1", stale)
+            .await
+            .unwrap(),
+        Claim::InFlight
+    );
+    assert_eq!(
+        store
+            .claim_idempotency_key("grader:ta", "k1", "fp2", stale)
+            .await
+            .unwrap(),
+        Claim::Mismatch
+    );
+    assert_eq!(
+        store
+            .claim_idempotency_key("grader:other", "k1", "fp2", stale)
+            .await
+            .unwrap(),
+        Claim::Started,
+        "keys are per caller"
+    );
     let body = json!({"id": "a4", "score": 3});
     let a4 = attempt("a4", "lms-8", "safe-retry", true);
-    store.record(Some(&a4), Some(&IdempotentAnswer { caller: "grader:ta", key: "k1", status: 201, body: &body })).await.unwrap();
-    assert_eq!(store.claim_idempotency_key("grader:ta", "k1", "fp1", stale).await.unwrap(), Claim::Replay { status: 201, body: body.clone() });
-    assert_eq!(store.claim_idempotency_key("grader:ta", "k1", "fp2", stale).await.unwrap(), Claim::Mismatch);
-    store.abandon_idempotency_key("grader:other", "k1").await.unwrap();
-    assert_eq!(store.claim_idempotency_key("grader:other", "k1", "fp3", stale).await.unwrap(), Claim::Started, "an abandoned key is free");
-    assert_eq!(store.claim_idempotency_key("grader:other", "k1", "fp3", Duration::ZERO).await.unwrap(), Claim::Started, "a stale claim is taken over");
+    store
+        .record(
+            Some(&a4),
+            Some(&IdempotentAnswer {
+                caller: "grader:ta",
+                key: "k1",
+                status: 201,
+                body: &body,
+            }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .claim_idempotency_key("grader:ta", "k1", "fp1", stale)
+            .await
+            .unwrap(),
+        Claim::Replay {
+            status: 201,
+            body: body.clone()
+        }
+    );
+    assert_eq!(
+        store
+            .claim_idempotency_key("grader:ta", "k1", "fp2", stale)
+            .await
+            .unwrap(),
+        Claim::Mismatch
+    );
+    store
+        .abandon_idempotency_key("grader:other", "k1")
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .claim_idempotency_key("grader:other", "k1", "fp3", stale)
+            .await
+            .unwrap(),
+        Claim::Started,
+        "an abandoned key is free"
+    );
+    assert_eq!(
+        store
+            .claim_idempotency_key("grader:other", "k1", "fp3", Duration::ZERO)
+            .await
+            .unwrap(),
+        Claim::Started,
+        "a stale claim is taken over"
+    );
 
     // A failed transaction records neither the attempt nor the answer.
-    assert_eq!(store.claim_idempotency_key("grader:ta", "k2", "fp", stale).await.unwrap(), Claim::Started);
+    assert_eq!(
+        store
+            .claim_idempotency_key("grader:ta", "k2", "fp", stale)
+            .await
+            .unwrap(),
+        Claim::Started
+    );
     let duplicate = attempt("a4", "lms-8", "safe-retry", true);
     let err_body = json!({});
-    assert!(store.record(Some(&duplicate), Some(&IdempotentAnswer { caller: "grader:ta", key: "k2", status: 201, body: &err_body })).await.is_err());
-    assert_eq!(store.claim_idempotency_key("grader:ta", "k2", "fp", stale).await.unwrap(), Claim::InFlight, "the rolled-back answer was not stored");
+    assert!(store
+        .record(
+            Some(&duplicate),
+            Some(&IdempotentAnswer {
+                caller: "grader:ta",
+                key: "k2",
+                status: 201,
+                body: &err_body
+            })
+        )
+        .await
+        .is_err());
+    assert_eq!(
+        store
+            .claim_idempotency_key("grader:ta", "k2", "fp", stale)
+            .await
+            .unwrap(),
+        Claim::InFlight,
+        "the rolled-back answer was not stored"
+    );
 
     // Grader tokens: only hashes, revocation, reuse of a revoked name.
     assert!(store.create_token("ta", "hash-1").await.unwrap());
-    assert!(!store.create_token("ta", "hash-2").await.unwrap(), "an active name is not replaced");
-    assert_eq!(store.active_tokens().await.unwrap(), vec![("ta".to_string(), "hash-1".to_string())]);
+    assert!(
+        !store.create_token("ta", "hash-2").await.unwrap(),
+        "an active name is not replaced"
+    );
+    assert_eq!(
+        store.active_tokens().await.unwrap(),
+        vec![("ta".to_string(), "hash-1".to_string())]
+    );
     assert!(store.revoke_token("ta").await.unwrap());
     assert!(!store.revoke_token("ta").await.unwrap());
     assert!(store.active_tokens().await.unwrap().is_empty());
     let listed = store.list_tokens().await.unwrap();
     assert_eq!(listed.len(), 1);
     assert!(listed[0].revoked_at.is_some());
-    assert!(store.create_token("ta", "hash-3").await.unwrap(), "a revoked name may be used again");
-    assert_eq!(store.active_tokens().await.unwrap(), vec![("ta".to_string(), "hash-3".to_string())]);
+    assert!(
+        store.create_token("ta", "hash-3").await.unwrap(),
+        "a revoked name may be used again"
+    );
+    assert_eq!(
+        store.active_tokens().await.unwrap(),
+        vec![("ta".to_string(), "hash-3".to_string())]
+    );
 
     // A closed store fails instead of hanging.
     store.close().await;
@@ -111,7 +299,9 @@ async fn exercise(store: Store) {
 async fn the_store_works_on_sqlite() {
     let dir = TempDir::new("store");
     let url = dir.sqlite_url();
-    let store = Store::connect(&url).await.expect("a SQLite database, its folder created");
+    let store = Store::connect(&url)
+        .await
+        .expect("a SQLite database, its folder created");
     assert_eq!(store.backend(), "sqlite");
     exercise(store).await;
     assert!(dir.path().join("db/test.db").is_file());
@@ -119,7 +309,10 @@ async fn the_store_works_on_sqlite() {
     let again = Store::connect(&url).await.expect("reopen");
     assert_eq!(again.list_attempts(None, None, 10).await.unwrap().len(), 4);
     let mode: String = match &again {
-        Store::Sqlite(pool, _) => sqlx::query_scalar("PRAGMA journal_mode").fetch_one(pool).await.unwrap(),
+        Store::Sqlite(pool, _) => sqlx::query_scalar("PRAGMA journal_mode")
+            .fetch_one(pool)
+            .await
+            .unwrap(),
         Store::Postgres(_) => unreachable!(),
     };
     assert_eq!(mode, "wal");
@@ -127,11 +320,17 @@ async fn the_store_works_on_sqlite() {
 
 #[tokio::test]
 async fn the_store_works_on_postgres() {
-    let Some(db) = postgres::database("the_store_works_on_postgres").await else { return };
-    let store = Store::connect(&db.url).await.expect("a PostgreSQL database");
+    let Some(db) = postgres::database("the_store_works_on_postgres").await else {
+        return;
+    };
+    let store = Store::connect(&db.url)
+        .await
+        .expect("a PostgreSQL database");
     assert_eq!(store.backend(), "postgres");
     exercise(store).await;
-    let again = Store::connect(&db.url).await.expect("reconnect; migrations already applied");
+    let again = Store::connect(&db.url)
+        .await
+        .expect("reconnect; migrations already applied");
     assert_eq!(again.list_attempts(None, None, 10).await.unwrap().len(), 4);
     again.close().await;
 }
@@ -148,7 +347,12 @@ async fn concurrent_claims_of_one_key_start_exactly_one_request() {
         let mut tasks = Vec::new();
         for _ in 0..8 {
             let store = store.clone();
-            tasks.push(tokio::spawn(async move { store.claim_idempotency_key("grader:ta", "race", "fp", Duration::from_secs(600)).await.unwrap() }));
+            tasks.push(tokio::spawn(async move {
+                store
+                    .claim_idempotency_key("grader:ta", "race", "fp", Duration::from_secs(600))
+                    .await
+                    .unwrap()
+            }));
         }
         let mut started = 0;
         for t in tasks {
@@ -156,7 +360,12 @@ async fn concurrent_claims_of_one_key_start_exactly_one_request() {
                 started += 1;
             }
         }
-        assert_eq!(started, 1, "{}: exactly one claim may start", store.backend());
+        assert_eq!(
+            started,
+            1,
+            "{}: exactly one claim may start",
+            store.backend()
+        );
         store.close().await;
     }
 }

@@ -4,8 +4,16 @@ use serde_json::json;
 
 use crate::{batch_design, requirement, scenario, scenario_file, verdict};
 
-fn revenue_rows(tables: &std::collections::BTreeMap<String, shared::verdict::TableView>, day: &str) -> Vec<String> {
-    tables["daily_revenue"].rows.iter().filter(|r| r[0] == json!(day)).map(|r| r[1].as_str().unwrap().to_string()).collect()
+fn revenue_rows(
+    tables: &std::collections::BTreeMap<String, shared::verdict::TableView>,
+    day: &str,
+) -> Vec<String> {
+    tables["daily_revenue"]
+        .rows
+        .iter()
+        .filter(|r| r[0] == json!(day))
+        .map(|r| r[1].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[test]
@@ -18,42 +26,86 @@ fn append_crash_and_retry_doubles_the_revenue_and_order_102() {
     assert_eq!(c.expected, "25.00");
     assert_eq!(c.actual, "50.00");
     assert_eq!(c.failures.len(), 2, "{:?}", c.failures);
-    assert!(c.failures[0].contains("crashes after step 1 (copy the day's orders)"), "{:?}", c.failures);
-    assert!(c.failures[1].contains("retries at once"), "{:?}", c.failures);
+    assert!(
+        c.failures[0].contains("crashes after step 1 (copy the day's orders)"),
+        "{:?}",
+        c.failures
+    );
+    assert!(
+        c.failures[1].contains("retries at once"),
+        "{:?}",
+        c.failures
+    );
     assert_eq!(c.faults.len(), 1);
     assert_eq!(c.faults[0].kind, "job_crash");
-    let orders_102 = c.tables["orders"].rows.iter().filter(|r| r[0] == json!(102)).count();
+    let orders_102 = c.tables["orders"]
+        .rows
+        .iter()
+        .filter(|r| r[0] == json!(102))
+        .count();
     assert_eq!(orders_102, 2, "order 102 is in orders twice");
     assert_eq!(revenue_rows(&c.tables, "2026-01-10"), vec!["50.00"]);
     // The trace quotes the chapter's SQL.
     let sql: Vec<&str> = c.trace.iter().filter_map(|t| t.sql.as_deref()).collect();
     assert!(sql.iter().any(|s| s.starts_with("INSERT INTO orders (order_id, customer_id, status, amount, order_date)\nSELECT order_id, customer_id, status, amount, order_date\nFROM source_orders\nWHERE order_date = DATE '2026-01-10'")), "{sql:?}");
-    assert!(sql.iter().any(|s| s.contains("SUM(amount)") && s.contains("status = 'paid'") && s.contains("GROUP BY order_date")), "{sql:?}");
+    assert!(
+        sql.iter().any(|s| s.contains("SUM(amount)")
+            && s.contains("status = 'paid'")
+            && s.contains("GROUP BY order_date")),
+        "{sql:?}"
+    );
     let unique = requirement(&v, "orders-unique");
-    assert_eq!(unique.counterexample.as_ref().unwrap().actual, "order_id 102 appears 2 times");
+    assert_eq!(
+        unique.counterexample.as_ref().unwrap().actual,
+        "order_id 102 appears 2 times"
+    );
 }
 
 #[test]
 fn delete_insert_in_one_transaction_gives_25_after_retries_and_after_a_second_run() {
     let mut s = scenario_file("safe-retry");
-    let v = verdict(&s, batch_design("per_run", "delete_insert", "delete_insert"));
+    let v = verdict(
+        &s,
+        batch_design("per_run", "delete_insert", "delete_insert"),
+    );
     assert!(v.passed, "{v:#?}");
-    assert!(v.schedules_explored > 10, "every crash point was explored: {}", v.schedules_explored);
+    assert!(
+        v.schedules_explored > 10,
+        "every crash point was explored: {}",
+        v.schedules_explored
+    );
 
     // A second, manual run of the same day: still 25.00, and it changes nothing.
     s.runs.push(serde_json::from_value(json!({"id": "manual", "logical_date": "2026-01-10", "start": "2026-01-15T09:00:00Z", "kind": "manual"})).unwrap());
     s.requirements.push(serde_json::from_value(json!({"id": "rerun-noop", "text": "the rerun changes nothing", "hint": "-", "check": {"kind": "rerun_noop", "table": "daily_revenue", "run": "manual"}})).unwrap());
     s.requirements.push(serde_json::from_value(json!({"id": "orders-noop", "text": "the rerun changes nothing", "hint": "-", "check": {"kind": "rerun_noop", "table": "orders", "run": "manual"}})).unwrap());
-    let v = verdict(&s, batch_design("per_run", "delete_insert", "delete_insert"));
+    let v = verdict(
+        &s,
+        batch_design("per_run", "delete_insert", "delete_insert"),
+    );
     assert!(v.passed, "{v:#?}");
     assert!(requirement(&v, "revenue-correct").passed);
 
     // The append-only job is not safe to run twice even without a crash.
     let v = verdict(&s, batch_design("none", "append", "append"));
-    let c = requirement(&v, "rerun-noop").counterexample.as_ref().unwrap();
-    assert!(c.failures.is_empty(), "a plain rerun already breaks it: {:?}", c.failures);
+    let c = requirement(&v, "rerun-noop")
+        .counterexample
+        .as_ref()
+        .unwrap();
+    assert!(
+        c.failures.is_empty(),
+        "a plain rerun already breaks it: {:?}",
+        c.failures
+    );
     // Without any crash the rerun copies the day again and appends a second revenue row.
-    assert_eq!(requirement(&v, "revenue-correct").counterexample.as_ref().unwrap().actual, "2 rows: 25.00, 50.00");
+    assert_eq!(
+        requirement(&v, "revenue-correct")
+            .counterexample
+            .as_ref()
+            .unwrap()
+            .actual,
+        "2 rows: 25.00, 50.00"
+    );
 }
 
 fn rerun_scenario() -> shared::Scenario {
@@ -61,9 +113,27 @@ fn rerun_scenario() -> shared::Scenario {
     // 2026-01-10 is already loaded; someone reruns it by hand.
     for t in &mut s.tables {
         if t.name == "orders" {
-            t.rows.push(vec![json!(102), json!(2), json!("paid"), json!("25.00"), json!("2026-01-10")]);
-            t.rows.push(vec![json!(104), json!(4), json!("pending"), json!("60.00"), json!("2026-01-10")]);
-            t.rows.push(vec![json!(105), json!(1), json!("cancelled"), json!("12.00"), json!("2026-01-10")]);
+            t.rows.push(vec![
+                json!(102),
+                json!(2),
+                json!("paid"),
+                json!("25.00"),
+                json!("2026-01-10"),
+            ]);
+            t.rows.push(vec![
+                json!(104),
+                json!(4),
+                json!("pending"),
+                json!("60.00"),
+                json!("2026-01-10"),
+            ]);
+            t.rows.push(vec![
+                json!(105),
+                json!(1),
+                json!("cancelled"),
+                json!("12.00"),
+                json!("2026-01-10"),
+            ]);
         }
         if t.name == "daily_revenue" {
             t.rows.push(vec![json!("2026-01-10"), json!("25.00")]);
@@ -83,23 +153,61 @@ fn rerun_scenario() -> shared::Scenario {
 fn delete_insert_without_a_transaction_shows_readers_an_empty_day_on_a_crashing_rerun() {
     let s = rerun_scenario();
     let v = verdict(&s, batch_design("none", "delete_insert", "delete_insert"));
-    let c = requirement(&v, "day-never-empty").counterexample.as_ref().expect("readers see the day empty");
+    let c = requirement(&v, "day-never-empty")
+        .counterexample
+        .as_ref()
+        .expect("readers see the day empty");
     assert_eq!(c.actual, "a reader saw no row");
-    assert!(revenue_rows(&c.tables, "2026-01-10").is_empty(), "the tables at that moment lack the day");
+    assert!(
+        revenue_rows(&c.tables, "2026-01-10").is_empty(),
+        "the tables at that moment lack the day"
+    );
     let step = &c.trace[c.went_wrong_at as usize - 1];
-    assert!(step.sql.as_deref().unwrap_or("").starts_with("DELETE FROM daily_revenue WHERE order_date = DATE '2026-01-10'"), "{step:?}");
+    assert!(
+        step.sql
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("DELETE FROM daily_revenue WHERE order_date = DATE '2026-01-10'"),
+        "{step:?}"
+    );
     // The end state is still right: only readers in between were misled.
     assert!(requirement(&v, "revenue-correct").passed);
 
     // With the crash right after the DELETE, the day stays empty until the retry finishes.
-    let crash = shared::check::replay(&s, &batch_design("none", "delete_insert", "delete_insert"), &[(2, "job_crash")]).unwrap();
+    let crash = shared::check::replay(
+        &s,
+        &batch_design("none", "delete_insert", "delete_insert"),
+        &[(2, "job_crash")],
+    )
+    .unwrap();
     let after_crash: Vec<_> = crash.iter().skip_while(|t| !t.failure).collect();
-    assert!(after_crash[0].action.contains("crashes after the DELETE of step 2"), "{:?}", after_crash[0]);
-    let empty_until = after_crash.iter().position(|t| t.tables.as_ref().is_some_and(|tb| !revenue_rows(tb, "2026-01-10").is_empty())).unwrap();
-    assert!(after_crash[..empty_until].iter().any(|t| t.actor == "scheduler"), "the day stays empty across the retry");
+    assert!(
+        after_crash[0]
+            .action
+            .contains("crashes after the DELETE of step 2"),
+        "{:?}",
+        after_crash[0]
+    );
+    let empty_until = after_crash
+        .iter()
+        .position(|t| {
+            t.tables
+                .as_ref()
+                .is_some_and(|tb| !revenue_rows(tb, "2026-01-10").is_empty())
+        })
+        .unwrap();
+    assert!(
+        after_crash[..empty_until]
+            .iter()
+            .any(|t| t.actor == "scheduler"),
+        "the day stays empty across the retry"
+    );
 
     // In one transaction, readers never see the day empty, crash or not.
-    let v = verdict(&s, batch_design("per_run", "delete_insert", "delete_insert"));
+    let v = verdict(
+        &s,
+        batch_design("per_run", "delete_insert", "delete_insert"),
+    );
     assert!(v.passed, "{v:#?}");
 }
 
@@ -137,20 +245,43 @@ fn consumer_crash_at_offset_1_gives_the_chapters_three_totals() {
 
     let v = verdict(&s, stream_design("before_write", "append"));
     let c = requirement(&v, "total").counterexample.as_ref().unwrap();
-    assert_eq!((c.expected.as_str(), c.actual.as_str()), ("80.50", "55.50"), "commit before write loses 102");
-    assert!(c.failures[0].contains("offset 1") && c.failures[0].contains("after it committed the offset, before it wrote the row"), "{:?}", c.failures);
-    assert_eq!(requirement(&v, "complete").counterexample.as_ref().unwrap().actual, "order_id 102 missing");
+    assert_eq!(
+        (c.expected.as_str(), c.actual.as_str()),
+        ("80.50", "55.50"),
+        "commit before write loses 102"
+    );
+    assert!(
+        c.failures[0].contains("offset 1")
+            && c.failures[0].contains("after it committed the offset, before it wrote the row"),
+        "{:?}",
+        c.failures
+    );
+    assert_eq!(
+        requirement(&v, "complete")
+            .counterexample
+            .as_ref()
+            .unwrap()
+            .actual,
+        "order_id 102 missing"
+    );
     assert!(requirement(&v, "unique").passed);
 
     let v = verdict(&s, stream_design("after_write", "append"));
     let c = requirement(&v, "total").counterexample.as_ref().unwrap();
     assert_eq!(c.actual, "105.50", "write then commit repeats 102");
-    assert!(c.failures[0].contains("after it wrote the row, before it committed the offset"), "{:?}", c.failures);
+    assert!(
+        c.failures[0].contains("after it wrote the row, before it committed the offset"),
+        "{:?}",
+        c.failures
+    );
     assert!(requirement(&v, "complete").passed);
     assert!(!requirement(&v, "unique").passed);
 
     let v = verdict(&s, stream_design("after_write", "insert_ignore"));
-    assert!(v.passed, "write then commit, by key, gives the effect once: {v:#?}");
+    assert!(
+        v.passed,
+        "write then commit, by key, gives the effect once: {v:#?}"
+    );
     // Every crash point of offset 1 was explored: the clean run and three crash points.
     assert_eq!(v.schedules_explored, 4);
 
@@ -163,9 +294,24 @@ fn the_trace_shows_the_consumer_restarting_from_the_committed_offset() {
     let s = offset_commit_scenario();
     let v = verdict(&s, stream_design("after_write", "append"));
     let c = requirement(&v, "total").counterexample.as_ref().unwrap();
-    let restart = c.trace.iter().find(|t| t.action.starts_with("restarts")).expect("a restart");
-    assert!(restart.action.contains("reads from offset 1"), "{restart:?}");
-    let writes_of_102 = c.trace.iter().filter(|t| t.sql.as_deref().is_some_and(|s| s.contains("VALUES (102, 25.00)"))).count();
+    let restart = c
+        .trace
+        .iter()
+        .find(|t| t.action.starts_with("restarts"))
+        .expect("a restart");
+    assert!(
+        restart.action.contains("reads from offset 1"),
+        "{restart:?}"
+    );
+    let writes_of_102 = c
+        .trace
+        .iter()
+        .filter(|t| {
+            t.sql
+                .as_deref()
+                .is_some_and(|s| s.contains("VALUES (102, 25.00)"))
+        })
+        .count();
     assert_eq!(writes_of_102, 2);
     assert_eq!(c.trace.iter().filter(|t| t.failure).count(), 1);
 }
@@ -175,15 +321,48 @@ fn a_check_past_its_limits_answers_with_an_error_not_a_hang() {
     let s = scenario_file("safe-retry");
     let valid = shared::validate_json(&s, &batch_design("none", "append", "append")).unwrap();
     let all = shared::check(&s, &valid).unwrap().schedules_explored;
-    let exact = shared::check_with(&s, &valid, shared::Limits { max_schedules: all, max_steps: u64::MAX }).unwrap();
-    assert_eq!(exact.schedules_explored, all, "a limit equal to the count still completes");
-    let err = shared::check_with(&s, &valid, shared::Limits { max_schedules: all - 1, max_steps: u64::MAX }).unwrap_err();
-    assert!(matches!(err, shared::CheckError::TooLarge { .. }), "{err:?}");
+    let exact = shared::check_with(
+        &s,
+        &valid,
+        shared::Limits {
+            max_schedules: all,
+            max_steps: u64::MAX,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        exact.schedules_explored, all,
+        "a limit equal to the count still completes"
+    );
+    let err = shared::check_with(
+        &s,
+        &valid,
+        shared::Limits {
+            max_schedules: all - 1,
+            max_steps: u64::MAX,
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, shared::CheckError::TooLarge { .. }),
+        "{err:?}"
+    );
     let mut n = 0;
-    let counted = shared::check::for_each_schedule(&s, &valid, shared::sql::Dialect::Sqlite, shared::Limits::default(), &mut |sch| {
-        n += 1;
-        assert!(sch.trace.iter().all(|t| !t.sql.as_deref().unwrap_or("").contains("DATE '")), "SQLite dates are text");
-    })
+    let counted = shared::check::for_each_schedule(
+        &s,
+        &valid,
+        shared::sql::Dialect::Sqlite,
+        shared::Limits::default(),
+        &mut |sch| {
+            n += 1;
+            assert!(
+                sch.trace
+                    .iter()
+                    .all(|t| !t.sql.as_deref().unwrap_or("").contains("DATE '")),
+                "SQLite dates are text"
+            );
+        },
+    )
     .unwrap();
     assert_eq!((n, counted), (all, all));
 }

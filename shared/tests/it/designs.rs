@@ -20,12 +20,28 @@ fn has(list: &[(String, String)], path: &str, code: &str) -> bool {
 #[test]
 fn the_reference_design_validates_with_defaults() {
     let s = scenario_file("safe-retry");
-    let v = validate_json(&s, &batch_design("per_run", "delete_insert", "delete_insert")).unwrap();
+    let v = validate_json(
+        &s,
+        &batch_design("per_run", "delete_insert", "delete_insert"),
+    )
+    .unwrap();
     match v.pipeline() {
         shared::design::Pipeline::Batch { job, sinks, .. } => {
-            assert_eq!(job.loaded_at, shared::design::LoadedAt::None, "a missing option takes its default");
-            assert_eq!(sinks[0].key, vec!["order_id".to_string()], "the key defaults to the table's first");
-            assert_eq!(sinks.iter().map(|s| s.table.as_str()).collect::<Vec<_>>(), ["orders", "daily_revenue"], "sinks in step order");
+            assert_eq!(
+                job.loaded_at,
+                shared::design::LoadedAt::None,
+                "a missing option takes its default"
+            );
+            assert_eq!(
+                sinks[0].key,
+                vec!["order_id".to_string()],
+                "the key defaults to the table's first"
+            );
+            assert_eq!(
+                sinks.iter().map(|s| s.table.as_str()).collect::<Vec<_>>(),
+                ["orders", "daily_revenue"],
+                "sinks in step order"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -56,9 +72,18 @@ fn every_problem_is_reported_with_its_path() {
         ],
         "edges": [{"from": "src", "to": "job"}, {"from": "job", "to": "nowhere"}, {"from": "job", "to": "src"}]
     }));
-    assert!(has(&list, "$.nodes[1].options.transaction", "bad_option_value"), "{list:?}");
-    assert!(has(&list, "$.nodes[1].options.retries", "unknown_option"), "{list:?}");
-    assert!(has(&list, "$.nodes[2].options.write", "bad_option_value"), "{list:?}");
+    assert!(
+        has(&list, "$.nodes[1].options.transaction", "bad_option_value"),
+        "{list:?}"
+    );
+    assert!(
+        has(&list, "$.nodes[1].options.retries", "unknown_option"),
+        "{list:?}"
+    );
+    assert!(
+        has(&list, "$.nodes[2].options.write", "bad_option_value"),
+        "{list:?}"
+    );
     assert!(has(&list, "$.nodes[3].id", "duplicate_id"), "{list:?}");
     assert!(has(&list, "$.edges[1].to", "dangling_edge"), "{list:?}");
     assert!(has(&list, "$.edges[2]", "bad_wiring"), "{list:?}");
@@ -77,8 +102,15 @@ fn wiring_that_makes_no_sense_is_refused_with_a_reason() {
         "edges": [{"from": "src", "to": "job"}, {"from": "job", "to": "orders"}, {"from": "orders", "to": "rev"}]
     }));
     assert!(has(&list, "$.edges[2]", "bad_wiring"), "{list:?}");
-    let refusal = shared::design::wiring_refusal(shared::design::NodeKind::Table, shared::design::NodeKind::StreamConsumer).unwrap();
-    assert!(refusal.contains("cannot feed a stream consumer"), "{refusal}");
+    let refusal = shared::design::wiring_refusal(
+        shared::design::NodeKind::Table,
+        shared::design::NodeKind::StreamConsumer,
+    )
+    .unwrap();
+    assert!(
+        refusal.contains("cannot feed a stream consumer"),
+        "{refusal}"
+    );
 }
 
 #[test]
@@ -94,8 +126,14 @@ fn the_palette_limits_kinds_and_values() {
         ],
         "edges": [{"from": "src", "to": "job"}, {"from": "job", "to": "orders"}, {"from": "job", "to": "rev"}]
     }));
-    assert!(has(&list, "$.nodes[1].options.date_filter", "not_in_palette"), "{list:?}");
-    assert!(has(&list, "$.nodes[1].options.loaded_at", "not_in_palette"), "{list:?}");
+    assert!(
+        has(&list, "$.nodes[1].options.date_filter", "not_in_palette"),
+        "{list:?}"
+    );
+    assert!(
+        has(&list, "$.nodes[1].options.loaded_at", "not_in_palette"),
+        "{list:?}"
+    );
     assert!(has(&list, "$.nodes[4].kind", "not_in_palette"), "{list:?}");
 }
 
@@ -119,15 +157,29 @@ fn write_modes_need_what_they_use() {
     let s = crate::chapter::offset_commit_scenario();
     let mut no_key = s.clone();
     no_key.tables[0].keys.clear();
-    let list = validate_json(&no_key, &crate::chapter::stream_design("after_write", "insert_ignore")).unwrap_err();
+    let list = validate_json(
+        &no_key,
+        &crate::chapter::stream_design("after_write", "insert_ignore"),
+    )
+    .unwrap_err();
     assert!(list.iter().any(|e| e.code == "no_key"), "{list:?}");
-    let list = validate_json(&s, &crate::chapter::stream_design("after_write", "delete_insert")).unwrap_err();
-    assert!(list.iter().any(|e| e.code == "no_partition" || e.code == "bad_write"), "{list:?}");
+    let list = validate_json(
+        &s,
+        &crate::chapter::stream_design("after_write", "delete_insert"),
+    )
+    .unwrap_err();
+    assert!(
+        list.iter()
+            .any(|e| e.code == "no_partition" || e.code == "bad_write"),
+        "{list:?}"
+    );
 }
 
 #[test]
 fn hostile_graphs_are_refused_early() {
-    let nodes: Vec<_> = (0..65).map(|i| json!({"id": format!("n{i}"), "kind": "table"})).collect();
+    let nodes: Vec<_> = (0..65)
+        .map(|i| json!({"id": format!("n{i}"), "kind": "table"}))
+        .collect();
     let list = errors(json!({"nodes": nodes, "edges": []}));
     assert!(has(&list, "$.nodes", "too_many_nodes"), "{list:?}");
     assert!(has(&errors(json!([1, 2])), "$", "not_an_object"));
@@ -139,17 +191,37 @@ fn the_sql_view_shows_the_chapters_statements() {
     let s = scenario_file("safe-retry");
     let valid = validate_json(&s, &batch_design("per_run", "delete_insert", "merge")).unwrap();
     let blocks = shared::sql::design_sql(&s, &valid);
-    let all: String = blocks.iter().map(|b| b.sql.as_str()).collect::<Vec<_>>().join("\n");
-    assert!(all.starts_with("BEGIN;\nDELETE FROM orders WHERE order_date = DATE '2026-01-10';\nINSERT INTO orders"), "{all}");
+    let all: String = blocks
+        .iter()
+        .map(|b| b.sql.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        all.starts_with(
+            "BEGIN;\nDELETE FROM orders WHERE order_date = DATE '2026-01-10';\nINSERT INTO orders"
+        ),
+        "{all}"
+    );
     assert!(all.contains("MERGE INTO daily_revenue AS t\nUSING (SELECT order_date, SUM(amount) AS paid_revenue FROM orders WHERE order_date = DATE '2026-01-10' AND status = 'paid' GROUP BY order_date) AS s\nON t.order_date = s.order_date"), "{all}");
     assert!(all.ends_with("COMMIT;"), "{all}");
 
     let s = crate::chapter::offset_commit_scenario();
-    let valid = validate_json(&s, &crate::chapter::stream_design("with_write", "insert_ignore")).unwrap();
+    let valid = validate_json(
+        &s,
+        &crate::chapter::stream_design("with_write", "insert_ignore"),
+    )
+    .unwrap();
     let sql = &shared::sql::design_sql(&s, &valid)[0].sql;
     assert!(sql.contains("INSERT INTO paid_orders (order_id, amount)\nVALUES (:order_id, :amount)\nON CONFLICT (order_id) DO NOTHING;"), "{sql}");
-    assert!(sql.contains("UPDATE consumer_offsets SET next_offset = :offset + 1"), "{sql}");
-    let valid = validate_json(&s, &crate::chapter::stream_design("before_write", "append")).unwrap();
+    assert!(
+        sql.contains("UPDATE consumer_offsets SET next_offset = :offset + 1"),
+        "{sql}"
+    );
+    let valid =
+        validate_json(&s, &crate::chapter::stream_design("before_write", "append")).unwrap();
     let sql = &shared::sql::design_sql(&s, &valid)[0].sql;
-    assert!(sql.find("commit offset").unwrap() < sql.find("INSERT INTO").unwrap(), "commit before write: {sql}");
+    assert!(
+        sql.find("commit offset").unwrap() < sql.find("INSERT INTO").unwrap(),
+        "commit before write: {sql}"
+    );
 }

@@ -23,11 +23,18 @@ pub fn verdict(scenario: &Scenario, design: serde_json::Value) -> Verdict {
 }
 
 pub fn requirement<'a>(v: &'a Verdict, id: &str) -> &'a shared::verdict::RequirementVerdict {
-    v.requirements.iter().find(|r| r.id == id).unwrap_or_else(|| panic!("no requirement {id}"))
+    v.requirements
+        .iter()
+        .find(|r| r.id == id)
+        .unwrap_or_else(|| panic!("no requirement {id}"))
 }
 
 /// The chapter's daily job design, with the given options.
-pub fn batch_design(transaction: &str, orders_write: &str, revenue_write: &str) -> serde_json::Value {
+pub fn batch_design(
+    transaction: &str,
+    orders_write: &str,
+    revenue_write: &str,
+) -> serde_json::Value {
     serde_json::json!({
         "nodes": [
             {"id": "src", "kind": "source_table", "options": {"table": "source_orders"}},

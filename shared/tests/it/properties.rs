@@ -43,13 +43,35 @@ fn any_json() -> impl Strategy<Value = serde_json::Value> {
         Just(serde_json::Value::Null),
         any::<bool>().prop_map(serde_json::Value::from),
         any::<i64>().prop_map(serde_json::Value::from),
-        prop::sample::select(vec!["src", "job", "table", "batch_job", "stream", "orders", "append", "nodes", "edges", "kind", "id", ""]).prop_map(serde_json::Value::from),
+        prop::sample::select(vec![
+            "src",
+            "job",
+            "table",
+            "batch_job",
+            "stream",
+            "orders",
+            "append",
+            "nodes",
+            "edges",
+            "kind",
+            "id",
+            ""
+        ])
+        .prop_map(serde_json::Value::from),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::Array),
-            prop::collection::btree_map(prop::sample::select(vec!["nodes", "edges", "id", "kind", "options", "from", "to", "table", "write", "position", "x"]).prop_map(String::from), inner, 0..5)
-                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            prop::collection::btree_map(
+                prop::sample::select(vec![
+                    "nodes", "edges", "id", "kind", "options", "from", "to", "table", "write",
+                    "position", "x"
+                ])
+                .prop_map(String::from),
+                inner,
+                0..5
+            )
+            .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
         ]
     })
 }

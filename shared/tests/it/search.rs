@@ -9,10 +9,21 @@ fn scenario_files() -> Vec<(String, Value)> {
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.to_string_lossy().ends_with(".schema.json"))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "json")
+                && !p.to_string_lossy().ends_with(".schema.json")
+        })
         .collect();
     files.sort();
-    files.into_iter().map(|p| (p.display().to_string(), serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap())).collect()
+    files
+        .into_iter()
+        .map(|p| {
+            (
+                p.display().to_string(),
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap(),
+            )
+        })
+        .collect()
 }
 
 /// Both verdicts as JSON, or both errors as text.
@@ -23,7 +34,12 @@ fn both(scenario: &shared::Scenario, design: &Value, limits: shared::Limits) -> 
         Err(e) => e.to_string(),
     };
     match shared::validate_json(scenario, design) {
-        Ok(valid) => (show(shared::check_with(scenario, &valid, limits)), show(shared::check::check_every_schedule(scenario, &valid, limits))),
+        Ok(valid) => (
+            show(shared::check_with(scenario, &valid, limits)),
+            show(shared::check::check_every_schedule(
+                scenario, &valid, limits,
+            )),
+        ),
         Err(e) => (format!("{e:?}"), format!("{e:?}")),
     }
 }
@@ -33,7 +49,11 @@ fn every_shipped_design_gets_the_plain_enumerations_verdict() {
     let mut compared = 0;
     for (file, json) in scenario_files() {
         let scenario = shared::Scenario::from_json(&json.to_string()).unwrap();
-        let designs = scenario.starting_design.iter().chain(scenario.reference_designs.iter().map(|d| &d.design)).chain(scenario.wrong_designs.iter().map(|d| &d.design));
+        let designs = scenario
+            .starting_design
+            .iter()
+            .chain(scenario.reference_designs.iter().map(|d| &d.design))
+            .chain(scenario.wrong_designs.iter().map(|d| &d.design));
         for design in designs {
             let (search, plain) = both(&scenario, design, shared::Limits::default());
             assert_eq!(search, plain, "{file}: {design}");
@@ -48,11 +68,22 @@ fn merged_states_still_count_every_schedule() {
     // One consumer that writes by key and commits after the write: after a crash the state
     // soon equals the one without it, so the search merges almost every schedule, and must
     // still count each one the plain enumeration runs.
-    let messages: Vec<_> = (0..40).map(|i| json!({"order_id": i, "amount": "1.00"})).collect();
-    let (scenario, design) = stream_case(&messages, 2, false, "after_write", "insert_ignore", "none", 2);
+    let messages: Vec<_> = (0..40)
+        .map(|i| json!({"order_id": i, "amount": "1.00"}))
+        .collect();
+    let (scenario, design) = stream_case(
+        &messages,
+        2,
+        false,
+        "after_write",
+        "insert_ignore",
+        "none",
+        2,
+    );
     let valid = shared::validate_json(&scenario, &design).unwrap();
     let search = shared::check(&scenario, &valid).unwrap();
-    let plain = shared::check::check_every_schedule(&scenario, &valid, shared::Limits::default()).unwrap();
+    let plain =
+        shared::check::check_every_schedule(&scenario, &valid, shared::Limits::default()).unwrap();
     // At least: no crash, one at any of 3 points per message, two at any two of them.
     let points = 3 * 40;
     assert!(search.schedules_explored > 1 + points + points * (points - 1) / 2);
@@ -62,7 +93,15 @@ fn merged_states_still_count_every_schedule() {
 }
 
 /// A stream scenario with the given messages, and a design for it.
-fn stream_case(messages: &[Value], bound: u32, redelivery: bool, commit: &str, write: &str, dedupe: &str, window: u32) -> (shared::Scenario, Value) {
+fn stream_case(
+    messages: &[Value],
+    bound: u32,
+    redelivery: bool,
+    commit: &str,
+    write: &str,
+    dedupe: &str,
+    window: u32,
+) -> (shared::Scenario, Value) {
     let mut failures = json!({"bound": bound, "consumer_crash": {}});
     if redelivery {
         failures["redelivery"] = json!({"after_min": 1, "after_max": 3});
@@ -84,7 +123,8 @@ fn stream_case(messages: &[Value], bound: u32, redelivery: bool, commit: &str, w
         ],
         "reference_designs": [], "wrong_designs": []
     });
-    let scenario = shared::Scenario::from_json(&scenario.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let scenario =
+        shared::Scenario::from_json(&scenario.to_string()).unwrap_or_else(|e| panic!("{e}"));
     let mut sink = json!({"table": "paid_orders", "write": write});
     if write != "append" {
         sink["key"] = json!(["order_id"]);
@@ -104,42 +144,70 @@ fn stream_case(messages: &[Value], bound: u32, redelivery: bool, commit: &str, w
 /// its palette.
 fn shipped_variant() -> impl Strategy<Value = (shared::Scenario, Value)> {
     let files = scenario_files();
-    (0..files.len(), 1u32..=3, any::<u64>(), any::<u64>()).prop_map(move |(f, bound, pick, options)| {
-        let mut json = files[f].1.clone();
-        json["failures"]["bound"] = json!(bound);
-        let designs: Vec<Value> = json["reference_designs"].as_array().unwrap().iter().chain(json["wrong_designs"].as_array().unwrap()).map(|d| d["design"].clone()).collect();
-        let mut design = designs[(pick % designs.len() as u64) as usize].clone();
-        let mut bits = options;
-        for node in design["nodes"].as_array_mut().unwrap() {
-            let kind = node["kind"].as_str().unwrap().to_string();
-            let Some(palette) = json["palette"][&kind].as_object() else { continue };
-            for (option, offered) in palette {
-                let offered = offered.as_array().unwrap();
-                if offered.is_empty() {
+    (0..files.len(), 1u32..=3, any::<u64>(), any::<u64>()).prop_map(
+        move |(f, bound, pick, options)| {
+            let mut json = files[f].1.clone();
+            json["failures"]["bound"] = json!(bound);
+            let designs: Vec<Value> = json["reference_designs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .chain(json["wrong_designs"].as_array().unwrap())
+                .map(|d| d["design"].clone())
+                .collect();
+            let mut design = designs[(pick % designs.len() as u64) as usize].clone();
+            let mut bits = options;
+            for node in design["nodes"].as_array_mut().unwrap() {
+                let kind = node["kind"].as_str().unwrap().to_string();
+                let Some(palette) = json["palette"][&kind].as_object() else {
                     continue;
-                }
-                let value = &offered[(bits % offered.len() as u64) as usize];
-                bits = bits.rotate_right(7) ^ 0x9e37_79b9;
-                node["options"][option] = match value.as_str().and_then(|s| s.parse::<u64>().ok()) {
-                    Some(n) if option == "dedupe_window" => json!(n),
-                    _ => value.clone(),
                 };
-            }
-            if kind == "table" && node["options"]["key"].is_null() {
-                let table = node["options"]["table"].as_str().unwrap_or_default().to_string();
-                let keys = json["tables"].as_array().unwrap().iter().find(|t| t["name"] == table.as_str()).map(|t| t["keys"][0].clone());
-                if let Some(key) = keys.filter(|k| k.is_array()) {
-                    node["options"]["key"] = key;
+                for (option, offered) in palette {
+                    let offered = offered.as_array().unwrap();
+                    if offered.is_empty() {
+                        continue;
+                    }
+                    let value = &offered[(bits % offered.len() as u64) as usize];
+                    bits = bits.rotate_right(7) ^ 0x9e37_79b9;
+                    node["options"][option] =
+                        match value.as_str().and_then(|s| s.parse::<u64>().ok()) {
+                            Some(n) if option == "dedupe_window" => json!(n),
+                            _ => value.clone(),
+                        };
+                }
+                if kind == "table" && node["options"]["key"].is_null() {
+                    let table = node["options"]["table"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
+                    let keys = json["tables"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|t| t["name"] == table.as_str())
+                        .map(|t| t["keys"][0].clone());
+                    if let Some(key) = keys.filter(|k| k.is_array()) {
+                        node["options"]["key"] = key;
+                    }
                 }
             }
-        }
-        (shared::Scenario::from_json(&json.to_string()).unwrap(), design)
-    })
+            (
+                shared::Scenario::from_json(&json.to_string()).unwrap(),
+                design,
+            )
+        },
+    )
 }
 
 fn stream_variant() -> impl Strategy<Value = (shared::Scenario, Value)> {
     (
-        prop::collection::vec((0i64..6, prop::sample::select(vec!["1.00", "2.50", "10.00", "10.0"])), 1..9),
+        prop::collection::vec(
+            (
+                0i64..6,
+                prop::sample::select(vec!["1.00", "2.50", "10.00", "10.0"]),
+            ),
+            1..9,
+        ),
         1u32..=3,
         any::<bool>(),
         prop::sample::select(vec!["before_write", "after_write", "with_write"]),
@@ -147,15 +215,23 @@ fn stream_variant() -> impl Strategy<Value = (shared::Scenario, Value)> {
         prop::sample::select(vec!["none", "in_memory"]),
         1u32..4,
     )
-        .prop_map(|(messages, bound, redelivery, commit, write, dedupe, window)| {
-            let messages: Vec<Value> = messages.into_iter().map(|(id, amount)| json!({"order_id": id, "amount": amount})).collect();
-            stream_case(&messages, bound, redelivery, commit, write, dedupe, window)
-        })
+        .prop_map(
+            |(messages, bound, redelivery, commit, write, dedupe, window)| {
+                let messages: Vec<Value> = messages
+                    .into_iter()
+                    .map(|(id, amount)| json!({"order_id": id, "amount": amount}))
+                    .collect();
+                stream_case(&messages, bound, redelivery, commit, write, dedupe, window)
+            },
+        )
 }
 
 /// `SEARCH_CASES` sets the number of generated cases (96 by default).
 fn cases() -> u32 {
-    std::env::var("SEARCH_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96)
+    std::env::var("SEARCH_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(96)
 }
 
 proptest! {

@@ -41,7 +41,11 @@ pub struct ApiError {
 
 impl ApiError {
     fn offline(e: impl std::fmt::Display) -> ApiError {
-        ApiError { message: format!("the server cannot be reached ({e})"), details: Vec::new(), offline: true }
+        ApiError {
+            message: format!("the server cannot be reached ({e})"),
+            details: Vec::new(),
+            offline: true,
+        }
     }
 }
 
@@ -66,17 +70,36 @@ struct ErrorDetail {
 
 async fn read<T: for<'de> Deserialize<'de>>(response: Response) -> Result<T, ApiError> {
     if response.ok() {
-        return response.json::<T>().await.map_err(|e| ApiError { message: format!("the server's answer was not understood: {e}"), details: Vec::new(), offline: false });
+        return response.json::<T>().await.map_err(|e| ApiError {
+            message: format!("the server's answer was not understood: {e}"),
+            details: Vec::new(),
+            offline: false,
+        });
     }
     let status = response.status();
     let text = response.text().await.unwrap_or_default();
     Err(match serde_json::from_str::<ErrorBody>(&text) {
         Ok(body) => ApiError {
             message: body.error.message,
-            details: body.error.details.into_iter().map(|d| if d.path.is_empty() { d.message } else { format!("{}: {}", d.path, d.message) }).collect(),
+            details: body
+                .error
+                .details
+                .into_iter()
+                .map(|d| {
+                    if d.path.is_empty() {
+                        d.message
+                    } else {
+                        format!("{}: {}", d.path, d.message)
+                    }
+                })
+                .collect(),
             offline: false,
         },
-        Err(_) => ApiError { message: format!("the server answered {status}"), details: Vec::new(), offline: false },
+        Err(_) => ApiError {
+            message: format!("the server answered {status}"),
+            details: Vec::new(),
+            offline: false,
+        },
     })
 }
 
@@ -85,7 +108,11 @@ async fn get<T: for<'de> Deserialize<'de>>(url: &str) -> Result<T, ApiError> {
     read(response).await
 }
 
-async fn send<B: Serialize, T: for<'de> Deserialize<'de>>(method: &str, url: &str, body: &B) -> Result<T, ApiError> {
+async fn send<B: Serialize, T: for<'de> Deserialize<'de>>(
+    method: &str,
+    url: &str,
+    body: &B,
+) -> Result<T, ApiError> {
     let builder = match method {
         "PUT" => Request::put(url),
         _ => Request::post(url),
@@ -105,7 +132,11 @@ pub async fn catalogue() -> Result<Vec<CatalogueEntry>, ApiError> {
 
 pub async fn scenario(id: &str) -> Result<Scenario, ApiError> {
     let json: Json = get(&format!("/api/scenarios/{id}")).await?;
-    crate::student_view::scenario(json).map_err(|message| ApiError { message, details: Vec::new(), offline: false })
+    crate::student_view::scenario(json).map_err(|message| ApiError {
+        message,
+        details: Vec::new(),
+        offline: false,
+    })
 }
 
 #[derive(Serialize)]
@@ -132,7 +163,10 @@ struct Draft {
 
 /// The saved draft, `Ok(None)` when there is none.
 pub async fn draft(scenario: &str) -> Result<Option<Json>, ApiError> {
-    let response = Request::get(&format!("/api/drafts/{scenario}")).send().await.map_err(ApiError::offline)?;
+    let response = Request::get(&format!("/api/drafts/{scenario}"))
+        .send()
+        .await
+        .map_err(ApiError::offline)?;
     if response.status() == 404 {
         return Ok(None);
     }
@@ -141,7 +175,12 @@ pub async fn draft(scenario: &str) -> Result<Option<Json>, ApiError> {
 
 pub async fn save_draft(scenario: &str, design: &Design) -> Result<(), ApiError> {
     let body = DraftBody { design };
-    let response = Request::put(&format!("/api/drafts/{scenario}")).json(&body).map_err(ApiError::offline)?.send().await.map_err(ApiError::offline)?;
+    let response = Request::put(&format!("/api/drafts/{scenario}"))
+        .json(&body)
+        .map_err(ApiError::offline)?
+        .send()
+        .await
+        .map_err(ApiError::offline)?;
     if response.ok() {
         Ok(())
     } else {
@@ -165,7 +204,10 @@ pub mod local {
     pub fn load(scenario: &str) -> Option<(Json, bool)> {
         let text = storage()?.get_item(&key(scenario)).ok()??;
         let json: Json = serde_json::from_str(&text).ok()?;
-        Some((json.get("design")?.clone(), json.get("synced").and_then(Json::as_bool).unwrap_or(false)))
+        Some((
+            json.get("design")?.clone(),
+            json.get("synced").and_then(Json::as_bool).unwrap_or(false),
+        ))
     }
 
     #[derive(serde::Serialize)]
@@ -175,7 +217,9 @@ pub mod local {
     }
 
     pub fn store(scenario: &str, design: &shared::design::Design, synced: bool) {
-        if let (Some(storage), Ok(text)) = (storage(), serde_json::to_string(&Stored { design, synced })) {
+        if let (Some(storage), Ok(text)) =
+            (storage(), serde_json::to_string(&Stored { design, synced }))
+        {
             let _ = storage.set_item(&key(scenario), &text);
         }
     }

@@ -13,7 +13,9 @@ use wasm_bindgen::JsCast;
 use super::api::{self, ApiError};
 use super::results::{ReplayPanel, ResultsPanel};
 use super::{event_element, Link};
-use crate::canvas::{self, allowed_values, hit_test, Editor, Hit, Point, View, NODE_H, NODE_W, PORT_R};
+use crate::canvas::{
+    self, allowed_values, hit_test, Editor, Hit, Point, View, NODE_H, NODE_W, PORT_R,
+};
 use crate::markdown::{self, Block, Inline};
 use crate::replay::{self, Frame};
 use crate::words;
@@ -83,7 +85,9 @@ impl Page {
         let page = *self;
         set_timeout(
             move || {
-                if page.notice_generation.try_get_value() == Some(mine) && page.connecting.try_get_untracked().flatten().is_none() {
+                if page.notice_generation.try_get_value() == Some(mine)
+                    && page.connecting.try_get_untracked().flatten().is_none()
+                {
                     page.notice.try_set(None);
                 }
             },
@@ -92,11 +96,17 @@ impl Page {
     }
 
     pub fn connect(&self, source: &str, target: &str) {
-        let result = self.editor.try_update(|e| e.connect(source, target)).unwrap_or(Ok(()));
+        let result = self
+            .editor
+            .try_update(|e| e.connect(source, target))
+            .unwrap_or(Ok(()));
         self.connecting.set(None);
         match result {
             Ok(()) => self.say(format!("Connected \"{source}\" → \"{target}\"."), false),
-            Err(why) => self.say(format!("Cannot connect \"{source}\" to \"{target}\": {why}."), true),
+            Err(why) => self.say(
+                format!("Cannot connect \"{source}\" to \"{target}\": {why}."),
+                true,
+            ),
         }
     }
 
@@ -139,8 +149,16 @@ impl Page {
 
     /// Fits the drawing to the canvas when a node lies outside what the canvas shows.
     pub fn reveal(&self, id: &str) {
-        let Some(wrap) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.query_selector(".canvas-wrap").ok().flatten()) else { return };
-        let (w, h) = (f64::from(wrap.client_width()), f64::from(wrap.client_height()));
+        let Some(wrap) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.query_selector(".canvas-wrap").ok().flatten())
+        else {
+            return;
+        };
+        let (w, h) = (
+            f64::from(wrap.client_width()),
+            f64::from(wrap.client_height()),
+        );
         let view = self.view.get_untracked();
         let outside = self.editor.with_untracked(|e| {
             e.node(id).is_some_and(|n| {
@@ -151,7 +169,10 @@ impl Page {
             })
         });
         if outside {
-            self.view.set(self.editor.with_untracked(|e| canvas::fit(e.design(), w, h)));
+            self.view.set(
+                self.editor
+                    .with_untracked(|e| canvas::fit(e.design(), w, h)),
+            );
         }
     }
 
@@ -159,7 +180,12 @@ impl Page {
     pub fn frame(&self) -> Option<Frame> {
         let replay = self.replay.get()?;
         self.verdict.with(|v| {
-            let ce = v.as_ref()?.requirements.get(replay.requirement)?.counterexample.as_ref()?;
+            let ce = v
+                .as_ref()?
+                .requirements
+                .get(replay.requirement)?
+                .counterexample
+                .as_ref()?;
             let initial = self.scenario.with_value(|s| replay::initial_tables(s));
             replay::frame(ce, &initial, replay.index)
         })
@@ -168,7 +194,10 @@ impl Page {
 
 /// Moves the focus to the first element that matches; false if there is none.
 pub fn focus(selector: &str) -> bool {
-    let Some(element) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.query_selector(selector).ok().flatten()) else {
+    let Some(element) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.query_selector(selector).ok().flatten())
+    else {
         return false;
     };
     // HTML and SVG elements both have focus(), through different interfaces.
@@ -186,28 +215,50 @@ struct Loaded {
 }
 
 fn empty_design() -> Design {
-    Design { nodes: Vec::new(), edges: Vec::new() }
+    Design {
+        nodes: Vec::new(),
+        edges: Vec::new(),
+    }
 }
 
 async fn load(id: String) -> Result<std::rc::Rc<Loaded>, String> {
     let scenario = api::scenario(&id).await.map_err(|e| e.message)?;
-    let start = scenario.starting_design.as_ref().and_then(|j| design_from_json(j).ok()).unwrap_or_else(empty_design);
-    let local = api::local::load(&id).and_then(|(json, synced)| Some((design_from_json(&json).ok()?, synced)));
+    let start = scenario
+        .starting_design
+        .as_ref()
+        .and_then(|j| design_from_json(j).ok())
+        .unwrap_or_else(empty_design);
+    let local = api::local::load(&id)
+        .and_then(|(json, synced)| Some((design_from_json(&json).ok()?, synced)));
     let (design, restored) = match local {
         // A local draft the server never received is the newest.
         Some((design, false)) => {
             if api::save_draft(&id, &design).await.is_ok() {
                 api::local::store(&id, &design, true);
             }
-            (Some(design), "Your draft is back (kept in this browser while the server was out of reach).")
+            (
+                Some(design),
+                "Your draft is back (kept in this browser while the server was out of reach).",
+            )
         }
         local => match api::draft(&id).await {
-            Ok(saved) => (saved.and_then(|j| design_from_json(&j).ok()), "Your saved draft is back. Reset returns to the starting design."),
-            Err(_) => (local.map(|(d, _)| d), "The server is out of reach; this is the draft kept in this browser."),
+            Ok(saved) => (
+                saved.and_then(|j| design_from_json(&j).ok()),
+                "Your saved draft is back. Reset returns to the starting design.",
+            ),
+            Err(_) => (
+                local.map(|(d, _)| d),
+                "The server is out of reach; this is the draft kept in this browser.",
+            ),
         },
     };
     let restored = design.is_some().then_some(restored);
-    Ok(std::rc::Rc::new(Loaded { design: design.unwrap_or_else(|| start.clone()), scenario: std::sync::Arc::new(scenario), start, restored }))
+    Ok(std::rc::Rc::new(Loaded {
+        design: design.unwrap_or_else(|| start.clone()),
+        scenario: std::sync::Arc::new(scenario),
+        start,
+        restored,
+    }))
 }
 
 #[component]
@@ -248,7 +299,11 @@ fn Workspace(loaded: std::rc::Rc<Loaded>) -> impl IntoView {
         checking: RwSignal::new(false),
         check_error: RwSignal::new(None),
         replay: RwSignal::new(None),
-        saved: RwSignal::new(if loaded.restored.is_some() { DraftState::Saved } else { DraftState::Unchanged }),
+        saved: RwSignal::new(if loaded.restored.is_some() {
+            DraftState::Saved
+        } else {
+            DraftState::Unchanged
+        }),
         tab: RwSignal::new("results"),
     };
     provide_context(page);
@@ -263,7 +318,8 @@ fn Workspace(loaded: std::rc::Rc<Loaded>) -> impl IntoView {
         set_timeout(
             move || {
                 if preview_generation.get_value() == mine {
-                    page.preview.set(page.scenario.with_value(|s| preview(s, &design)));
+                    page.preview
+                        .set(page.scenario.with_value(|s| preview(s, &design)));
                 }
             },
             Duration::from_millis(40),
@@ -294,7 +350,11 @@ fn Workspace(loaded: std::rc::Rc<Loaded>) -> impl IntoView {
                         api::local::store(&draft_id, &design, true);
                     }
                     if generation.get_value() == mine {
-                        page.saved.set(if ok { DraftState::Saved } else { DraftState::Local });
+                        page.saved.set(if ok {
+                            DraftState::Saved
+                        } else {
+                            DraftState::Local
+                        });
                     }
                 });
             },
@@ -362,7 +422,10 @@ fn preview(scenario: &Scenario, design: &Design) -> Preview {
         Err(errors) => Preview::Invalid(errors),
         Ok(valid) => {
             // The preview must stay instant: a check that would take long is left to the server.
-            let limits = shared::Limits { max_schedules: 20_000, max_steps: 20_000_000 };
+            let limits = shared::Limits {
+                max_schedules: 20_000,
+                max_steps: 20_000_000,
+            };
             match shared::check_with(scenario, &valid, limits) {
                 Ok(verdict) => Preview::Verdict(verdict),
                 Err(shared::CheckError::TooLarge { .. }) => Preview::TooLarge,
@@ -399,7 +462,12 @@ fn render_markdown(blocks: Vec<Block>) -> impl IntoView {
 #[component]
 fn Requirements() -> impl IntoView {
     let page = expect_context::<Page>();
-    let requirements: Vec<(String, String, String)> = page.scenario.with_value(|s| s.requirements.iter().map(|r| (r.id.clone(), r.text.clone(), r.hint.clone())).collect());
+    let requirements: Vec<(String, String, String)> = page.scenario.with_value(|s| {
+        s.requirements
+            .iter()
+            .map(|r| (r.id.clone(), r.text.clone(), r.hint.clone()))
+            .collect()
+    });
     view! {
         <section class="requirements" aria-labelledby="req-heading">
             <h2 id="req-heading">"Requirements"</h2>
@@ -535,16 +603,33 @@ fn Notice() -> impl IntoView {
 /// What a pointer is doing on the canvas between down and up.
 #[derive(Clone, Debug)]
 enum Drag {
-    Move { id: String, before: Design, grab: Point, start: Point, moved: bool },
-    Wire { from: String, start: Point },
-    Tap { target: String },
-    Pan { start: Point, view: View },
+    Move {
+        id: String,
+        before: Design,
+        grab: Point,
+        start: Point,
+        moved: bool,
+    },
+    Wire {
+        from: String,
+        start: Point,
+    },
+    Tap {
+        target: String,
+    },
+    Pan {
+        start: Point,
+        view: View,
+    },
 }
 
 fn local_point(ev: &web_sys::MouseEvent) -> Option<Point> {
     let svg = event_element(ev)?;
     let rect = svg.get_bounding_client_rect();
-    Some(Point::new(f64::from(ev.client_x()) - rect.left(), f64::from(ev.client_y()) - rect.top()))
+    Some(Point::new(
+        f64::from(ev.client_x()) - rect.left(),
+        f64::from(ev.client_y()) - rect.top(),
+    ))
 }
 
 #[component]
@@ -554,8 +639,14 @@ fn CanvasView() -> impl IntoView {
     let wrap = NodeRef::<leptos::html::Div>::new();
     let fit = move || {
         if let Some(div) = wrap.get_untracked() {
-            let (w, h) = (f64::from(div.client_width()), f64::from(div.client_height()));
-            page.view.set(page.editor.with_untracked(|e| canvas::fit(e.design(), w, h)));
+            let (w, h) = (
+                f64::from(div.client_width()),
+                f64::from(div.client_height()),
+            );
+            page.view.set(
+                page.editor
+                    .with_untracked(|e| canvas::fit(e.design(), w, h)),
+            );
         }
     };
     request_animation_frame(fit);
@@ -564,27 +655,47 @@ fn CanvasView() -> impl IntoView {
         if ev.button() != 0 {
             return;
         }
-        let Some(screen) = local_point(&ev) else { return };
+        let Some(screen) = local_point(&ev) else {
+            return;
+        };
         let world = page.view.get_untracked().to_world(screen);
         let hit = page.editor.with_untracked(|e| hit_test(e.design(), world));
         let next = match hit {
             Hit::OutPort(from) => {
-                let port = page.editor.with_untracked(|e| e.node(&from).map(canvas::out_port)).unwrap_or(world);
+                let port = page
+                    .editor
+                    .with_untracked(|e| e.node(&from).map(canvas::out_port))
+                    .unwrap_or(world);
                 page.wire.set(Some((port, world)));
-                Some(Drag::Wire { from, start: screen })
+                Some(Drag::Wire {
+                    from,
+                    start: screen,
+                })
             }
             Hit::InPort(target) => Some(Drag::Tap { target }),
             Hit::Node(id) => {
-                let p = page.editor.with_untracked(|e| e.node(&id).map(canvas::position)).unwrap_or(world);
+                let p = page
+                    .editor
+                    .with_untracked(|e| e.node(&id).map(canvas::position))
+                    .unwrap_or(world);
                 if page.selected.get_untracked() != Some(Selection::Node(id.clone())) {
                     page.selected.set(Some(Selection::Node(id.clone())));
                 }
                 let before = page.editor.with_untracked(|e| e.design().clone());
-                Some(Drag::Move { id, before, grab: Point::new(world.x - p.x, world.y - p.y), start: screen, moved: false })
+                Some(Drag::Move {
+                    id,
+                    before,
+                    grab: Point::new(world.x - p.x, world.y - p.y),
+                    start: screen,
+                    moved: false,
+                })
             }
             Hit::Empty => {
                 page.selected.set(None);
-                Some(Drag::Pan { start: screen, view: page.view.get_untracked() })
+                Some(Drag::Pan {
+                    start: screen,
+                    view: page.view.get_untracked(),
+                })
             }
         };
         drag.set_value(next);
@@ -593,17 +704,27 @@ fn CanvasView() -> impl IntoView {
         }
     };
     let on_move = move |ev: leptos::ev::PointerEvent| {
-        let Some(screen) = local_point(&ev) else { return };
+        let Some(screen) = local_point(&ev) else {
+            return;
+        };
         let view = page.view.get_untracked();
         let world = view.to_world(screen);
         drag.update_value(|d| match d {
-            Some(Drag::Move { id, grab, start, moved, .. }) => {
+            Some(Drag::Move {
+                id,
+                grab,
+                start,
+                moved,
+                ..
+            }) => {
                 if !*moved && (screen.x - start.x).abs() + (screen.y - start.y).abs() < 4.0 {
                     return;
                 }
                 *moved = true;
                 let to = Point::new(world.x - grab.x, world.y - grab.y);
-                let current = page.editor.with_untracked(|e| e.node(id).map(canvas::position));
+                let current = page
+                    .editor
+                    .with_untracked(|e| e.node(id).map(canvas::position));
                 if current != Some(canvas::snap_point(to)) {
                     page.editor.update(|e| e.place(id, to));
                 }
@@ -614,17 +735,27 @@ fn CanvasView() -> impl IntoView {
                 }
             }),
             Some(Drag::Pan { start, view: v0 }) => {
-                page.view.set(View { pan_x: v0.pan_x + screen.x - start.x, pan_y: v0.pan_y + screen.y - start.y, zoom: v0.zoom });
+                page.view.set(View {
+                    pan_x: v0.pan_x + screen.x - start.x,
+                    pan_y: v0.pan_y + screen.y - start.y,
+                    zoom: v0.zoom,
+                });
             }
             _ => {}
         });
     };
     let on_up = move |ev: leptos::ev::PointerEvent| {
-        let Some(screen) = local_point(&ev) else { return };
+        let Some(screen) = local_point(&ev) else {
+            return;
+        };
         let world = page.view.get_untracked().to_world(screen);
-        let Some(d) = drag.try_update_value(Option::take).flatten() else { return };
+        let Some(d) = drag.try_update_value(Option::take).flatten() else {
+            return;
+        };
         match d {
-            Drag::Move { id, before, moved, .. } => {
+            Drag::Move {
+                id, before, moved, ..
+            } => {
                 if moved {
                     page.editor.update(|e| e.finish_gesture(before));
                 } else if let Some(source) = page.connecting.get_untracked().filter(|s| *s != id) {
@@ -640,7 +771,10 @@ fn CanvasView() -> impl IntoView {
                 };
                 match (moved, target) {
                     (true, Some(t)) if t != from => page.connect(&from, &t),
-                    (true, _) => page.say("Drop the connection on another node's input port (its left side).", false),
+                    (true, _) => page.say(
+                        "Drop the connection on another node's input port (its left side).",
+                        false,
+                    ),
                     // A tap on an output port starts a connection that a second tap finishes.
                     (false, _) => page.start_connecting(&from),
                 }
@@ -657,17 +791,30 @@ fn CanvasView() -> impl IntoView {
     };
     let on_wheel = move |ev: leptos::ev::WheelEvent| {
         ev.prevent_default();
-        let Some(screen) = local_point(&ev) else { return };
+        let Some(screen) = local_point(&ev) else {
+            return;
+        };
         let factor = if ev.delta_y() < 0.0 { 1.1 } else { 1.0 / 1.1 };
         page.view.update(|v| *v = v.zoom_at(screen, factor));
     };
     let on_drop = move |ev: leptos::ev::DragEvent| {
         ev.prevent_default();
-        let Some(kind) = ev.data_transfer().and_then(|dt| dt.get_data("application/x-pipeline-kind").ok()).and_then(|k| NodeKind::parse(&k)) else { return };
-        let Some(screen) = local_point(&ev) else { return };
+        let Some(kind) = ev
+            .data_transfer()
+            .and_then(|dt| dt.get_data("application/x-pipeline-kind").ok())
+            .and_then(|k| NodeKind::parse(&k))
+        else {
+            return;
+        };
+        let Some(screen) = local_point(&ev) else {
+            return;
+        };
         let world = page.view.get_untracked().to_world(screen);
         let at = Point::new(world.x - NODE_W / 2.0, world.y - NODE_H / 2.0);
-        let id = page.scenario.with_value(|s| page.editor.try_update(|e| e.add_node(s, kind, Some(at)))).unwrap_or_default();
+        let id = page
+            .scenario
+            .with_value(|s| page.editor.try_update(|e| e.add_node(s, kind, Some(at))))
+            .unwrap_or_default();
         page.selected.set(Some(Selection::Node(id.clone())));
         page.say(format!("Added {} \"{id}\".", kind.describe()), false);
     };
@@ -691,10 +838,22 @@ fn CanvasView() -> impl IntoView {
                 ev.prevent_default();
                 page.delete_selection();
             }
-            "ArrowLeft" if node.is_some() => { ev.prevent_default(); nudge(-1, 0) }
-            "ArrowRight" if node.is_some() => { ev.prevent_default(); nudge(1, 0) }
-            "ArrowUp" if node.is_some() => { ev.prevent_default(); nudge(0, -1) }
-            "ArrowDown" if node.is_some() => { ev.prevent_default(); nudge(0, 1) }
+            "ArrowLeft" if node.is_some() => {
+                ev.prevent_default();
+                nudge(-1, 0)
+            }
+            "ArrowRight" if node.is_some() => {
+                ev.prevent_default();
+                nudge(1, 0)
+            }
+            "ArrowUp" if node.is_some() => {
+                ev.prevent_default();
+                nudge(0, -1)
+            }
+            "ArrowDown" if node.is_some() => {
+                ev.prevent_default();
+                nudge(0, 1)
+            }
             "Enter" | " " if node.is_some() => {
                 ev.prevent_default();
                 let id = node.unwrap_or_default();
@@ -709,11 +868,19 @@ fn CanvasView() -> impl IntoView {
             }
             "c" | "C" if node.is_some() => {
                 let id = node.unwrap_or_default();
-                let can = page.editor.with_untracked(|e| e.node(&id).map(|n| canvas::has_output(n.kind))).unwrap_or(false);
+                let can = page
+                    .editor
+                    .with_untracked(|e| e.node(&id).map(|n| canvas::has_output(n.kind)))
+                    .unwrap_or(false);
                 if can {
                     page.start_connecting(&id);
                 } else {
-                    page.say(format!("\"{id}\" is where data ends; connect into it from a job or consumer."), true);
+                    page.say(
+                        format!(
+                            "\"{id}\" is where data ends; connect into it from a job or consumer."
+                        ),
+                        true,
+                    );
                 }
             }
             "Escape" => {
@@ -721,15 +888,35 @@ fn CanvasView() -> impl IntoView {
                 page.wire.set(None);
                 page.notice.set(None);
             }
-            "+" | "=" => page.view.update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.2)),
-            "-" => page.view.update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.0 / 1.2)),
+            "+" | "=" => page
+                .view
+                .update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.2)),
+            "-" => page
+                .view
+                .update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.0 / 1.2)),
             _ => {}
         }
     };
 
     let frame = Memo::new(move |_| page.frame());
-    let node_ids = move || page.editor.with(|e| e.design().nodes.iter().map(|n| n.id.clone()).collect::<Vec<_>>());
-    let edge_ids = move || page.editor.with(|e| e.design().edges.iter().map(|e| (e.from.clone(), e.to.clone())).collect::<Vec<_>>());
+    let node_ids = move || {
+        page.editor.with(|e| {
+            e.design()
+                .nodes
+                .iter()
+                .map(|n| n.id.clone())
+                .collect::<Vec<_>>()
+        })
+    };
+    let edge_ids = move || {
+        page.editor.with(|e| {
+            e.design()
+                .edges
+                .iter()
+                .map(|e| (e.from.clone(), e.to.clone()))
+                .collect::<Vec<_>>()
+        })
+    };
     let count = move || page.editor.with(|e| e.design().nodes.len());
 
     view! {
@@ -789,7 +976,11 @@ fn EdgeView(source: String, target: String, frame: Memo<Option<Frame>>) -> impl 
         if page.selected.with(|s| s.as_ref() == Some(&key)) {
             c.push_str(" selected");
         }
-        if frame.with(|f| f.as_ref().and_then(|f| f.edge.as_ref()).is_some_and(|(a, b)| *a == fs && *b == ft)) {
+        if frame.with(|f| {
+            f.as_ref()
+                .and_then(|f| f.edge.as_ref())
+                .is_some_and(|(a, b)| *a == fs && *b == ft)
+        }) {
             c.push_str(" acting");
         }
         c
@@ -816,14 +1007,30 @@ fn NodeView(id: String, frame: Memo<Option<Frame>>) -> impl IntoView {
         let id = id.clone();
         Memo::new(move |_| page.editor.with(|e| e.node(&id).cloned()))
     };
-    let kind = page.editor.with_untracked(|e| e.node(&id).map(|n| n.kind)).unwrap_or(NodeKind::Table);
+    let kind = page
+        .editor
+        .with_untracked(|e| e.node(&id).map(|n| n.kind))
+        .unwrap_or(NodeKind::Table);
     let title = words::kind_title(kind);
     let (sid, aid, fid, cid) = (id.clone(), id.clone(), id.clone(), id.clone());
-    let selected = Memo::new(move |_| page.selected.with(|s| matches!(s, Some(Selection::Node(n)) if *n == sid)));
-    let acting = move || frame.with(|f| f.as_ref().is_some_and(|f| f.node.as_deref() == Some(aid.as_str())));
+    let selected = Memo::new(move |_| {
+        page.selected
+            .with(|s| matches!(s, Some(Selection::Node(n)) if *n == sid))
+    });
+    let acting = move || {
+        frame.with(|f| {
+            f.as_ref()
+                .is_some_and(|f| f.node.as_deref() == Some(aid.as_str()))
+        })
+    };
     let crashed = {
         let id = id.clone();
-        move || frame.with(|f| f.as_ref().is_some_and(|f| f.failure && f.node.as_deref() == Some(id.as_str())))
+        move || {
+            frame.with(|f| {
+                f.as_ref()
+                    .is_some_and(|f| f.failure && f.node.as_deref() == Some(id.as_str()))
+            })
+        }
     };
     let class = {
         let crashed = crashed.clone();
@@ -844,7 +1051,16 @@ fn NodeView(id: String, frame: Memo<Option<Frame>>) -> impl IntoView {
             c
         }
     };
-    let transform = move || node.with(|n| n.as_ref().map(|n| { let p = canvas::position(n); format!("translate({} {})", canvas::num(p.x), canvas::num(p.y)) }).unwrap_or_default());
+    let transform = move || {
+        node.with(|n| {
+            n.as_ref()
+                .map(|n| {
+                    let p = canvas::position(n);
+                    format!("translate({} {})", canvas::num(p.x), canvas::num(p.y))
+                })
+                .unwrap_or_default()
+        })
+    };
     let summary = move || node.with(|n| n.as_ref().map(words::node_summary).unwrap_or_default());
     let label = {
         let id = id.clone();
@@ -881,9 +1097,14 @@ fn Inspector() -> impl IntoView {
     let page = expect_context::<Page>();
     // Re-drawn only when what is selected changes, so focus stays on a choice while it changes.
     let target = Memo::new(move |_| match page.selected.get() {
-        Some(Selection::Node(id)) => page.editor.with(|e| e.node(&id).map(|n| (Some((id.clone(), n.kind)), None))).unwrap_or((None, None)),
+        Some(Selection::Node(id)) => page
+            .editor
+            .with(|e| e.node(&id).map(|n| (Some((id.clone(), n.kind)), None)))
+            .unwrap_or((None, None)),
         Some(Selection::Edge(a, b)) => {
-            let exists = page.editor.with(|e| e.design().edges.iter().any(|x| x.from == a && x.to == b));
+            let exists = page
+                .editor
+                .with(|e| e.design().edges.iter().any(|x| x.from == a && x.to == b));
             (None, exists.then_some((a, b)))
         }
         None => (None, None),
@@ -925,7 +1146,10 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
     let scenario = page.scenario.get_value();
     let current = {
         let id = id.clone();
-        move |option: &'static str| page.editor.with(|e| e.node(&id).and_then(|n| n.options.get(option).cloned()))
+        move |option: &'static str| {
+            page.editor
+                .with(|e| e.node(&id).and_then(|n| n.options.get(option).cloned()))
+        }
     };
     let options = kind.options().iter().map(|spec| {
         let name = spec.name;
@@ -1036,7 +1260,14 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
     let connectable = canvas::has_output(kind);
     let eid = id.clone();
     let connections = move || {
-        page.editor.with(|e| e.design().edges.iter().filter(|x| x.from == eid || x.to == eid).map(|x| (x.from.clone(), x.to.clone())).collect::<Vec<_>>())
+        page.editor.with(|e| {
+            e.design()
+                .edges
+                .iter()
+                .filter(|x| x.from == eid || x.to == eid)
+                .map(|x| (x.from.clone(), x.to.clone()))
+                .collect::<Vec<_>>()
+        })
     };
     view! {
         <h2 id="inspector-heading">{words::kind_title(kind)}" "<code>{id.clone()}</code></h2>
@@ -1083,10 +1314,11 @@ fn SqlView() -> impl IntoView {
     let page = expect_context::<Page>();
     let blocks = Memo::new(move |_| {
         let design = page.editor.with(|e| e.design().clone());
-        page.scenario.with_value(|s| match shared::validate(s, design) {
-            Ok(valid) => Ok(shared::sql::design_sql(s, &valid)),
-            Err(errors) => Err(errors.into_iter().map(|e| e.message).collect::<Vec<_>>()),
-        })
+        page.scenario
+            .with_value(|s| match shared::validate(s, design) {
+                Ok(valid) => Ok(shared::sql::design_sql(s, &valid)),
+                Err(errors) => Err(errors.into_iter().map(|e| e.message).collect::<Vec<_>>()),
+            })
     });
     view! {
         <div class="sql-view">

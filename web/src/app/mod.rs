@@ -10,7 +10,9 @@ use wasm_bindgen::JsCast;
 
 pub fn mount() {
     // A panic is a bug of ours: say it in the console rather than fail silently.
-    std::panic::set_hook(Box::new(|info| web_sys::console::error_1(&info.to_string().into())));
+    std::panic::set_hook(Box::new(|info| {
+        web_sys::console::error_1(&info.to_string().into())
+    }));
     leptos::mount::mount_to_body(App);
 }
 
@@ -32,7 +34,9 @@ fn parse_route(path: &str) -> Route {
 }
 
 fn current_path() -> String {
-    web_sys::window().and_then(|w| w.location().pathname().ok()).unwrap_or_else(|| "/".into())
+    web_sys::window()
+        .and_then(|w| w.location().pathname().ok())
+        .unwrap_or_else(|| "/".into())
 }
 
 /// Navigates inside the app without reloading the page.
@@ -53,7 +57,11 @@ impl Navigator {
 
 /// A link that navigates inside the app (a plain link for a new tab or a modified click).
 #[component]
-pub fn Link(href: String, #[prop(optional, into)] class: String, children: Children) -> impl IntoView {
+pub fn Link(
+    href: String,
+    #[prop(optional, into)] class: String,
+    children: Children,
+) -> impl IntoView {
     let nav = expect_context::<Navigator>();
     let target = href.clone();
     view! {
@@ -70,7 +78,9 @@ pub fn Link(href: String, #[prop(optional, into)] class: String, children: Child
 fn App() -> impl IntoView {
     let route = RwSignal::new(parse_route(&current_path()));
     provide_context(Navigator(route));
-    let handle = window_event_listener(leptos::ev::popstate, move |_| route.set(parse_route(&current_path())));
+    let handle = window_event_listener(leptos::ev::popstate, move |_| {
+        route.set(parse_route(&current_path()))
+    });
     on_cleanup(move || handle.remove());
     // The session comes first, so that every later request carries the student's cookie.
     let student = RwSignal::new(String::new());
@@ -113,7 +123,9 @@ fn App() -> impl IntoView {
 
 /// Runs a future once and holds its answer (`None` until it arrives). A plain task and a
 /// signal, lighter than a resource: nothing here is refetched.
-pub(crate) fn load_once<T: 'static>(future: impl std::future::Future<Output = T> + 'static) -> RwSignal<Option<T>, LocalStorage> {
+pub(crate) fn load_once<T: 'static>(
+    future: impl std::future::Future<Output = T> + 'static,
+) -> RwSignal<Option<T>, LocalStorage> {
     let slot = RwSignal::new_local(None);
     leptos::task::spawn_local(async move {
         let value = future.await;

@@ -15,7 +15,8 @@ pub fn ResultsPanel() -> impl IntoView {
     let page = expect_context::<Page>();
     let stale = move || {
         let current = page.editor.with(|e| e.design().clone());
-        page.checked_design.with(|c| c.as_ref().is_some_and(|c| *c != current))
+        page.checked_design
+            .with(|c| c.as_ref().is_some_and(|c| *c != current))
     };
     view! {
         <div class="results" aria-live="polite">
@@ -51,10 +52,18 @@ pub fn ResultsPanel() -> impl IntoView {
 #[component]
 fn RequirementResult(index: usize, result: RequirementVerdict) -> impl IntoView {
     let page = expect_context::<Page>();
-    let hint = page.scenario.with_value(|s| s.requirement(&result.id).map(|r| r.hint.clone()).unwrap_or_default());
+    let hint = page.scenario.with_value(|s| {
+        s.requirement(&result.id)
+            .map(|r| r.hint.clone())
+            .unwrap_or_default()
+    });
     let show_hint = RwSignal::new(false);
     let mark = if result.passed { "✓" } else { "✗" };
-    let class = if result.passed { "result passed" } else { "result missed" };
+    let class = if result.passed {
+        "result passed"
+    } else {
+        "result missed"
+    };
     let details = result.counterexample.map(|ce| {
         let went_wrong = ce.went_wrong_at;
         let trace_len = ce.trace.len();
@@ -166,8 +175,15 @@ pub fn ReplayPanel() -> impl IntoView {
         })
     });
     let frame = Memo::new(move |_| page.frame());
-    let len = move || counterexample.with(|c| c.as_ref().map(|(_, ce)| ce.trace.len()).unwrap_or(0));
-    let step_to = move |i: usize| page.replay.update(|r| if let Some(r) = r { r.index = i });
+    let len =
+        move || counterexample.with(|c| c.as_ref().map(|(_, ce)| ce.trace.len()).unwrap_or(0));
+    let step_to = move |i: usize| {
+        page.replay.update(|r| {
+            if let Some(r) = r {
+                r.index = i
+            }
+        })
+    };
     let playing = move || page.replay.with(|r| r.as_ref().is_some_and(|r| r.playing));
 
     // Playing advances one step a moment after each step is shown, and stops at the end.
@@ -185,8 +201,14 @@ pub fn ReplayPanel() -> impl IntoView {
                 if generation.get_value() != mine {
                     return;
                 }
-                page.replay.update(|x| if let Some(x) = x {
-                    if x.index + 1 < n { x.index += 1 } else { x.playing = false }
+                page.replay.update(|x| {
+                    if let Some(x) = x {
+                        if x.index + 1 < n {
+                            x.index += 1
+                        } else {
+                            x.playing = false
+                        }
+                    }
                 });
             },
             Duration::from_millis(900),
