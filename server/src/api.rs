@@ -254,7 +254,7 @@ async fn check_anew(
         entry: &Entry,
         design: &Json_,
         limits: shared::Limits,
-    ) -> Result<shared::Verdict, CheckError> {
+    ) -> Result<Verdict, CheckError> {
         let valid = shared::validate_json(&entry.scenario, design).map_err(CheckError::Design)?;
         shared::check::check_hashed(&entry.scenario, &entry.hash, &valid, limits)
     }

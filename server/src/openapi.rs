@@ -215,7 +215,7 @@ pub struct TableViewDoc {
 #[schema(as = GradeEntry)]
 pub enum GradeEntryDoc {
     /// Without `format`: the recorded submission.
-    Graded(crate::api::GradeResult),
+    Graded(api::GradeResult),
     /// With `format=gradescope`: Gradescope's `results.json`.
     Gradescope(GradescopeResultDoc),
     /// An item that could not be graded.

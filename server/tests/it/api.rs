@@ -818,7 +818,7 @@ async fn bad_missing_and_revoked_tokens_are_401() {
 // Idempotency keys.
 
 async fn submit_with_key(
-    app: &crate::common::TestApp,
+    app: &TestApp,
     who: &As,
     key: &str,
     body: &Value,

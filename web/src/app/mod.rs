@@ -13,7 +13,7 @@ pub fn mount() {
     std::panic::set_hook(Box::new(|info| {
         web_sys::console::error_1(&info.to_string().into())
     }));
-    leptos::mount::mount_to_body(App);
+    mount_to_body(App);
 }
 
 /// The pages of the app; the URL is the source of truth.
