@@ -250,11 +250,7 @@ async fn check_anew(
         max_schedules: limits.max_schedules.min(small.max_schedules),
         max_steps: limits.max_steps.min(small.max_steps),
     };
-    fn check(
-        entry: &Entry,
-        design: &Json_,
-        limits: shared::Limits,
-    ) -> Result<Verdict, CheckError> {
+    fn check(entry: &Entry, design: &Json_, limits: shared::Limits) -> Result<Verdict, CheckError> {
         let valid = shared::validate_json(&entry.scenario, design).map_err(CheckError::Design)?;
         shared::check::check_hashed(&entry.scenario, &entry.hash, &valid, limits)
     }
