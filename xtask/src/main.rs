@@ -12,6 +12,10 @@
 //! by `wasm-bindgen-cli-support` used as a library, pinned to the same version as the
 //! `wasm-bindgen` the app links, so the two can never drift apart.
 
+mod install;
+mod lint;
+mod modules;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -31,8 +35,10 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("conformance") => conformance(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        Some("lint") => lint::lint(),
+        Some("deps") => lint::deps(),
         _ => {
-            eprintln!("usage: cargo xtask <dist|run|test|conformance|bench>\n  dist         build the browser app into web/dist\n  run          build everything and serve it (extra arguments go to the server)\n  test         run every test (--no-browser skips the browser tests)\n  conformance  replay every schedule on SQLite and PostgreSQL (--sqlite, --postgres)\n  bench        measure the check, the simulator against SQLite, the server and the app\n               (--quick: under two minutes; --smoke: tiny sizes, for CI; --max-messages N)");
+            eprintln!("usage: cargo xtask <dist|run|test|lint|deps|conformance|bench>\n  dist         build the browser app into web/dist\n  run          build everything and serve it (extra arguments go to the server)\n  test         run every test, the lint gate first (--no-browser skips the browser tests)\n  lint         cargo fmt --check, clippy -D warnings (host and wasm32), no circle of module imports\n  deps         print every crate's module graph and its circles\n  conformance  replay every schedule on SQLite and PostgreSQL (--sqlite, --postgres)\n  bench        measure the check, the simulator against SQLite, the server and the app\n               (--quick: under two minutes; --smoke: tiny sizes, for CI; --max-messages N)");
             return ExitCode::from(2);
         }
     };
@@ -312,6 +318,8 @@ fn conformance(extra: &[String]) -> Result<(), String> {
 }
 
 fn test(args: &[String]) -> Result<(), String> {
+    lint::lint()?;
+    install::postgres();
     step("Rust tests (server, shared, conformance, xtask, and the canvas logic of web)");
     status(cargo().args(["test", "--workspace"]))?;
     conformance(&[])?;
@@ -319,18 +327,6 @@ fn test(args: &[String]) -> Result<(), String> {
         return Ok(());
     }
     browser_tests()
-}
-
-fn chromium() -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os("CHROMIUM") {
-        return Ok(PathBuf::from(path));
-    }
-    for candidate in ["/usr/bin/chromium", "/usr/bin/chromium-browser"] {
-        if Path::new(candidate).exists() {
-            return Ok(PathBuf::from(candidate));
-        }
-    }
-    Err("the browser tests need Chromium and none was found at /usr/bin/chromium.\n       Install Debian's: apt-get update && apt-get install -y chromium\n       (or set CHROMIUM=/path/to/chromium; `cargo xtask test --no-browser` skips these tests)".into())
 }
 
 fn ensure_node_modules(dir: &Path) -> Result<(), String> {
@@ -431,7 +427,8 @@ fn start_server(binary: &Path, scratch: &Path, extra: &[&str]) -> Result<(Server
 }
 
 fn browser_tests() -> Result<(), String> {
-    let chromium = chromium()?;
+    let chromium = install::chromium()?;
+    install::node()?;
     let tests = root().join("tests").join("browser");
     ensure_node_modules(&tests)?;
     dist()?;
