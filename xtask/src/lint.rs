@@ -10,7 +10,24 @@ use crate::{cargo, ensure_wasm_target, root, status, step, WASM_TARGET};
 /// The crates whose modules must not import each other in a circle.
 pub const CRATES: [&str; 6] = ["shared", "server", "web", "conformance", "bench", "xtask"];
 
+/// Adds rustfmt and clippy to the toolchain when they are missing (a minimal rustup profile
+/// has neither).
+fn ensure_components() -> Result<(), String> {
+    for (tool, component) in [("fmt", "rustfmt"), ("clippy", "clippy")] {
+        let present = cargo()
+            .args([tool, "--version"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !present {
+            step(&format!("adding the {component} component"));
+            status(std::process::Command::new("rustup").args(["component", "add", component]))?;
+        }
+    }
+    Ok(())
+}
+
 pub fn lint() -> Result<(), String> {
+    ensure_components()?;
     step("cargo fmt --check");
     status(cargo().args(["fmt", "--all", "--", "--check"]))
         .map_err(|e| format!("{e}\n       (`cargo fmt --all` rewrites the files)"))?;
