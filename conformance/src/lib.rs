@@ -159,7 +159,8 @@ impl Setup {
         }
         for sink in sinks_written {
             // `ON CONFLICT` (and SQLite's stand-in for MERGE) needs a unique index on the key;
-            // a table written by plain INSERT has none, as in SPEC §1.
+            // a table written by plain INSERT (`append`) has none, since it uses no unique
+            // constraint.
             if matches!(sink.write, WriteMode::Merge | WriteMode::InsertIgnore)
                 && !sink.key.is_empty()
             {

@@ -63,7 +63,7 @@ fn every_shipped_scenario_validates() {
             "offset-commit",
             "exactly-once"
         ],
-        "the course ships SPEC §4's eight scenarios, in its order"
+        "the course ships its eight scenarios, in course order"
     );
     for (i, s) in scenarios.iter().enumerate() {
         assert_eq!(s.order as usize, i + 1, "{} has order {}", s.id, s.order);

@@ -1,4 +1,5 @@
-//! The chapter's numbers (SPEC §3), reproduced by the simulator.
+//! The chapter's numbers (docs/design-format.md, "The chapter's numbers"), reproduced by the
+//! simulator.
 
 use serde_json::json;
 
