@@ -46,9 +46,13 @@ pub enum Preview {
 /// Where the draft stands, shown beside the toolbar's actions.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum DraftState {
+    /// Nothing to say: the design is the starting one and has not been edited.
     Unchanged,
+    /// An edit is waiting for its save or being saved.
     Saving,
+    /// The server has the draft.
     Saved,
+    /// Only this browser has the draft; it reaches the server when the scenario opens again.
     Local,
 }
 
@@ -121,6 +125,8 @@ impl Page {
         });
     }
 
+    /// Connects two nodes, or says why the connection is refused; either way the connection
+    /// that was waiting for its target is over.
     pub fn connect(&self, source: &str, target: &str) {
         let result = self
             .editor
@@ -136,11 +142,14 @@ impl Page {
         }
     }
 
+    /// Starts a connection that the next chosen node finishes, for keyboards and taps.
     pub fn start_connecting(&self, source: &str) {
         self.connecting.set(Some(source.to_string()));
         self.say(format!("Connecting from \"{source}\": choose the node it feeds (Tab to it and press Enter, or tap it). Esc cancels."), false);
     }
 
+    /// Deletes what is selected. The focus goes back to the canvas, because the deleted node
+    /// may have held it and the keyboard must not be left on nothing.
     pub fn delete_selection(&self) {
         match self.selected.get_untracked() {
             Some(Selection::Node(id)) => {
@@ -161,12 +170,14 @@ impl Page {
         focus(".canvas");
     }
 
+    /// Undoes the last edit, and says so only when there was one.
     pub fn undo(&self) {
         if self.editor.try_update(|e| e.undo()).unwrap_or(false) {
             self.say("Undone.", false);
         }
     }
 
+    /// Redoes the last undone edit, and says so only when there was one.
     pub fn redo(&self) {
         if self.editor.try_update(|e| e.redo()).unwrap_or(false) {
             self.say("Redone.", false);
