@@ -1,9 +1,13 @@
 //! The browser side: components, routing, and the calls to the server. Exists only on wasm32.
 //!
-//! One concern per module, and imports only go down: `page` holds the scenario page's state
-//! and the operations on it; the views (`canvas_view`, `inspector`, `toolbar`, `preview`,
-//! `results`) and the draft's upkeep (`drafts`) build on it and never on one another; `editor`
-//! composes them into the scenario page. Every HTTP call is in `api`.
+//! One concern per module, and imports only go down, so that a view can be read, changed or
+//! moved without the others:
+//! - `page` holds the scenario page's state and the operations on it;
+//! - the views (`canvas_view`, `inspector`, `toolbar`, `preview`, `results`) and the draft's
+//!   upkeep (`drafts`) build on `page` and never on one another;
+//! - `editor` composes them into the scenario page, as `catalogue` is the list of scenarios;
+//! - underneath everything: `api` (every HTTP call), `router` (routes and links), `dom`
+//!   (small DOM helpers) and `debounce` (work that waits for a quiet moment).
 
 mod api;
 mod canvas_view;
