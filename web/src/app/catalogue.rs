@@ -2,7 +2,9 @@
 
 use leptos::prelude::*;
 
-use super::{api, Link};
+use super::api;
+use super::dom::load_once;
+use super::router::Link;
 
 fn progress_words(progress: &str) -> (&'static str, &'static str) {
     match progress {
@@ -14,7 +16,7 @@ fn progress_words(progress: &str) -> (&'static str, &'static str) {
 
 #[component]
 pub fn Catalogue() -> impl IntoView {
-    let entries = super::load_once(api::catalogue());
+    let entries = load_once(api::catalogue());
     view! {
         <section class="page catalogue">
             <h1>"Practice scenarios"</h1>

@@ -1,12 +1,31 @@
 //! The browser side: components, routing, and the calls to the server. Exists only on wasm32.
+//!
+//! One concern per module, and imports only go down, so that a view can be read, changed or
+//! moved without the others:
+//! - `page` holds the scenario page's state and the operations on it;
+//! - the views (`canvas_view`, `inspector`, `toolbar`, `preview`, `results`) and the draft's
+//!   upkeep (`drafts`) build on `page` and never on one another;
+//! - `editor` composes them into the scenario page, as `catalogue` is the list of scenarios;
+//! - underneath everything: `api` (every HTTP call), `router` (routes and links), `dom`
+//!   (small DOM helpers) and `debounce` (work that waits for a quiet moment).
 
 mod api;
+mod canvas_view;
 mod catalogue;
+mod debounce;
+mod dom;
+mod drafts;
 mod editor;
+mod inspector;
+mod page;
+mod preview;
 mod results;
+mod router;
+mod toolbar;
 
 use leptos::prelude::*;
-use wasm_bindgen::JsCast;
+
+use router::{current_path, parse_route, Link, Navigator, Route};
 
 pub fn mount() {
     // A panic is a bug of ours: say it in the console rather than fail silently.
@@ -14,64 +33,6 @@ pub fn mount() {
         web_sys::console::error_1(&info.to_string().into())
     }));
     mount_to_body(App);
-}
-
-/// The pages of the app; the URL is the source of truth.
-#[derive(Clone, Debug, PartialEq)]
-enum Route {
-    Catalogue,
-    Scenario(String),
-    NotFound,
-}
-
-fn parse_route(path: &str) -> Route {
-    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-    match parts.as_slice() {
-        [] => Route::Catalogue,
-        ["scenarios", id] => Route::Scenario((*id).to_string()),
-        _ => Route::NotFound,
-    }
-}
-
-fn current_path() -> String {
-    web_sys::window()
-        .and_then(|w| w.location().pathname().ok())
-        .unwrap_or_else(|| "/".into())
-}
-
-/// Navigates inside the app without reloading the page.
-#[derive(Clone, Copy)]
-pub struct Navigator(RwSignal<Route>);
-
-impl Navigator {
-    pub fn go(self, path: &str) {
-        if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
-            let _ = history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(path));
-        }
-        self.0.set(parse_route(path));
-        if let Some(w) = web_sys::window() {
-            w.scroll_to_with_x_and_y(0.0, 0.0);
-        }
-    }
-}
-
-/// A link that navigates inside the app (a plain link for a new tab or a modified click).
-#[component]
-pub fn Link(
-    href: String,
-    #[prop(optional, into)] class: String,
-    children: Children,
-) -> impl IntoView {
-    let nav = expect_context::<Navigator>();
-    let target = href.clone();
-    view! {
-        <a href=href class=class on:click=move |ev: leptos::ev::MouseEvent| {
-            if ev.button() == 0 && !ev.ctrl_key() && !ev.meta_key() && !ev.shift_key() {
-                ev.prevent_default();
-                nav.go(&target);
-            }
-        }>{children()}</a>
-    }
 }
 
 #[component]
@@ -119,22 +80,4 @@ fn App() -> impl IntoView {
             }}}
         </main>
     }
-}
-
-/// Runs a future once and holds its answer (`None` until it arrives). A plain task and a
-/// signal, lighter than a resource: nothing here is refetched.
-pub(crate) fn load_once<T: 'static>(
-    future: impl std::future::Future<Output = T> + 'static,
-) -> RwSignal<Option<T>, LocalStorage> {
-    let slot = RwSignal::new_local(None);
-    leptos::task::spawn_local(async move {
-        let value = future.await;
-        slot.try_set(Some(value));
-    });
-    slot
-}
-
-/// The element an event happened on, as an `Element`.
-pub(crate) fn event_element(ev: &web_sys::Event) -> Option<web_sys::Element> {
-    ev.current_target()?.dyn_into::<web_sys::Element>().ok()
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 use leptos::prelude::*;
 use shared::verdict::{RequirementVerdict, TableView, TraceEntry};
 
-use super::editor::{Page, Replay};
+use super::debounce::Debounce;
+use super::page::{Page, Replay};
 use crate::replay::{cell_text, outcome_class};
 
 #[component]
@@ -186,33 +187,27 @@ pub fn ReplayPanel() -> impl IntoView {
     };
     let playing = move || page.replay.with(|r| r.as_ref().is_some_and(|r| r.playing));
 
-    // Playing advances one step a moment after each step is shown, and stops at the end.
-    let generation = StoredValue::new(0u64);
+    // Playing advances one step a moment after each step is shown, and stops at the end. Any
+    // change to the replay (a step, a pause, a close) supersedes the pending step.
+    let autoplay = Debounce::new(Duration::from_millis(900));
     Effect::new(move |_| {
         let Some(r) = page.replay.get() else { return };
-        generation.update_value(|g| *g += 1);
-        let mine = generation.get_value();
         if !r.playing {
+            autoplay.cancel();
             return;
         }
         let n = len();
-        set_timeout(
-            move || {
-                if generation.get_value() != mine {
-                    return;
-                }
-                page.replay.update(|x| {
-                    if let Some(x) = x {
-                        if x.index + 1 < n {
-                            x.index += 1
-                        } else {
-                            x.playing = false
-                        }
+        autoplay.run(move |_| {
+            page.replay.update(|x| {
+                if let Some(x) = x {
+                    if x.index + 1 < n {
+                        x.index += 1
+                    } else {
+                        x.playing = false
                     }
-                });
-            },
-            Duration::from_millis(900),
-        );
+                }
+            });
+        });
     });
 
     view! {

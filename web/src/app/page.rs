@@ -1,0 +1,230 @@
+//! The scenario page's state: the design being edited, what is selected, the notice over the
+//! drawing, the preview, the server's verdict and the replay, with the operations on them.
+//!
+//! Every view of the page reads and changes this state through the [`Page`] it finds in the
+//! context; no view talks to another directly.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use leptos::prelude::*;
+use shared::design::Design;
+use shared::verdict::Verdict;
+use shared::{DesignError, Scenario};
+
+use super::api::ApiError;
+use super::debounce::Debounce;
+use super::dom::focus;
+use crate::canvas::{self, Editor, Point, View, NODE_H, NODE_W};
+use crate::replay::{self, Frame};
+
+/// What is selected on the canvas.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Selection {
+    Node(String),
+    Edge(String, String),
+}
+
+/// A replay of one requirement's counterexample.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replay {
+    pub requirement: usize,
+    pub index: usize,
+    pub playing: bool,
+}
+
+/// What the browser's own simulator says about the design, before any Check.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Preview {
+    Pending,
+    Invalid(Vec<DesignError>),
+    Verdict(Verdict),
+    TooLarge,
+    Failed(String),
+}
+
+/// Where the draft stands, shown beside the toolbar's actions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DraftState {
+    /// Nothing to say: the design is the starting one and has not been edited.
+    Unchanged,
+    /// An edit is waiting for its save or being saved.
+    Saving,
+    /// The server has the draft.
+    Saved,
+    /// Only this browser has the draft; it reaches the server when the scenario opens again.
+    Local,
+}
+
+/// The page's state: every piece is a signal, so the struct is `Copy` and shared by context.
+#[derive(Clone, Copy)]
+pub struct Page {
+    pub scenario: StoredValue<Arc<Scenario>>,
+    pub start: StoredValue<Design>,
+    pub editor: RwSignal<Editor>,
+    pub selected: RwSignal<Option<Selection>>,
+    pub connecting: RwSignal<Option<String>>,
+    pub notice: RwSignal<Option<(String, bool)>>,
+    notice_fade: Debounce,
+    pub view: RwSignal<View>,
+    pub wire: RwSignal<Option<(Point, Point)>>,
+    pub preview: RwSignal<Preview>,
+    pub verdict: RwSignal<Option<Verdict>>,
+    pub checked_design: RwSignal<Option<Design>>,
+    pub checking: RwSignal<bool>,
+    pub check_error: RwSignal<Option<ApiError>>,
+    pub replay: RwSignal<Option<Replay>>,
+    pub saved: RwSignal<DraftState>,
+    pub tab: RwSignal<&'static str>,
+}
+
+impl Page {
+    /// The state of a freshly opened scenario. `restored` is what to tell the student when
+    /// the design on the canvas is a draft that came back rather than the starting design.
+    pub fn new(
+        scenario: Arc<Scenario>,
+        start: Design,
+        design: Design,
+        restored: Option<&'static str>,
+    ) -> Self {
+        Page {
+            scenario: StoredValue::new(scenario),
+            start: StoredValue::new(start),
+            editor: RwSignal::new(Editor::new(design)),
+            selected: RwSignal::new(None),
+            connecting: RwSignal::new(None),
+            notice: RwSignal::new(restored.map(|words| (words.to_string(), false))),
+            // A notice stays long enough to be read, then gets out of the way.
+            notice_fade: Debounce::new(Duration::from_secs(8)),
+            view: RwSignal::new(View::default()),
+            wire: RwSignal::new(None),
+            preview: RwSignal::new(Preview::Pending),
+            verdict: RwSignal::new(None),
+            checked_design: RwSignal::new(None),
+            checking: RwSignal::new(false),
+            check_error: RwSignal::new(None),
+            replay: RwSignal::new(None),
+            saved: RwSignal::new(if restored.is_some() {
+                DraftState::Saved
+            } else {
+                DraftState::Unchanged
+            }),
+            tab: RwSignal::new("results"),
+        }
+    }
+
+    /// A message over the drawing; `refusal` draws it as a refused action.
+    /// It fades after a while, except while a connection waits for its target.
+    pub fn say(&self, text: impl Into<String>, refusal: bool) {
+        self.notice.set(Some((text.into(), refusal)));
+        let page = *self;
+        page.notice_fade.run(move |_| {
+            if page.connecting.try_get_untracked().flatten().is_none() {
+                page.notice.try_set(None);
+            }
+        });
+    }
+
+    /// Connects two nodes, or says why the connection is refused; either way the connection
+    /// that was waiting for its target is over.
+    pub fn connect(&self, source: &str, target: &str) {
+        let result = self
+            .editor
+            .try_update(|e| e.connect(source, target))
+            .unwrap_or(Ok(()));
+        self.connecting.set(None);
+        match result {
+            Ok(()) => self.say(format!("Connected \"{source}\" → \"{target}\"."), false),
+            Err(why) => self.say(
+                format!("Cannot connect \"{source}\" to \"{target}\": {why}."),
+                true,
+            ),
+        }
+    }
+
+    /// Starts a connection that the next chosen node finishes, for keyboards and taps.
+    pub fn start_connecting(&self, source: &str) {
+        self.connecting.set(Some(source.to_string()));
+        self.say(format!("Connecting from \"{source}\": choose the node it feeds (Tab to it and press Enter, or tap it). Esc cancels."), false);
+    }
+
+    /// Deletes what is selected. The focus goes back to the canvas, because the deleted node
+    /// may have held it and the keyboard must not be left on nothing.
+    pub fn delete_selection(&self) {
+        match self.selected.get_untracked() {
+            Some(Selection::Node(id)) => {
+                self.editor.update(|e| {
+                    e.delete_node(&id);
+                });
+                self.say(format!("Deleted \"{id}\"."), false);
+            }
+            Some(Selection::Edge(a, b)) => {
+                self.editor.update(|e| {
+                    e.delete_edge(&a, &b);
+                });
+                self.say(format!("Deleted the connection \"{a}\" → \"{b}\"."), false);
+            }
+            None => return,
+        }
+        self.selected.set(None);
+        focus(".canvas");
+    }
+
+    /// Undoes the last edit, and says so only when there was one.
+    pub fn undo(&self) {
+        if self.editor.try_update(|e| e.undo()).unwrap_or(false) {
+            self.say("Undone.", false);
+        }
+    }
+
+    /// Redoes the last undone edit, and says so only when there was one.
+    pub fn redo(&self) {
+        if self.editor.try_update(|e| e.redo()).unwrap_or(false) {
+            self.say("Redone.", false);
+        }
+    }
+
+    /// Fits the drawing to the canvas when a node lies outside what the canvas shows.
+    pub fn reveal(&self, id: &str) {
+        let Some(wrap) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.query_selector(".canvas-wrap").ok().flatten())
+        else {
+            return;
+        };
+        let (w, h) = (
+            f64::from(wrap.client_width()),
+            f64::from(wrap.client_height()),
+        );
+        let view = self.view.get_untracked();
+        let outside = self.editor.with_untracked(|e| {
+            e.node(id).is_some_and(|n| {
+                let p = canvas::position(n);
+                let (x0, y0) = (p.x * view.zoom + view.pan_x, p.y * view.zoom + view.pan_y);
+                let (x1, y1) = (x0 + NODE_W * view.zoom, y0 + NODE_H * view.zoom);
+                x0 < 0.0 || y0 < 0.0 || x1 > w || y1 > h
+            })
+        });
+        if outside {
+            self.view.set(
+                self.editor
+                    .with_untracked(|e| canvas::fit(e.design(), w, h)),
+            );
+        }
+    }
+
+    /// The replay frame the drawing shows, if a replay is on.
+    pub fn frame(&self) -> Option<Frame> {
+        let replay = self.replay.get()?;
+        self.verdict.with(|v| {
+            let ce = v
+                .as_ref()?
+                .requirements
+                .get(replay.requirement)?
+                .counterexample
+                .as_ref()?;
+            let initial = self.scenario.with_value(|s| replay::initial_tables(s));
+            replay::frame(ce, &initial, replay.index)
+        })
+    }
+}

@@ -1,0 +1,133 @@
+//! The live preview: the browser runs the same `shared` simulator as the server on the design
+//! as it is drawn, and the requirements show what it says; and the SQL view, which shows what
+//! the design amounts to in PostgreSQL.
+
+use std::time::Duration;
+
+use leptos::prelude::*;
+use shared::design::Design;
+use shared::Scenario;
+
+use super::debounce::Debounce;
+use super::page::{Page, Preview};
+
+/// Keeps the preview in step with the design. It follows at once, a few milliseconds after a
+/// burst of edits, so that dragging a node does not run the simulator on every step.
+pub fn follow_design(page: Page) {
+    let rerun = Debounce::new(Duration::from_millis(40));
+    Effect::new(move |_| {
+        let design = page.editor.with(|e| e.design().clone());
+        rerun.run(move |_| {
+            page.preview
+                .set(page.scenario.with_value(|s| preview(s, &design)));
+        });
+    });
+}
+
+/// What the browser's simulator says about a design, kept small enough to stay instant.
+fn preview(scenario: &Scenario, design: &Design) -> Preview {
+    match shared::validate(scenario, design.clone()) {
+        Err(errors) => Preview::Invalid(errors),
+        Ok(valid) => {
+            // The preview must stay instant: a check that would take long is left to the server.
+            let limits = shared::Limits {
+                max_schedules: 20_000,
+                max_steps: 20_000_000,
+            };
+            match shared::check_with(scenario, &valid, limits) {
+                Ok(verdict) => Preview::Verdict(verdict),
+                Err(shared::CheckError::TooLarge { .. }) => Preview::TooLarge,
+                Err(e) => Preview::Failed(e.to_string()),
+            }
+        }
+    }
+}
+
+/// The requirements, each with what the preview says about it, and its hint on request.
+#[component]
+pub fn Requirements() -> impl IntoView {
+    let page = expect_context::<Page>();
+    let requirements: Vec<(String, String, String)> = page.scenario.with_value(|s| {
+        s.requirements
+            .iter()
+            .map(|r| (r.id.clone(), r.text.clone(), r.hint.clone()))
+            .collect()
+    });
+    view! {
+        <section class="requirements" aria-labelledby="req-heading">
+            <h2 id="req-heading">"Requirements"</h2>
+            <p class="preview-status" role="status">{move || page.preview.with(|p| match p {
+                Preview::Pending => "Preview: working…".to_string(),
+                Preview::Invalid(_) => "Preview: the design is not complete yet.".to_string(),
+                Preview::Verdict(v) => format!("Preview: {} of {} would pass ({} failure schedules tried in your browser). Check for the graded result.", v.score, v.max_score, v.schedules_explored),
+                Preview::TooLarge => "Preview: too many schedules to try here; press Check.".to_string(),
+                Preview::Failed(e) => format!("Preview unavailable: {e}"),
+            })}</p>
+            <ul class="req-list">
+                {requirements.into_iter().map(|(id, text, hint)| {
+                    let rid = id.clone();
+                    let state = Memo::new(move |_| page.preview.with(|p| match p {
+                        Preview::Verdict(v) => v.requirements.iter().find(|r| r.id == rid).map(|r| if r.passed { "pass" } else { "miss" }).unwrap_or("unknown"),
+                        _ => "unknown",
+                    }));
+                    let show = RwSignal::new(false);
+                    let has_hint = !hint.is_empty();
+                    view! {
+                        <li class=move || format!("req preview-{}", state.get()) data-requirement=id.clone()>
+                            <span class="req-mark" aria-label=move || match state.get() { "pass" => "would pass", "miss" => "would miss", _ => "not known yet" }>
+                                {move || match state.get() { "pass" => "✓", "miss" => "✗", _ => "·" }}
+                            </span>
+                            <span class="req-text">{text}</span>
+                            {has_hint.then(|| view! {
+                                <button class="link-button hint-button" aria-expanded=move || show.get().to_string() on:click=move |_| show.update(|s| *s = !*s)>
+                                    {move || if show.get() { "Hide hint" } else { "Hint" }}
+                                </button>
+                            })}
+                            <Show when=move || show.get()><p class="hint">{hint.clone()}</p></Show>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+            {move || page.preview.with(|p| match p {
+                Preview::Invalid(errors) => Some(view! {
+                    <div class="design-problems">
+                        <h3>"To finish the design"</h3>
+                        <ul>{errors.iter().take(6).map(|e| view! { <li>{e.message.clone()}</li> }).collect_view()}</ul>
+                    </div>
+                }),
+                _ => None,
+            })}
+        </section>
+    }
+}
+
+/// The SQL the design amounts to, updated as options change.
+#[component]
+pub fn SqlView() -> impl IntoView {
+    let page = expect_context::<Page>();
+    let blocks = Memo::new(move |_| {
+        let design = page.editor.with(|e| e.design().clone());
+        page.scenario
+            .with_value(|s| match shared::validate(s, design) {
+                Ok(valid) => Ok(shared::sql::design_sql(s, &valid)),
+                Err(errors) => Err(errors.into_iter().map(|e| e.message).collect::<Vec<_>>()),
+            })
+    });
+    view! {
+        <div class="sql-view">
+            {move || match blocks.get() {
+                Ok(blocks) => view! {
+                    <p class="muted small">"What your design runs, in PostgreSQL. It changes as you change the options."</p>
+                    {blocks.into_iter().map(|b| view! {
+                        <h4>{b.title}</h4>
+                        <pre class="sql"><code>{b.sql}</code></pre>
+                    }).collect_view()}
+                }.into_any(),
+                Err(errors) => view! {
+                    <p class="muted">"The SQL appears when the design is complete:"</p>
+                    <ul>{errors.into_iter().take(5).map(|e| view! { <li>{e}</li> }).collect_view()}</ul>
+                }.into_any(),
+            }}
+        </div>
+    }
+}

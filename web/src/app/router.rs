@@ -1,0 +1,62 @@
+//! Routing inside the app: the pages, the URL they come from, and links that change page
+//! without reloading it.
+
+use leptos::prelude::*;
+
+/// The pages of the app; the URL is the source of truth.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Route {
+    Catalogue,
+    Scenario(String),
+    NotFound,
+}
+
+pub fn parse_route(path: &str) -> Route {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    match parts.as_slice() {
+        [] => Route::Catalogue,
+        ["scenarios", id] => Route::Scenario((*id).to_string()),
+        _ => Route::NotFound,
+    }
+}
+
+pub fn current_path() -> String {
+    web_sys::window()
+        .and_then(|w| w.location().pathname().ok())
+        .unwrap_or_else(|| "/".into())
+}
+
+/// Navigates inside the app without reloading the page.
+#[derive(Clone, Copy)]
+pub struct Navigator(pub RwSignal<Route>);
+
+impl Navigator {
+    pub fn go(self, path: &str) {
+        if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+            let _ = history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(path));
+        }
+        self.0.set(parse_route(path));
+        if let Some(w) = web_sys::window() {
+            w.scroll_to_with_x_and_y(0.0, 0.0);
+        }
+    }
+}
+
+/// A link that navigates inside the app (a plain link for a new tab or a modified click).
+#[component]
+pub fn Link(
+    href: String,
+    #[prop(optional, into)] class: String,
+    children: Children,
+) -> impl IntoView {
+    let nav = expect_context::<Navigator>();
+    let target = href.clone();
+    view! {
+        <a href=href class=class on:click=move |ev: leptos::ev::MouseEvent| {
+            if ev.button() == 0 && !ev.ctrl_key() && !ev.meta_key() && !ev.shift_key() {
+                ev.prevent_default();
+                nav.go(&target);
+            }
+        }>{children()}</a>
+    }
+}
