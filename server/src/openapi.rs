@@ -34,7 +34,7 @@ use shared::verdict::{
         grading::GradescopeResult, grading::GradescopeTest,
         drafts::DraftBody, drafts::DraftAnswer, operations::Health,
     )),
-    modifiers(&Security, &CommonErrors),
+    modifiers(&Security, &CommonErrors, &NodeOptions),
     tags(
         (name = "scenarios", description = "The catalogue and the check"),
         (name = "submissions", description = "Recorded attempts"),
@@ -132,6 +132,38 @@ impl Modify for CommonErrors {
                 }
             }
         }
+    }
+}
+
+/// A node's `options` are any JSON values by name: which names and values a kind takes is
+/// checked against the scenario, not by the schema. `shared` types them as a map of
+/// `serde_json::Value`, which utoipa would describe with a reference to a `Value` schema that
+/// no document defines; this describes them as the free-form object they are.
+struct NodeOptions;
+
+impl Modify for NodeOptions {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema};
+        use utoipa::openapi::RefOr;
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        let Some(RefOr::T(Schema::Object(node))) = components.schemas.get_mut("Node") else {
+            return;
+        };
+        let options = ObjectBuilder::new()
+            .description(Some(
+                "The kind's options; a missing option takes its default. For example a batch \
+                 job's `date_filter`, `transaction`, `loaded_at`, or a table's `table`, \
+                 `write`, `key`.",
+            ))
+            .additional_properties(Some(AdditionalProperties::FreeForm(true)))
+            .examples([
+                serde_json::json!({"date_filter": "logical_date", "transaction": "per_run"}),
+            ])
+            .build();
+        node.properties
+            .insert("options".to_string(), RefOr::T(Schema::Object(options)));
     }
 }
 
