@@ -86,8 +86,8 @@ struct ServeArgs {
     #[arg(long, env = "REQUEST_TIMEOUT_SECONDS", default_value_t = config::DEFAULT_REQUEST_TIMEOUT_SECONDS)]
     request_timeout_seconds: u64,
     /// The most failure schedules one check may explore before it is refused as too large.
-    #[arg(long, env = "CHECK_MAX_SCHEDULES")]
-    check_max_schedules: Option<u64>,
+    #[arg(long, env = "CHECK_MAX_SCHEDULES", default_value_t = Config::default().check_limits.max_schedules)]
+    check_max_schedules: u64,
     /// Memory for verdicts already given, in MiB: a design checked again is answered without
     /// running the simulator; 0 checks every design anew.
     #[arg(long, env = "VERDICT_CACHE_MB", default_value_t = config::DEFAULT_VERDICT_CACHE_MIB)]
@@ -237,10 +237,8 @@ async fn serve(args: ServeArgs) -> ExitCode {
         verdict_cache_bytes: args.verdict_cache_mb.saturating_mul(1024 * 1024),
         static_dir,
         check_limits: shared::Limits {
-            max_schedules: args
-                .check_max_schedules
-                .unwrap_or(shared::Limits::default().max_schedules),
-            ..shared::Limits::default()
+            max_schedules: args.check_max_schedules,
+            ..Config::default().check_limits
         },
         ..Config::default()
     };

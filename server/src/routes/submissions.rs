@@ -81,8 +81,10 @@ pub struct SubmissionQuery {
     pub limit: Option<u32>,
 }
 
+/// The longest student id a grader may name; ids come from graders' rosters, not from us.
 const MAX_STUDENT_ID_CHARS: usize = 128;
 
+/// Refuses a student id a grader names that is empty, too long or holds control characters.
 pub(super) fn valid_student_id(id: &str) -> Result<(), AppError> {
     if id.is_empty()
         || id.chars().count() > MAX_STUDENT_ID_CHARS
@@ -96,6 +98,8 @@ pub(super) fn valid_student_id(id: &str) -> Result<(), AppError> {
     Ok(())
 }
 
+/// An attempt as the API answers it; its design only when one attempt is asked for, so that
+/// lists and batches stay small.
 pub(super) fn submission_body(a: &Attempt, with_design: bool) -> Submission {
     Submission {
         id: a.id.clone(),
@@ -138,7 +142,6 @@ pub(super) async fn check_attempt(
 
 /// What a submission works with: the catalogue, the checker, the store and the lease of its
 /// idempotency key. Owned, because the work runs in its own task.
-#[derive(Clone)]
 struct Submitting {
     catalogue: Arc<Catalogue>,
     checker: Checker,
@@ -146,6 +149,8 @@ struct Submitting {
     lease: Duration,
 }
 
+/// Reads a submission, decides whose attempt it is (a student submits only for themself, a
+/// grader must name the student), and checks it.
 async fn submit(parts: &Submitting, caller: &Caller, bytes: &[u8]) -> Result<Attempt, AppError> {
     let request: SubmissionRequest = parse_json(bytes)?;
     let student = match (caller, request.student) {
