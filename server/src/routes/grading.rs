@@ -163,7 +163,9 @@ async fn grade_one(
     Ok(report::gradescope(&entry.scenario, &verdict, extra))
 }
 
-/// One entry of a grading batch's answer.
+/// One entry of a grading batch's answer. This and the types below only describe the answer
+/// in the OpenAPI document: `grade` builds it as JSON (with `crate::report` for Gradescope's
+/// shape), and a test validates real batches against this description.
 #[derive(Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum GradeEntry {

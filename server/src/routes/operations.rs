@@ -16,6 +16,7 @@ use crate::error::{AppError, ErrorBody, ErrorCode};
 use crate::metrics::Metrics;
 use crate::store::Store;
 
+/// The answer of the probes: `ok` from `/healthz`, `ready` from `/readyz`.
 #[derive(Serialize, ToSchema)]
 pub struct Health {
     #[schema(example = "ok")]
@@ -23,7 +24,7 @@ pub struct Health {
 }
 
 #[utoipa::path(get, path = "/api/openapi.json", tag = "operations", description = "This document.",
-    responses((status = 200, description = "OpenAPI 3", body = Object)))]
+    responses((status = 200, description = "OpenAPI 3.1", body = Object)))]
 pub async fn openapi(State(document): State<ApiDocument>) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], document.0).into_response()
 }
