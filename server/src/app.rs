@@ -1,15 +1,15 @@
-//! The application: its state, its router with tower-http's layers, and serving it.
+//! The application: its router with tower-http's layers, and serving it.
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::handler::Handler;
 use axum::http::{header, HeaderName, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::{any, get, get_service, post};
 use axum::Router;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -22,157 +22,59 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
-use crate::api;
 use crate::auth;
-use crate::catalogue::Catalogue;
-use crate::error::{body_too_large, AppError};
+use crate::error::{body_too_large, AppError, ErrorCode};
 use crate::headers;
-use crate::limit::{self, RateLimit, RateLimiter};
+use crate::limit;
 use crate::metrics::Metrics;
-use crate::store::Store;
-
-/// Limits and places the server is started with.
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// The largest request body of every route but `/api/grade`.
-    pub body_limit_bytes: usize,
-    /// The largest body of `/api/grade`, which carries a whole class.
-    pub grade_body_limit_bytes: usize,
-    /// The most items one `/api/grade` call may carry.
-    pub grade_items_max: usize,
-    /// The longest a request may take before it is answered with `timeout`.
-    pub request_timeout: Duration,
-    /// The lease of an in-flight idempotency key: its holder renews it every quarter of this
-    /// while it works; a claim not renewed for this long belongs to a server that died, and a
-    /// retry takes it over.
-    pub idempotency_lease: Duration,
-    /// The built web app, served for every path that is not the API.
-    pub static_dir: Option<PathBuf>,
-    /// How far one check may go before it is answered with `check_too_large`.
-    pub check_limits: shared::Limits,
-    /// How far a check may go on the request's own thread before it is handed to the blocking
-    /// pool: a millisecond or two of simulation by default. Every check of a shipped design
-    /// fits (the largest simulates about 6,000 steps), and so skips the handoff.
-    pub inline_check_limits: shared::Limits,
-    /// Per-client request limits; `None` turns them off.
-    pub rate_limit: Option<RateLimit>,
-    /// Mounts `POST /api/floor`, an answer with no work, for benchmarks to compare against.
-    pub floor_route: bool,
-    /// The memory for verdicts already given (`crate::verdicts`); 0 checks every design anew.
-    pub verdict_cache_bytes: usize,
-}
-
-impl Default for Config {
-    fn default() -> Config {
-        Config {
-            body_limit_bytes: 256 * 1024,
-            grade_body_limit_bytes: 16 * 1024 * 1024,
-            grade_items_max: 1000,
-            request_timeout: Duration::from_secs(300),
-            idempotency_lease: Duration::from_secs(10),
-            static_dir: None,
-            check_limits: shared::Limits::default(),
-            inline_check_limits: shared::Limits {
-                max_schedules: 10_000,
-                max_steps: 10_000,
-            },
-            rate_limit: Some(RateLimit::default()),
-            floor_route: false,
-            verdict_cache_bytes: 64 * 1024 * 1024,
-        }
-    }
-}
-
-/// What every handler shares. Cheap to clone.
-#[derive(Clone)]
-pub struct AppState(Arc<Inner>);
-
-struct Inner {
-    store: Store,
-    catalogue: Catalogue,
-    metrics: Metrics,
-    config: Config,
-    /// Checks are CPU-bound: at most one per core runs at a time, the rest wait their turn.
-    checks: Arc<tokio::sync::Semaphore>,
-    rate_limiter: Option<RateLimiter>,
-    verdicts: crate::verdicts::VerdictCache,
-}
-
-impl AppState {
-    pub fn new(store: Store, catalogue: Catalogue, config: Config) -> AppState {
-        let cores = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2);
-        let checks = Arc::new(tokio::sync::Semaphore::new(cores));
-        let rate_limiter = config.rate_limit.map(RateLimiter::new);
-        let verdicts = crate::verdicts::VerdictCache::new(config.verdict_cache_bytes);
-        AppState(Arc::new(Inner {
-            store,
-            catalogue,
-            metrics: Metrics::default(),
-            config,
-            checks,
-            rate_limiter,
-            verdicts,
-        }))
-    }
-    pub fn verdicts(&self) -> &crate::verdicts::VerdictCache {
-        &self.0.verdicts
-    }
-    pub fn rate_limiter(&self) -> Option<&RateLimiter> {
-        self.0.rate_limiter.as_ref()
-    }
-    /// Waits for a turn to run a check.
-    pub async fn check_permit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        // The semaphore is never closed, so an error cannot happen; without a permit the
-        // check runs anyway rather than failing the request.
-        Arc::clone(&self.0.checks).acquire_owned().await.ok()
-    }
-    pub fn store(&self) -> &Store {
-        &self.0.store
-    }
-    pub fn catalogue(&self) -> &Catalogue {
-        &self.0.catalogue
-    }
-    pub fn metrics(&self) -> &Metrics {
-        &self.0.metrics
-    }
-    pub fn config(&self) -> &Config {
-        &self.0.config
-    }
-}
+use crate::openapi;
+use crate::routes::operations::{self, ApiDocument};
+use crate::routes::{drafts, grading, scenarios, session, submissions};
+use crate::state::AppState;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The whole application. Tests call it without a socket.
 pub fn router(state: AppState) -> Router {
     let config = state.config().clone();
+    // The document names the handlers, so it is made here rather than by one of them.
+    let document = ApiDocument(
+        serde_json::to_vec(&openapi::document())
+            .unwrap_or_default()
+            .into(),
+    );
     let mut small = Router::new()
-        .route("/api/session", get(api::get_session).put(api::put_session))
-        .route("/api/scenarios", get(api::list_scenarios))
-        .route("/api/scenarios/{id}", get(api::get_scenario))
-        .route("/api/scenarios/{id}/check", post(api::check))
+        .route(
+            "/api/session",
+            get(session::get_session).put(session::put_session),
+        )
+        .route("/api/scenarios", get(scenarios::list_scenarios))
+        .route("/api/scenarios/{id}", get(scenarios::get_scenario))
+        .route("/api/scenarios/{id}/check", post(scenarios::check))
         .route(
             "/api/submissions",
-            post(api::create_submission).get(api::list_submissions),
+            post(submissions::create_submission).get(submissions::list_submissions),
         )
-        .route("/api/submissions/{id}", get(api::get_submission))
+        .route("/api/submissions/{id}", get(submissions::get_submission))
         .route(
             "/api/drafts/{scenario}",
-            get(api::get_draft).put(api::put_draft),
+            get(drafts::get_draft).put(drafts::put_draft),
         )
-        .route("/api/openapi.json", get(api::openapi))
-        .route("/healthz", get(api::healthz))
-        .route("/readyz", get(api::readyz))
-        .route("/metrics", get(api::metrics))
-        .route("/api/{*rest}", any(api::api_not_found))
-        .route("/api", any(api::api_not_found));
+        .route(
+            "/api/openapi.json",
+            get_service(operations::openapi.with_state(document)),
+        )
+        .route("/healthz", get(operations::healthz))
+        .route("/readyz", get(operations::readyz))
+        .route("/metrics", get(operations::metrics))
+        .route("/api/{*rest}", any(operations::api_not_found))
+        .route("/api", any(operations::api_not_found));
     if config.floor_route {
-        small = small.route("/api/floor", post(api::floor));
+        small = small.route("/api/floor", post(operations::floor));
     }
     let small = small.layer(RequestBodyLimitLayer::new(config.body_limit_bytes));
     let grade = Router::new()
-        .route("/api/grade", post(api::grade))
+        .route("/api/grade", post(grading::grade))
         .layer(RequestBodyLimitLayer::new(config.grade_body_limit_bytes));
     let mut app = small.merge(grade).layer(DefaultBodyLimit::disable());
 
@@ -184,7 +86,7 @@ pub fn router(state: AppState) -> Router {
         // Client-side routes such as /scenarios/safe-retry get index.html with status 200.
         Some(dir) => app
             .fallback_service(ServeDir::new(dir).fallback(ServeFile::new(dir.join("index.html")))),
-        None => app.fallback(api::not_found),
+        None => app.fallback(operations::not_found),
     };
 
     // The first layer listed is the outermost.
@@ -216,7 +118,11 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Counts every answer by route and status, and times it.
-async fn track_metrics(State(state): State<AppState>, request: Request, next: Next) -> Response {
+async fn track_metrics(
+    State(metrics): State<Arc<Metrics>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let started = Instant::now();
     let method = request.method().as_str().to_string();
     let route = match request.extensions().get::<MatchedPath>() {
@@ -225,7 +131,7 @@ async fn track_metrics(State(state): State<AppState>, request: Request, next: Ne
         None => "static".to_string(),
     };
     let response = next.run(request).await;
-    state.metrics().observe_request(
+    metrics.observe_request(
         &method,
         &route,
         response.status().as_u16(),
@@ -262,30 +168,30 @@ async fn json_errors(request: Request, next: Next) -> Response {
         StatusCode::PAYLOAD_TOO_LARGE => body_too_large(),
         StatusCode::REQUEST_TIMEOUT => AppError::new(
             status,
-            "timeout",
+            ErrorCode::Timeout,
             "the request took too long and was stopped",
         ),
         StatusCode::METHOD_NOT_ALLOWED => AppError::new(
             status,
-            "method_not_allowed",
+            ErrorCode::MethodNotAllowed,
             "this route does not accept that method; GET /api/openapi.json lists the routes",
         ),
         StatusCode::NOT_FOUND => {
-            AppError::new(status, "not_found", "there is nothing at this path")
+            AppError::new(status, ErrorCode::NotFound, "there is nothing at this path")
         }
         StatusCode::UNSUPPORTED_MEDIA_TYPE => AppError::new(
             status,
-            "unsupported_media_type",
+            ErrorCode::UnsupportedMediaType,
             "send the body as application/json",
         ),
         s if s.is_server_error() => AppError::new(
             s,
-            "internal",
+            ErrorCode::Internal,
             "something went wrong on the server; the log says what",
         ),
         s => AppError::new(
             s,
-            "bad_request",
+            ErrorCode::BadRequest,
             said.unwrap_or_else(|| {
                 s.canonical_reason()
                     .unwrap_or("the request was refused")

@@ -6,10 +6,13 @@
 //! ignored and a new session is made, so nobody can read another student's attempts by
 //! setting a cookie by hand. Grader tokens are stored as sha256 hashes and compared in
 //! constant time.
+//!
+//! The extractors need only the [`Store`]: they work with any router state that hands one out
+//! through axum's `FromRef`.
 
 use std::sync::{Arc, Mutex};
 
-use axum::extract::{FromRequestParts, Request};
+use axum::extract::{FromRef, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::middleware::Next;
@@ -17,9 +20,8 @@ use axum::response::Response;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::app::AppState;
-use crate::error::AppError;
-use crate::store::Student;
+use crate::error::{AppError, ErrorCode};
+use crate::store::{Store, Student};
 
 pub const COOKIE: &str = "pb_student";
 
@@ -105,41 +107,44 @@ fn over_tls(parts: &Parts) -> bool {
             })
 }
 
-async fn existing_session(parts: &Parts, state: &AppState) -> Result<Option<Student>, AppError> {
+async fn existing_session(parts: &Parts, store: &Store) -> Result<Option<Student>, AppError> {
     match cookie_student(&parts.headers) {
-        Some(id) => Ok(state.store().session_student(&id).await?),
+        Some(id) => Ok(store.session_student(&id).await?),
         None => Ok(None),
     }
 }
 
-impl FromRequestParts<AppState> for MaybeSession {
+impl<S> FromRequestParts<S> for MaybeSession
+where
+    Store: FromRef<S>,
+    S: Send + Sync,
+{
     type Rejection = AppError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        match existing_session(parts, state).await {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match existing_session(parts, &Store::from_ref(state)).await {
             // Who is asking is optional here, so a database outage makes an anonymous
             // caller, not a failed request.
-            Err(e) if e.code == "database_unavailable" => Ok(MaybeSession(None)),
+            Err(e) if e.code == ErrorCode::DatabaseUnavailable => Ok(MaybeSession(None)),
             other => other.map(MaybeSession),
         }
     }
 }
 
-impl FromRequestParts<AppState> for Session {
+impl<S> FromRequestParts<S> for Session
+where
+    Store: FromRef<S>,
+    S: Send + Sync,
+{
     type Rejection = AppError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        if let Some(student) = existing_session(parts, state).await? {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let store = Store::from_ref(state);
+        if let Some(student) = existing_session(parts, &store).await? {
             return Ok(Session(student));
         }
         let id = format!("s-{}", uuid::Uuid::new_v4().simple());
-        let student = state.store().create_session_student(&id).await?;
+        let student = store.create_session_student(&id).await?;
         let secure = if over_tls(parts) { "; Secure" } else { "" };
         // A year: progress is kept as long as the browser keeps the cookie.
         let cookie =
@@ -155,13 +160,14 @@ impl FromRequestParts<AppState> for Session {
     }
 }
 
-impl FromRequestParts<AppState> for Grader {
+impl<S> FromRequestParts<S> for Grader
+where
+    Store: FromRef<S>,
+    S: Send + Sync,
+{
     type Rejection = AppError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
             return Err(AppError::unauthorized("this route needs a grader token: send Authorization: Bearer <token> (pipeline-builder token create --name NAME makes one)"));
         };
@@ -174,7 +180,7 @@ impl FromRequestParts<AppState> for Grader {
             .ok_or_else(|| {
                 AppError::unauthorized("the Authorization header must be \"Bearer <token>\"")
             })?;
-        match verify_token(state, token).await? {
+        match verify_token(&Store::from_ref(state), token).await? {
             Some(name) => Ok(Grader { name }),
             None => Err(AppError::unauthorized(
                 "the grader token is unknown or revoked",
@@ -183,13 +189,14 @@ impl FromRequestParts<AppState> for Grader {
     }
 }
 
-impl FromRequestParts<AppState> for Caller {
+impl<S> FromRequestParts<S> for Caller
+where
+    Store: FromRef<S>,
+    S: Send + Sync,
+{
     type Rejection = AppError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         if parts.headers.contains_key(header::AUTHORIZATION) {
             Grader::from_request_parts(parts, state)
                 .await
@@ -222,10 +229,10 @@ pub fn new_token() -> Result<String, getrandom::Error> {
 
 /// The name of the active token `token` is, if any. Every active hash is compared, each in
 /// constant time, so the answer's timing does not tell how much of a guess was right.
-async fn verify_token(state: &AppState, token: &str) -> Result<Option<String>, AppError> {
+async fn verify_token(store: &Store, token: &str) -> Result<Option<String>, AppError> {
     let presented = hash_token(token);
     let mut found = None;
-    for (name, stored) in state.store().active_tokens().await? {
+    for (name, stored) in store.active_tokens().await? {
         if bool::from(stored.as_bytes().ct_eq(presented.as_bytes())) {
             found = Some(name);
         }

@@ -4,21 +4,136 @@
 //! Every error is `{"error": {"code", "message", "path"?}}`. A 5xx never carries internal
 //! detail: the log says what happened, the body says only that it happened.
 
+use std::fmt;
+
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use shared::DesignError;
 use utoipa::ToSchema;
+
+/// What went wrong, for machines: the `code` of every error body. The names are stable (clients
+/// and graders' scripts match on them), so a variant is never renamed, only added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// 400: the body is not JSON, or could not be read.
+    MalformedJson,
+    /// 422: the body is JSON of the wrong shape, or a value in it is refused.
+    InvalidRequest,
+    /// 422: the design breaks the design format's rules; `details` lists every problem.
+    InvalidDesign,
+    /// 422: the design has more nodes or edges than a check accepts.
+    GraphTooLarge,
+    /// 422: the check would explore more failure schedules or steps than the server allows.
+    CheckTooLarge,
+    /// 413: the body is larger than the route accepts.
+    BodyTooLarge,
+    /// 404: no scenario has this id.
+    UnknownScenario,
+    /// 404: no submission has this id.
+    UnknownSubmission,
+    /// 404: the student has kept no draft of this scenario.
+    NoDraft,
+    /// 401: no grader token, or one that is malformed, unknown or revoked.
+    Unauthorized,
+    /// 403: the caller may not see or do this (another student's attempt).
+    Forbidden,
+    /// 422: an `Idempotency-Key` already used with another body.
+    IdempotencyKeyReused,
+    /// 409: the request that first used this `Idempotency-Key` is still running.
+    IdempotencyKeyInFlight,
+    /// 400: an `Idempotency-Key` that is empty, too long or not visible ASCII.
+    InvalidIdempotencyKey,
+    /// 404: no route or file at this path.
+    NotFound,
+    /// 405: the route does not accept this method.
+    MethodNotAllowed,
+    /// 415: a body that must be JSON was sent as something else.
+    UnsupportedMediaType,
+    /// 400: an unreadable query string or path.
+    BadRequest,
+    /// 408: the request took longer than the server allows.
+    Timeout,
+    /// 429: the client made too many requests; `Retry-After` says when to retry.
+    RateLimited,
+    /// 503: the database cannot be reached; `Retry-After` says when to retry.
+    DatabaseUnavailable,
+    /// 500: a failure on the server's side; the log says what.
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, in the order of the enum.
+    pub const ALL: [ErrorCode; 22] = [
+        ErrorCode::MalformedJson,
+        ErrorCode::InvalidRequest,
+        ErrorCode::InvalidDesign,
+        ErrorCode::GraphTooLarge,
+        ErrorCode::CheckTooLarge,
+        ErrorCode::BodyTooLarge,
+        ErrorCode::UnknownScenario,
+        ErrorCode::UnknownSubmission,
+        ErrorCode::NoDraft,
+        ErrorCode::Unauthorized,
+        ErrorCode::Forbidden,
+        ErrorCode::IdempotencyKeyReused,
+        ErrorCode::IdempotencyKeyInFlight,
+        ErrorCode::InvalidIdempotencyKey,
+        ErrorCode::NotFound,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::UnsupportedMediaType,
+        ErrorCode::BadRequest,
+        ErrorCode::Timeout,
+        ErrorCode::RateLimited,
+        ErrorCode::DatabaseUnavailable,
+        ErrorCode::Internal,
+    ];
+
+    /// The code as it is written in an error body.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::MalformedJson => "malformed_json",
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::InvalidDesign => "invalid_design",
+            ErrorCode::GraphTooLarge => "graph_too_large",
+            ErrorCode::CheckTooLarge => "check_too_large",
+            ErrorCode::BodyTooLarge => "body_too_large",
+            ErrorCode::UnknownScenario => "unknown_scenario",
+            ErrorCode::UnknownSubmission => "unknown_submission",
+            ErrorCode::NoDraft => "no_draft",
+            ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::Forbidden => "forbidden",
+            ErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
+            ErrorCode::IdempotencyKeyInFlight => "idempotency_key_in_flight",
+            ErrorCode::InvalidIdempotencyKey => "invalid_idempotency_key",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::MethodNotAllowed => "method_not_allowed",
+            ErrorCode::UnsupportedMediaType => "unsupported_media_type",
+            ErrorCode::BadRequest => "bad_request",
+            ErrorCode::Timeout => "timeout",
+            ErrorCode::RateLimited => "rate_limited",
+            ErrorCode::DatabaseUnavailable => "database_unavailable",
+            ErrorCode::Internal => "internal",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// An error answered to a client.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AppError {
     pub status: StatusCode,
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
     pub path: Option<String>,
     pub details: Option<Vec<DesignError>>,
@@ -34,28 +149,22 @@ pub struct ErrorBody {
 
 #[derive(Serialize, ToSchema)]
 pub struct ErrorDetail {
-    /// Machine-readable, stable: `malformed_json`, `invalid_request`, `invalid_design`,
-    /// `graph_too_large`, `check_too_large`, `body_too_large`, `unknown_scenario`,
-    /// `unknown_submission`, `no_draft`, `unauthorized`, `forbidden`, `idempotency_key_reused`,
-    /// `idempotency_key_in_flight`, `invalid_idempotency_key`, `not_found`,
-    /// `method_not_allowed`, `bad_request` (an unreadable query or path), `timeout`,
-    /// `rate_limited` (429, with `Retry-After`), `database_unavailable` (503, with
-    /// `Retry-After`), `internal`.
-    #[schema(example = "unknown_scenario")]
-    pub code: String,
+    /// Machine-readable and stable; clients match on it.
+    pub code: ErrorCode,
     /// A sentence a person can act on.
     pub message: String,
     /// The JSON path in the request body the error is about, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub path: Option<String>,
     /// For `invalid_design`: every problem of the design, each with its path.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Vec<crate::openapi::DesignErrorDoc>>)]
+    #[schema(nullable = false)]
     pub details: Option<Vec<DesignError>>,
 }
 
 impl AppError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> AppError {
+    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> AppError {
         AppError {
             status,
             code,
@@ -78,24 +187,28 @@ impl AppError {
     }
 
     pub fn invalid_request(message: impl Into<String>) -> AppError {
-        AppError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", message)
+        AppError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::InvalidRequest,
+            message,
+        )
     }
 
     pub fn unknown_scenario(id: &str) -> AppError {
         AppError::new(
             StatusCode::NOT_FOUND,
-            "unknown_scenario",
+            ErrorCode::UnknownScenario,
             format!("there is no scenario \"{id}\"; GET /api/scenarios lists them"),
         )
         .at("$.scenario")
     }
 
     pub fn unauthorized(message: impl Into<String>) -> AppError {
-        AppError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+        AppError::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
     }
 
     pub fn forbidden(message: impl Into<String>) -> AppError {
-        AppError::new(StatusCode::FORBIDDEN, "forbidden", message)
+        AppError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
     }
 
     /// A failure on our side. The cause goes to the log, never to the client.
@@ -103,7 +216,7 @@ impl AppError {
         tracing::error!(%cause, "internal error");
         AppError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
+            ErrorCode::Internal,
             "something went wrong on the server; the log says what",
         )
     }
@@ -114,7 +227,7 @@ impl AppError {
         tracing::error!(%cause, "database unavailable");
         AppError::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "database_unavailable",
+            ErrorCode::DatabaseUnavailable,
             "the database is not reachable; try again in a few seconds (checking a design still works)",
         )
         .retry_after(DATABASE_RETRY_AFTER_SECONDS)
@@ -123,7 +236,7 @@ impl AppError {
     pub fn body(&self) -> Json {
         serde_json::to_value(ErrorBody {
             error: ErrorDetail {
-                code: self.code.to_string(),
+                code: self.code,
                 message: self.message.clone(),
                 path: self.path.clone(),
                 details: self.details.clone(),
@@ -211,7 +324,7 @@ pub async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes,
         } else {
             AppError::new(
                 StatusCode::BAD_REQUEST,
-                "malformed_json",
+                ErrorCode::MalformedJson,
                 format!("the request body could not be read: {rejection}"),
             )
         }
@@ -221,7 +334,7 @@ pub async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes,
 pub fn body_too_large() -> AppError {
     AppError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
-        "body_too_large",
+        ErrorCode::BodyTooLarge,
         "the request body is larger than this server accepts",
     )
 }
@@ -231,7 +344,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
     let value: Json = serde_json::from_slice(bytes).map_err(|e| {
         AppError::new(
             StatusCode::BAD_REQUEST,
-            "malformed_json",
+            ErrorCode::MalformedJson,
             format!("the request body is not valid JSON: {e}"),
         )
         .at("$")
@@ -244,4 +357,25 @@ pub fn from_value<T: DeserializeOwned>(value: Json) -> Result<T, AppError> {
     serde_json::from_value(value).map_err(|e| {
         AppError::invalid_request(format!("the request body has the wrong shape: {e}")).at("$")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_written_as_its_snake_case_name() {
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            assert_eq!(
+                serde_json::to_value(code).unwrap(),
+                Json::String(code.as_str().to_string())
+            );
+            assert_eq!(
+                serde_json::from_value::<ErrorCode>(Json::String(code.to_string())).unwrap(),
+                code
+            );
+            assert!(seen.insert(code.as_str()), "{code} is listed twice");
+        }
+    }
 }

@@ -4,8 +4,13 @@
 //! The server never decides a verdict itself: every check is `shared::check_json`, run off
 //! the async threads. It must never answer a client's mistake with a 5xx or a panic.
 //!
-//! - [`app`]: the state, the router with its tower-http layers, serving and shutdown.
-//! - [`api`]: the handlers, grouped by resource.
+//! - [`app`]: the router with its tower-http layers, serving and shutdown.
+//! - [`state`]: what requests share, handed out part by part through axum's `FromRef`.
+//! - [`config`]: the limits the server starts with, and their defaults.
+//! - [`routes`]: the handlers, one module per resource.
+//! - [`checker`]: where and when a check runs, and its verdict cache ([`verdicts`]).
+//! - [`error`]: the error codes and the one error shape of every answer.
+//! - [`openapi`]: the OpenAPI document, from the handlers and the types themselves.
 //! - [`auth`]: student sessions (a cookie) and grader tokens.
 //! - [`store`]: the database, one type over a SQLite and a PostgreSQL pool.
 //! - [`catalogue`]: loading and validating the scenario files.
@@ -13,10 +18,11 @@
 //! - [`limit`]: per-client rate limits; [`headers`]: the security headers of every answer.
 //! - [`load`]: the load generator behind `pipeline-builder load`.
 
-pub mod api;
 pub mod app;
 pub mod auth;
 pub mod catalogue;
+pub mod checker;
+pub mod config;
 pub mod error;
 pub mod headers;
 pub mod limit;
@@ -24,9 +30,13 @@ pub mod load;
 pub mod metrics;
 pub mod openapi;
 pub mod report;
+pub mod routes;
+pub mod state;
 pub mod store;
 pub mod verdicts;
 
-pub use app::{router, AppState, Config};
+pub use app::router;
 pub use catalogue::Catalogue;
+pub use config::Config;
+pub use state::AppState;
 pub use store::Store;

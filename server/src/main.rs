@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use server::{catalogue, report, AppState, Config, Store};
+use server::config::{self, Config};
+use server::{catalogue, report, AppState, Store};
 
 #[derive(Parser)]
 #[command(
@@ -79,28 +80,28 @@ struct ServeArgs {
     #[arg(long, env = "STATIC_DIR", default_value = "web/dist")]
     static_dir: PathBuf,
     /// The largest request body, in bytes (POST /api/grade accepts 64 times as much).
-    #[arg(long, env = "BODY_LIMIT_BYTES", default_value_t = 256 * 1024)]
+    #[arg(long, env = "BODY_LIMIT_BYTES", default_value_t = config::DEFAULT_BODY_LIMIT_BYTES)]
     body_limit_bytes: usize,
     /// The longest a request may run, in seconds.
-    #[arg(long, env = "REQUEST_TIMEOUT_SECONDS", default_value_t = 300)]
+    #[arg(long, env = "REQUEST_TIMEOUT_SECONDS", default_value_t = config::DEFAULT_REQUEST_TIMEOUT_SECONDS)]
     request_timeout_seconds: u64,
     /// The most failure schedules one check may explore before it is refused as too large.
-    #[arg(long, env = "CHECK_MAX_SCHEDULES")]
-    check_max_schedules: Option<u64>,
+    #[arg(long, env = "CHECK_MAX_SCHEDULES", default_value_t = Config::default().check_limits.max_schedules)]
+    check_max_schedules: u64,
     /// Memory for verdicts already given, in MiB: a design checked again is answered without
     /// running the simulator; 0 checks every design anew.
-    #[arg(long, env = "VERDICT_CACHE_MB", default_value_t = 64)]
+    #[arg(long, env = "VERDICT_CACHE_MB", default_value_t = config::DEFAULT_VERDICT_CACHE_MIB)]
     verdict_cache_mb: usize,
     /// Requests per second each client (grader token, else student session, else address)
     /// may make to /api, sustained; 0 turns the limit off.
-    #[arg(long, env = "RATE_LIMIT_PER_SECOND", default_value_t = 100)]
+    #[arg(long, env = "RATE_LIMIT_PER_SECOND", default_value_t = config::DEFAULT_RATE_LIMIT_PER_SECOND)]
     rate_limit_per_second: u32,
     /// Requests each client may make at once before the sustained rate applies.
-    #[arg(long, env = "RATE_LIMIT_BURST", default_value_t = 200)]
+    #[arg(long, env = "RATE_LIMIT_BURST", default_value_t = config::DEFAULT_RATE_LIMIT_BURST)]
     rate_limit_burst: u32,
     /// How long an in-flight Idempotency-Key is held by a server that stopped renewing it
     /// (because it died) before a retry takes it over, in seconds.
-    #[arg(long, env = "IDEMPOTENCY_LEASE_SECONDS", default_value_t = 10)]
+    #[arg(long, env = "IDEMPOTENCY_LEASE_SECONDS", default_value_t = config::DEFAULT_IDEMPOTENCY_LEASE_SECONDS)]
     idempotency_lease_seconds: u64,
     /// Mount POST /api/floor?bytes=N: a fixed JSON answer of N bytes that does no work, for
     /// benchmarks to compare against.
@@ -223,10 +224,12 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
     let config = Config {
         body_limit_bytes: args.body_limit_bytes,
-        grade_body_limit_bytes: args.body_limit_bytes.saturating_mul(64),
+        grade_body_limit_bytes: args
+            .body_limit_bytes
+            .saturating_mul(config::GRADE_BODY_LIMIT_FACTOR),
         request_timeout: Duration::from_secs(args.request_timeout_seconds),
         idempotency_lease: Duration::from_secs(args.idempotency_lease_seconds.max(1)),
-        rate_limit: (args.rate_limit_per_second > 0).then(|| server::limit::RateLimit {
+        rate_limit: (args.rate_limit_per_second > 0).then(|| config::RateLimit {
             per_second: f64::from(args.rate_limit_per_second),
             burst: f64::from(args.rate_limit_burst.max(1)),
         }),
@@ -234,10 +237,8 @@ async fn serve(args: ServeArgs) -> ExitCode {
         verdict_cache_bytes: args.verdict_cache_mb.saturating_mul(1024 * 1024),
         static_dir,
         check_limits: shared::Limits {
-            max_schedules: args
-                .check_max_schedules
-                .unwrap_or(shared::Limits::default().max_schedules),
-            ..shared::Limits::default()
+            max_schedules: args.check_max_schedules,
+            ..Config::default().check_limits
         },
         ..Config::default()
     };

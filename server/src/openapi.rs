@@ -1,35 +1,40 @@
-//! The OpenAPI 3 document, generated from the handlers' annotations.
-//!
-//! The verdict's types live in `shared`, which must not depend on utoipa; the `*Doc` types
-//! below describe the same JSON for the document only.
+//! The OpenAPI 3.1 document, generated from the handlers' annotations and from the types
+//! themselves: the server's own bodies derive their schemas here, and the verdict's and the
+//! design's come from `shared` (its `openapi` feature), so the document describes exactly the
+//! JSON the API answers and accepts. A test validates real answers against it.
 
-use std::collections::BTreeMap;
-
-use serde::Serialize;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa::{Modify, OpenApi};
 
-use crate::api;
-use crate::error::{ErrorBody, ErrorDetail};
+use crate::error::{ErrorBody, ErrorCode, ErrorDetail};
+use crate::routes::{drafts, grading, operations, scenarios, session, submissions};
+use shared::design::{Design, DesignError, Edge, Node, NodeKind, Position};
+use shared::verdict::{
+    Counterexample, FaultAt, RequirementVerdict, TableView, TraceEntry, Verdict,
+};
 
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Pipeline Builder", description = "Check data-pipeline designs against every failure a scenario allows; record and grade students' attempts."),
     paths(
-        api::get_session, api::put_session,
-        api::list_scenarios, api::get_scenario, api::check,
-        api::create_submission, api::list_submissions, api::get_submission,
-        api::grade,
-        api::get_draft, api::put_draft,
-        api::openapi, api::healthz, api::readyz, api::metrics,
+        session::get_session, session::put_session,
+        scenarios::list_scenarios, scenarios::get_scenario, scenarios::check,
+        submissions::create_submission, submissions::list_submissions, submissions::get_submission,
+        grading::grade,
+        drafts::get_draft, drafts::put_draft,
+        operations::openapi, operations::healthz, operations::readyz, operations::metrics,
     ),
     components(schemas(
-        ErrorBody, ErrorDetail, DesignErrorDoc, VerdictDoc, RequirementVerdictDoc, CounterexampleDoc, TraceEntryDoc, FaultAtDoc, TableViewDoc,
-        api::SessionBody, api::SessionUpdate, api::ScenarioSummary, api::ProgressState, api::SubmissionRequest, api::Submission,
-        api::SubmissionSummary, api::GradeItem, api::GradeResult, api::DraftBody, api::DraftAnswer, api::Health,
-        GradeEntryDoc, GradeErrorDoc, GradescopeResultDoc, GradescopeTestDoc, DesignDoc, NodeDoc, EdgeDoc, PositionDoc, NodeKindDoc,
+        ErrorBody, ErrorDetail, ErrorCode, DesignError,
+        Verdict, RequirementVerdict, Counterexample, TraceEntry, FaultAt, TableView,
+        Design, Node, Edge, Position, NodeKind,
+        session::SessionBody, session::SessionUpdate, scenarios::ScenarioSummary, scenarios::ProgressState,
+        submissions::SubmissionRequest, submissions::Submission, submissions::SubmissionSummary,
+        grading::GradeItem, grading::GradeResult, grading::GradeEntry, grading::GradeError,
+        grading::GradescopeResult, grading::GradescopeTest,
+        drafts::DraftBody, drafts::DraftAnswer, operations::Health,
     )),
-    modifiers(&Security, &CommonErrors),
+    modifiers(&Security, &CommonErrors, &NodeOptions),
     tags(
         (name = "scenarios", description = "The catalogue and the check"),
         (name = "submissions", description = "Recorded attempts"),
@@ -108,209 +113,61 @@ impl Modify for CommonErrors {
             {
                 let responses = &mut operation.responses.responses;
                 if limited {
-                    responses.entry("429".to_string()).or_insert_with(|| error("rate_limited: this client made too many requests; wait as Retry-After says"));
+                    responses.entry("429".to_string()).or_insert_with(|| {
+                        error(&format!(
+                            "{}: this client made too many requests; wait as Retry-After says",
+                            ErrorCode::RateLimited
+                        ))
+                    });
                 }
                 if needs_database {
                     // Replaces a route's own 503, so that each one names its Retry-After.
-                    responses.insert("503".to_string(), error("database_unavailable: the database cannot be reached; retry after Retry-After seconds"));
+                    responses.insert(
+                        "503".to_string(),
+                        error(&format!(
+                            "{}: the database cannot be reached; retry after Retry-After seconds",
+                            ErrorCode::DatabaseUnavailable
+                        )),
+                    );
                 }
             }
         }
     }
 }
 
+/// A node's `options` are any JSON values by name: which names and values a kind takes is
+/// checked against the scenario, not by the schema. `shared` types them as a map of
+/// `serde_json::Value`, which utoipa would describe with a reference to a `Value` schema that
+/// no document defines; this describes them as the free-form object they are.
+struct NodeOptions;
+
+impl Modify for NodeOptions {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema};
+        use utoipa::openapi::RefOr;
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        let Some(RefOr::T(Schema::Object(node))) = components.schemas.get_mut("Node") else {
+            return;
+        };
+        let options = ObjectBuilder::new()
+            .description(Some(
+                "The kind's options; a missing option takes its default. For example a batch \
+                 job's `date_filter`, `transaction`, `loaded_at`, or a table's `table`, \
+                 `write`, `key`.",
+            ))
+            .additional_properties(Some(AdditionalProperties::FreeForm(true)))
+            .examples([
+                serde_json::json!({"date_filter": "logical_date", "transaction": "per_run"}),
+            ])
+            .build();
+        node.properties
+            .insert("options".to_string(), RefOr::T(Schema::Object(options)));
+    }
+}
+
+/// The whole document.
 pub fn document() -> utoipa::openapi::OpenApi {
     ApiDoc::openapi()
-}
-
-/// One problem of a design.
-#[derive(Serialize, ToSchema)]
-#[schema(as = DesignError)]
-pub struct DesignErrorDoc {
-    #[schema(example = "$.nodes[2].options.write")]
-    pub path: String,
-    #[schema(example = "unknown_value")]
-    pub code: String,
-    pub message: String,
-}
-
-/// The verdict of a check (SPEC §2).
-#[derive(Serialize, ToSchema)]
-#[schema(as = Verdict)]
-pub struct VerdictDoc {
-    #[schema(example = "safe-retry")]
-    pub scenario: String,
-    /// sha256 of the scenario, so a grade names exactly what it was graded against.
-    #[schema(example = "sha256:…")]
-    pub scenario_hash: String,
-    pub passed: bool,
-    /// One point per requirement passed.
-    pub score: u32,
-    pub max_score: u32,
-    /// Failure schedules run to the end, the clean run included.
-    pub schedules_explored: u64,
-    pub requirements: Vec<RequirementVerdictDoc>,
-}
-
-#[derive(Serialize, ToSchema)]
-#[schema(as = RequirementVerdict)]
-pub struct RequirementVerdictDoc {
-    pub id: String,
-    pub text: String,
-    pub passed: bool,
-    /// For a missed requirement: the shortest failure schedule that breaks it.
-    pub counterexample: Option<CounterexampleDoc>,
-}
-
-#[derive(Serialize, ToSchema)]
-#[schema(as = Counterexample)]
-pub struct CounterexampleDoc {
-    /// The failures in words, in order.
-    pub failures: Vec<String>,
-    pub faults: Vec<FaultAtDoc>,
-    pub trace: Vec<TraceEntryDoc>,
-    /// The trace step where the requirement was seen to be missed.
-    pub went_wrong_at: u32,
-    pub expected: String,
-    pub actual: String,
-    /// The tables at the moment it went wrong.
-    pub tables: BTreeMap<String, TableViewDoc>,
-}
-
-#[derive(Serialize, ToSchema)]
-#[schema(as = FaultAt)]
-pub struct FaultAtDoc {
-    pub step: u32,
-    pub kind: String,
-}
-
-#[derive(Serialize, ToSchema)]
-#[schema(as = TraceEntry)]
-pub struct TraceEntryDoc {
-    pub step: u32,
-    pub time: String,
-    /// scheduler, job, consumer, sender, stream or broker.
-    pub actor: String,
-    pub node: Option<String>,
-    pub edge: Option<[String; 2]>,
-    pub action: String,
-    pub sql: Option<String>,
-    pub outcome: String,
-    pub failure: Option<bool>,
-    pub tables: Option<BTreeMap<String, TableViewDoc>>,
-}
-
-#[derive(Serialize, ToSchema)]
-#[schema(as = TableView)]
-pub struct TableViewDoc {
-    pub columns: Vec<String>,
-    /// Rows of cells: strings, numbers or null.
-    #[schema(value_type = Vec<Vec<Object>>)]
-    pub rows: Vec<Vec<serde_json::Value>>,
-}
-
-/// One entry of a grading batch's answer.
-#[derive(Serialize, ToSchema)]
-#[serde(untagged)]
-#[schema(as = GradeEntry)]
-pub enum GradeEntryDoc {
-    /// Without `format`: the recorded submission.
-    Graded(api::GradeResult),
-    /// With `format=gradescope`: Gradescope's `results.json`.
-    Gradescope(GradescopeResultDoc),
-    /// An item that could not be graded.
-    Failed(GradeErrorDoc),
-}
-
-/// An item of a batch that could not be graded; the batch goes on.
-#[derive(Serialize, ToSchema)]
-#[schema(as = GradeError)]
-pub struct GradeErrorDoc {
-    pub index: usize,
-    /// Paths start at the batch: `$[3].nodes[0].kind`.
-    pub error: ErrorDetail,
-}
-
-/// Gradescope's `results.json`: one test per requirement.
-#[derive(Serialize, ToSchema)]
-#[schema(as = GradescopeResult)]
-pub struct GradescopeResultDoc {
-    pub score: u32,
-    pub max_score: u32,
-    /// A Markdown summary.
-    pub output: String,
-    #[schema(example = "md")]
-    pub output_format: String,
-    pub tests: Vec<GradescopeTestDoc>,
-    /// `index`, `submission_id`, `student`, `scenario`, `scenario_hash`, `schedules_explored`.
-    #[schema(value_type = Object)]
-    pub extra_data: serde_json::Value,
-}
-
-#[derive(Serialize, ToSchema)]
-#[schema(as = GradescopeTest)]
-pub struct GradescopeTestDoc {
-    /// `<requirement id>: <requirement text>`
-    pub name: String,
-    pub number: String,
-    /// 1 when the requirement passed, else 0.
-    pub score: u32,
-    pub max_score: u32,
-    /// `passed` or `failed`.
-    pub status: String,
-    /// Markdown: the failures, expected against actual, the trace and a hint.
-    pub output: String,
-    #[schema(example = "md")]
-    pub output_format: String,
-}
-
-/// A design: the graph a student draws (SPEC §1). Unknown fields, kinds and option values,
-/// dangling edges, cycles and wiring that makes no sense are refused with their JSON path.
-#[derive(Serialize, ToSchema)]
-#[schema(as = Design)]
-pub struct DesignDoc {
-    /// At most 64.
-    pub nodes: Vec<NodeDoc>,
-    /// At most 256.
-    pub edges: Vec<EdgeDoc>,
-}
-
-#[derive(Serialize, ToSchema)]
-#[schema(as = Node)]
-pub struct NodeDoc {
-    #[schema(example = "job")]
-    pub id: String,
-    pub kind: NodeKindDoc,
-    /// The kind's options; a missing option takes its default. For example a batch job's
-    /// `date_filter`, `transaction`, `loaded_at`, or a table's `table`, `write`, `key`.
-    #[schema(value_type = Object, example = json!({"date_filter": "logical_date", "transaction": "per_run"}))]
-    pub options: serde_json::Value,
-    /// For the canvas only; never changes a verdict.
-    pub position: Option<PositionDoc>,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[schema(as = NodeKind)]
-pub enum NodeKindDoc {
-    SourceTable,
-    Stream,
-    Sender,
-    BatchJob,
-    StreamConsumer,
-    Table,
-}
-
-#[derive(Serialize, ToSchema)]
-#[schema(as = Position)]
-pub struct PositionDoc {
-    pub x: f64,
-    pub y: f64,
-}
-
-#[derive(Serialize, ToSchema)]
-#[schema(as = Edge)]
-pub struct EdgeDoc {
-    pub from: String,
-    pub to: String,
 }

@@ -16,6 +16,7 @@ use crate::scenario::{Scenario, TableRole};
 pub const MAX_NODES: usize = 64;
 pub const MAX_EDGES: usize = 256;
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Design {
@@ -24,6 +25,7 @@ pub struct Design {
     pub edges: Vec<Edge>,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Node {
@@ -35,6 +37,7 @@ pub struct Node {
     pub position: Option<Position>,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Position {
@@ -42,6 +45,7 @@ pub struct Position {
     pub y: f64,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Edge {
@@ -49,6 +53,7 @@ pub struct Edge {
     pub to: String,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NodeKind {
@@ -391,6 +396,7 @@ impl ValidDesign {
 
 /// One problem with a design: where (a JSON path such as `nodes[2].options.write`), a
 /// machine-readable code, and a sentence a student understands.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct DesignError {
     pub path: String,

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub scenario: String,
@@ -16,17 +17,20 @@ pub struct Verdict {
     pub requirements: Vec<RequirementVerdict>,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RequirementVerdict {
     pub id: String,
     pub text: String,
     pub passed: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub counterexample: Option<Counterexample>,
 }
 
 /// The shortest schedule that breaks a requirement: fewest failures, and among those the one
 /// whose first failure comes earliest.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Counterexample {
     /// The failures in words, in the order they happened; empty when a run with no failure
@@ -43,12 +47,14 @@ pub struct Counterexample {
     pub tables: BTreeMap<String, TableView>,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultAt {
     pub step: u32,
     pub kind: String,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TraceEntry {
     pub step: u32,
@@ -57,12 +63,15 @@ pub struct TraceEntry {
     pub actor: String,
     /// The design node that acted, for replay on the drawing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub node: Option<String>,
     /// The design edge the action travelled along (from, to), for replay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub edge: Option<[String; 2]>,
     pub action: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub sql: Option<String>,
     pub outcome: String,
     /// True when a failure was injected at this step.
@@ -70,11 +79,36 @@ pub struct TraceEntry {
     pub failure: bool,
     /// The committed tables after this step, when this step changed what readers see.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub tables: Option<BTreeMap<String, TableView>>,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableView {
     pub columns: Vec<String>,
+    /// One array of cells per row, in the order of `columns`: a cell is a string, a number
+    /// or null.
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::rows))]
     pub rows: Vec<Vec<serde_json::Value>>,
+}
+
+/// The schemas of what the Rust types do not say by themselves.
+#[cfg(feature = "openapi")]
+mod openapi {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
+    use utoipa::openapi::Array;
+
+    /// `TableView.rows`: an array of rows, each an array of cells that are strings, numbers
+    /// or null (a cell is never an object, an array or a boolean).
+    pub fn rows() -> Array {
+        let cell = ObjectBuilder::new().schema_type(SchemaType::from_iter([
+            Type::String,
+            Type::Number,
+            Type::Null,
+        ]));
+        ArrayBuilder::new()
+            .items(ArrayBuilder::new().items(cell))
+            .build()
+    }
 }

@@ -8,6 +8,7 @@ use server::Config;
 use crate::common::{
     failing_design, passing_design, spawn_app, spawn_app_on, spawn_app_with, As, TempDir, TestApp,
 };
+use server::error::ErrorCode;
 
 // Sessions.
 
@@ -79,7 +80,7 @@ async fn a_display_name_can_be_set_and_removed() {
         )
         .await;
     assert_eq!(too_long.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(too_long.code(), "invalid_request");
+    assert_eq!(too_long.code(), ErrorCode::InvalidRequest);
     assert_eq!(too_long.body["error"]["path"], "$.display_name");
     let removed = app
         .put("/api/session", &who, &json!({"display_name": null}))
@@ -220,7 +221,7 @@ async fn an_unknown_scenario_is_404_everywhere() {
             .await,
     ] {
         assert_eq!(answer.status, StatusCode::NOT_FOUND, "{}", answer.text);
-        assert_eq!(answer.code(), "unknown_scenario");
+        assert_eq!(answer.code(), ErrorCode::UnknownScenario);
         assert!(answer.body["error"]["message"]
             .as_str()
             .unwrap()
@@ -302,7 +303,7 @@ async fn malformed_json_is_400() {
         )
         .await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert_eq!(answer.code(), "malformed_json");
+    assert_eq!(answer.code(), ErrorCode::MalformedJson);
     let empty = app
         .send(
             Method::POST,
@@ -312,7 +313,7 @@ async fn malformed_json_is_400() {
             Some(Vec::new()),
         )
         .await;
-    assert_eq!(empty.code(), "malformed_json");
+    assert_eq!(empty.code(), ErrorCode::MalformedJson);
 }
 
 #[tokio::test]
@@ -328,7 +329,7 @@ async fn an_invalid_design_names_every_problem_with_its_path() {
         .post("/api/scenarios/safe-retry/check", &As::nobody(), &design)
         .await;
     assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(answer.code(), "invalid_design");
+    assert_eq!(answer.code(), ErrorCode::InvalidDesign);
     let details = answer.body["error"]["details"].as_array().unwrap();
     assert!(details.len() >= 2, "{details:?}");
     assert_eq!(answer.body["error"]["path"], details[0]["path"]);
@@ -343,7 +344,7 @@ async fn an_invalid_design_names_every_problem_with_its_path() {
             &json!([1, 2]),
         )
         .await;
-    assert_eq!(not_object.code(), "invalid_design");
+    assert_eq!(not_object.code(), ErrorCode::InvalidDesign);
 }
 
 #[tokio::test]
@@ -360,7 +361,7 @@ async fn a_graph_too_large_is_refused() {
         )
         .await;
     assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(answer.code(), "graph_too_large");
+    assert_eq!(answer.code(), ErrorCode::GraphTooLarge);
     assert_eq!(answer.body["error"]["path"], "$.nodes");
 
     let edges: Vec<Value> = (0..257)
@@ -371,7 +372,7 @@ async fn a_graph_too_large_is_refused() {
     let answer = app
         .post("/api/scenarios/safe-retry/check", &As::nobody(), &design)
         .await;
-    assert_eq!(answer.code(), "graph_too_large");
+    assert_eq!(answer.code(), ErrorCode::GraphTooLarge);
     assert_eq!(answer.body["error"]["path"], "$.edges");
 }
 
@@ -398,7 +399,7 @@ async fn a_body_too_large_is_413() {
             "{uri}: {}",
             answer.text
         );
-        assert_eq!(answer.code(), "body_too_large");
+        assert_eq!(answer.code(), ErrorCode::BodyTooLarge);
     }
     let (cookie, _) = app.new_student().await;
     let answer = app
@@ -410,7 +411,7 @@ async fn a_body_too_large_is_413() {
             Some(big.into_bytes()),
         )
         .await;
-    assert_eq!(answer.code(), "body_too_large");
+    assert_eq!(answer.code(), ErrorCode::BodyTooLarge);
 }
 
 #[tokio::test]
@@ -427,7 +428,7 @@ async fn the_body_limit_is_configurable() {
             &passing_design("safe-retry"),
         )
         .await;
-    assert_eq!(answer.code(), "body_too_large");
+    assert_eq!(answer.code(), ErrorCode::BodyTooLarge);
 }
 
 #[tokio::test]
@@ -538,7 +539,7 @@ async fn a_check_beyond_its_limits_is_check_too_large() {
         "{}",
         answer.text
     );
-    assert_eq!(answer.code(), "check_too_large");
+    assert_eq!(answer.code(), ErrorCode::CheckTooLarge);
     let metrics = app.get("/metrics", &As::nobody()).await.text;
     assert!(
         metrics.contains(
@@ -550,7 +551,7 @@ async fn a_check_beyond_its_limits_is_check_too_large() {
 
 #[test]
 fn a_check_beyond_the_simulators_limits_is_check_too_large() {
-    let error = server::api::check_error(
+    let error = server::checker::check_error(
         "safe-retry",
         shared::CheckError::TooLarge {
             schedules: 2_000_000,
@@ -558,7 +559,7 @@ fn a_check_beyond_the_simulators_limits_is_check_too_large() {
         },
     );
     assert_eq!(error.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(error.code, "check_too_large");
+    assert_eq!(error.code, ErrorCode::CheckTooLarge);
     assert!(error.message.contains("2000000"));
 }
 
@@ -567,16 +568,16 @@ async fn unknown_routes_and_methods_answer_json_errors() {
     let app = spawn_app().await;
     let missing = app.get("/api/no-such-thing", &As::nobody()).await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
-    assert_eq!(missing.code(), "not_found");
+    assert_eq!(missing.code(), ErrorCode::NotFound);
     let wrong_method = app
         .send(Method::DELETE, "/api/scenarios", &As::nobody(), &[], None)
         .await;
     assert_eq!(wrong_method.status, StatusCode::METHOD_NOT_ALLOWED);
-    assert_eq!(wrong_method.code(), "method_not_allowed");
+    assert_eq!(wrong_method.code(), ErrorCode::MethodNotAllowed);
     assert!(wrong_method.header("allow").is_some());
     let bad_query = app.get("/api/submissions?limit=many", &As::nobody()).await;
     assert_eq!(bad_query.status, StatusCode::BAD_REQUEST);
-    assert_eq!(bad_query.code(), "bad_request");
+    assert_eq!(bad_query.code(), ErrorCode::BadRequest);
     assert!(
         bad_query.body["error"]["message"]
             .as_str()
@@ -586,7 +587,7 @@ async fn unknown_routes_and_methods_answer_json_errors() {
         bad_query.text
     );
     let no_app = app.get("/scenarios/safe-retry", &As::nobody()).await;
-    assert_eq!(no_app.code(), "not_found");
+    assert_eq!(no_app.code(), ErrorCode::NotFound);
 }
 
 // Submissions and access rules.
@@ -642,11 +643,11 @@ async fn a_student_submits_for_themself_and_reads_only_their_own() {
 
     let theirs = app.get(&format!("/api/submissions/{id}"), &as_bob).await;
     assert_eq!(theirs.status, StatusCode::FORBIDDEN);
-    assert_eq!(theirs.code(), "forbidden");
+    assert_eq!(theirs.code(), ErrorCode::Forbidden);
 
     let unknown = app.get("/api/submissions/no-such-id", &as_alice).await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
-    assert_eq!(unknown.code(), "unknown_submission");
+    assert_eq!(unknown.code(), ErrorCode::UnknownSubmission);
 
     let for_bob = app
         .post(
@@ -656,7 +657,7 @@ async fn a_student_submits_for_themself_and_reads_only_their_own() {
         )
         .await;
     assert_eq!(for_bob.status, StatusCode::FORBIDDEN);
-    assert_eq!(for_bob.code(), "forbidden");
+    assert_eq!(for_bob.code(), ErrorCode::Forbidden);
     let for_self = app.post("/api/submissions", &as_alice, &json!({"scenario": "safe-retry", "student": alice, "design": passing_design("safe-retry")})).await;
     assert_eq!(for_self.status, StatusCode::CREATED);
 
@@ -688,7 +689,7 @@ async fn a_submission_with_a_bad_body_gets_its_own_code() {
         .post("/api/submissions", &who, &json!({"scenario": "safe-retry"}))
         .await;
     assert_eq!(missing.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(missing.code(), "invalid_request");
+    assert_eq!(missing.code(), ErrorCode::InvalidRequest);
     let invalid = app
         .post(
             "/api/submissions",
@@ -696,7 +697,7 @@ async fn a_submission_with_a_bad_body_gets_its_own_code() {
             &json!({"scenario": "safe-retry", "design": {"nodes": "no"}}),
         )
         .await;
-    assert_eq!(invalid.code(), "invalid_design");
+    assert_eq!(invalid.code(), ErrorCode::InvalidDesign);
     let malformed = app
         .send(
             Method::POST,
@@ -706,7 +707,7 @@ async fn a_submission_with_a_bad_body_gets_its_own_code() {
             Some(b"nope".to_vec()),
         )
         .await;
-    assert_eq!(malformed.code(), "malformed_json");
+    assert_eq!(malformed.code(), ErrorCode::MalformedJson);
     assert!(app
         .state
         .store()
@@ -768,11 +769,11 @@ async fn bad_missing_and_revoked_tokens_are_401() {
 
     let without = app.post("/api/grade", &As::nobody(), &item).await;
     assert_eq!(without.status, StatusCode::UNAUTHORIZED);
-    assert_eq!(without.code(), "unauthorized");
+    assert_eq!(without.code(), ErrorCode::Unauthorized);
     let wrong = app
         .post("/api/grade", &As::grader("pbt_not-a-token"), &item)
         .await;
-    assert_eq!(wrong.code(), "unauthorized");
+    assert_eq!(wrong.code(), ErrorCode::Unauthorized);
     let basic = app
         .send(
             Method::POST,
@@ -782,7 +783,7 @@ async fn bad_missing_and_revoked_tokens_are_401() {
             Some(item.to_string().into_bytes()),
         )
         .await;
-    assert_eq!(basic.code(), "unauthorized");
+    assert_eq!(basic.code(), ErrorCode::Unauthorized);
     let bad_submission = app
         .post(
             "/api/submissions",
@@ -803,7 +804,7 @@ async fn bad_missing_and_revoked_tokens_are_401() {
     assert!(app.state.store().revoke_token("ta").await.unwrap());
     let revoked = app.post("/api/grade", &As::grader(&token), &item).await;
     assert_eq!(revoked.status, StatusCode::UNAUTHORIZED);
-    assert_eq!(revoked.code(), "unauthorized");
+    assert_eq!(revoked.code(), ErrorCode::Unauthorized);
 
     // A student cookie is no grader token.
     let (cookie, _) = app.new_student().await;
@@ -891,7 +892,7 @@ async fn the_same_key_with_another_body_is_422() {
     )
     .await;
     assert_eq!(other.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(other.code(), "idempotency_key_reused");
+    assert_eq!(other.code(), ErrorCode::IdempotencyKeyReused);
     assert_eq!(
         app.state
             .store()
@@ -917,7 +918,7 @@ async fn the_same_key_while_the_first_request_runs_is_409() {
         .claim_idempotency_key(
             &format!("student:{student}"),
             "busy",
-            &server::api::fingerprint("POST /api/submissions", &fingerprint_body),
+            &server::routes::submissions::fingerprint("POST /api/submissions", &fingerprint_body),
             std::time::Duration::from_secs(600),
         )
         .await
@@ -925,7 +926,7 @@ async fn the_same_key_while_the_first_request_runs_is_409() {
     assert_eq!(claim, server::store::Claim::Started);
     let answer = submit_with_key(&app, &who, "busy", &body).await;
     assert_eq!(answer.status, StatusCode::CONFLICT);
-    assert_eq!(answer.code(), "idempotency_key_in_flight");
+    assert_eq!(answer.code(), ErrorCode::IdempotencyKeyInFlight);
     assert_eq!(answer.header("retry-after"), Some("1"));
     assert!(app
         .state
@@ -945,7 +946,10 @@ async fn an_abandoned_in_flight_key_is_taken_over_after_the_stale_window() {
     .await;
     let (cookie, student) = app.new_student().await;
     let body = json!({"scenario": "safe-retry", "design": failing_design()});
-    let fp = server::api::fingerprint("POST /api/submissions", &serde_json::to_vec(&body).unwrap());
+    let fp = server::routes::submissions::fingerprint(
+        "POST /api/submissions",
+        &serde_json::to_vec(&body).unwrap(),
+    );
     app.state
         .store()
         .claim_idempotency_key(
@@ -970,7 +974,7 @@ async fn an_error_answer_is_replayed_too() {
         json!({"scenario": "safe-retry", "design": {"nodes": [{"id": "x", "kind": "bogus"}]}});
     let first = submit_with_key(&app, &who, "err", &body).await;
     assert_eq!(first.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(first.code(), "invalid_design");
+    assert_eq!(first.code(), ErrorCode::InvalidDesign);
     let again = submit_with_key(&app, &who, "err", &body).await;
     assert_eq!(again.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(again.header("idempotent-replayed"), Some("true"));
@@ -1004,7 +1008,7 @@ async fn a_bad_idempotency_key_is_400() {
     )
     .await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert_eq!(answer.code(), "invalid_idempotency_key");
+    assert_eq!(answer.code(), ErrorCode::InvalidIdempotencyKey);
 }
 
 // Grading.
@@ -1033,17 +1037,26 @@ async fn grading_answers_one_result_per_item_in_order() {
     assert_eq!(results[0]["student"], "ada");
     assert_eq!(results[0]["passed"], true);
     assert!(results[0]["id"].is_string() && results[0]["verdict"].is_object());
-    assert_eq!(results[1]["error"]["code"], "unknown_scenario");
+    assert_eq!(
+        results[1]["error"]["code"],
+        ErrorCode::UnknownScenario.as_str()
+    );
     assert_eq!(results[2]["student"], "cy");
     assert_eq!(results[2]["score"], 0);
     assert_eq!(results[2]["max_score"], 3);
-    assert_eq!(results[3]["error"]["code"], "invalid_design");
+    assert_eq!(
+        results[3]["error"]["code"],
+        ErrorCode::InvalidDesign.as_str()
+    );
     assert_eq!(results[3]["error"]["path"], "$[3].nodes[0].kind");
     assert_eq!(
         results[3]["error"]["details"][0]["path"],
         "$[3].nodes[0].kind"
     );
-    assert_eq!(results[4]["error"]["code"], "invalid_request");
+    assert_eq!(
+        results[4]["error"]["code"],
+        ErrorCode::InvalidRequest.as_str()
+    );
     // The good items are recorded.
     assert_eq!(
         app.state
@@ -1099,13 +1112,16 @@ async fn grading_in_gradescope_shape_has_one_test_per_requirement() {
         "{output}"
     );
     assert!(output.contains("```text"), "{output}");
-    assert_eq!(results[1]["error"]["code"], "unknown_scenario");
+    assert_eq!(
+        results[1]["error"]["code"],
+        ErrorCode::UnknownScenario.as_str()
+    );
     assert_eq!(results[1]["index"], 1);
 
     let unknown_format = app
         .post("/api/grade?format=csv", &As::grader(&token), &class())
         .await;
-    assert_eq!(unknown_format.code(), "invalid_request");
+    assert_eq!(unknown_format.code(), ErrorCode::InvalidRequest);
     let not_array = app
         .post(
             "/api/grade",
@@ -1113,7 +1129,7 @@ async fn grading_in_gradescope_shape_has_one_test_per_requirement() {
             &json!({"scenario": "safe-retry"}),
         )
         .await;
-    assert_eq!(not_array.code(), "invalid_request");
+    assert_eq!(not_array.code(), ErrorCode::InvalidRequest);
 }
 
 #[tokio::test]
@@ -1126,7 +1142,7 @@ async fn grading_caps_the_number_of_items() {
     let token = app.grader_token("ta").await;
     let answer = app.post("/api/grade", &As::grader(&token), &class()).await;
     assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(answer.code(), "invalid_request");
+    assert_eq!(answer.code(), ErrorCode::InvalidRequest);
 }
 
 // Drafts.
@@ -1138,7 +1154,7 @@ async fn a_draft_round_trips_for_its_student_only() {
     let who = As::student(&cookie);
     let none = app.get("/api/drafts/safe-retry", &who).await;
     assert_eq!(none.status, StatusCode::NOT_FOUND);
-    assert_eq!(none.code(), "no_draft");
+    assert_eq!(none.code(), ErrorCode::NoDraft);
 
     // A draft may be unfinished and invalid.
     let draft =
@@ -1166,7 +1182,7 @@ async fn a_draft_round_trips_for_its_student_only() {
         app.get("/api/drafts/safe-retry", &As::student(&other))
             .await
             .code(),
-        "no_draft"
+        ErrorCode::NoDraft
     );
 
     let not_object = app
@@ -1177,7 +1193,7 @@ async fn a_draft_round_trips_for_its_student_only() {
 
     // The first draft request of a new browser makes its session.
     let fresh = app.get("/api/drafts/safe-retry", &As::nobody()).await;
-    assert_eq!(fresh.code(), "no_draft");
+    assert_eq!(fresh.code(), ErrorCode::NoDraft);
     assert!(fresh.header("set-cookie").is_some());
 }
 
@@ -1249,15 +1265,15 @@ async fn the_openapi_document_covers_every_route() {
     }
     let text = answer.text;
     for code in [
-        "malformed_json",
-        "unknown_scenario",
-        "body_too_large",
-        "graph_too_large",
-        "check_too_large",
-        "idempotency_key_reused",
-        "idempotency_key_in_flight",
-        "unauthorized",
-        "forbidden",
+        ErrorCode::MalformedJson.as_str(),
+        ErrorCode::UnknownScenario.as_str(),
+        ErrorCode::BodyTooLarge.as_str(),
+        ErrorCode::GraphTooLarge.as_str(),
+        ErrorCode::CheckTooLarge.as_str(),
+        ErrorCode::IdempotencyKeyReused.as_str(),
+        ErrorCode::IdempotencyKeyInFlight.as_str(),
+        ErrorCode::Unauthorized.as_str(),
+        ErrorCode::Forbidden.as_str(),
     ] {
         assert!(text.contains(code), "the document never mentions {code}");
     }
@@ -1277,7 +1293,7 @@ async fn health_readiness_and_a_broken_database() {
     app.state.store().close().await;
     let broken = app.get("/readyz", &As::nobody()).await;
     assert_eq!(broken.status, StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(broken.code(), "database_unavailable");
+    assert_eq!(broken.code(), ErrorCode::DatabaseUnavailable);
     assert_eq!(broken.header("retry-after"), Some("2"));
     assert_eq!(
         app.get("/healthz", &As::nobody()).await.status,
@@ -1354,7 +1370,7 @@ async fn the_web_app_is_served_with_index_html_for_client_routes() {
     assert!(file.text.contains("console.log"));
     let api = app.get("/api/nope", &As::nobody()).await;
     assert_eq!(api.status, StatusCode::NOT_FOUND);
-    assert_eq!(api.code(), "not_found");
+    assert_eq!(api.code(), ErrorCode::NotFound);
 }
 
 #[tokio::test]
@@ -1442,7 +1458,7 @@ async fn hostile_requests_never_cause_a_5xx(app: &TestApp) {
             &json!({"design": {"nodes": "\u{0}"}}),
         )
         .await;
-    assert_eq!(nul_draft.code(), "invalid_request");
+    assert_eq!(nul_draft.code(), ErrorCode::InvalidRequest);
     for uri in [
         "/api/submissions/%00",
         "/api/submissions/%FF%FE",
@@ -1519,7 +1535,7 @@ async fn a_request_that_takes_too_long_is_408_in_json() {
         )
         .await;
     assert_eq!(answer.status, StatusCode::REQUEST_TIMEOUT);
-    assert_eq!(answer.code(), "timeout");
+    assert_eq!(answer.code(), ErrorCode::Timeout);
 }
 
 /// Many copies of one request with one key at once: exactly one attempt is recorded, and
@@ -1557,7 +1573,10 @@ async fn racing_copies_of_one_request_record_once(app: &TestApp) {
             StatusCode::CREATED => {
                 ids.insert(body["id"].as_str().unwrap().to_string());
             }
-            StatusCode::CONFLICT => assert_eq!(body["error"]["code"], "idempotency_key_in_flight"),
+            StatusCode::CONFLICT => assert_eq!(
+                body["error"]["code"],
+                ErrorCode::IdempotencyKeyInFlight.as_str()
+            ),
             other => panic!("unexpected {other}: {body}"),
         }
     }

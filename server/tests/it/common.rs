@@ -8,6 +8,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use serde_json::Value;
+use server::error::ErrorCode;
 use server::{AppState, Catalogue, Config, Store};
 use shared::Scenario;
 use tower::ServiceExt;
@@ -120,10 +121,10 @@ pub struct Answer {
 }
 
 impl Answer {
-    pub fn code(&self) -> &str {
-        self.body["error"]["code"]
-            .as_str()
-            .unwrap_or_else(|| panic!("not an error answer ({}): {}", self.status, self.text))
+    /// The error code of an error answer, parsed: an unknown code fails the test.
+    pub fn code(&self) -> ErrorCode {
+        serde_json::from_value(self.body["error"]["code"].clone())
+            .unwrap_or_else(|_| panic!("not an error answer ({}): {}", self.status, self.text))
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {

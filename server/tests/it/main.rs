@@ -1,6 +1,7 @@
 //! The server's tests, in one binary: the API through the router without a socket, one test
 //! over a real socket, the storage on SQLite and PostgreSQL, two server processes on one
-//! PostgreSQL database, and the command line.
+//! PostgreSQL database, the command line, and real answers against the published OpenAPI
+//! document.
 
 mod api;
 mod cli;
@@ -8,6 +9,7 @@ mod common;
 mod crash;
 mod fuzz;
 mod load;
+mod openapi;
 mod outage;
 mod postgres;
 mod processes;

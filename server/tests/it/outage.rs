@@ -13,6 +13,7 @@ use tokio::sync::watch;
 
 use crate::common::{failing_design, passing_design};
 use crate::processes::ServerProcess;
+use server::error::ErrorCode;
 
 /// A TCP proxy on 127.0.0.1 in front of `upstream`. Cutting it closes every open connection
 /// and drops new ones as soon as they are accepted, as when the database's machine goes
@@ -224,7 +225,8 @@ async fn a_database_outage_is_503_with_retry_after_and_the_server_recovers_by_it
                 client.send(method.clone(), path, body.clone()).await;
             assert_eq!(status, 503, "round {round}: {method} {path}: {answer}");
             assert_eq!(
-                answer["error"]["code"], "database_unavailable",
+                answer["error"]["code"],
+                ErrorCode::DatabaseUnavailable.as_str(),
                 "{method} {path}: {answer}"
             );
             assert!(
@@ -320,7 +322,10 @@ async fn a_database_outage_is_503_with_retry_after_and_the_server_recovers_by_it
         (503, Some("2")),
         "{answer}"
     );
-    assert_eq!(answer["error"]["code"], "database_unavailable");
+    assert_eq!(
+        answer["error"]["code"],
+        ErrorCode::DatabaseUnavailable.as_str()
+    );
     assert!(took < Duration::from_secs(6), "{took:?}");
     let refused_wait = took;
     let (status, _, _, took) = client.send(Method::GET, "/readyz", None).await;

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use crate::common::{failing_design, passing_design, scenarios_dir};
 use crate::postgres;
+use server::error::ErrorCode;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_pipeline-builder");
 
@@ -188,7 +189,10 @@ async fn two_servers_share_one_postgres_database() {
         .unwrap();
     assert_eq!(reused.status(), 422);
     let reused: Value = reused.json().await.unwrap();
-    assert_eq!(reused["error"]["code"], "idempotency_key_reused");
+    assert_eq!(
+        reused["error"]["code"],
+        ErrorCode::IdempotencyKeyReused.as_str()
+    );
     let listed: Value = http
         .get(format!("{}/api/submissions", a.base))
         .bearer_auth(&token)
@@ -206,7 +210,7 @@ async fn two_servers_share_one_postgres_database() {
 
     // A key in flight on one server (claimed in the shared database) is 409 on the other.
     let store = server::Store::connect(&db.url).await.unwrap();
-    let fingerprint = server::api::fingerprint(
+    let fingerprint = server::routes::submissions::fingerprint(
         "POST /api/submissions",
         &serde_json::to_vec(&other_body).unwrap(),
     );

@@ -4,11 +4,12 @@
 
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
-use server::limit::RateLimit;
+use server::config::RateLimit;
 use server::Config;
 use sqlx::Row;
 
 use crate::common::{failing_design, spawn_app, spawn_app_with, As, TempDir, TestApp};
+use server::error::ErrorCode;
 
 const CSP_WITHOUT_APP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; \
      img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'; object-src 'none'";
@@ -263,13 +264,13 @@ async fn students_reach_only_their_own_drafts_and_attempts() {
         app.get("/api/drafts/safe-retry", &As::student(&bob))
             .await
             .code(),
-        "no_draft"
+        ErrorCode::NoDraft
     );
     let other = app
         .get(&format!("/api/submissions/{id}"), &As::student(&bob))
         .await;
     assert_eq!(other.status, StatusCode::FORBIDDEN);
-    assert_eq!(other.code(), "forbidden");
+    assert_eq!(other.code(), ErrorCode::Forbidden);
     assert!(!other.text.contains(&alice_id));
     assert_eq!(
         app.get(
@@ -370,7 +371,7 @@ async fn grader_tokens_are_stored_hashed_and_revocable() {
     ] {
         let answer = app.get("/api/submissions", &As::grader(&guess)).await;
         assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{guess}");
-        assert_eq!(answer.code(), "unauthorized");
+        assert_eq!(answer.code(), ErrorCode::Unauthorized);
     }
     assert!(app.state.store().revoke_token("ta").await.unwrap());
     let revoked = app.get("/api/submissions", &As::grader(&token)).await;
@@ -416,7 +417,7 @@ async fn a_flooding_client_gets_429_while_another_is_still_served() {
         "the burst is served"
     );
     let refused = limited[0];
-    assert_eq!(refused.code(), "rate_limited");
+    assert_eq!(refused.code(), ErrorCode::RateLimited);
     assert!(refused.body["error"]["message"]
         .as_str()
         .unwrap()

@@ -1,0 +1,96 @@
+//! `/api/drafts/{scenario}`: the design a student is working on, kept across reloads and
+//! browsers. A draft may be unfinished or invalid; it is never checked.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::{refuse_nul, scenario_entry, time};
+use crate::auth::Session;
+use crate::catalogue::Catalogue;
+use crate::error::{AppError, ErrorBody, ErrorCode, JsonBody};
+use crate::store::Store;
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DraftBody {
+    /// Any JSON object: a draft may be unfinished or invalid.
+    #[schema(value_type = Object)]
+    pub design: Value,
+}
+
+/// The design a student is working on, kept across reloads and browsers.
+#[derive(Serialize, ToSchema)]
+pub struct DraftAnswer {
+    pub scenario: String,
+    #[schema(value_type = Object)]
+    pub design: Value,
+    pub updated_at: String,
+}
+
+fn no_draft(scenario: &str) -> AppError {
+    AppError::new(
+        StatusCode::NOT_FOUND,
+        ErrorCode::NoDraft,
+        format!("there is no draft for \"{scenario}\" yet"),
+    )
+}
+
+#[utoipa::path(get, path = "/api/drafts/{scenario}", tag = "students",
+    description = "The student's draft of a scenario.",
+    params(("scenario" = String, Path, description = "The scenario id")),
+    security(("student_cookie" = [])),
+    responses((status = 200, body = DraftAnswer), (status = 404, description = "unknown_scenario or no_draft", body = ErrorBody)))]
+pub async fn get_draft(
+    State(store): State<Store>,
+    State(catalogue): State<Arc<Catalogue>>,
+    Session(student): Session,
+    Path(scenario): Path<String>,
+) -> Result<Json<DraftAnswer>, AppError> {
+    scenario_entry(&catalogue, &scenario)?;
+    let draft = store
+        .get_draft(&student.id, &scenario)
+        .await?
+        .ok_or_else(|| no_draft(&scenario))?;
+    Ok(Json(DraftAnswer {
+        scenario: draft.scenario,
+        design: draft.design,
+        updated_at: time(draft.updated_at),
+    }))
+}
+
+#[utoipa::path(put, path = "/api/drafts/{scenario}", tag = "students", request_body = DraftBody,
+    description = "Keeps the student's draft of a scenario; it may be unfinished or invalid.",
+    params(("scenario" = String, Path, description = "The scenario id")),
+    security(("student_cookie" = [])),
+    responses((status = 200, body = DraftAnswer), (status = 400, description = "malformed_json", body = ErrorBody),
+        (status = 404, description = "unknown_scenario", body = ErrorBody), (status = 413, description = "body_too_large", body = ErrorBody),
+        (status = 422, description = "invalid_request: the design is not a JSON object", body = ErrorBody)))]
+pub async fn put_draft(
+    State(store): State<Store>,
+    State(catalogue): State<Arc<Catalogue>>,
+    Session(student): Session,
+    Path(scenario): Path<String>,
+    JsonBody(body): JsonBody<DraftBody>,
+) -> Result<Json<DraftAnswer>, AppError> {
+    scenario_entry(&catalogue, &scenario)?;
+    if !body.design.is_object() {
+        return Err(
+            AppError::invalid_request("a draft's design must be a JSON object").at("$.design"),
+        );
+    }
+    refuse_nul(&body.design, "$.design")?;
+    let draft = store
+        .put_draft(&student.id, &scenario, &body.design)
+        .await?;
+    Ok(Json(DraftAnswer {
+        scenario: draft.scenario,
+        design: draft.design,
+        updated_at: time(draft.updated_at),
+    }))
+}

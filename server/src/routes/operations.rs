@@ -1,0 +1,108 @@
+//! The operations' routes: liveness, readiness, Prometheus metrics, the OpenAPI document, the
+//! fallbacks for paths with nothing behind them, and the benchmarks' floor.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::error::{AppError, ErrorBody, ErrorCode};
+use crate::metrics::Metrics;
+use crate::store::Store;
+
+/// The answer of the probes: `ok` from `/healthz`, `ready` from `/readyz`.
+#[derive(Serialize, ToSchema)]
+pub struct Health {
+    #[schema(example = "ok")]
+    pub status: String,
+}
+
+#[utoipa::path(get, path = "/api/openapi.json", tag = "operations", description = "This document.",
+    responses((status = 200, description = "OpenAPI 3.1", body = Object)))]
+pub async fn openapi(State(document): State<ApiDocument>) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], document.0).into_response()
+}
+
+/// The OpenAPI document as JSON, written once when the router is made (`crate::app` builds
+/// it from `crate::openapi`, which in turn names these handlers).
+#[derive(Clone)]
+pub struct ApiDocument(pub Bytes);
+
+#[utoipa::path(get, path = "/healthz", tag = "operations", description = "Liveness: the process answers.",
+    responses((status = 200, body = Health)))]
+pub async fn healthz() -> Json<Health> {
+    Json(Health {
+        status: "ok".into(),
+    })
+}
+
+#[utoipa::path(get, path = "/readyz", tag = "operations", description = "Readiness: the database answers.",
+    responses((status = 200, body = Health), (status = 503, description = "unavailable", body = ErrorBody)))]
+pub async fn readyz(State(store): State<Store>) -> Result<Json<Health>, AppError> {
+    match tokio::time::timeout(Duration::from_secs(2), store.ping()).await {
+        Ok(Ok(())) => Ok(Json(Health {
+            status: "ready".into(),
+        })),
+        Ok(Err(e)) => Err(AppError::unavailable(e)),
+        Err(_) => Err(AppError::unavailable(
+            "the database did not answer within 2 s",
+        )),
+    }
+}
+
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    description = "Prometheus text: requests by route and status, a latency histogram, checks run and schedules explored.",
+    responses((status = 200, description = "Prometheus text format 0.0.4", content_type = "text/plain", body = String)))]
+pub async fn metrics(State(metrics): State<Arc<Metrics>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        metrics.render(),
+    )
+        .into_response()
+}
+
+#[derive(Deserialize)]
+pub struct FloorQuery {
+    /// The size of the answer, in bytes (default 64, at most 1 MiB).
+    pub bytes: Option<usize>,
+}
+
+/// `POST /api/floor?bytes=N` (only with `serve --floor-route`): a fixed JSON answer of N
+/// bytes that does no work and reads no body, so that a benchmark can compare the check's
+/// throughput with what the server stack alone can do.
+pub async fn floor(Query(query): Query<FloorQuery>) -> Response {
+    const EMPTY: &str = "{\"floor\":\"\"}";
+    let bytes = query.bytes.unwrap_or(64).clamp(EMPTY.len(), 1024 * 1024);
+    let mut body = String::with_capacity(bytes);
+    body.push_str("{\"floor\":\"");
+    body.extend(std::iter::repeat_n('x', bytes - EMPTY.len()));
+    body.push_str("\"}");
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// Any `/api/…` path that names no route.
+pub async fn api_not_found() -> AppError {
+    AppError::new(
+        StatusCode::NOT_FOUND,
+        ErrorCode::NotFound,
+        "there is no such API route; GET /api/openapi.json lists them",
+    )
+}
+
+/// Any other path, when there is no built web app to serve it.
+pub async fn not_found() -> AppError {
+    AppError::new(
+        StatusCode::NOT_FOUND,
+        ErrorCode::NotFound,
+        "there is nothing at this path (the web app is not built; cargo xtask run builds it)",
+    )
+}

@@ -1,0 +1,468 @@
+//! `/api/submissions`: recording a checked attempt, honouring `Idempotency-Key` so that a
+//! retried submission counts once, and reading attempts back.
+//!
+//! Building an attempt (check, then record) is shared with grading.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{count, refuse_nul, scenario_entry, time};
+use crate::auth::Caller;
+use crate::catalogue::Catalogue;
+use crate::checker::Checker;
+use crate::config::Config;
+use crate::error::{json_response, parse_json, read_body, AppError, ErrorBody, ErrorCode};
+use crate::store::{Attempt, AttemptSummary, Claim, IdempotentAnswer, Store};
+
+/// A design to check and record for a student.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubmissionRequest {
+    #[schema(example = "safe-retry")]
+    pub scenario: String,
+    /// Required with a grader token; with a student session it may only name the session's
+    /// own student.
+    pub student: Option<String>,
+    /// The design, in the format docs/design-format.md describes.
+    #[schema(value_type = shared::Design)]
+    pub design: Value,
+}
+
+/// A recorded attempt and its verdict.
+#[derive(Serialize, ToSchema)]
+pub struct Submission {
+    pub id: String,
+    pub scenario: String,
+    pub student: String,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+    pub score: u32,
+    pub max_score: u32,
+    pub passed: bool,
+    #[schema(value_type = shared::Verdict)]
+    pub verdict: Value,
+    /// The design that was checked (only when one attempt is asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<shared::Design>, nullable = false)]
+    pub design: Option<Value>,
+}
+
+/// An attempt in a list, without its design and verdict.
+#[derive(Serialize, ToSchema)]
+pub struct SubmissionSummary {
+    pub id: String,
+    pub scenario: String,
+    pub scenario_hash: String,
+    pub student: String,
+    pub created_at: String,
+    pub score: u32,
+    pub max_score: u32,
+    pub passed: bool,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SubmissionQuery {
+    /// Only this student's attempts (a student may name only themself).
+    pub student: Option<String>,
+    /// Only attempts at this scenario.
+    pub scenario: Option<String>,
+    /// The most attempts to list, newest first (default 100, at most 1000).
+    pub limit: Option<u32>,
+}
+
+/// The longest student id a grader may name; ids come from graders' rosters, not from us.
+const MAX_STUDENT_ID_CHARS: usize = 128;
+
+/// Refuses a student id a grader names that is empty, too long or holds control characters.
+pub(super) fn valid_student_id(id: &str) -> Result<(), AppError> {
+    if id.is_empty()
+        || id.chars().count() > MAX_STUDENT_ID_CHARS
+        || id.chars().any(char::is_control)
+    {
+        return Err(AppError::invalid_request(format!(
+            "a student id has 1 to {MAX_STUDENT_ID_CHARS} characters and no control characters"
+        ))
+        .at("$.student"));
+    }
+    Ok(())
+}
+
+/// An attempt as the API answers it; its design only when one attempt is asked for, so that
+/// lists and batches stay small.
+pub(super) fn submission_body(a: &Attempt, with_design: bool) -> Submission {
+    Submission {
+        id: a.id.clone(),
+        scenario: a.scenario.clone(),
+        student: a.student.clone(),
+        created_at: time(a.created_at),
+        score: count(a.score),
+        max_score: count(a.max_score),
+        passed: a.passed,
+        verdict: a.verdict.clone(),
+        design: with_design.then(|| a.design.clone()),
+    }
+}
+
+/// Checks a design for `student` and builds the attempt to record.
+pub(super) async fn check_attempt(
+    catalogue: &Catalogue,
+    checker: &Checker,
+    scenario: &str,
+    student: String,
+    design: Value,
+) -> Result<Attempt, AppError> {
+    let entry = scenario_entry(catalogue, scenario)?;
+    refuse_nul(&design, "$.design")?;
+    let checked = checker.check(Arc::clone(&entry), design.clone()).await?;
+    let verdict = &checked.verdict;
+    Ok(Attempt {
+        id: uuid::Uuid::new_v4().to_string(),
+        student,
+        scenario: entry.scenario.id.clone(),
+        scenario_hash: verdict.scenario_hash.clone(),
+        design,
+        score: i32::try_from(verdict.score).unwrap_or(i32::MAX),
+        max_score: i32::try_from(verdict.max_score).unwrap_or(i32::MAX),
+        passed: verdict.passed,
+        verdict: serde_json::to_value(verdict).map_err(AppError::internal)?,
+        created_at: Utc::now(),
+    })
+}
+
+/// What a submission works with: the catalogue, the checker, the store and the lease of its
+/// idempotency key. Owned, because the work runs in its own task.
+struct Submitting {
+    catalogue: Arc<Catalogue>,
+    checker: Checker,
+    store: Store,
+    lease: Duration,
+}
+
+/// Reads a submission, decides whose attempt it is (a student submits only for themself, a
+/// grader must name the student), and checks it.
+async fn submit(parts: &Submitting, caller: &Caller, bytes: &[u8]) -> Result<Attempt, AppError> {
+    let request: SubmissionRequest = parse_json(bytes)?;
+    let student = match (caller, request.student) {
+        (Caller::Student(s), Some(named)) if named != s.id => {
+            return Err(AppError::forbidden(
+                "a student may submit only for themself; leave \"student\" out",
+            )
+            .at("$.student"))
+        }
+        (Caller::Student(s), _) => s.id.clone(),
+        (Caller::Grader(_), Some(named)) => {
+            valid_student_id(&named)?;
+            named
+        }
+        (Caller::Grader(_), None) => {
+            return Err(AppError::invalid_request(
+                "a grader must name the \"student\" the design is for",
+            )
+            .at("$.student"))
+        }
+    };
+    check_attempt(
+        &parts.catalogue,
+        &parts.checker,
+        &request.scenario,
+        student,
+        request.design,
+    )
+    .await
+}
+
+/// The `Idempotency-Key` header, if sent: 1 to 255 visible ASCII characters.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, AppError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|k| !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()));
+    match key {
+        Some(k) => Ok(Some(k.to_string())),
+        None => Err(AppError::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::InvalidIdempotencyKey,
+            "an Idempotency-Key has 1 to 255 visible ASCII characters",
+        )),
+    }
+}
+
+/// What identifies a request for an idempotency key: the route and the body, with JSON
+/// compared by meaning (key order and spacing do not matter).
+pub fn fingerprint(route: &str, bytes: &[u8]) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(route.as_bytes());
+    hasher.update(b"\n");
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(v) => hasher.update(serde_json::to_vec(&v).unwrap_or_default()),
+        Err(_) => hasher.update(bytes),
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[utoipa::path(post, path = "/api/submissions", tag = "submissions", request_body = SubmissionRequest,
+    description = "Checks a design and records the attempt; the record is committed before the answer. \
+        Honours an `Idempotency-Key` header: the same key with the same body answers the stored answer \
+        (even an error) with `Idempotent-Replayed: true` and records nothing new; with another body → 422 \
+        `idempotency_key_reused`; while the first request runs → 409 `idempotency_key_in_flight`. Keys are scoped per caller.",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Makes a retried submission count once")),
+    security(("grader_token" = []), ("student_cookie" = [])),
+    responses((status = 201, body = Submission),
+        (status = 400, description = "malformed_json or invalid_idempotency_key", body = ErrorBody),
+        (status = 401, description = "unauthorized: a bad or revoked token", body = ErrorBody),
+        (status = 403, description = "forbidden: a student naming another student", body = ErrorBody),
+        (status = 404, description = "unknown_scenario", body = ErrorBody),
+        (status = 409, description = "idempotency_key_in_flight", body = ErrorBody),
+        (status = 413, description = "body_too_large", body = ErrorBody),
+        (status = 422, description = "invalid_request, invalid_design, graph_too_large, check_too_large or idempotency_key_reused", body = ErrorBody)))]
+pub async fn create_submission(
+    State(catalogue): State<Arc<Catalogue>>,
+    State(checker): State<Checker>,
+    State(store): State<Store>,
+    State(config): State<Arc<Config>>,
+    caller: Caller,
+    headers: HeaderMap,
+    request: Request,
+) -> Response {
+    let bytes = match read_body(request, &()).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    let key = match idempotency_key(&headers) {
+        Ok(k) => k,
+        Err(e) => return e.into_response(),
+    };
+    // The work runs in its own task so that a client who hangs up cannot leave a half-done
+    // submission: the record and the stored answer are committed either way.
+    let parts = Submitting {
+        catalogue,
+        checker,
+        store,
+        lease: config.idempotency_lease,
+    };
+    let task =
+        tokio::spawn(async move { submit_idempotently(parts, caller, key, bytes.to_vec()).await });
+    match task.await {
+        Ok(response) => response,
+        Err(e) => AppError::internal(format!("the submission task stopped: {e}")).into_response(),
+    }
+}
+
+async fn submit_idempotently(
+    parts: Submitting,
+    caller: Caller,
+    key: Option<String>,
+    bytes: Vec<u8>,
+) -> Response {
+    let scope = caller.scope();
+    let store = &parts.store;
+    if let Some(key) = &key {
+        let claim = store
+            .claim_idempotency_key(
+                &scope,
+                key,
+                &fingerprint("POST /api/submissions", &bytes),
+                parts.lease,
+            )
+            .await;
+        match claim {
+            Err(e) => return AppError::from(e).into_response(),
+            Ok(Claim::Started) => {}
+            Ok(Claim::Replay { status, body }) => {
+                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+                let mut response = json_response(status, &body);
+                response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
+                if let Some(id) = body.get("id").and_then(|v| v.as_str()) {
+                    if let Ok(v) = HeaderValue::from_str(&format!("/api/submissions/{id}")) {
+                        response.headers_mut().insert(header::LOCATION, v);
+                    }
+                }
+                return response;
+            }
+            Ok(Claim::Mismatch) => {
+                return AppError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    ErrorCode::IdempotencyKeyReused,
+                    "this Idempotency-Key was already used with another request body; use a new key for a new submission",
+                )
+                .into_response()
+            }
+            Ok(Claim::InFlight) => {
+                let mut response = AppError::new(
+                    StatusCode::CONFLICT,
+                    ErrorCode::IdempotencyKeyInFlight,
+                    "a request with this Idempotency-Key is still running; retry in a moment to get its answer",
+                )
+                .into_response();
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                return response;
+            }
+        }
+    }
+    // While the work runs, the claim's lease is renewed, so that other servers (and this one
+    // after a restart) can tell a slow request from one whose server died.
+    let renewal = key.clone().map(|key| {
+        let store = store.clone();
+        let scope = scope.clone();
+        let every = (parts.lease / 4).max(Duration::from_millis(10));
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            loop {
+                ticks.tick().await;
+                if let Err(e) = store.renew_idempotency_key(&scope, &key).await {
+                    tracing::warn!(error = %e, "could not renew an idempotency key's lease");
+                }
+            }
+        })
+    });
+    let outcome = submit(&parts, &caller, &bytes).await;
+    if let Some(renewal) = renewal {
+        renewal.abort();
+    }
+    let (attempt, status, body) = match &outcome {
+        Ok(attempt) => {
+            let body = serde_json::to_value(submission_body(attempt, false)).unwrap_or(Value::Null);
+            (Some(attempt), StatusCode::CREATED, body)
+        }
+        Err(e) => (None, e.status, e.body()),
+    };
+    if status.is_server_error() {
+        // Our failure: give the key back so that a retry can run.
+        if let Some(key) = &key {
+            if let Err(e) = store.abandon_idempotency_key(&scope, key).await {
+                tracing::error!(error = %e, "could not release an idempotency key");
+            }
+        }
+        return match outcome {
+            Err(e) => e.into_response(),
+            Ok(_) => json_response(status, &body),
+        };
+    }
+    let answer = key.as_deref().map(|key| IdempotentAnswer {
+        caller: &scope,
+        key,
+        status: status.as_u16(),
+        body: &body,
+    });
+    if attempt.is_some() || answer.is_some() {
+        if let Err(e) = store.record(attempt, answer.as_ref()).await {
+            if let Some(key) = &key {
+                let _ = store.abandon_idempotency_key(&scope, key).await;
+            }
+            return AppError::from(e).into_response();
+        }
+    }
+    let mut response = json_response(status, &body);
+    if let Some(a) = attempt {
+        if let Ok(v) = HeaderValue::from_str(&format!("/api/submissions/{}", a.id)) {
+            response.headers_mut().insert(header::LOCATION, v);
+        }
+    }
+    response
+}
+
+#[utoipa::path(get, path = "/api/submissions/{id}", tag = "submissions",
+    description = "One attempt, with its design and verdict. A student sees only their own.",
+    params(("id" = String, Path, description = "The submission id")),
+    security(("grader_token" = []), ("student_cookie" = [])),
+    responses((status = 200, body = Submission), (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: another student's attempt", body = ErrorBody),
+        (status = 404, description = "unknown_submission", body = ErrorBody)))]
+pub async fn get_submission(
+    State(store): State<Store>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Submission>, AppError> {
+    let unknown = || {
+        AppError::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::UnknownSubmission,
+            format!("there is no submission \"{}\"", id.escape_default()),
+        )
+    };
+    // Ids are UUIDs; anything else cannot name a submission.
+    if id.len() > 64 || id.chars().any(char::is_control) {
+        return Err(unknown());
+    }
+    let attempt = store.get_attempt(&id).await?.ok_or_else(unknown)?;
+    if let Caller::Student(s) = &caller {
+        if s.id != attempt.student {
+            return Err(AppError::forbidden(
+                "this submission belongs to another student",
+            ));
+        }
+    }
+    Ok(Json(submission_body(&attempt, true)))
+}
+
+#[utoipa::path(get, path = "/api/submissions", tag = "submissions",
+    description = "Attempts, newest first. A student sees only their own; a grader sees all.",
+    params(SubmissionQuery),
+    security(("grader_token" = []), ("student_cookie" = [])),
+    responses((status = 200, body = [SubmissionSummary]), (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: a student asking for another student's attempts", body = ErrorBody)))]
+pub async fn list_submissions(
+    State(store): State<Store>,
+    caller: Caller,
+    Query(query): Query<SubmissionQuery>,
+) -> Result<Json<Vec<SubmissionSummary>>, AppError> {
+    for (name, value) in [("student", &query.student), ("scenario", &query.scenario)] {
+        if value
+            .as_deref()
+            .is_some_and(|v| v.chars().any(char::is_control))
+        {
+            return Err(AppError::invalid_request(format!(
+                "\"{name}\" may not contain control characters"
+            ))
+            .at(format!("?{name}")));
+        }
+    }
+    let student = match &caller {
+        Caller::Student(s) => {
+            if query.student.as_deref().is_some_and(|named| named != s.id) {
+                return Err(AppError::forbidden(
+                    "a student may list only their own submissions",
+                ));
+            }
+            Some(s.id.clone())
+        }
+        Caller::Grader(_) => query.student.clone(),
+    };
+    let limit = query.limit.unwrap_or(100).clamp(1, 1000);
+    let list = store
+        .list_attempts(student.as_deref(), query.scenario.as_deref(), limit)
+        .await?;
+    Ok(Json(list.into_iter().map(summary_body).collect()))
+}
+
+fn summary_body(a: AttemptSummary) -> SubmissionSummary {
+    SubmissionSummary {
+        id: a.id,
+        scenario: a.scenario,
+        scenario_hash: a.scenario_hash,
+        student: a.student,
+        created_at: time(a.created_at),
+        score: count(a.score),
+        max_score: count(a.max_score),
+        passed: a.passed,
+    }
+}

@@ -1,0 +1,111 @@
+//! What every request shares, and how each part of it is handed out on its own.
+//!
+//! [`AppState`] owns the parts; axum's `FromRef` gives a handler, an extractor or a middleware
+//! just the part it uses (`State<Store>`, `State<Arc<Catalogue>>`, `State<Checker>`,
+//! `State<Arc<Metrics>>`, `State<Arc<Config>>`, `State<Option<RateLimiter>>`). So the modules
+//! that use a part depend on that part's module, never on this one.
+
+use std::sync::Arc;
+
+use axum::extract::FromRef;
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::catalogue::Catalogue;
+use crate::checker::Checker;
+use crate::config::Config;
+use crate::limit::RateLimiter;
+use crate::metrics::Metrics;
+use crate::store::Store;
+
+/// What every handler shares. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+struct Inner {
+    store: Store,
+    catalogue: Arc<Catalogue>,
+    metrics: Arc<Metrics>,
+    config: Arc<Config>,
+    checker: Checker,
+    rate_limiter: Option<RateLimiter>,
+}
+
+impl AppState {
+    pub fn new(store: Store, catalogue: Catalogue, config: Config) -> AppState {
+        let metrics = Arc::new(Metrics::default());
+        let checker = Checker::new(
+            Arc::clone(&metrics),
+            config.check_limits,
+            config.inline_check_limits,
+            config.verdict_cache_bytes,
+        );
+        let rate_limiter = config.rate_limit.map(RateLimiter::new);
+        AppState(Arc::new(Inner {
+            store,
+            catalogue: Arc::new(catalogue),
+            metrics,
+            config: Arc::new(config),
+            checker,
+            rate_limiter,
+        }))
+    }
+    pub fn store(&self) -> &Store {
+        &self.0.store
+    }
+    pub fn catalogue(&self) -> &Catalogue {
+        &self.0.catalogue
+    }
+    pub fn metrics(&self) -> &Metrics {
+        &self.0.metrics
+    }
+    pub fn config(&self) -> &Config {
+        &self.0.config
+    }
+    pub fn checker(&self) -> &Checker {
+        &self.0.checker
+    }
+    pub fn rate_limiter(&self) -> Option<&RateLimiter> {
+        self.0.rate_limiter.as_ref()
+    }
+    /// Waits for a turn to run a check off a request's thread (tests hold every turn to
+    /// see what a busy server answers).
+    pub async fn check_permit(&self) -> Option<OwnedSemaphorePermit> {
+        self.0.checker.permit().await
+    }
+}
+
+impl FromRef<AppState> for Store {
+    fn from_ref(state: &AppState) -> Store {
+        state.0.store.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<Catalogue> {
+    fn from_ref(state: &AppState) -> Arc<Catalogue> {
+        Arc::clone(&state.0.catalogue)
+    }
+}
+
+impl FromRef<AppState> for Arc<Metrics> {
+    fn from_ref(state: &AppState) -> Arc<Metrics> {
+        Arc::clone(&state.0.metrics)
+    }
+}
+
+impl FromRef<AppState> for Arc<Config> {
+    fn from_ref(state: &AppState) -> Arc<Config> {
+        Arc::clone(&state.0.config)
+    }
+}
+
+impl FromRef<AppState> for Checker {
+    fn from_ref(state: &AppState) -> Checker {
+        state.0.checker.clone()
+    }
+}
+
+impl FromRef<AppState> for Option<RateLimiter> {
+    fn from_ref(state: &AppState) -> Option<RateLimiter> {
+        state.0.rate_limiter.clone()
+    }
+}
