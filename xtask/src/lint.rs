@@ -4,11 +4,8 @@
 //! *Rationale:* the formatter and the linter decide style, so a review never has to; the
 //! module check keeps every crate readable from its imports (see `modules.rs`).
 
-use crate::modules::Graph;
+use crate::modules::{Graph, CRATES};
 use crate::{cargo, ensure_wasm_target, root, status, step, WASM_TARGET};
-
-/// The crates whose modules must not import each other in a circle.
-pub const CRATES: [&str; 6] = ["shared", "server", "web", "conformance", "bench", "xtask"];
 
 /// Adds rustfmt and clippy to the toolchain when they are missing (a minimal rustup profile
 /// has neither).
