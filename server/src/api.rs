@@ -11,7 +11,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json_};
 use sha2::{Digest, Sha256};
-use shared::{CheckError, DesignError, Verdict};
+use shared::{CheckError, DesignError, DesignErrorCode, Verdict};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::AppState;
@@ -312,10 +312,12 @@ pub fn check_error(scenario_id: &str, error: CheckError) -> AppError {
 /// A design the validator refused: `graph_too_large` when it has too many nodes or edges,
 /// otherwise `invalid_design` with every problem in `details`.
 pub fn design_error(errors: Vec<DesignError>) -> AppError {
-    if let Some(big) = errors
-        .iter()
-        .find(|e| e.code == "too_many_nodes" || e.code == "too_many_edges")
-    {
+    if let Some(big) = errors.iter().find(|e| {
+        matches!(
+            e.code,
+            DesignErrorCode::TooManyNodes | DesignErrorCode::TooManyEdges
+        )
+    }) {
         return AppError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "graph_too_large",
@@ -325,7 +327,7 @@ pub fn design_error(errors: Vec<DesignError>) -> AppError {
     }
     let first = errors.first().cloned().unwrap_or(DesignError {
         path: "$".into(),
-        code: "invalid".into(),
+        code: DesignErrorCode::Invalid,
         message: "the design is not valid".into(),
     });
     let message = if errors.len() > 1 {

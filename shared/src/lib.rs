@@ -22,7 +22,7 @@ pub mod verdict;
 pub mod warehouse;
 
 pub use check::{check, check_json, check_with, scenario_hash, CheckError, Limits};
-pub use design::{validate, validate_json, Design, DesignError, ValidDesign};
+pub use design::{validate, validate_json, Design, DesignError, DesignErrorCode, ValidDesign};
 pub use scenario::Scenario;
 pub use verdict::Verdict;
 
