@@ -10,7 +10,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
-use crate::scenario::{Scenario, TableRole};
+use crate::scenario::{Palette, Scenario, TableRole};
 
 /// The largest design accepted, so that a hostile graph cannot make validation expensive.
 pub const MAX_NODES: usize = 64;
@@ -386,6 +386,23 @@ impl ValidDesign {
     }
     pub fn pipeline(&self) -> &Pipeline {
         &self.pipeline
+    }
+}
+
+// The palette is scenario data, but which of its fields belongs to a node kind is a question
+// about designs, so the lookup lives here and the scenario format stays free of design types.
+impl Palette {
+    /// The allowed option values of one kind, or `None` when the kind is not offered.
+    pub fn kind(&self, kind: NodeKind) -> Option<&BTreeMap<String, Vec<String>>> {
+        use NodeKind as K;
+        match kind {
+            K::SourceTable => self.source_table.as_ref(),
+            K::Stream => self.stream.as_ref(),
+            K::Sender => self.sender.as_ref(),
+            K::BatchJob => self.batch_job.as_ref(),
+            K::StreamConsumer => self.stream_consumer.as_ref(),
+            K::Table => self.table.as_ref(),
+        }
     }
 }
 

@@ -13,6 +13,7 @@
 pub mod authoring;
 pub mod check;
 pub mod design;
+mod dialect;
 mod fingerprint;
 pub mod scenario;
 pub mod sim;

@@ -8,33 +8,11 @@ use chrono::{NaiveDate, NaiveDateTime};
 use crate::design::{
     DateFilter, JobOptions, LoadedAt, OffsetCommit, Pipeline, ValidDesign, WriteMode,
 };
+pub use crate::dialect::Dialect;
 use crate::scenario::{Scenario, StepDef};
 use crate::sim::{CStep, Sink, StepKind};
 use crate::value::{ColumnType, Value};
 use crate::warehouse::{Row, Table};
-
-/// Which SQL to render.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Dialect {
-    /// PostgreSQL as a student reads it: a job that asks the clock shows `CURRENT_DATE - 1`.
-    #[default]
-    Display,
-    /// PostgreSQL to execute: the day the clock gave is a literal.
-    Postgres,
-    /// SQLite to execute: ISO text for dates, and `INSERT … ON CONFLICT DO UPDATE` for `MERGE`.
-    Sqlite,
-}
-
-impl Dialect {
-    fn lit(self) -> Dialect {
-        if self == Dialect::Display {
-            Dialect::Postgres
-        } else {
-            self
-        }
-    }
-}
 
 pub(crate) struct Ctx<'a> {
     pub tables: &'a [Table],
