@@ -1,5 +1,5 @@
-//! The simulator: runs one design under one failure schedule, step by step, as a real
-//! scheduler, consumer, sender and SQL database would.
+//! The run of one failure schedule on a compiled model, step by step, as a real scheduler,
+//! consumer, sender and SQL database would.
 //!
 //! A schedule is a list of (choice point, failure). Choice points are numbered in the order
 //! the run meets them; because the run is deterministic, a schedule replays exactly. The
@@ -13,11 +13,13 @@ use chrono::{Duration, NaiveDate, NaiveDateTime};
 use rust_decimal::Decimal;
 
 use crate::design::{
-    DateFilter, Dedupe, IdempotencyKey, JobOptions, LoadedAt, OffsetCommit, OnTimeout, Pipeline,
-    SinkOptions, Transaction, ValidDesign, WriteMode,
+    DateFilter, Dedupe, IdempotencyKey, LoadedAt, OffsetCommit, OnTimeout, Transaction, WriteMode,
 };
-use crate::scenario::{Check, Condition, Op, Scenario, StepDef, TableRole};
-use crate::sql;
+use crate::model::{
+    eval, BatchModel, CCheck, CStep, Cond, ConsumerModel, Message, Model, Mutation, SenderModel,
+    Shape, Sink, StepKind, StreamModel,
+};
+use crate::sql::{self, Dialect};
 use crate::value::{format_time, ColumnType, Value};
 use crate::verdict::{FaultAt, TableView, TraceEntry};
 use crate::warehouse::{Affected, Row, SqlError, Table, Warehouse};
@@ -43,864 +45,6 @@ impl Fault {
         }
     }
 }
-
-/// A deliberately wrong model of SQL, so that the conformance runner's own tests can prove it
-/// catches a simulator that disagrees with a real database. Checks never use one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Mutation {
-    #[default]
-    None,
-    /// ROLLBACK keeps the rows the transaction wrote.
-    RollbackKeepsRows,
-}
-
-/// A problem in a scenario file that only shows when it is compiled against a design.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct ScenarioError {
-    pub path: String,
-    pub message: String,
-}
-
-fn serr(path: impl Into<String>, message: impl Into<String>) -> ScenarioError {
-    ScenarioError {
-        path: path.into(),
-        message: message.into(),
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Compiled model
-// ---------------------------------------------------------------------------------------------
-
-#[derive(Clone, Debug)]
-pub(crate) struct Cond {
-    col: usize,
-    op: Op,
-    values: Vec<Value>,
-}
-
-fn eval(row: &Row, conds: &[Cond]) -> bool {
-    conds.iter().all(|c| {
-        let v = &row[c.col];
-        match c.op {
-            Op::In => c.values.iter().any(|x| v.key_eq(x)),
-            Op::NotIn => !v.is_null() && c.values.iter().all(|x| !v.key_eq(x)),
-            op => match v.sql_cmp(&c.values[0]) {
-                None => false,
-                Some(o) => match op {
-                    Op::Eq => o.is_eq(),
-                    Op::Ne => o.is_ne(),
-                    Op::Lt => o.is_lt(),
-                    Op::Le => o.is_le(),
-                    Op::Gt => o.is_gt(),
-                    Op::Ge => o.is_ge(),
-                    _ => false,
-                },
-            },
-        }
-    })
-}
-
-#[derive(Clone, Debug)]
-pub(crate) enum CCheck {
-    Value {
-        table: usize,
-        column: usize,
-        filter: Vec<Cond>,
-        expected: Value,
-    },
-    Sum {
-        table: usize,
-        column: usize,
-        filter: Vec<Cond>,
-        expected: Option<Decimal>,
-    },
-    RowCount {
-        table: usize,
-        filter: Vec<Cond>,
-        expected: Option<u64>,
-    },
-    Unique {
-        table: usize,
-        columns: Vec<usize>,
-    },
-    Complete {
-        table: usize,
-        column: usize,
-        keys: Vec<Value>,
-    },
-    SameAsClean {
-        tables: Vec<usize>,
-    },
-    RerunNoop {
-        table: usize,
-        run: usize,
-    },
-    NeverSeen {
-        table: usize,
-        filter: Vec<Cond>,
-        rows: Option<u64>,
-        column: Option<usize>,
-        value: Option<Value>,
-    },
-    Finishes,
-}
-
-#[derive(Clone, Debug)]
-pub(crate) struct Sink {
-    pub node: String,
-    pub table: usize,
-    pub write: WriteMode,
-    pub key: Vec<usize>,
-    pub partition: Option<usize>,
-    pub loaded_at: Option<(usize, ColumnType)>,
-}
-
-#[derive(Clone, Debug)]
-pub(crate) enum StepKind {
-    /// For each target column, the source column it is copied from.
-    Copy { map: Vec<Option<usize>> },
-    Sum {
-        group_from: usize,
-        sum_from: usize,
-        group_to: usize,
-        into: usize,
-    },
-}
-
-#[derive(Clone, Debug)]
-pub(crate) struct CStep {
-    pub def: StepDef,
-    pub number: usize,
-    pub from: usize,
-    pub from_day: usize,
-    pub filter: Vec<Cond>,
-    pub kind: StepKind,
-    pub sink: Sink,
-}
-
-#[derive(Clone, Debug)]
-pub(crate) struct CRun {
-    pub id: String,
-    pub logical_date: NaiveDate,
-    pub start: NaiveDateTime,
-    pub may_crash: bool,
-}
-
-#[derive(Clone, Debug)]
-pub(crate) struct Message {
-    /// The row the consumer writes, in sink column order.
-    pub row: Row,
-    /// The message's key for in-memory dedupe (NULL when it has none).
-    pub key: Value,
-    pub describe: String,
-}
-
-#[derive(Clone, Debug)]
-pub(crate) enum Shape {
-    Batch {
-        job_node: String,
-        source_node: String,
-        job: JobOptions,
-        steps: Vec<CStep>,
-        runs: Vec<CRun>,
-        max_attempts: u32,
-        crash_max_per_run: u32,
-        retry_delay_minutes: u32,
-    },
-    Stream {
-        stream_node: String,
-        consumer_node: String,
-        consumer: crate::design::ConsumerOptions,
-        sink: Sink,
-        messages: Vec<Message>,
-        start: NaiveDateTime,
-        crash: Option<Option<Vec<u32>>>,
-        redelivery: Option<(u32, u32)>,
-    },
-    Sender {
-        sender_node: String,
-        consumer_node: String,
-        sender: crate::design::SenderOptions,
-        consumer: crate::design::ConsumerOptions,
-        sink: Sink,
-        messages: Vec<Message>,
-        start: NaiveDateTime,
-        idempotency_col: Option<usize>,
-        message_lost: bool,
-        ack_lost: bool,
-    },
-}
-
-/// A scenario and a design compiled together into what the simulator runs.
-#[derive(Clone, Debug)]
-pub struct Model {
-    pub(crate) mutation: Mutation,
-    pub(crate) initial: Warehouse,
-    pub(crate) checks: Vec<CCheck>,
-    pub(crate) shape: Shape,
-    pub(crate) sink_tables: Vec<usize>,
-    pub(crate) bound: u32,
-    pub(crate) column_types: Vec<Vec<ColumnType>>,
-}
-
-fn compile_conds(
-    scenario: &Scenario,
-    table: &str,
-    conds: &[Condition],
-    path: &str,
-    errors: &mut Vec<ScenarioError>,
-) -> Vec<Cond> {
-    let Some(def) = scenario.table(table) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for (i, c) in conds.iter().enumerate() {
-        let p = format!("{path}[{i}]");
-        let Some(col) = def.column_index(&c.column) else {
-            errors.push(serr(
-                format!("{p}.column"),
-                format!("table {table} has no column \"{}\"", c.column),
-            ));
-            continue;
-        };
-        let ty = def.columns[col].ty;
-        let raw: Vec<&serde_json::Value> = match (c.op, &c.value) {
-            (Op::In | Op::NotIn, serde_json::Value::Array(items)) => items.iter().collect(),
-            (Op::In | Op::NotIn, _) => {
-                errors.push(serr(
-                    format!("{p}.value"),
-                    "in and not_in take a list of values",
-                ));
-                continue;
-            }
-            (_, v) => vec![v],
-        };
-        let mut values = Vec::new();
-        for v in raw {
-            match Value::from_json(ty, v) {
-                Ok(v) => values.push(v),
-                Err(m) => errors.push(serr(format!("{p}.value"), m)),
-            }
-        }
-        if !values.is_empty() || matches!(c.op, Op::In | Op::NotIn) {
-            out.push(Cond {
-                col,
-                op: c.op,
-                values,
-            });
-        }
-    }
-    out
-}
-
-impl Model {
-    /// Compiles a scenario with a validated design. Errors are the scenario author's.
-    pub fn compile(scenario: &Scenario, design: &ValidDesign) -> Result<Model, Vec<ScenarioError>> {
-        let mut errors = Vec::new();
-        let mut tables = Vec::new();
-        let mut column_types = Vec::new();
-        for (t, def) in scenario.tables.iter().enumerate() {
-            let rows = match crate::scenario::typed_rows(def) {
-                Ok(rows) => rows,
-                Err((p, m)) => {
-                    errors.push(serr(format!("$.tables[{t}].{p}"), m));
-                    Vec::new()
-                }
-            };
-            tables.push(Table {
-                name: def.name.clone(),
-                columns: def.columns.iter().map(|c| c.name.clone()).collect(),
-                rows,
-            });
-            column_types.push(def.columns.iter().map(|c| c.ty).collect());
-        }
-        let index = |name: &str| scenario.tables.iter().position(|t| t.name == name);
-        let sink = |s: &SinkOptions, errors: &mut Vec<ScenarioError>| -> Option<Sink> {
-            let t = index(&s.table)?;
-            let def = &scenario.tables[t];
-            let mut key = Vec::new();
-            for k in &s.key {
-                match def.column_index(k) {
-                    Some(c) => key.push(c),
-                    None => errors.push(serr(
-                        format!("$.tables[{t}].keys"),
-                        format!("key column \"{k}\" is not a column of {}", def.name),
-                    )),
-                }
-            }
-            let partition = def.partition.as_ref().and_then(|p| def.column_index(p));
-            let loaded_at = def
-                .column_index("loaded_at")
-                .map(|c| (c, def.columns[c].ty));
-            Some(Sink {
-                node: s.node.clone(),
-                table: t,
-                write: s.write,
-                key,
-                partition,
-                loaded_at,
-            })
-        };
-
-        let fs = &scenario.failures;
-        let shape = match design.pipeline() {
-            Pipeline::Batch {
-                source_node,
-                job_node,
-                job,
-                sinks,
-                ..
-            } => {
-                let Some(job_def) = &scenario.job else {
-                    errors.push(serr(
-                        "$.job",
-                        "the design has a batch job but the scenario defines none",
-                    ));
-                    return Err(errors);
-                };
-                let mut steps = Vec::new();
-                for (i, (step, s)) in job_def.steps.iter().zip(sinks).enumerate() {
-                    let p = format!("$.job.steps[{i}]");
-                    let Some(from) = index(step.from()) else {
-                        errors.push(serr(
-                            format!("{p}.from"),
-                            format!("no table \"{}\"", step.from()),
-                        ));
-                        continue;
-                    };
-                    let from_def = &scenario.tables[from];
-                    let Some(from_day) = from_def
-                        .partition
-                        .as_ref()
-                        .and_then(|c| from_def.column_index(c))
-                    else {
-                        errors.push(serr(
-                            format!("{p}.from"),
-                            format!(
-                                "table {} needs a date partition column for the job's date filter",
-                                from_def.name
-                            ),
-                        ));
-                        continue;
-                    };
-                    let Some(sink) = sink(s, &mut errors) else {
-                        continue;
-                    };
-                    let target_def = &scenario.tables[sink.table];
-                    let filter = compile_conds(
-                        scenario,
-                        step.from(),
-                        step.filter(),
-                        &format!("{p}.where"),
-                        &mut errors,
-                    );
-                    let kind = match step {
-                        StepDef::Copy { columns, .. } => {
-                            for c in columns {
-                                if from_def.column_index(c).is_none()
-                                    || target_def.column_index(c).is_none()
-                                {
-                                    errors.push(serr(
-                                        format!("{p}.columns"),
-                                        format!(
-                                            "column \"{c}\" must be in both {} and {}",
-                                            from_def.name, target_def.name
-                                        ),
-                                    ));
-                                }
-                            }
-                            let map = target_def
-                                .columns
-                                .iter()
-                                .map(|tc| {
-                                    if columns.contains(&tc.name) {
-                                        from_def.column_index(&tc.name)
-                                    } else {
-                                        None
-                                    }
-                                })
-                                .collect();
-                            StepKind::Copy { map }
-                        }
-                        StepDef::Sum {
-                            group_by,
-                            sum,
-                            into,
-                            ..
-                        } => {
-                            let cols = (
-                                from_def.column_index(group_by),
-                                from_def.column_index(sum),
-                                target_def.column_index(group_by),
-                                target_def.column_index(into),
-                            );
-                            match cols {
-                                (Some(group_from), Some(sum_from), Some(group_to), Some(into)) => {
-                                    StepKind::Sum {
-                                        group_from,
-                                        sum_from,
-                                        group_to,
-                                        into,
-                                    }
-                                }
-                                _ => {
-                                    errors.push(serr(p.clone(), format!("group_by and sum must be columns of {}, group_by and into columns of {}", from_def.name, target_def.name)));
-                                    continue;
-                                }
-                            }
-                        }
-                    };
-                    steps.push(CStep {
-                        def: step.clone(),
-                        number: i + 1,
-                        from,
-                        from_day,
-                        filter,
-                        kind,
-                        sink,
-                    });
-                }
-                let crash = fs.job_crash.as_ref();
-                let runs = scenario
-                    .runs
-                    .iter()
-                    .map(|r| CRun {
-                        id: r.id.clone(),
-                        logical_date: r.logical_date,
-                        start: r.start.0,
-                        may_crash: crash
-                            .is_some_and(|c| c.runs.as_ref().is_none_or(|ids| ids.contains(&r.id))),
-                    })
-                    .collect();
-                if scenario.runs.is_empty() {
-                    errors.push(serr(
-                        "$.runs",
-                        "a scenario with a batch job needs at least one run",
-                    ));
-                }
-                Shape::Batch {
-                    job_node: job_node.clone(),
-                    source_node: source_node.clone(),
-                    job: job.clone(),
-                    steps,
-                    runs,
-                    max_attempts: job_def.max_attempts.max(1),
-                    crash_max_per_run: crash.map_or(0, |c| c.max_per_run),
-                    retry_delay_minutes: crash.map_or(0, |c| c.retry_delay_minutes),
-                }
-            }
-            Pipeline::Stream {
-                stream_node,
-                topic,
-                consumer_node,
-                consumer,
-                sink: s,
-            } => {
-                let Some(def) = scenario.stream(topic) else {
-                    return Err(vec![serr("$.streams", format!("no stream \"{topic}\""))]);
-                };
-                let Some(sink) = sink(s, &mut errors) else {
-                    return Err(errors);
-                };
-                let messages = compile_messages(
-                    scenario,
-                    &def.fields,
-                    &def.messages,
-                    def.key_field.as_deref(),
-                    &sink,
-                    "$.streams",
-                    &mut errors,
-                );
-                Shape::Stream {
-                    stream_node: stream_node.clone(),
-                    consumer_node: consumer_node.clone(),
-                    consumer: consumer.clone(),
-                    sink,
-                    messages,
-                    start: def.start.0,
-                    crash: fs.consumer_crash.as_ref().map(|c| c.offsets.clone()),
-                    redelivery: fs
-                        .redelivery
-                        .as_ref()
-                        .map(|r| (r.after_min.max(1), r.after_max)),
-                }
-            }
-            Pipeline::Sender {
-                sender_node,
-                sender_name,
-                sender,
-                consumer_node,
-                consumer,
-                sink: s,
-            } => {
-                let Some(def) = scenario.sender(sender_name) else {
-                    return Err(vec![serr(
-                        "$.senders",
-                        format!("no sender \"{sender_name}\""),
-                    )]);
-                };
-                let Some(sink) = sink(s, &mut errors) else {
-                    return Err(errors);
-                };
-                let messages = compile_messages(
-                    scenario,
-                    &def.fields,
-                    &def.messages,
-                    def.key_field.as_deref(),
-                    &sink,
-                    "$.senders",
-                    &mut errors,
-                );
-                let idempotency_col =
-                    scenario.tables[sink.table].column_index(&def.idempotency_field);
-                if fs.consumer_crash.is_some() || fs.redelivery.is_some() {
-                    errors.push(serr("$.failures", "a sender pipeline explores message_lost and ack_lost; consumer_crash and redelivery need a stream"));
-                }
-                Shape::Sender {
-                    sender_node: sender_node.clone(),
-                    consumer_node: consumer_node.clone(),
-                    sender: sender.clone(),
-                    consumer: consumer.clone(),
-                    sink,
-                    messages,
-                    start: def.start.0,
-                    idempotency_col,
-                    message_lost: fs.message_lost.is_some(),
-                    ack_lost: fs.ack_lost.is_some(),
-                }
-            }
-        };
-
-        let checks = compile_checks(scenario, &tables, &mut errors);
-        if !errors.is_empty() {
-            errors.sort();
-            errors.dedup();
-            return Err(errors);
-        }
-        let sink_tables = scenario
-            .tables
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.role == TableRole::Sink)
-            .map(|(i, _)| i)
-            .collect();
-        Ok(Model {
-            mutation: Mutation::None,
-            initial: Warehouse::new(tables),
-            checks,
-            shape,
-            sink_tables,
-            bound: fs.bound,
-            column_types,
-        })
-    }
-}
-
-impl Model {
-    /// An upper bound on the steps of one run under any schedule within the bound.
-    pub(crate) fn max_run_steps(&self) -> u64 {
-        let bound = u64::from(self.bound);
-        match &self.shape {
-            Shape::Batch {
-                steps,
-                runs,
-                max_attempts,
-                ..
-            } => (runs.len() as u64)
-                .saturating_mul(u64::from(*max_attempts))
-                .saturating_mul(2 * steps.len() as u64 + 4),
-            // Each crash replays at most the whole stream (with its late duplicates); an
-            // offset takes at most 6 steps, counted here as 8.
-            Shape::Stream { messages, .. } => (bound + 1)
-                .saturating_mul(messages.len() as u64 + bound)
-                .saturating_mul(8)
-                .saturating_add(bound),
-            // Each resend needs a failure; an attempt takes at most 3 steps.
-            Shape::Sender { messages, .. } => (messages.len() as u64 + bound).saturating_mul(4),
-        }
-    }
-
-    /// Whether the design reads the simulated clock (a batch job: its date filter, its
-    /// `loaded_at`, the scheduler's retry times).
-    pub(crate) fn reads_clock(&self) -> bool {
-        matches!(self.shape, Shape::Batch { .. })
-    }
-}
-
-fn compile_messages(
-    scenario: &Scenario,
-    fields: &[crate::scenario::ColumnDef],
-    messages: &[BTreeMap<String, serde_json::Value>],
-    key_field: Option<&str>,
-    sink: &Sink,
-    path: &str,
-    errors: &mut Vec<ScenarioError>,
-) -> Vec<Message> {
-    let target = &scenario.tables[sink.table];
-    let mut out = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        let mut typed: BTreeMap<&str, Value> = BTreeMap::new();
-        for (name, raw) in m {
-            match fields.iter().find(|f| &f.name == name) {
-                Some(f) => match Value::from_json(f.ty, raw) {
-                    Ok(v) => {
-                        typed.insert(f.name.as_str(), v);
-                    }
-                    Err(e) => errors.push(serr(format!("{path}.messages[{i}].{name}"), e)),
-                },
-                None => errors.push(serr(
-                    format!("{path}.messages[{i}].{name}"),
-                    format!("\"{name}\" is not one of the declared fields"),
-                )),
-            }
-        }
-        let row = target
-            .columns
-            .iter()
-            .map(|c| typed.get(c.name.as_str()).cloned().unwrap_or(Value::Null))
-            .collect();
-        let key = key_field
-            .and_then(|k| typed.get(k).cloned())
-            .unwrap_or(Value::Null);
-        let describe = fields
-            .iter()
-            .filter_map(|f| {
-                typed
-                    .get(f.name.as_str())
-                    .map(|v| format!("{} {v}", f.name))
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
-        out.push(Message { row, key, describe });
-    }
-    out
-}
-
-fn compile_checks(
-    scenario: &Scenario,
-    tables: &[Table],
-    errors: &mut Vec<ScenarioError>,
-) -> Vec<CCheck> {
-    let index = |name: &str| scenario.tables.iter().position(|t| t.name == name);
-    let mut out = Vec::new();
-    for (r, req) in scenario.requirements.iter().enumerate() {
-        let p = format!("$.requirements[{r}].check");
-        let table_of = |name: &str, errors: &mut Vec<ScenarioError>| -> Option<usize> {
-            let t = index(name);
-            if t.is_none() {
-                errors.push(serr(format!("{p}.table"), format!("requirement \"{}\" names table \"{name}\", which the scenario does not define", req.id)));
-            }
-            t
-        };
-        let column_of =
-            |t: usize, name: &str, field: &str, errors: &mut Vec<ScenarioError>| -> Option<usize> {
-                let c = scenario.tables[t].column_index(name);
-                if c.is_none() {
-                    errors.push(serr(
-                        format!("{p}.{field}"),
-                        format!("table {} has no column \"{name}\"", scenario.tables[t].name),
-                    ));
-                }
-                c
-            };
-        let compiled = match &req.check {
-            Check::Value {
-                table,
-                column,
-                filter,
-                expected,
-            } => (|| {
-                let t = table_of(table, errors)?;
-                let c = column_of(t, column, "column", errors)?;
-                let filter = compile_conds(scenario, table, filter, &format!("{p}.where"), errors);
-                let expected = Value::from_json(scenario.tables[t].columns[c].ty, expected)
-                    .map_err(|m| errors.push(serr(format!("{p}.expected"), m)))
-                    .ok()?;
-                Some(CCheck::Value {
-                    table: t,
-                    column: c,
-                    filter,
-                    expected,
-                })
-            })(),
-            Check::Sum {
-                table,
-                column,
-                filter,
-                expected,
-            } => (|| {
-                let t = table_of(table, errors)?;
-                let c = column_of(t, column, "column", errors)?;
-                let filter = compile_conds(scenario, table, filter, &format!("{p}.where"), errors);
-                let expected = match expected {
-                    None => None,
-                    Some(v) => match Value::from_json(ColumnType::Decimal, v) {
-                        Ok(Value::Decimal(d)) => Some(d),
-                        Ok(_) => None,
-                        Err(m) => {
-                            errors.push(serr(format!("{p}.expected"), m));
-                            return None;
-                        }
-                    },
-                };
-                Some(CCheck::Sum {
-                    table: t,
-                    column: c,
-                    filter,
-                    expected,
-                })
-            })(),
-            Check::RowCount {
-                table,
-                filter,
-                expected,
-            } => (|| {
-                let t = table_of(table, errors)?;
-                let filter = compile_conds(scenario, table, filter, &format!("{p}.where"), errors);
-                Some(CCheck::RowCount {
-                    table: t,
-                    filter,
-                    expected: *expected,
-                })
-            })(),
-            Check::Unique { table, columns } => (|| {
-                let t = table_of(table, errors)?;
-                let cols: Vec<usize> = columns
-                    .iter()
-                    .filter_map(|c| column_of(t, c, "columns", errors))
-                    .collect();
-                (cols.len() == columns.len() && !cols.is_empty()).then_some(CCheck::Unique {
-                    table: t,
-                    columns: cols,
-                })
-            })(),
-            Check::Complete {
-                table,
-                column,
-                source,
-                source_column,
-                source_where,
-            } => (|| {
-                let t = table_of(table, errors)?;
-                let c = column_of(t, column, "column", errors)?;
-                let keys: Vec<Value> = if let Some(s) = index(source) {
-                    let sc = scenario.tables[s].column_index(source_column);
-                    let Some(sc) = sc else {
-                        errors.push(serr(
-                            format!("{p}.source_column"),
-                            format!("table {source} has no column \"{source_column}\""),
-                        ));
-                        return None;
-                    };
-                    let filter = compile_conds(
-                        scenario,
-                        source,
-                        source_where,
-                        &format!("{p}.source_where"),
-                        errors,
-                    );
-                    tables[s]
-                        .rows
-                        .iter()
-                        .filter(|r| eval(r, &filter))
-                        .map(|r| r[sc].clone())
-                        .collect()
-                } else {
-                    let (fields, messages) = if let Some(st) = scenario.stream(source) {
-                        (&st.fields, &st.messages)
-                    } else if let Some(se) = scenario.sender(source) {
-                        (&se.fields, &se.messages)
-                    } else {
-                        errors.push(serr(
-                            format!("{p}.source"),
-                            format!(
-                                "\"{source}\" is not a table, stream or sender of the scenario"
-                            ),
-                        ));
-                        return None;
-                    };
-                    let Some(f) = fields.iter().find(|f| &f.name == source_column) else {
-                        errors.push(serr(
-                            format!("{p}.source_column"),
-                            format!("{source} has no field \"{source_column}\""),
-                        ));
-                        return None;
-                    };
-                    messages
-                        .iter()
-                        .filter_map(|m| m.get(source_column))
-                        .filter_map(|v| Value::from_json(f.ty, v).ok())
-                        .collect()
-                };
-                let mut keys = keys;
-                keys.sort();
-                keys.dedup();
-                Some(CCheck::Complete {
-                    table: t,
-                    column: c,
-                    keys,
-                })
-            })(),
-            Check::SameAsCleanRun { tables: names } => {
-                let ts: Vec<usize> = names.iter().filter_map(|n| table_of(n, errors)).collect();
-                (ts.len() == names.len()).then_some(CCheck::SameAsClean { tables: ts })
-            }
-            Check::RerunNoop { table, run } => (|| {
-                let t = table_of(table, errors)?;
-                let Some(r) = scenario.runs.iter().position(|x| &x.id == run) else {
-                    errors.push(serr(
-                        format!("{p}.run"),
-                        format!("no run \"{run}\" in the scenario's runs"),
-                    ));
-                    return None;
-                };
-                Some(CCheck::RerunNoop { table: t, run: r })
-            })(),
-            Check::NeverSeen {
-                table,
-                filter,
-                rows,
-                column,
-                value,
-            } => (|| {
-                let t = table_of(table, errors)?;
-                let filter = compile_conds(scenario, table, filter, &format!("{p}.where"), errors);
-                let column = match column {
-                    Some(c) => Some(column_of(t, c, "column", errors)?),
-                    None => None,
-                };
-                let value = match (column, value) {
-                    (Some(c), Some(v)) => Some(
-                        Value::from_json(scenario.tables[t].columns[c].ty, v)
-                            .map_err(|m| errors.push(serr(format!("{p}.value"), m)))
-                            .ok()?,
-                    ),
-                    (None, Some(_)) => {
-                        errors.push(serr(format!("{p}.value"), "value needs a column"));
-                        return None;
-                    }
-                    _ => None,
-                };
-                Some(CCheck::NeverSeen {
-                    table: t,
-                    filter,
-                    rows: *rows,
-                    column,
-                    value,
-                })
-            })(),
-            Check::Finishes {} => Some(CCheck::Finishes),
-        };
-        // A failed compile leaves a placeholder so indices keep matching requirements.
-        out.push(compiled.unwrap_or(CCheck::Finishes));
-    }
-    out
-}
-
-// ---------------------------------------------------------------------------------------------
-// One run
-// ---------------------------------------------------------------------------------------------
 
 /// Why a requirement was missed in one schedule.
 #[derive(Clone, Debug, PartialEq)]
@@ -932,17 +76,48 @@ pub(crate) struct Outcome {
 /// A run never takes more steps than this; past it the run stops and does not finish.
 pub const MAX_STEPS_PER_RUN: u64 = 1_000_000;
 
-/// Adds a trace entry. The entry's text is only built when the run is traced, so that the
-/// exhaustive search, which runs untraced, formats nothing.
-macro_rules! log {
-    ($sim:expr, $actor:expr, $node:expr, $edge:expr, $action:expr, $sql:expr, $outcome:expr, $changed:expr $(,)?) => {{
-        let failure = std::mem::take(&mut $sim.failing);
-        if $sim.tracing {
-            $sim.push_trace(
-                failure, $actor, $node, $edge, $action, $sql, $outcome, $changed,
-            );
-        }
-    }};
+/// Whether a run records the failures it could inject after its plan. The search needs them
+/// to enumerate the schedules that extend this one; a replay only needs the run itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Offers {
+    Record,
+    Ignore,
+}
+
+/// Whether a run writes a trace, and in which SQL dialect. The exhaustive search runs
+/// untraced so that it formats no text at all; a counterexample is replayed traced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Trace {
+    Off,
+    In(Dialect),
+}
+
+/// One entry of the trace, as a part of the run describes it; the run numbers it, times it
+/// and marks the failure that led to it. It is only ever built when the run is traced.
+struct Step<'s> {
+    /// Who acts: the scheduler, the job, the consumer, the database, the network…
+    actor: &'static str,
+    /// The node of the design that acts, if any.
+    node: Option<&'s str>,
+    /// The edge of the design the step travels along, if any.
+    edge: Option<(&'s str, &'s str)>,
+    action: String,
+    sql: Option<String>,
+    outcome: String,
+    /// Whether the step changed committed data, so the entry shows the tables after it.
+    changed: bool,
+}
+
+/// How one attempt of a batch job ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AttemptEnd {
+    /// Every statement ran and was committed: the job reports success.
+    Succeeded,
+    /// The job crashed at a choice point (an injected failure); it counts against the
+    /// scenario's crashes per run.
+    Crashed,
+    /// A statement failed with a SQL error, which the scheduler sees as a failed attempt.
+    Failed,
 }
 
 /// Where a run is in its loop, so that it can stop at the top of an iteration (a mark) and
@@ -997,14 +172,15 @@ pub(crate) struct Sim<'a> {
     plan_pos: usize,
     pub(crate) next_point: u32,
     used: u32,
-    record: bool,
+    record: Offers,
     pub(crate) offers: Vec<(u32, Fault)>,
     wh: Warehouse,
     /// The simulated wall clock, in seconds since the Unix epoch (cheap to advance).
     clock_s: i64,
+    /// Whether the run writes a trace (see `Trace`).
     tracing: bool,
     /// The SQL dialect of the trace.
-    dialect: sql::Dialect,
+    dialect: Dialect,
     trace: Vec<TraceEntry>,
     failure_words: Vec<String>,
     faults: Vec<FaultAt>,
@@ -1024,26 +200,16 @@ pub(crate) struct Sim<'a> {
 }
 
 impl<'a> Sim<'a> {
+    /// Runs one whole schedule from the start. `clean` is the clean run's outcome, or `None`
+    /// when this is the clean run, whose end state is then kept in the outcome.
     pub(crate) fn run(
         m: &'a Model,
         plan: &[(u32, Fault)],
-        record: bool,
-        tracing: bool,
+        offers: Offers,
+        trace: Trace,
         clean: Option<&Clean>,
     ) -> Outcome {
-        Self::run_in(m, plan, record, tracing, clean, sql::Dialect::Display)
-    }
-
-    /// Runs one whole schedule from the start.
-    pub(crate) fn run_in(
-        m: &'a Model,
-        plan: &[(u32, Fault)],
-        record: bool,
-        tracing: bool,
-        clean: Option<&Clean>,
-        dialect: sql::Dialect,
-    ) -> Outcome {
-        let mut sim = Sim::new(m, record, tracing, dialect);
+        let mut sim = Sim::new(m, offers, trace);
         let ended = sim.advance(plan.to_vec(), clean);
         debug_assert!(ended, "a run that does not pause ends");
         // Only the clean run's end state is kept, for `same_as_clean_run` and clean sums.
@@ -1064,10 +230,15 @@ impl<'a> Sim<'a> {
     }
 
     /// A simulator at the start of the run.
-    pub(crate) fn new(m: &'a Model, record: bool, tracing: bool, dialect: sql::Dialect) -> Self {
+    pub(crate) fn new(m: &'a Model, offers: Offers, trace: Trace) -> Self {
         let start = match &m.shape {
-            Shape::Batch { runs, .. } => runs.first().map(|r| r.start).unwrap_or_default(),
-            Shape::Stream { start, .. } | Shape::Sender { start, .. } => *start,
+            Shape::Batch(b) => b.runs.first().map(|r| r.start).unwrap_or_default(),
+            Shape::Stream(s) => s.start,
+            Shape::Sender(s) => s.start,
+        };
+        let (tracing, dialect) = match trace {
+            Trace::Off => (false, Dialect::Display),
+            Trace::In(dialect) => (true, dialect),
         };
         let mut sim = Sim {
             m,
@@ -1075,7 +246,7 @@ impl<'a> Sim<'a> {
             plan_pos: 0,
             next_point: 0,
             used: 0,
-            record,
+            record: offers,
             offers: Vec::new(),
             wh: m.initial.clone(),
             clock_s: start.and_utc().timestamp(),
@@ -1101,11 +272,11 @@ impl<'a> Sim<'a> {
     /// A simulator for the exhaustive search: untraced, recording offers, stopping at every
     /// mark once its plan is done, and able to go back to any saved state.
     pub(crate) fn searching(m: &'a Model) -> Self {
-        let mut sim = Sim::new(m, true, false, sql::Dialect::Display);
+        let mut sim = Sim::new(m, Offers::Record, Trace::Off);
         sim.pausing = true;
         // A batch job stops at a mark once per scheduled run: hashing the tables there costs
         // less than keeping their hash with every row written.
-        sim.wh.keep_journal(!matches!(m.shape, Shape::Batch { .. }));
+        sim.wh.keep_journal(!matches!(m.shape, Shape::Batch(_)));
         sim
     }
 
@@ -1118,10 +289,13 @@ impl<'a> Sim<'a> {
         self.offers.clear();
         self.skip_mark = !matches!(self.cursor, Cursor::Start);
         let steps = self.steps;
-        match &self.m.shape {
-            Shape::Batch { .. } => self.run_batch(),
-            Shape::Stream { .. } => self.run_stream(),
-            Shape::Sender { .. } => self.run_sender(),
+        // The model outlives the simulator's borrow of itself, so each shape's own model can
+        // be handed to its run alongside `&mut self`.
+        let m: &'a Model = self.m;
+        match &m.shape {
+            Shape::Batch(b) => self.run_batch(b),
+            Shape::Stream(s) => self.run_stream(s),
+            Shape::Sender(s) => self.run_sender(s),
         }
         self.work += self.steps - steps;
         assert!(
@@ -1246,7 +420,7 @@ impl<'a> Sim<'a> {
             }
             return None;
         }
-        if self.record && self.used < self.m.bound {
+        if self.record == Offers::Record && self.used < self.m.bound {
             self.offers.extend(offered.iter().map(|&f| (idx, f)));
         }
         None
@@ -1294,18 +468,27 @@ impl<'a> Sim<'a> {
             .collect()
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn push_trace(
-        &mut self,
-        failure: bool,
-        actor: &str,
-        node: Option<&str>,
-        edge: Option<(&str, &str)>,
-        action: String,
-        sql: Option<String>,
-        outcome: String,
-        changed: bool,
-    ) {
+    /// Adds a trace entry. `step` only runs when the run is traced, so that the exhaustive
+    /// search, which runs untraced, formats nothing. It gets the simulator to read from,
+    /// since the caller holds it mutably.
+    fn log<'s>(&mut self, step: impl FnOnce(&Self) -> Step<'s>) {
+        let failure = std::mem::take(&mut self.failing);
+        if self.tracing {
+            let step = step(self);
+            self.push_trace(failure, step);
+        }
+    }
+
+    fn push_trace(&mut self, failure: bool, entry: Step) {
+        let Step {
+            actor,
+            node,
+            edge,
+            action,
+            sql,
+            outcome,
+            changed,
+        } = entry;
         let step = self.trace.len() as u32 + 1;
         if failure {
             if let Some(last) = self.plan.get(self.plan_pos.wrapping_sub(1)) {
@@ -1382,8 +565,8 @@ impl<'a> Sim<'a> {
 
     // ------------------------------------------------------------------ batch job
 
-    fn run_batch(&mut self) {
-        let Shape::Batch {
+    fn run_batch(&mut self, b: &BatchModel) {
+        let BatchModel {
             job_node,
             runs,
             max_attempts,
@@ -1391,10 +574,7 @@ impl<'a> Sim<'a> {
             retry_delay_minutes,
             job,
             ..
-        } = &self.m.shape
-        else {
-            unreachable!()
-        };
+        } = b;
         let first = match std::mem::replace(&mut self.cursor, Cursor::Start) {
             Cursor::Batch { r } => r,
             _ => 0,
@@ -1439,38 +619,37 @@ impl<'a> Sim<'a> {
                     DateFilter::LogicalDate => format!("its logical date {}", run.logical_date),
                     DateFilter::CurrentDateMinus1 => format!("CURRENT_DATE - 1 = {day}"),
                 };
-                log!(
-                    self,
-                    "scheduler",
-                    Some(job_node),
-                    None,
-                    format!(
+                self.log(|_| Step {
+                    actor: "scheduler",
+                    node: Some(job_node),
+                    edge: None,
+                    action: format!(
                         "starts run {} for {} (attempt {attempt}); the job loads {day} ({})",
                         run.id,
                         run.logical_date,
                         filter_words()
                     ),
-                    None,
-                    "started".into(),
-                    false,
-                );
+                    sql: None,
+                    outcome: "started".into(),
+                    changed: false,
+                });
                 let can_crash = run.may_crash && crashes < *crash_max_per_run;
-                match self.attempt(day, stamp, can_crash, attempt, &run.id) {
-                    Ok(()) => {
-                        log!(
-                            self,
-                            "job",
-                            Some(job_node),
-                            None,
-                            "reports success to the scheduler".into(),
-                            None,
-                            "run finished".into(),
-                            false
-                        );
+                match self.attempt(b, day, stamp, can_crash, attempt, &run.id) {
+                    AttemptEnd::Succeeded => {
+                        self.log(|_| Step {
+                            actor: "job",
+                            node: Some(job_node),
+                            edge: None,
+                            action: "reports success to the scheduler".into(),
+                            sql: None,
+                            outcome: "run finished".into(),
+                            changed: false,
+                        });
                         done = true;
                         break;
                     }
-                    Err(crashed) => {
+                    end @ (AttemptEnd::Crashed | AttemptEnd::Failed) => {
+                        let crashed = end == AttemptEnd::Crashed;
                         if crashed {
                             crashes += 1;
                         }
@@ -1492,20 +671,19 @@ impl<'a> Sim<'a> {
                                 format_time(self.now())
                             ));
                         }
-                        log!(
-                            self,
-                            "scheduler",
-                            Some(job_node),
-                            None,
-                            format!(
+                        self.log(|_| Step {
+                            actor: "scheduler",
+                            node: Some(job_node),
+                            edge: None,
+                            action: format!(
                                 "sees the attempt fail and retries run {} {}",
                                 run.id,
                                 when()
                             ),
-                            None,
-                            "retry scheduled".into(),
-                            false
-                        );
+                            sql: None,
+                            outcome: "retry scheduled".into(),
+                            changed: false,
+                        });
                     }
                 }
             }
@@ -1516,16 +694,15 @@ impl<'a> Sim<'a> {
                         run.id
                     )
                 });
-                log!(
-                    self,
-                    "scheduler",
-                    Some(job_node),
-                    None,
-                    format!("gives up on run {} after {max_attempts} attempts", run.id),
-                    None,
-                    "run failed".into(),
-                    false
-                );
+                self.log(|_| Step {
+                    actor: "scheduler",
+                    node: Some(job_node),
+                    edge: None,
+                    action: format!("gives up on run {} after {max_attempts} attempts", run.id),
+                    sql: None,
+                    outcome: "run failed".into(),
+                    changed: false,
+                });
             }
             for (i, rows) in before {
                 let CCheck::RerunNoop { table, .. } = &self.m.checks[i] else {
@@ -1553,39 +730,35 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// One attempt of the job. `Err(true)` when it crashed, `Err(false)` on a SQL error.
+    /// One attempt of the job, on the day it loads and with the stamp it writes.
     fn attempt(
         &mut self,
+        b: &BatchModel,
         day: NaiveDate,
         stamp: Option<NaiveDateTime>,
         can_crash: bool,
         attempt: u32,
         run_id: &str,
-    ) -> Result<(), bool> {
-        let Shape::Batch {
+    ) -> AttemptEnd {
+        let BatchModel {
             job_node,
-            source_node,
             job,
             steps,
             ..
-        } = &self.m.shape
-        else {
-            unreachable!()
-        };
+        } = b;
         let per_run = job.transaction == Transaction::PerRun;
         if per_run {
             self.wh.begin();
             self.tick(1);
-            log!(
-                self,
-                "job",
-                Some(job_node),
-                None,
-                "opens a transaction".into(),
-                Some("BEGIN;".into()),
-                "transaction open".into(),
-                false
-            );
+            self.log(|_| Step {
+                actor: "job",
+                node: Some(job_node),
+                edge: None,
+                action: "opens a transaction".into(),
+                sql: Some("BEGIN;".into()),
+                outcome: "transaction open".into(),
+                changed: false,
+            });
         }
         let offered: &[Fault] = if can_crash { &[Fault::JobCrash] } else { &[] };
         let total: usize = steps
@@ -1620,7 +793,7 @@ impl<'a> Sim<'a> {
                     self.write_step(step, day, stamp)
                 };
                 let sql = self.tracing.then(|| {
-                    let ctx = self.sql_ctx(day, stamp);
+                    let ctx = self.sql_ctx(b, day, stamp);
                     if is_delete {
                         sql::delete_partition(&ctx, step)
                     } else {
@@ -1638,32 +811,29 @@ impl<'a> Sim<'a> {
                     format!("step {}: {}", step.number, step.def.title())
                 };
                 let edge = (job_node.as_str(), step.sink.node.as_str());
-                let _ = source_node;
                 match result {
                     Err(SqlError(message)) => {
-                        log!(
-                            self,
-                            "job",
-                            Some(job_node),
-                            Some(edge),
-                            what,
+                        self.log(|_| Step {
+                            actor: "job",
+                            node: Some(job_node),
+                            edge: Some(edge),
+                            action: what,
                             sql,
-                            format!("error: {message}"),
-                            false
-                        );
+                            outcome: format!("error: {message}"),
+                            changed: false,
+                        });
                         if self.rollback() {
-                            log!(
-                                self,
-                                "database",
-                                None,
-                                None,
-                                "rolls back the open transaction".into(),
-                                Some("ROLLBACK;".into()),
-                                "rolled back".into(),
-                                false
-                            );
+                            self.log(|_| Step {
+                                actor: "database",
+                                node: None,
+                                edge: None,
+                                action: "rolls back the open transaction".into(),
+                                sql: Some("ROLLBACK;".into()),
+                                outcome: "rolled back".into(),
+                                changed: false,
+                            });
                         }
-                        return Err(false);
+                        return AttemptEnd::Failed;
                     }
                     Ok(affected) => {
                         let committed = !per_run;
@@ -1674,16 +844,15 @@ impl<'a> Sim<'a> {
                         } else {
                             format!("{} (not committed yet)", affected.describe())
                         };
-                        log!(
-                            self,
-                            "job",
-                            Some(job_node),
-                            Some(edge),
-                            what,
+                        self.log(|_| Step {
+                            actor: "job",
+                            node: Some(job_node),
+                            edge: Some(edge),
+                            action: what,
                             sql,
                             outcome,
-                            committed
-                        );
+                            changed: committed,
+                        });
                         self.observe();
                     }
                 }
@@ -1706,74 +875,73 @@ impl<'a> Sim<'a> {
                     } else {
                         format!("after step {} ({})", step.number, step.def.title())
                     };
-                    self.crash_job(place, attempt, run_id);
-                    return Err(true);
+                    self.crash_job(b, place, attempt, run_id);
+                    return AttemptEnd::Crashed;
                 }
             }
         }
         if per_run {
             self.wh.commit();
             self.tick(1);
-            log!(
-                self,
-                "job",
-                Some(job_node),
-                None,
-                "commits the transaction".into(),
-                Some("COMMIT;".into()),
-                "committed".into(),
-                true
-            );
+            self.log(|_| Step {
+                actor: "job",
+                node: Some(job_node),
+                edge: None,
+                action: "commits the transaction".into(),
+                sql: Some("COMMIT;".into()),
+                outcome: "committed".into(),
+                changed: true,
+            });
             self.observe();
             if self.point(offered).is_some() {
                 self.crash_job(
+                    b,
                     "after COMMIT, before it reports success".into(),
                     attempt,
                     run_id,
                 );
-                return Err(true);
+                return AttemptEnd::Crashed;
             }
         }
-        Ok(())
+        AttemptEnd::Succeeded
     }
 
-    fn crash_job(&mut self, place: String, attempt: u32, run_id: &str) {
-        let Shape::Batch { job_node, .. } = &self.m.shape else {
-            unreachable!()
-        };
+    fn crash_job(&mut self, b: &BatchModel, place: String, attempt: u32, run_id: &str) {
+        let job_node = &b.job_node;
         if self.tracing {
             self.failure_words.push(format!(
                 "the job crashes {place} (run {run_id}, attempt {attempt})"
             ));
         }
-        log!(
-            self,
-            "job",
-            Some(job_node),
-            None,
-            format!("crashes {place}"),
-            None,
-            "crashed".into(),
-            false
-        );
+        self.log(|_| Step {
+            actor: "job",
+            node: Some(job_node),
+            edge: None,
+            action: format!("crashes {place}"),
+            sql: None,
+            outcome: "crashed".into(),
+            changed: false,
+        });
         if self.rollback() {
-            log!(
-                self,
-                "database",
-                None,
-                None,
-                "rolls back the open transaction".into(),
-                Some("ROLLBACK;".into()),
-                "rolled back: nothing of this attempt is kept".into(),
-                true
-            );
+            self.log(|_| Step {
+                actor: "database",
+                node: None,
+                edge: None,
+                action: "rolls back the open transaction".into(),
+                sql: Some("ROLLBACK;".into()),
+                outcome: "rolled back: nothing of this attempt is kept".into(),
+                changed: true,
+            });
         }
     }
 
-    fn sql_ctx(&self, day: NaiveDate, stamp: Option<NaiveDateTime>) -> sql::Ctx<'_> {
-        let Shape::Batch { job, .. } = &self.m.shape else {
-            unreachable!()
-        };
+    fn sql_ctx(
+        &self,
+        b: &BatchModel,
+        day: NaiveDate,
+        stamp: Option<NaiveDateTime>,
+    ) -> sql::Ctx<'_> {
+        let job = &b.job;
         sql::Ctx {
             tables: &self.wh.tables,
             types: &self.m.column_types,
@@ -1863,20 +1031,20 @@ impl<'a> Sim<'a> {
 
     // ------------------------------------------------------------------ stream consumer
 
-    fn run_stream(&mut self) {
-        let Shape::Stream {
+    fn run_stream(&mut self, s: &StreamModel) {
+        let StreamModel {
             stream_node,
-            consumer_node,
-            consumer,
-            sink,
+            consumer: c,
             messages,
             crash,
             redelivery,
             ..
-        } = &self.m.shape
-        else {
-            unreachable!()
-        };
+        } = s;
+        let ConsumerModel {
+            node: consumer_node,
+            options: consumer,
+            sink,
+        } = c;
         let n = messages.len();
         let resumed = match std::mem::replace(&mut self.cursor, Cursor::Start) {
             Cursor::Consume(c) => Some(c),
@@ -1907,7 +1075,15 @@ impl<'a> Sim<'a> {
                             if self.tracing {
                                 self.failure_words.push(format!("the producer retries message {i} ({}), so it appears again after {after} other messages", message.describe));
                             }
-                            log!(self, "stream", Some(stream_node), None, format!("gets a late duplicate of offset {i} ({}) after {after} other messages", message.describe), None, "duplicate appended".into(), false);
+                            self.log(|_| Step {
+actor: "stream",
+node: Some(stream_node),
+edge: None,
+action: format!("gets a late duplicate of offset {i} ({}) after {after} other messages", message.describe),
+sql: None,
+outcome: "duplicate appended".into(),
+changed: false,
+});
                         }
                     }
                 }
@@ -1941,25 +1117,22 @@ impl<'a> Sim<'a> {
                 return;
             }
             let msg = &messages[stream.1[pos]];
-            let may_crash = crash
-                .as_ref()
-                .is_some_and(|offs| offs.as_ref().is_none_or(|o| o.contains(&(pos as u32))));
+            let may_crash = crash.may_crash_at(pos as u32);
             let offered: &[Fault] = if may_crash {
                 &[Fault::ConsumerCrash]
             } else {
                 &[]
             };
             self.tick(1);
-            log!(
-                self,
-                "consumer",
-                Some(consumer_node),
-                Some(edge_in),
-                format!("reads offset {pos} ({})", msg.describe),
-                None,
-                "read".into(),
-                false
-            );
+            self.log(|_| Step {
+                actor: "consumer",
+                node: Some(consumer_node),
+                edge: Some(edge_in),
+                action: format!("reads offset {pos} ({})", msg.describe),
+                sql: None,
+                outcome: "read".into(),
+                changed: false,
+            });
             let mut crashed_at: Option<&str> = None;
             if self.point(offered).is_some() {
                 crashed_at = Some("before it writes or commits anything");
@@ -1968,21 +1141,20 @@ impl<'a> Sim<'a> {
                     OffsetCommit::BeforeWrite => {
                         broker_offset = pos + 1;
                         self.tick(1);
-                        log!(
-                            self,
-                            "consumer",
-                            Some(consumer_node),
-                            Some(edge_in),
-                            format!("commits offset: next to read is {}", pos + 1),
-                            None,
-                            format!("broker stores next offset {}", pos + 1),
-                            false
-                        );
+                        self.log(|_| Step {
+                            actor: "consumer",
+                            node: Some(consumer_node),
+                            edge: Some(edge_in),
+                            action: format!("commits offset: next to read is {}", pos + 1),
+                            sql: None,
+                            outcome: format!("broker stores next offset {}", pos + 1),
+                            changed: false,
+                        });
                         if self.point(offered).is_some() {
                             crashed_at =
                                 Some("after it committed the offset, before it wrote the row");
                         } else {
-                            self.consume_write(msg, &mut memory, edge_out, pos);
+                            self.consume_write(c, msg, &mut memory, edge_out, pos);
                             if self.point(offered).is_some() {
                                 crashed_at =
                                     Some("after it committed the offset and wrote the row");
@@ -1990,23 +1162,22 @@ impl<'a> Sim<'a> {
                         }
                     }
                     OffsetCommit::AfterWrite => {
-                        self.consume_write(msg, &mut memory, edge_out, pos);
+                        self.consume_write(c, msg, &mut memory, edge_out, pos);
                         if self.point(offered).is_some() {
                             crashed_at =
                                 Some("after it wrote the row, before it committed the offset");
                         } else {
                             broker_offset = pos + 1;
                             self.tick(1);
-                            log!(
-                                self,
-                                "consumer",
-                                Some(consumer_node),
-                                Some(edge_in),
-                                format!("commits offset: next to read is {}", pos + 1),
-                                None,
-                                format!("broker stores next offset {}", pos + 1),
-                                false
-                            );
+                            self.log(|_| Step {
+                                actor: "consumer",
+                                node: Some(consumer_node),
+                                edge: Some(edge_in),
+                                action: format!("commits offset: next to read is {}", pos + 1),
+                                sql: None,
+                                outcome: format!("broker stores next offset {}", pos + 1),
+                                changed: false,
+                            });
                             if self.point(offered).is_some() {
                                 crashed_at =
                                     Some("after it wrote the row and committed the offset");
@@ -2016,46 +1187,43 @@ impl<'a> Sim<'a> {
                     OffsetCommit::WithWrite => {
                         self.wh.begin();
                         self.tick(1);
-                        log!(
-                            self,
-                            "consumer",
-                            Some(consumer_node),
-                            None,
-                            "opens a transaction".into(),
-                            Some("BEGIN;".into()),
-                            "transaction open".into(),
-                            false
-                        );
-                        self.consume_write(msg, &mut memory, edge_out, pos);
+                        self.log(|_| Step {
+                            actor: "consumer",
+                            node: Some(consumer_node),
+                            edge: None,
+                            action: "opens a transaction".into(),
+                            sql: Some("BEGIN;".into()),
+                            outcome: "transaction open".into(),
+                            changed: false,
+                        });
+                        self.consume_write(c, msg, &mut memory, edge_out, pos);
                         self.wh.set_offset(pos as u64 + 1);
                         self.tick(1);
                         let sql = self.tracing.then(|| sql::offset_update(pos as u64 + 1));
-                        log!(
-                            self,
-                            "consumer",
-                            Some(consumer_node),
-                            Some(edge_out),
-                            format!("saves next offset {} with the row", pos + 1),
+                        self.log(|_| Step {
+                            actor: "consumer",
+                            node: Some(consumer_node),
+                            edge: Some(edge_out),
+                            action: format!("saves next offset {} with the row", pos + 1),
                             sql,
-                            "not committed yet".into(),
-                            false
-                        );
+                            outcome: "not committed yet".into(),
+                            changed: false,
+                        });
                         if self.point(offered).is_some() {
                             crashed_at =
                                 Some("after it wrote the row and the offset, before COMMIT");
                         } else {
                             self.wh.commit();
                             self.tick(1);
-                            log!(
-                                self,
-                                "consumer",
-                                Some(consumer_node),
-                                Some(edge_out),
-                                "commits the row and the offset together".into(),
-                                Some("COMMIT;".into()),
-                                "committed".into(),
-                                true
-                            );
+                            self.log(|_| Step {
+                                actor: "consumer",
+                                node: Some(consumer_node),
+                                edge: Some(edge_out),
+                                action: "commits the row and the offset together".into(),
+                                sql: Some("COMMIT;".into()),
+                                outcome: "committed".into(),
+                                changed: true,
+                            });
                             self.observe();
                             if self.point(offered).is_some() {
                                 crashed_at = Some("after it committed the row and the offset");
@@ -2073,27 +1241,25 @@ impl<'a> Sim<'a> {
                             msg.describe
                         ));
                     }
-                    log!(
-                        self,
-                        "consumer",
-                        Some(consumer_node),
-                        None,
-                        format!("crashes {place}"),
-                        None,
-                        "crashed; its memory is lost".into(),
-                        false
-                    );
+                    self.log(|_| Step {
+                        actor: "consumer",
+                        node: Some(consumer_node),
+                        edge: None,
+                        action: format!("crashes {place}"),
+                        sql: None,
+                        outcome: "crashed; its memory is lost".into(),
+                        changed: false,
+                    });
                     if self.rollback() {
-                        log!(
-                            self,
-                            "database",
-                            None,
-                            None,
-                            "rolls back the open transaction".into(),
-                            Some("ROLLBACK;".into()),
-                            "rolled back".into(),
-                            true
-                        );
+                        self.log(|_| Step {
+                            actor: "database",
+                            node: None,
+                            edge: None,
+                            action: "rolls back the open transaction".into(),
+                            sql: Some("ROLLBACK;".into()),
+                            outcome: "rolled back".into(),
+                            changed: true,
+                        });
                     }
                     memory.clear();
                     pos = if with_write {
@@ -2107,81 +1273,59 @@ impl<'a> Sim<'a> {
                     } else {
                         "the broker's committed offset"
                     };
-                    log!(
-                        self,
-                        "consumer",
-                        Some(consumer_node),
-                        None,
-                        format!("restarts and reads from offset {pos} ({from})"),
-                        None,
-                        "restarted".into(),
-                        false
-                    );
+                    self.log(|_| Step {
+                        actor: "consumer",
+                        node: Some(consumer_node),
+                        edge: None,
+                        action: format!("restarts and reads from offset {pos} ({from})"),
+                        sql: None,
+                        outcome: "restarted".into(),
+                        changed: false,
+                    });
                 }
             }
         }
     }
 
-    /// The consumer writes one message to its sink, unless its in-memory dedupe remembers it.
+    /// The consumer writes one message of the stream to its sink.
     fn consume_write(
         &mut self,
+        c: &ConsumerModel,
         msg: &Message,
         memory: &mut VecDeque<Value>,
         edge: (&str, &str),
         pos: usize,
     ) {
-        let (consumer_node, consumer, sink) = match &self.m.shape {
-            Shape::Stream {
-                consumer_node,
-                consumer,
-                sink,
-                ..
-            }
-            | Shape::Sender {
-                consumer_node,
-                consumer,
-                sink,
-                ..
-            } => (consumer_node, consumer, sink),
-            Shape::Batch { .. } => unreachable!(),
-        };
-        self.write_message(
-            consumer_node,
-            consumer,
-            sink,
-            msg.row.clone(),
-            &msg.key,
-            memory,
-            edge,
-            pos,
-        );
+        self.write_message(c, msg.row.clone(), &msg.key, memory, edge, pos);
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The consumer writes one row to its sink, unless its in-memory dedupe remembers its key.
     fn write_message(
         &mut self,
-        consumer_node: &str,
-        consumer: &crate::design::ConsumerOptions,
-        sink: &Sink,
+        c: &ConsumerModel,
         row: Row,
         key: &Value,
         memory: &mut VecDeque<Value>,
         edge: (&str, &str),
         pos: usize,
     ) {
+        let ConsumerModel {
+            node: consumer_node,
+            options: consumer,
+            sink,
+        } = c;
         self.tick(1);
         let dedupe = consumer.dedupe == Dedupe::InMemory;
         if dedupe && !key.is_null() && memory.iter().any(|k| k.key_eq(key)) {
-            log!(
-                self,
-                "consumer",
-                Some(consumer_node),
-                None,
-                format!("skips message {pos}: key {key} is in its memory"),
-                None,
-                "skipped as a repeat".into(),
-                false
-            );
+            self.log(|_| Step {
+                actor: "consumer",
+                node: Some(consumer_node),
+                edge: None,
+                action: format!("skips message {pos}: key {key} is in its memory"),
+                sql: None,
+                outcome: "skipped as a repeat".into(),
+                changed: false,
+            });
             return;
         }
         let sql = self
@@ -2198,33 +1342,28 @@ impl<'a> Sim<'a> {
                 } else {
                     format!("{} (not committed yet)", affected.describe())
                 };
-                log!(
-                    self,
-                    "consumer",
-                    Some(consumer_node),
-                    Some(edge),
-                    format!(
-                        "writes message {pos} to {}",
-                        self.wh.tables[sink.table].name
-                    ),
+                self.log(|sim| Step {
+                    actor: "consumer",
+                    node: Some(consumer_node),
+                    edge: Some(edge),
+                    action: format!("writes message {pos} to {}", sim.wh.tables[sink.table].name),
                     sql,
                     outcome,
-                    committed
-                );
+                    changed: committed,
+                });
                 self.observe();
             }
             Err(SqlError(message)) => {
                 self.unfinished.get_or_insert_with(|| message.clone());
-                log!(
-                    self,
-                    "consumer",
-                    Some(consumer_node),
-                    Some(edge),
-                    format!("writes message {pos}"),
+                self.log(|_| Step {
+                    actor: "consumer",
+                    node: Some(consumer_node),
+                    edge: Some(edge),
+                    action: format!("writes message {pos}"),
                     sql,
-                    format!("error: {message}"),
-                    false
-                );
+                    outcome: format!("error: {message}"),
+                    changed: false,
+                });
             }
         }
         if dedupe && !key.is_null() {
@@ -2237,22 +1376,22 @@ impl<'a> Sim<'a> {
 
     // ------------------------------------------------------------------ sender
 
-    fn run_sender(&mut self) {
-        let Shape::Sender {
+    fn run_sender(&mut self, s: &SenderModel) {
+        let SenderModel {
             sender_node,
-            consumer_node,
             sender,
-            consumer,
-            sink,
+            consumer: c,
             messages,
             idempotency_col,
             message_lost,
             ack_lost,
             ..
-        } = &self.m.shape
-        else {
-            unreachable!()
-        };
+        } = s;
+        let ConsumerModel {
+            node: consumer_node,
+            sink,
+            ..
+        } = c;
         let (first, mut memory) = match std::mem::replace(&mut self.cursor, Cursor::Start) {
             Cursor::Send { i, memory } => (i, memory),
             _ => (0, VecDeque::new()),
@@ -2299,16 +1438,15 @@ impl<'a> Sim<'a> {
                     }
                 };
                 let verb = if attempt == 1 { "sends" } else { "resends" };
-                log!(
-                    self,
-                    "sender",
-                    Some(sender_node),
-                    Some(edge_in),
-                    format!("{verb} message {i} ({}){}", msg.describe, with_key()),
-                    None,
-                    "sent".into(),
-                    false
-                );
+                self.log(|_| Step {
+                    actor: "sender",
+                    node: Some(sender_node),
+                    edge: Some(edge_in),
+                    action: format!("{verb} message {i} ({}){}", msg.describe, with_key()),
+                    sql: None,
+                    outcome: "sent".into(),
+                    changed: false,
+                });
                 let mut silence = false;
                 if self.point(lost).is_some() {
                     if self.tracing {
@@ -2317,28 +1455,18 @@ impl<'a> Sim<'a> {
                             msg.describe
                         ));
                     }
-                    log!(
-                        self,
-                        "network",
-                        None,
-                        Some(edge_in),
-                        format!("loses message {i}"),
-                        None,
-                        "lost: the consumer never sees it".into(),
-                        false
-                    );
+                    self.log(|_| Step {
+                        actor: "network",
+                        node: None,
+                        edge: Some(edge_in),
+                        action: format!("loses message {i}"),
+                        sql: None,
+                        outcome: "lost: the consumer never sees it".into(),
+                        changed: false,
+                    });
                     silence = true;
                 } else {
-                    self.write_message(
-                        consumer_node,
-                        consumer,
-                        sink,
-                        row,
-                        &key,
-                        &mut memory,
-                        edge_out,
-                        i,
-                    );
+                    self.write_message(c, row, &key, &mut memory, edge_out, i);
                     self.tick(1);
                     if self.point(acks).is_some() {
                         if self.tracing {
@@ -2347,28 +1475,26 @@ impl<'a> Sim<'a> {
                                 msg.describe
                             ));
                         }
-                        log!(
-                            self,
-                            "network",
-                            None,
-                            Some(edge_in),
-                            format!("loses the consumer's ack for message {i}"),
-                            None,
-                            "lost: the sender hears nothing".into(),
-                            false
-                        );
+                        self.log(|_| Step {
+                            actor: "network",
+                            node: None,
+                            edge: Some(edge_in),
+                            action: format!("loses the consumer's ack for message {i}"),
+                            sql: None,
+                            outcome: "lost: the sender hears nothing".into(),
+                            changed: false,
+                        });
                         silence = true;
                     } else {
-                        log!(
-                            self,
-                            "consumer",
-                            Some(consumer_node),
-                            Some(edge_in),
-                            format!("acks message {i}"),
-                            None,
-                            "ack received".into(),
-                            false
-                        );
+                        self.log(|_| Step {
+                            actor: "consumer",
+                            node: Some(consumer_node),
+                            edge: Some(edge_in),
+                            action: format!("acks message {i}"),
+                            sql: None,
+                            outcome: "ack received".into(),
+                            changed: false,
+                        });
                     }
                 }
                 if !silence {
@@ -2377,29 +1503,27 @@ impl<'a> Sim<'a> {
                 self.clock_s += 30;
                 match sender.on_timeout {
                     OnTimeout::GiveUp => {
-                        log!(
-                            self,
-                            "sender",
-                            Some(sender_node),
-                            None,
-                            format!("hears nothing for 30 s and gives up on message {i}"),
-                            None,
-                            "given up (at-most-once)".into(),
-                            false
-                        );
+                        self.log(|_| Step {
+                            actor: "sender",
+                            node: Some(sender_node),
+                            edge: None,
+                            action: format!("hears nothing for 30 s and gives up on message {i}"),
+                            sql: None,
+                            outcome: "given up (at-most-once)".into(),
+                            changed: false,
+                        });
                         break;
                     }
                     OnTimeout::Resend => {
-                        log!(
-                            self,
-                            "sender",
-                            Some(sender_node),
-                            None,
-                            format!("hears nothing for 30 s and will resend message {i}"),
-                            None,
-                            "timeout".into(),
-                            false
-                        );
+                        self.log(|_| Step {
+                            actor: "sender",
+                            node: Some(sender_node),
+                            edge: None,
+                            action: format!("hears nothing for 30 s and will resend message {i}"),
+                            sql: None,
+                            outcome: "timeout".into(),
+                            changed: false,
+                        });
                     }
                 }
             }
