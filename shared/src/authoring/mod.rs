@@ -14,12 +14,14 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use crate::check::{check_json, CheckError};
 use crate::design::{NodeKind, OptionValues};
 use crate::scenario::{
     Check, ColumnDef, Condition, ExampleDesign, FailureSpec, JobDef, Op, Palette, Requirement,
     RunDef, Scenario, SenderDef, StepDef, StreamDef, TableDef, TableRole, WrongDesign,
 };
 use crate::value::{ColumnType, Value};
+use crate::verdict::Verdict;
 
 mod json_position;
 
@@ -1382,27 +1384,22 @@ fn check_designs(s: &Scenario, names_ok: bool, out: &mut Diagnostics) {
 }
 
 /// Checks one design with the real simulator; problems go to `out` under the design's path.
-fn verdict(
-    s: &Scenario,
-    path: &str,
-    design: &Json,
-    out: &mut Diagnostics,
-) -> Option<crate::Verdict> {
-    match crate::check_json(s, design) {
+fn verdict(s: &Scenario, path: &str, design: &Json, out: &mut Diagnostics) -> Option<Verdict> {
+    match check_json(s, design) {
         Ok(v) => Some(v),
-        Err(crate::CheckError::Design(errors)) => {
+        Err(CheckError::Design(errors)) => {
             for e in errors {
                 out.push(under(path, &e.path), e.message);
             }
             None
         }
-        Err(crate::CheckError::Scenario(errors)) => {
+        Err(CheckError::Scenario(errors)) => {
             for e in errors {
                 out.push(e.path, e.message);
             }
             None
         }
-        Err(crate::CheckError::TooLarge { schedules, limit }) => {
+        Err(CheckError::TooLarge { schedules, limit }) => {
             out.push(path.to_string(), format!("checking this design stopped after {schedules} schedules ({limit}); lower failures.bound, or use fewer messages or crash points"));
             None
         }
