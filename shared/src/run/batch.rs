@@ -26,6 +26,8 @@ enum AttemptEnd {
 }
 
 impl Sim<'_> {
+    /// Runs the scheduled runs from where the cursor stands, each until an attempt succeeds or
+    /// the scheduler gives up.
     pub(super) fn run_batch(&mut self, b: &BatchModel) {
         let BatchModel {
             job_node,

@@ -9,6 +9,8 @@ use crate::value::Value;
 use crate::warehouse::Row;
 
 impl Sim<'_> {
+    /// Judges the requirements that look at the tables once the run is over. `clean` is the
+    /// clean run's end, which `same_as_clean_run` and clean-run sums compare with.
     pub(super) fn evaluate_end(&mut self, clean: Option<&Clean>) {
         let step = self.step_no();
         // Untraced runs only need to know whether a requirement was missed.

@@ -31,7 +31,7 @@ mod stream;
 
 /// A failure the simulator injects at a choice point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Fault {
+pub(crate) enum Fault {
     JobCrash,
     ConsumerCrash,
     MessageLost,
@@ -40,7 +40,8 @@ pub enum Fault {
 }
 
 impl Fault {
-    pub fn kind(self) -> &'static str {
+    /// The failure's kind as the verdict names it.
+    pub(crate) fn kind(self) -> &'static str {
         match self {
             Fault::JobCrash => "job_crash",
             Fault::ConsumerCrash => "consumer_crash",
@@ -67,6 +68,7 @@ pub(crate) struct Clean {
     pub tables: Vec<Vec<Row>>,
 }
 
+/// What one whole run ended with.
 pub(crate) struct Outcome {
     pub misses: Vec<Option<Miss>>,
     /// Failures that could be injected after the last planned one: (choice point, failure).
@@ -79,7 +81,7 @@ pub(crate) struct Outcome {
 }
 
 /// A run never takes more steps than this; past it the run stops and does not finish.
-pub const MAX_STEPS_PER_RUN: u64 = 1_000_000;
+pub(crate) const MAX_STEPS_PER_RUN: u64 = 1_000_000;
 
 /// Whether a run records the failures it could inject after its plan. The search needs them
 /// to enumerate the schedules that extend this one; a replay only needs the run itself.

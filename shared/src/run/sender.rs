@@ -9,6 +9,7 @@ use crate::model::{ConsumerModel, SenderModel};
 use crate::value::Value;
 
 impl Sim<'_> {
+    /// Sends the messages from where the cursor stands, each until it is acked or given up.
     pub(super) fn run_sender(&mut self, s: &SenderModel) {
         let SenderModel {
             sender_node,

@@ -11,6 +11,7 @@ use crate::model::{ConsumerModel, StreamModel};
 use crate::sql;
 
 impl Sim<'_> {
+    /// Consumes the stream from where the cursor stands to its end, restarting after crashes.
     pub(super) fn run_stream(&mut self, s: &StreamModel) {
         let StreamModel {
             stream_node,
