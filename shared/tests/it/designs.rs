@@ -233,3 +233,30 @@ fn the_sql_view_shows_the_chapters_statements() {
         "commit before write: {sql}"
     );
 }
+
+/// The server and the canvas read a design error's code from JSON: the enum must serialise as
+/// the same snake_case name that `as_str` gives, and read back from it.
+#[test]
+fn error_codes_serialise_as_their_names() {
+    let s = scenario_file("safe-retry");
+    let mut list = validate_json(
+        &s,
+        &json!({
+            "nodes": [
+                {"id": "a", "kind": "table", "colour": "red"},
+                {"id": "a", "kind": "no_such_kind"}
+            ],
+            "edges": [{"from": "a", "to": "b"}]
+        }),
+    )
+    .unwrap_err();
+    list.extend(shared::design::parse_design("{").unwrap_err());
+    assert!(list.len() >= 3, "{list:?}");
+    for e in &list {
+        let json = serde_json::to_value(e).unwrap();
+        assert_eq!(json["code"], json!(e.code.as_str()), "{e:?}");
+        assert_eq!(e.code.to_string(), e.code.as_str());
+        let back: shared::DesignError = serde_json::from_value(json).unwrap();
+        assert_eq!(&back, e);
+    }
+}
