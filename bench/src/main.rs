@@ -485,7 +485,7 @@ fn simulator_vs_sqlite(
             let mut row = ScenarioReplay { id: s.id.clone(), designs: 0, schedules: 0, simulator_ms: 0.0, sqlite_ms: 0.0, check_ms: 0.0, mismatches: 0 };
             for (_, name, design) in designs_of(s) {
                 let (schedules, sim) = simulator_ms(s, &design, plan.runs)?;
-                let (setup, all) = conformance::schedules(s, &design, Dialect::Sqlite, shared::sim::Mutation::None)?;
+                let (setup, all) = conformance::schedules(s, &design, Dialect::Sqlite, shared::check::Mutation::None)?;
                 if all.len() as u64 != schedules {
                     return Err(format!("{} / {name}: the conformance runner got {} schedules, the simulator {schedules}", s.id, all.len()));
                 }

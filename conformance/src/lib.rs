@@ -521,7 +521,7 @@ pub fn schedules(
     scenario: &Scenario,
     design: &serde_json::Value,
     dialect: Dialect,
-    mutation: shared::sim::Mutation,
+    mutation: shared::check::Mutation,
 ) -> Result<(Setup, Vec<Schedule>), String> {
     let valid = shared::validate_json(scenario, design)
         .map_err(|e| shared::CheckError::Design(e).to_string())?;
@@ -553,7 +553,7 @@ pub async fn run(
                 scenario,
                 &design,
                 runner.dialect(),
-                shared::sim::Mutation::None,
+                shared::check::Mutation::None,
             )?;
             runner.create(&setup).await?;
             for schedule in &all {

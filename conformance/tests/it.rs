@@ -2,7 +2,7 @@
 //! simulator that does not.
 
 use conformance::{designs, load_scenarios, schedules, Database, Mismatch, Runner};
-use shared::sim::Mutation;
+use shared::check::Mutation;
 
 fn scenarios(ids: &[&str]) -> Vec<shared::Scenario> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use serde_json::Value as Json;
-use shared::{CheckError, DesignError, Verdict};
+use shared::{CheckError, DesignError, DesignErrorCode, Verdict};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::catalogue::Entry;
@@ -185,10 +185,12 @@ pub fn check_error(scenario_id: &str, error: CheckError) -> AppError {
 /// A design the validator refused: `graph_too_large` when it has too many nodes or edges,
 /// otherwise `invalid_design` with every problem in `details`.
 pub fn design_error(errors: Vec<DesignError>) -> AppError {
-    if let Some(big) = errors
-        .iter()
-        .find(|e| e.code == "too_many_nodes" || e.code == "too_many_edges")
-    {
+    if let Some(big) = errors.iter().find(|e| {
+        matches!(
+            e.code,
+            DesignErrorCode::TooManyNodes | DesignErrorCode::TooManyEdges
+        )
+    }) {
         return AppError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::GraphTooLarge,
@@ -198,7 +200,7 @@ pub fn design_error(errors: Vec<DesignError>) -> AppError {
     }
     let first = errors.first().cloned().unwrap_or(DesignError {
         path: "$".into(),
-        code: "invalid".into(),
+        code: DesignErrorCode::Invalid,
         message: "the design is not valid".into(),
     });
     let message = if errors.len() > 1 {

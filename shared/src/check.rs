@@ -7,10 +7,12 @@ use std::rc::Rc;
 use sha2::{Digest, Sha256};
 
 use crate::design::{validate_json, DesignError, ValidDesign};
+pub use crate::model::{Mutation, ScenarioError};
 use crate::scenario::Scenario;
-use crate::sim::{
-    Clean, Fault, Miss, Model, Outcome, Saved, ScenarioError, Sim, MAX_STEPS_PER_RUN,
-};
+
+use crate::model::Model;
+use crate::run::{Clean, Fault, Miss, Offers, Outcome, Saved, Sim, Trace, MAX_STEPS_PER_RUN};
+use crate::sql::Dialect;
 use crate::verdict::{Counterexample, RequirementVerdict, Verdict};
 
 /// Limits on one check, so that a hostile scenario cannot make it run for ever.
@@ -103,7 +105,7 @@ fn explore(
         exceeded: Option<String>,
     }
     fn walk(w: &mut Walk, plan: &mut Plan, visit: &mut dyn FnMut(&Plan, &Outcome)) {
-        let outcome: Outcome = Sim::run(w.model, plan, true, false, Some(w.clean));
+        let outcome: Outcome = Sim::run(w.model, plan, Offers::Record, Trace::Off, Some(w.clean));
         w.explored += 1;
         w.steps += outcome.steps;
         visit(plan, &outcome);
@@ -145,7 +147,7 @@ fn explore(
 
 fn clean_run(model: &Model) -> Clean {
     Clean {
-        tables: Sim::run(model, &[], false, false, None).end_tables,
+        tables: Sim::run(model, &[], Offers::Ignore, Trace::Off, None).end_tables,
     }
 }
 
@@ -162,18 +164,11 @@ pub struct Schedule {
 pub fn for_each_schedule(
     scenario: &Scenario,
     design: &ValidDesign,
-    dialect: crate::sql::Dialect,
+    dialect: Dialect,
     limits: Limits,
     f: &mut dyn FnMut(Schedule),
 ) -> Result<u64, CheckError> {
-    for_each_schedule_of(
-        scenario,
-        design,
-        dialect,
-        limits,
-        crate::sim::Mutation::None,
-        f,
-    )
+    for_each_schedule_of(scenario, design, dialect, limits, Mutation::None, f)
 }
 
 /// As `for_each_schedule`, under a deliberately wrong model (for testing the conformance
@@ -181,16 +176,22 @@ pub fn for_each_schedule(
 pub fn for_each_schedule_of(
     scenario: &Scenario,
     design: &ValidDesign,
-    dialect: crate::sql::Dialect,
+    dialect: Dialect,
     limits: Limits,
-    mutation: crate::sim::Mutation,
+    mutation: Mutation,
     f: &mut dyn FnMut(Schedule),
 ) -> Result<u64, CheckError> {
     let mut model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
     model.mutation = mutation;
     let clean = clean_run(&model);
     explore(&model, &clean, limits, &mut |plan, _| {
-        let traced = Sim::run_in(&model, plan, false, true, Some(&clean), dialect);
+        let traced = Sim::run(
+            &model,
+            plan,
+            Offers::Ignore,
+            Trace::In(dialect),
+            Some(&clean),
+        );
         let faults = plan
             .iter()
             .map(|(point, fault)| {
@@ -271,9 +272,15 @@ fn verdict(
     let mut traced: BTreeMap<Plan, Outcome> = BTreeMap::new();
     for (i, req) in scenario.requirements.iter().enumerate() {
         let counterexample = best[i].as_ref().map(|plan| {
-            let outcome = traced
-                .entry(plan.clone())
-                .or_insert_with(|| Sim::run(model, plan, false, true, Some(clean)));
+            let outcome = traced.entry(plan.clone()).or_insert_with(|| {
+                Sim::run(
+                    model,
+                    plan,
+                    Offers::Ignore,
+                    Trace::In(Dialect::Display),
+                    Some(clean),
+                )
+            });
             let miss = outcome.misses[i]
                 .clone()
                 .expect("a traced replay misses what the search saw it miss");
@@ -658,7 +665,7 @@ pub fn replay(
                 None => return Err(format!("unknown failure kind \"{other}\"")),
             },
         };
-        let offers = Sim::run(&model, &plan, true, false, Some(&clean)).offers;
+        let offers = Sim::run(&model, &plan, Offers::Record, Trace::Off, Some(&clean)).offers;
         if !offers.contains(&(point, fault)) {
             return Err(format!(
                 "the schedule offers no {kind} at choice point {point}"
@@ -666,5 +673,12 @@ pub fn replay(
         }
         plan.push((point, fault));
     }
-    Ok(Sim::run(&model, &plan, false, true, Some(&clean)).trace)
+    Ok(Sim::run(
+        &model,
+        &plan,
+        Offers::Ignore,
+        Trace::In(Dialect::Display),
+        Some(&clean),
+    )
+    .trace)
 }

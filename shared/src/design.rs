@@ -10,7 +10,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
-use crate::scenario::{Scenario, TableRole};
+use crate::scenario::{Palette, Scenario, TableRole};
 
 /// The largest design accepted, so that a hostile graph cannot make validation expensive.
 pub const MAX_NODES: usize = 64;
@@ -394,14 +394,128 @@ impl ValidDesign {
     }
 }
 
+// The palette is scenario data, but which of its fields belongs to a node kind is a question
+// about designs, so the lookup lives here and the scenario format stays free of design types.
+impl Palette {
+    /// The allowed option values of one kind, or `None` when the kind is not offered.
+    pub fn kind(&self, kind: NodeKind) -> Option<&BTreeMap<String, Vec<String>>> {
+        use NodeKind as K;
+        match kind {
+            K::SourceTable => self.source_table.as_ref(),
+            K::Stream => self.stream.as_ref(),
+            K::Sender => self.sender.as_ref(),
+            K::BatchJob => self.batch_job.as_ref(),
+            K::StreamConsumer => self.stream_consumer.as_ref(),
+            K::Table => self.table.as_ref(),
+        }
+    }
+}
+
 /// One problem with a design: where (a JSON path such as `nodes[2].options.write`), a
 /// machine-readable code, and a sentence a student understands.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct DesignError {
     pub path: String,
-    pub code: String,
+    pub code: DesignErrorCode,
     pub message: String,
+}
+
+/// What kind of problem a [`DesignError`] is, for a program to act on (the server answers
+/// `graph_too_large` for [`DesignErrorCode::TooManyNodes`], for instance). It serialises as
+/// the snake_case name that [`DesignErrorCode::as_str`] returns.
+///
+/// The variants are declared in the alphabetical order of those names, so that sorting a list
+/// of errors orders it exactly as sorting by the names would: the order a student reads the
+/// problems in does not depend on how the code is stored.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DesignErrorCode {
+    BadKey,
+    BadOptionValue,
+    BadWiring,
+    BadWrite,
+    Cycle,
+    DanglingEdge,
+    DuplicateEdge,
+    DuplicateId,
+    DuplicateSink,
+    Empty,
+    ExtraNode,
+    Incomplete,
+    /// No more precise reason: a caller's answer for a refused design whose list of problems
+    /// is empty. The validator itself never reports it.
+    Invalid,
+    MalformedJson,
+    MissingField,
+    MissingOption,
+    NoColumn,
+    NoKey,
+    NoPartition,
+    NoStep,
+    NotAnObject,
+    NotConnected,
+    NotInPalette,
+    TooLong,
+    TooManyEdges,
+    TooManyInputs,
+    TooManyNodes,
+    TooManyOutputs,
+    UnknownField,
+    UnknownKind,
+    UnknownName,
+    UnknownOption,
+    WrongSource,
+    WrongType,
+}
+
+impl DesignErrorCode {
+    /// The code's name, as it appears in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DesignErrorCode::BadKey => "bad_key",
+            DesignErrorCode::BadOptionValue => "bad_option_value",
+            DesignErrorCode::BadWiring => "bad_wiring",
+            DesignErrorCode::BadWrite => "bad_write",
+            DesignErrorCode::Cycle => "cycle",
+            DesignErrorCode::DanglingEdge => "dangling_edge",
+            DesignErrorCode::DuplicateEdge => "duplicate_edge",
+            DesignErrorCode::DuplicateId => "duplicate_id",
+            DesignErrorCode::DuplicateSink => "duplicate_sink",
+            DesignErrorCode::Empty => "empty",
+            DesignErrorCode::ExtraNode => "extra_node",
+            DesignErrorCode::Incomplete => "incomplete",
+            DesignErrorCode::Invalid => "invalid",
+            DesignErrorCode::MalformedJson => "malformed_json",
+            DesignErrorCode::MissingField => "missing_field",
+            DesignErrorCode::MissingOption => "missing_option",
+            DesignErrorCode::NoColumn => "no_column",
+            DesignErrorCode::NoKey => "no_key",
+            DesignErrorCode::NoPartition => "no_partition",
+            DesignErrorCode::NoStep => "no_step",
+            DesignErrorCode::NotAnObject => "not_an_object",
+            DesignErrorCode::NotConnected => "not_connected",
+            DesignErrorCode::NotInPalette => "not_in_palette",
+            DesignErrorCode::TooLong => "too_long",
+            DesignErrorCode::TooManyEdges => "too_many_edges",
+            DesignErrorCode::TooManyInputs => "too_many_inputs",
+            DesignErrorCode::TooManyNodes => "too_many_nodes",
+            DesignErrorCode::TooManyOutputs => "too_many_outputs",
+            DesignErrorCode::UnknownField => "unknown_field",
+            DesignErrorCode::UnknownKind => "unknown_kind",
+            DesignErrorCode::UnknownName => "unknown_name",
+            DesignErrorCode::UnknownOption => "unknown_option",
+            DesignErrorCode::WrongSource => "wrong_source",
+            DesignErrorCode::WrongType => "wrong_type",
+        }
+    }
+}
+
+impl fmt::Display for DesignErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl fmt::Display for DesignError {
@@ -413,10 +527,10 @@ impl fmt::Display for DesignError {
 struct Errors(Vec<DesignError>);
 
 impl Errors {
-    fn push(&mut self, path: impl Into<String>, code: &str, message: impl Into<String>) {
+    fn push(&mut self, path: impl Into<String>, code: DesignErrorCode, message: impl Into<String>) {
         self.0.push(DesignError {
             path: path.into(),
-            code: code.into(),
+            code,
             message: message.into(),
         });
     }
@@ -427,7 +541,7 @@ pub fn parse_design(text: &str) -> Result<Design, Vec<DesignError>> {
     let json: Json = serde_json::from_str(text).map_err(|e| {
         vec![DesignError {
             path: "$".into(),
-            code: "malformed_json".into(),
+            code: DesignErrorCode::MalformedJson,
             message: format!("the design is not valid JSON: {e}"),
         }]
     })?;
@@ -440,7 +554,7 @@ pub fn design_from_json(json: &Json) -> Result<Design, Vec<DesignError>> {
     let Some(object) = json.as_object() else {
         errors.push(
             "$",
-            "not_an_object",
+            DesignErrorCode::NotAnObject,
             "a design is a JSON object with \"nodes\" and \"edges\"",
         );
         return Err(errors.0);
@@ -449,7 +563,7 @@ pub fn design_from_json(json: &Json) -> Result<Design, Vec<DesignError>> {
         if key != "nodes" && key != "edges" {
             errors.push(
                 format!("$.{key}"),
-                "unknown_field",
+                DesignErrorCode::UnknownField,
                 format!("unknown field \"{key}\"; a design has only \"nodes\" and \"edges\""),
             );
         }
@@ -458,14 +572,14 @@ pub fn design_from_json(json: &Json) -> Result<Design, Vec<DesignError>> {
     match object.get("nodes") {
         None => errors.push(
             "$.nodes",
-            "missing_field",
+            DesignErrorCode::MissingField,
             "a design needs a \"nodes\" list",
         ),
         Some(Json::Array(list)) => {
             if list.len() > MAX_NODES {
                 errors.push(
                     "$.nodes",
-                    "too_many_nodes",
+                    DesignErrorCode::TooManyNodes,
                     format!(
                         "a design may have at most {MAX_NODES} nodes; this one has {}",
                         list.len()
@@ -479,7 +593,11 @@ pub fn design_from_json(json: &Json) -> Result<Design, Vec<DesignError>> {
                 }
             }
         }
-        Some(_) => errors.push("$.nodes", "wrong_type", "\"nodes\" must be a list"),
+        Some(_) => errors.push(
+            "$.nodes",
+            DesignErrorCode::WrongType,
+            "\"nodes\" must be a list",
+        ),
     }
     let mut edges = Vec::new();
     match object.get("edges") {
@@ -488,7 +606,7 @@ pub fn design_from_json(json: &Json) -> Result<Design, Vec<DesignError>> {
             if list.len() > MAX_EDGES {
                 errors.push(
                     "$.edges",
-                    "too_many_edges",
+                    DesignErrorCode::TooManyEdges,
                     format!(
                         "a design may have at most {MAX_EDGES} edges; this one has {}",
                         list.len()
@@ -501,7 +619,7 @@ pub fn design_from_json(json: &Json) -> Result<Design, Vec<DesignError>> {
                 let Some(obj) = edge.as_object() else {
                     errors.push(
                         path,
-                        "wrong_type",
+                        DesignErrorCode::WrongType,
                         "an edge is an object {\"from\": …, \"to\": …}",
                     );
                     continue;
@@ -510,7 +628,7 @@ pub fn design_from_json(json: &Json) -> Result<Design, Vec<DesignError>> {
                     if key != "from" && key != "to" {
                         errors.push(
                             format!("{path}.{key}"),
-                            "unknown_field",
+                            DesignErrorCode::UnknownField,
                             format!(
                                 "unknown field \"{key}\"; an edge has only \"from\" and \"to\""
                             ),
@@ -524,7 +642,11 @@ pub fn design_from_json(json: &Json) -> Result<Design, Vec<DesignError>> {
                 }
             }
         }
-        Some(_) => errors.push("$.edges", "wrong_type", "\"edges\" must be a list"),
+        Some(_) => errors.push(
+            "$.edges",
+            DesignErrorCode::WrongType,
+            "\"edges\" must be a list",
+        ),
     }
     if errors.0.is_empty() {
         Ok(Design { nodes, edges })
@@ -544,7 +666,7 @@ fn string_field(
         Some(Json::String(_)) => {
             errors.push(
                 format!("{path}.{key}"),
-                "empty",
+                DesignErrorCode::Empty,
                 format!("\"{key}\" must not be empty"),
             );
             None
@@ -552,7 +674,7 @@ fn string_field(
         Some(_) => {
             errors.push(
                 format!("{path}.{key}"),
-                "wrong_type",
+                DesignErrorCode::WrongType,
                 format!("\"{key}\" must be a string"),
             );
             None
@@ -560,7 +682,7 @@ fn string_field(
         None => {
             errors.push(
                 format!("{path}.{key}"),
-                "missing_field",
+                DesignErrorCode::MissingField,
                 format!("\"{key}\" is missing"),
             );
             None
@@ -572,14 +694,14 @@ fn node_from_json(path: &str, json: &Json, errors: &mut Errors) -> Option<Node> 
     let Some(obj) = json.as_object() else {
         errors.push(
             path,
-            "wrong_type",
+            DesignErrorCode::WrongType,
             "a node is an object with \"id\", \"kind\" and \"options\"",
         );
         return None;
     };
     for key in obj.keys() {
         if !matches!(key.as_str(), "id" | "kind" | "options" | "position") {
-            errors.push(format!("{path}.{key}"), "unknown_field", format!("unknown field \"{key}\"; a node has \"id\", \"kind\", \"options\" and \"position\""));
+            errors.push(format!("{path}.{key}"), DesignErrorCode::UnknownField, format!("unknown field \"{key}\"; a node has \"id\", \"kind\", \"options\" and \"position\""));
         }
     }
     let id = string_field(path, obj, "id", errors);
@@ -587,7 +709,7 @@ fn node_from_json(path: &str, json: &Json, errors: &mut Errors) -> Option<Node> 
         if id.len() > 64 {
             errors.push(
                 format!("{path}.id"),
-                "too_long",
+                DesignErrorCode::TooLong,
                 "a node id may have at most 64 characters",
             );
         }
@@ -599,7 +721,7 @@ fn node_from_json(path: &str, json: &Json, errors: &mut Errors) -> Option<Node> 
                 let known: Vec<&str> = NodeKind::ALL.iter().map(|k| k.name()).collect();
                 errors.push(
                     format!("{path}.kind"),
-                    "unknown_kind",
+                    DesignErrorCode::UnknownKind,
                     format!(
                         "unknown node kind \"{s}\"; the kinds are {}",
                         known.join(", ")
@@ -611,7 +733,7 @@ fn node_from_json(path: &str, json: &Json, errors: &mut Errors) -> Option<Node> 
         Some(_) => {
             errors.push(
                 format!("{path}.kind"),
-                "wrong_type",
+                DesignErrorCode::WrongType,
                 "\"kind\" must be a string",
             );
             None
@@ -619,7 +741,7 @@ fn node_from_json(path: &str, json: &Json, errors: &mut Errors) -> Option<Node> 
         None => {
             errors.push(
                 format!("{path}.kind"),
-                "missing_field",
+                DesignErrorCode::MissingField,
                 "\"kind\" is missing",
             );
             None
@@ -631,7 +753,7 @@ fn node_from_json(path: &str, json: &Json, errors: &mut Errors) -> Option<Node> 
         Some(_) => {
             errors.push(
                 format!("{path}.options"),
-                "wrong_type",
+                DesignErrorCode::WrongType,
                 "\"options\" must be an object",
             );
             Map::new()
@@ -644,7 +766,7 @@ fn node_from_json(path: &str, json: &Json, errors: &mut Errors) -> Option<Node> 
             _ => {
                 errors.push(
                     format!("{path}.position"),
-                    "wrong_type",
+                    DesignErrorCode::WrongType,
                     "\"position\" must be {\"x\": number, \"y\": number}",
                 );
                 None
@@ -678,7 +800,7 @@ pub fn validate(scenario: &Scenario, design: Design) -> Result<ValidDesign, Vec<
         if index.insert(node.id.as_str(), i).is_some() {
             errors.push(
                 format!("$.nodes[{i}].id"),
-                "duplicate_id",
+                DesignErrorCode::DuplicateId,
                 format!("two nodes are called \"{}\"; ids must be unique", node.id),
             );
         }
@@ -706,7 +828,7 @@ pub fn validate(scenario: &Scenario, design: Design) -> Result<ValidDesign, Vec<
         if source.is_none() {
             errors.push(
                 format!("{path}.from"),
-                "dangling_edge",
+                DesignErrorCode::DanglingEdge,
                 format!(
                     "the edge starts at \"{}\", which is not a node of the design",
                     edge.from
@@ -716,7 +838,7 @@ pub fn validate(scenario: &Scenario, design: Design) -> Result<ValidDesign, Vec<
         if target.is_none() {
             errors.push(
                 format!("{path}.to"),
-                "dangling_edge",
+                DesignErrorCode::DanglingEdge,
                 format!(
                     "the edge ends at \"{}\", which is not a node of the design",
                     edge.to
@@ -729,7 +851,7 @@ pub fn validate(scenario: &Scenario, design: Design) -> Result<ValidDesign, Vec<
         if !seen_edges.insert((s, t)) {
             errors.push(
                 path,
-                "duplicate_edge",
+                DesignErrorCode::DuplicateEdge,
                 format!("\"{}\" is already connected to \"{}\"", edge.from, edge.to),
             );
             continue;
@@ -737,7 +859,7 @@ pub fn validate(scenario: &Scenario, design: Design) -> Result<ValidDesign, Vec<
         if s == t {
             errors.push(
                 path,
-                "cycle",
+                DesignErrorCode::Cycle,
                 format!(
                     "\"{}\" is connected to itself; a pipeline flows one way",
                     edge.from
@@ -752,7 +874,7 @@ pub fn validate(scenario: &Scenario, design: Design) -> Result<ValidDesign, Vec<
         let names: Vec<&str> = cycle.iter().map(|&i| design.nodes[i].id.as_str()).collect();
         errors.push(
             "$.edges",
-            "cycle",
+            DesignErrorCode::Cycle,
             format!(
                 "the edges form a cycle ({} → {}); a pipeline flows one way",
                 names.join(" → "),
@@ -771,7 +893,7 @@ pub fn validate(scenario: &Scenario, design: Design) -> Result<ValidDesign, Vec<
         if let Some(why) = wiring_refusal(design.nodes[s].kind, design.nodes[t].kind) {
             errors.push(
                 format!("$.edges[{e}]"),
-                "bad_wiring",
+                DesignErrorCode::BadWiring,
                 format!("\"{}\" cannot feed \"{}\": {why}", edge.from, edge.to),
             );
         }
@@ -818,7 +940,7 @@ fn typed_options(
     if palette.is_none() {
         errors.push(
             format!("{path}.kind"),
-            "not_in_palette",
+            DesignErrorCode::NotInPalette,
             format!(
                 "this scenario does not offer {} ({})",
                 node.kind.describe(),
@@ -831,7 +953,7 @@ fn typed_options(
             let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
             errors.push(
                 format!("{path}.options.{key}"),
-                "unknown_option",
+                DesignErrorCode::UnknownOption,
                 format!(
                     "{} has no option \"{key}\"; its options are {}",
                     node.kind,
@@ -868,7 +990,7 @@ fn typed_options(
                         None => {
                             errors.push(
                                 &opath,
-                                "bad_option_value",
+                                DesignErrorCode::BadOptionValue,
                                 format!(
                                     "\"{s}\" is not a value of {}; choose one of {}",
                                     spec.name,
@@ -881,7 +1003,7 @@ fn typed_options(
                     Some(_) => {
                         errors.push(
                             &opath,
-                            "wrong_type",
+                            DesignErrorCode::WrongType,
                             format!(
                                 "{} must be a string, one of {}",
                                 spec.name,
@@ -895,7 +1017,7 @@ fn typed_options(
                     if !allowed.iter().any(|a| a == v) {
                         errors.push(
                             &opath,
-                            "not_in_palette",
+                            DesignErrorCode::NotInPalette,
                             format!(
                                 "{} {v} is not offered in this scenario; choose one of {}",
                                 spec.name,
@@ -916,7 +1038,7 @@ fn typed_options(
                         _ => {
                             errors.push(
                                 &opath,
-                                "bad_option_value",
+                                DesignErrorCode::BadOptionValue,
                                 format!("{} must be a whole number from 1 to {max}", spec.name),
                             );
                             None
@@ -925,7 +1047,7 @@ fn typed_options(
                     Some(_) => {
                         errors.push(
                             &opath,
-                            "wrong_type",
+                            DesignErrorCode::WrongType,
                             format!("{} must be a whole number from 1 to {max}", spec.name),
                         );
                         None
@@ -935,7 +1057,7 @@ fn typed_options(
                     if !allowed.iter().any(|a| a == &v.to_string()) {
                         errors.push(
                             &opath,
-                            "not_in_palette",
+                            DesignErrorCode::NotInPalette,
                             format!(
                                 "{} {v} is not offered here; choose one of {}",
                                 spec.name,
@@ -979,7 +1101,7 @@ fn typed_options(
                     }
                     None => errors.push(
                         &opath,
-                        "missing_option",
+                        DesignErrorCode::MissingOption,
                         format!(
                             "choose which {what} this node stands for: {}",
                             candidates.join(", ")
@@ -990,7 +1112,7 @@ fn typed_options(
                             if !allowed.contains(s) {
                                 errors.push(
                                     &opath,
-                                    "not_in_palette",
+                                    DesignErrorCode::NotInPalette,
                                     format!(
                                         "{what} {s} is not offered here; choose one of {}",
                                         allowed.join(", ")
@@ -1002,7 +1124,7 @@ fn typed_options(
                     }
                     Some(Json::String(s)) => errors.push(
                         &opath,
-                        "unknown_name",
+                        DesignErrorCode::UnknownName,
                         format!(
                             "this scenario has no {what} \"{s}\"; its {what}s are {}",
                             candidates.join(", ")
@@ -1010,7 +1132,7 @@ fn typed_options(
                     ),
                     Some(_) => errors.push(
                         &opath,
-                        "wrong_type",
+                        DesignErrorCode::WrongType,
                         format!("{} must be the name of a {what}", spec.name),
                     ),
                 }
@@ -1028,7 +1150,7 @@ fn typed_options(
                 Some(Json::String(s)) => key = Some(vec![s.clone()]),
                 Some(_) => errors.push(
                     &opath,
-                    "wrong_type",
+                    DesignErrorCode::WrongType,
                     "key must be a list of column names, such as [\"order_id\"]",
                 ),
             },
@@ -1165,7 +1287,7 @@ fn extract_pipeline(
         };
         errors.push(
             "$.nodes",
-            "incomplete",
+            DesignErrorCode::Incomplete,
             format!("the design has no {what} yet; add one and connect it"),
         );
         return None;
@@ -1174,7 +1296,7 @@ fn extract_pipeline(
         for &p in &processors[1..] {
             errors.push(
                 node_path(p),
-                "extra_node",
+                DesignErrorCode::ExtraNode,
                 "this scenario runs one job or consumer; remove the extra one",
             );
         }
@@ -1188,7 +1310,7 @@ fn extract_pipeline(
         if i != p && !inputs.contains(&i) && !outputs.contains(&i) {
             errors.push(
                 node_path(i),
-                "not_connected",
+                DesignErrorCode::NotConnected,
                 format!("\"{}\" is not connected to the pipeline", node.id),
             );
         }
@@ -1196,7 +1318,7 @@ fn extract_pipeline(
     if inputs.is_empty() {
         errors.push(
             node_path(p),
-            "incomplete",
+            DesignErrorCode::Incomplete,
             format!(
                 "\"{}\" has no input; connect a source to it",
                 design.nodes[p].id
@@ -1206,7 +1328,7 @@ fn extract_pipeline(
     if inputs.len() > 1 {
         errors.push(
             node_path(p),
-            "too_many_inputs",
+            DesignErrorCode::TooManyInputs,
             format!(
                 "\"{}\" reads from one source; remove the other connections",
                 design.nodes[p].id
@@ -1216,7 +1338,7 @@ fn extract_pipeline(
     if outputs.is_empty() {
         errors.push(
             node_path(p),
-            "incomplete",
+            DesignErrorCode::Incomplete,
             format!(
                 "\"{}\" writes nowhere; connect it to a warehouse table",
                 design.nodes[p].id
@@ -1253,7 +1375,11 @@ fn extract_pipeline(
                             offered.join(" or ")
                         )
                     };
-                    errors.push(format!("{}.options.key", node_path(o)), "bad_key", message);
+                    errors.push(
+                        format!("{}.options.key", node_path(o)),
+                        DesignErrorCode::BadKey,
+                        message,
+                    );
                 }
                 k.clone()
             }
@@ -1262,7 +1388,7 @@ fn extract_pipeline(
         if matches!(write, WriteMode::Merge | WriteMode::InsertIgnore) && key.is_empty() {
             errors.push(
                 format!("{}.options.write", node_path(o)),
-                "no_key",
+                DesignErrorCode::NoKey,
                 format!(
                     "{} needs a key, and {table} has no natural key to write by",
                     write.name()
@@ -1272,7 +1398,7 @@ fn extract_pipeline(
         if *write == WriteMode::DeleteInsert && def.partition.is_none() {
             errors.push(
                 format!("{}.options.write", node_path(o)),
-                "no_partition",
+                DesignErrorCode::NoPartition,
                 format!("delete_insert replaces one day, and {table} has no date partition"),
             );
         }
@@ -1285,7 +1411,7 @@ fn extract_pipeline(
         if sinks_by_table.insert(table.clone(), sink).is_some() {
             errors.push(
                 format!("{}.options.table", node_path(o)),
-                "duplicate_sink",
+                DesignErrorCode::DuplicateSink,
                 format!("two nodes write {table}; keep one"),
             );
         }
@@ -1293,27 +1419,27 @@ fn extract_pipeline(
     match (&typed[p], &typed[input]) {
         (Some(TypedOptions::BatchJob(job)), Some(TypedOptions::SourceTable(source))) => {
             let Some(job_def) = &scenario.job else {
-                errors.push(node_path(p), "not_in_palette", "this scenario has no batch job");
+                errors.push(node_path(p), DesignErrorCode::NotInPalette, "this scenario has no batch job");
                 return None;
             };
             if *source != job_def.source {
-                errors.push(format!("{}.options.table", node_path(input)), "wrong_source", format!("the job reads {}, not {source}", job_def.source));
+                errors.push(format!("{}.options.table", node_path(input)), DesignErrorCode::WrongSource, format!("the job reads {}, not {source}", job_def.source));
             }
             let mut sinks = Vec::new();
             for step in &job_def.steps {
                 match sinks_by_table.remove(step.target()) {
                     Some(s) => sinks.push(s),
-                    None => errors.push(node_path(p), "incomplete", format!("the step \"{}\" writes {}; connect the job to a {} table", step.title(), step.target(), step.target())),
+                    None => errors.push(node_path(p), DesignErrorCode::Incomplete, format!("the step \"{}\" writes {}; connect the job to a {} table", step.title(), step.target(), step.target())),
                 }
             }
             for (table, sink) in sinks_by_table {
                 let i = design.nodes.iter().position(|n| n.id == sink.node).unwrap_or(0);
-                errors.push(format!("{}.options.table", node_path(i)), "no_step", format!("the job has no step that writes {table}"));
+                errors.push(format!("{}.options.table", node_path(i)), DesignErrorCode::NoStep, format!("the job has no step that writes {table}"));
             }
             if job.loaded_at != LoadedAt::None {
                 for sink in &sinks {
                     if scenario.table(&sink.table).and_then(|t| t.column_index("loaded_at")).is_none() {
-                        errors.push(format!("{}.options.loaded_at", node_path(p)), "no_column", format!("{} has no loaded_at column to stamp", sink.table));
+                        errors.push(format!("{}.options.loaded_at", node_path(p)), DesignErrorCode::NoColumn, format!("{} has no loaded_at column to stamp", sink.table));
                     }
                 }
             }
@@ -1327,13 +1453,13 @@ fn extract_pipeline(
         }
         (Some(TypedOptions::StreamConsumer(consumer)), Some(source @ (TypedOptions::Stream(_) | TypedOptions::Sender(_)))) => {
             if sinks_by_table.len() != 1 || outputs.len() != 1 {
-                errors.push(node_path(p), "too_many_outputs", "a stream consumer writes one table");
+                errors.push(node_path(p), DesignErrorCode::TooManyOutputs, "a stream consumer writes one table");
                 return None;
             }
             let sink = sinks_by_table.into_values().next()?;
             if sink.write == WriteMode::DeleteInsert {
                 let i = design.nodes.iter().position(|n| n.id == sink.node).unwrap_or(0);
-                errors.push(format!("{}.options.write", node_path(i)), "bad_write", "a consumer writes one message at a time; delete_insert replaces a day and makes no sense here");
+                errors.push(format!("{}.options.write", node_path(i)), DesignErrorCode::BadWrite, "a consumer writes one message at a time; delete_insert replaces a day and makes no sense here");
                 return None;
             }
             match source {
@@ -1346,7 +1472,7 @@ fn extract_pipeline(
                 }),
                 TypedOptions::Sender(sender) => {
                     let Some(def) = scenario.senders.first() else {
-                        errors.push(node_path(input), "not_in_palette", "this scenario has no sender");
+                        errors.push(node_path(input), DesignErrorCode::NotInPalette, "this scenario has no sender");
                         return None;
                     };
                     Some(Pipeline::Sender {

@@ -5,24 +5,50 @@
 //! server. Every iteration order is deterministic, so the same design and scenario always give
 //! the same verdict, byte for byte.
 //!
+//! The modules are listed from the bottom up: each one uses only modules above it, so the
+//! crate has no circle of imports.
+//!
+//! - [`verdict`]: the verdict of a check, plain data that graders, the canvas and the CLI read.
+//! - `dialect`: the SQL dialects, public as [`sql::Dialect`].
+//! - [`value`]: typed values, their SQL comparison and literals, and the simulated clock's
+//!   time format.
+//! - `fingerprint`: 128-bit fingerprints of tables and simulator states, for the search.
+//! - [`warehouse`]: the simulated database: tables, transactions and the SQL writes.
 //! - [`scenario`]: the scenario file format that course authors write.
 //! - [`design`]: the graph a student draws, and its validation against a scenario.
-//! - [`check`]: the exhaustive check that answers with a [`verdict::Verdict`].
-//! - [`sql`]: the SQL a design amounts to.
+//! - `model`: a scenario and a design compiled together into what the simulator runs.
+//! - [`sql`]: the SQL a design amounts to, for the trace and the canvas.
+//! - `run`: the run of one failure schedule on a compiled model, with its trace.
+//! - [`check`]: the exhaustive check over every schedule, which answers with a
+//!   [`verdict::Verdict`].
+//! - [`authoring`]: the checks on scenario files for course authors.
 
-pub mod authoring;
-pub mod check;
-pub mod design;
-mod fingerprint;
-pub mod scenario;
-pub mod sim;
-pub mod sql;
-pub mod value;
+// The blank lines between the declarations keep rustfmt from sorting them by name, so that
+// they stay in the order of the layers above.
 pub mod verdict;
+
+mod dialect;
+pub mod value;
+
+mod fingerprint;
 pub mod warehouse;
 
+pub mod scenario;
+
+pub mod design;
+
+mod model;
+
+pub mod sql;
+
+mod run;
+
+pub mod check;
+
+pub mod authoring;
+
 pub use check::{check, check_json, check_with, scenario_hash, CheckError, Limits};
-pub use design::{validate, validate_json, Design, DesignError, ValidDesign};
+pub use design::{validate, validate_json, Design, DesignError, DesignErrorCode, ValidDesign};
 pub use scenario::Scenario;
 pub use verdict::Verdict;
 

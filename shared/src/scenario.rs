@@ -357,21 +357,6 @@ pub struct Palette {
     pub table: Option<BTreeMap<String, Vec<String>>>,
 }
 
-impl Palette {
-    /// The allowed option values of one kind, or `None` when the kind is not offered.
-    pub fn kind(&self, kind: crate::design::NodeKind) -> Option<&BTreeMap<String, Vec<String>>> {
-        use crate::design::NodeKind as K;
-        match kind {
-            K::SourceTable => self.source_table.as_ref(),
-            K::Stream => self.stream.as_ref(),
-            K::Sender => self.sender.as_ref(),
-            K::BatchJob => self.batch_job.as_ref(),
-            K::StreamConsumer => self.stream_consumer.as_ref(),
-            K::Table => self.table.as_ref(),
-        }
-    }
-}
-
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]

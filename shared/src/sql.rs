@@ -6,35 +6,13 @@
 use chrono::{NaiveDate, NaiveDateTime};
 
 use crate::design::{
-    DateFilter, JobOptions, LoadedAt, OffsetCommit, Pipeline, ValidDesign, WriteMode,
+    DateFilter, JobOptions, LoadedAt, OffsetCommit, Transaction, ValidDesign, WriteMode,
 };
+pub use crate::dialect::Dialect;
+use crate::model::{CStep, Model, Shape, Sink, StepKind};
 use crate::scenario::{Scenario, StepDef};
-use crate::sim::{CStep, Sink, StepKind};
 use crate::value::{ColumnType, Value};
 use crate::warehouse::{Row, Table};
-
-/// Which SQL to render.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Dialect {
-    /// PostgreSQL as a student reads it: a job that asks the clock shows `CURRENT_DATE - 1`.
-    #[default]
-    Display,
-    /// PostgreSQL to execute: the day the clock gave is a literal.
-    Postgres,
-    /// SQLite to execute: ISO text for dates, and `INSERT … ON CONFLICT DO UPDATE` for `MERGE`.
-    Sqlite,
-}
-
-impl Dialect {
-    fn lit(self) -> Dialect {
-        if self == Dialect::Display {
-            Dialect::Postgres
-        } else {
-            self
-        }
-    }
-}
 
 pub(crate) struct Ctx<'a> {
     pub tables: &'a [Table],
@@ -297,47 +275,43 @@ pub struct SqlBlock {
 /// The SQL a valid design amounts to, for the canvas's SQL view: the job's statements for its
 /// first run, or the consumer's statements for one message (with `:field` placeholders).
 pub fn design_sql(scenario: &Scenario, design: &ValidDesign) -> Vec<SqlBlock> {
-    let Ok(model) = crate::sim::Model::compile(scenario, design) else {
+    let Ok(model) = Model::compile(scenario, design) else {
         return Vec::new();
     };
-    match (&model.shape, design.pipeline()) {
-        (crate::sim::Shape::Batch { steps, runs, .. }, Pipeline::Batch { job, .. }) => {
-            let Some(run) = runs.first() else {
+    let (consumer, is_stream) = match &model.shape {
+        Shape::Batch(b) => {
+            let Some(run) = b.runs.first() else {
                 return Vec::new();
             };
-            batch_sql(&model, steps, job, run.logical_date, run.start)
+            return batch_sql(&model, &b.steps, &b.job, run.logical_date, run.start);
         }
-        (
-            crate::sim::Shape::Stream { sink, .. } | crate::sim::Shape::Sender { sink, .. },
-            Pipeline::Stream { consumer, .. } | Pipeline::Sender { consumer, .. },
-        ) => {
-            let table = &model.initial.tables[sink.table];
-            let cols = table.columns.clone();
-            let literals: Vec<String> = cols.iter().map(|c| format!(":{c}")).collect();
-            let write = message_sql(table, sink, &cols, &literals, Dialect::Display);
-            let is_stream = matches!(design.pipeline(), Pipeline::Stream { .. });
-            let sql = if !is_stream {
-                format!("-- for each message the sender delivers, then ack it\n{write}")
-            } else {
-                match consumer.offset_commit {
-                    OffsetCommit::BeforeWrite => format!("-- for each message at :offset\n-- 1. commit offset :offset + 1 to the broker (commitSync)\n-- 2. write the row\n{write}"),
-                    OffsetCommit::AfterWrite => format!("-- for each message at :offset\n-- 1. write the row\n{write}\n-- 2. commit offset :offset + 1 to the broker (commitSync)"),
-                    OffsetCommit::WithWrite => format!(
-                        "-- for each message at :offset: the row and the offset in one transaction\nBEGIN;\n{write}\nUPDATE consumer_offsets SET next_offset = :offset + 1 WHERE consumer = 'consumer';\nCOMMIT;"
-                    ),
-                }
-            };
-            vec![SqlBlock {
-                title: format!("consumer → {}", table.name),
-                sql,
-            }]
+        Shape::Stream(s) => (&s.consumer, true),
+        Shape::Sender(s) => (&s.consumer, false),
+    };
+    let sink = &consumer.sink;
+    let table = &model.initial.tables[sink.table];
+    let cols = table.columns.clone();
+    let literals: Vec<String> = cols.iter().map(|c| format!(":{c}")).collect();
+    let write = message_sql(table, sink, &cols, &literals, Dialect::Display);
+    let sql = if !is_stream {
+        format!("-- for each message the sender delivers, then ack it\n{write}")
+    } else {
+        match consumer.options.offset_commit {
+            OffsetCommit::BeforeWrite => format!("-- for each message at :offset\n-- 1. commit offset :offset + 1 to the broker (commitSync)\n-- 2. write the row\n{write}"),
+            OffsetCommit::AfterWrite => format!("-- for each message at :offset\n-- 1. write the row\n{write}\n-- 2. commit offset :offset + 1 to the broker (commitSync)"),
+            OffsetCommit::WithWrite => format!(
+                "-- for each message at :offset: the row and the offset in one transaction\nBEGIN;\n{write}\nUPDATE consumer_offsets SET next_offset = :offset + 1 WHERE consumer = 'consumer';\nCOMMIT;"
+            ),
         }
-        _ => Vec::new(),
-    }
+    };
+    vec![SqlBlock {
+        title: format!("consumer → {}", table.name),
+        sql,
+    }]
 }
 
 fn batch_sql(
-    model: &crate::sim::Model,
+    model: &Model,
     steps: &[CStep],
     job: &JobOptions,
     logical: NaiveDate,
@@ -363,7 +337,7 @@ fn batch_sql(
         dialect: Dialect::Display,
     };
     let mut out = Vec::new();
-    let per_run = job.transaction == crate::design::Transaction::PerRun;
+    let per_run = job.transaction == Transaction::PerRun;
     if per_run {
         out.push(SqlBlock {
             title: "open one transaction".into(),

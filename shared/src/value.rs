@@ -111,15 +111,15 @@ impl Value {
 
     /// The value as a SQL literal (PostgreSQL).
     pub fn sql_literal(&self) -> String {
-        self.literal(crate::sql::Dialect::Postgres)
+        self.literal(crate::dialect::Dialect::Postgres)
     }
 
     /// The value as a SQL literal of a dialect. SQLite has no date types: dates and times are
     /// ISO text, which compares in the same order.
-    pub fn literal(&self, dialect: crate::sql::Dialect) -> String {
+    pub fn literal(&self, dialect: crate::dialect::Dialect) -> String {
         match (self, dialect) {
-            (Value::Date(d), crate::sql::Dialect::Sqlite) => return format!("'{d}'"),
-            (Value::Timestamp(t), crate::sql::Dialect::Sqlite) => {
+            (Value::Date(d), crate::dialect::Dialect::Sqlite) => return format!("'{d}'"),
+            (Value::Timestamp(t), crate::dialect::Dialect::Sqlite) => {
                 return format!("'{}'", format_sql_time(*t))
             }
             _ => {}
@@ -253,15 +253,15 @@ mod tests {
         assert_eq!(parse_timestamp("2026-01-10 01:02:03"), Some(t));
         assert_eq!(parse_timestamp("2026-01-10T1:2:3"), Some(t));
         assert_eq!(
-            Value::Timestamp(t).literal(crate::sql::Dialect::Sqlite),
+            Value::Timestamp(t).literal(crate::dialect::Dialect::Sqlite),
             "'2026-01-10 01:02:03'"
         );
         assert_eq!(
-            Value::Timestamp(t).literal(crate::sql::Dialect::Postgres),
+            Value::Timestamp(t).literal(crate::dialect::Dialect::Postgres),
             "TIMESTAMP '2026-01-10 01:02:03'"
         );
         assert_eq!(
-            Value::Date(t.date()).literal(crate::sql::Dialect::Postgres),
+            Value::Date(t.date()).literal(crate::dialect::Dialect::Postgres),
             "DATE '2026-01-10'"
         );
         for bad in [

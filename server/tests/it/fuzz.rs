@@ -313,7 +313,7 @@ fn assert_design_errors(errors: &[shared::DesignError], input: &Value) {
             "every problem has a JSON path: {e:?}"
         );
         assert!(
-            !e.message.trim().is_empty() && !e.code.is_empty(),
+            !e.message.trim().is_empty() && !e.code.as_str().is_empty(),
             "every problem says what is wrong: {e:?}"
         );
     }

@@ -9,7 +9,10 @@ fn errors(design: serde_json::Value) -> Vec<(String, String)> {
     let s = scenario_file("safe-retry");
     match validate_json(&s, &design) {
         Ok(_) => Vec::new(),
-        Err(list) => list.into_iter().map(|e| (e.path, e.code)).collect(),
+        Err(list) => list
+            .into_iter()
+            .map(|e| (e.path, e.code.as_str().to_string()))
+            .collect(),
     }
 }
 
@@ -162,7 +165,7 @@ fn write_modes_need_what_they_use() {
         &crate::chapter::stream_design("after_write", "insert_ignore"),
     )
     .unwrap_err();
-    assert!(list.iter().any(|e| e.code == "no_key"), "{list:?}");
+    assert!(list.iter().any(|e| e.code.as_str() == "no_key"), "{list:?}");
     let list = validate_json(
         &s,
         &crate::chapter::stream_design("after_write", "delete_insert"),
@@ -170,7 +173,7 @@ fn write_modes_need_what_they_use() {
     .unwrap_err();
     assert!(
         list.iter()
-            .any(|e| e.code == "no_partition" || e.code == "bad_write"),
+            .any(|e| e.code.as_str() == "no_partition" || e.code.as_str() == "bad_write"),
         "{list:?}"
     );
 }
@@ -183,7 +186,12 @@ fn hostile_graphs_are_refused_early() {
     let list = errors(json!({"nodes": nodes, "edges": []}));
     assert!(has(&list, "$.nodes", "too_many_nodes"), "{list:?}");
     assert!(has(&errors(json!([1, 2])), "$", "not_an_object"));
-    assert!(shared::design::parse_design("{\"nodes\": [").unwrap_err()[0].code == "malformed_json");
+    assert!(
+        shared::design::parse_design("{\"nodes\": [").unwrap_err()[0]
+            .code
+            .as_str()
+            == "malformed_json"
+    );
 }
 
 #[test]
@@ -224,4 +232,31 @@ fn the_sql_view_shows_the_chapters_statements() {
         sql.find("commit offset").unwrap() < sql.find("INSERT INTO").unwrap(),
         "commit before write: {sql}"
     );
+}
+
+/// The server and the canvas read a design error's code from JSON: the enum must serialise as
+/// the same snake_case name that `as_str` gives, and read back from it.
+#[test]
+fn error_codes_serialise_as_their_names() {
+    let s = scenario_file("safe-retry");
+    let mut list = validate_json(
+        &s,
+        &json!({
+            "nodes": [
+                {"id": "a", "kind": "table", "colour": "red"},
+                {"id": "a", "kind": "no_such_kind"}
+            ],
+            "edges": [{"from": "a", "to": "b"}]
+        }),
+    )
+    .unwrap_err();
+    list.extend(shared::design::parse_design("{").unwrap_err());
+    assert!(list.len() >= 3, "{list:?}");
+    for e in &list {
+        let json = serde_json::to_value(e).unwrap();
+        assert_eq!(json["code"], json!(e.code.as_str()), "{e:?}");
+        assert_eq!(e.code.to_string(), e.code.as_str());
+        let back: shared::DesignError = serde_json::from_value(json).unwrap();
+        assert_eq!(&back, e);
+    }
 }

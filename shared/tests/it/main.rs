@@ -2,6 +2,7 @@
 
 mod chapter;
 mod designs;
+mod golden;
 mod pipelines;
 mod properties;
 mod search;

@@ -14,12 +14,18 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use crate::check::{check_json, CheckError};
 use crate::design::{NodeKind, OptionValues};
 use crate::scenario::{
     Check, ColumnDef, Condition, ExampleDesign, FailureSpec, JobDef, Op, Palette, Requirement,
     RunDef, Scenario, SenderDef, StepDef, StreamDef, TableDef, TableRole, WrongDesign,
 };
 use crate::value::{ColumnType, Value};
+use crate::verdict::Verdict;
+
+mod json_position;
+
+use json_position::{child_key, line_column, offset_of, Spans};
 
 /// One problem in a scenario file: the file, the JSON path inside it, and a message an
 /// author can act on.
@@ -212,27 +218,6 @@ fn report_serde(
     );
 }
 
-fn offset_of(text: &str, line: usize, column: usize) -> usize {
-    let mut start = 0;
-    for _ in 1..line.max(1) {
-        match text[start..].find('\n') {
-            Some(i) => start += i + 1,
-            None => break,
-        }
-    }
-    (start + column.saturating_sub(1)).min(text.len().saturating_sub(1))
-}
-
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text.as_bytes()[..offset.min(text.len())];
-    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let line_start = before
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
-    (line, offset - line_start + 1)
-}
-
 const TOP_LEVEL: &[&str] = &[
     "$schema",
     "id",
@@ -335,192 +320,6 @@ fn check_parts(text: &str, spans: &Spans, out: &mut Diagnostics) {
     list("requirements", out, &one::<Requirement>);
     list("reference_designs", out, &one::<ExampleDesign>);
     list("wrong_designs", out, &one::<WrongDesign>);
-}
-
-fn child_key(parent: &str, key: &str) -> String {
-    let plain = !key.is_empty()
-        && key.chars().enumerate().all(|(i, c)| {
-            c == '_' || c == '$' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit())
-        });
-    if plain {
-        format!("{parent}.{key}")
-    } else {
-        format!("{parent}[{}]", Json::String(key.to_string()))
-    }
-}
-
-/// Where each value of a JSON text starts and ends, by JSON path.
-struct Spans {
-    /// (path, start byte, end byte), children before their parents.
-    entries: Vec<(String, usize, usize)>,
-}
-
-impl Spans {
-    /// The most a scenario nests; deeper values are not given paths of their own.
-    const MAX_DEPTH: usize = 64;
-
-    fn scan(text: &str) -> Spans {
-        let mut spans = Spans {
-            entries: Vec::new(),
-        };
-        let mut i = 0;
-        spans.value(text.as_bytes(), &mut i, "$".to_string(), 0);
-        spans
-    }
-
-    fn span(&self, path: &str) -> Option<(usize, usize)> {
-        self.entries
-            .iter()
-            .find(|(p, _, _)| p == path)
-            .map(|&(_, s, e)| (s, e))
-    }
-
-    /// The path of the last field called `name` that starts at or before `offset`.
-    fn last_key_before(&self, name: &str, offset: usize) -> Option<String> {
-        let suffix = child_key("", name);
-        self.entries
-            .iter()
-            .filter(|(p, s, _)| *s <= offset && p.ends_with(&suffix))
-            .max_by_key(|(_, s, _)| *s)
-            .map(|(p, _, _)| p.clone())
-    }
-
-    /// The innermost value that contains `offset`.
-    fn path_at(&self, offset: usize) -> String {
-        self.entries
-            .iter()
-            .filter(|(_, s, e)| *s <= offset && offset <= *e)
-            .min_by_key(|(_, s, e)| e - s)
-            .map_or_else(|| "$".to_string(), |(p, _, _)| p.clone())
-    }
-
-    fn value(&mut self, b: &[u8], i: &mut usize, path: String, depth: usize) {
-        skip_ws(b, i);
-        let start = *i;
-        match b.get(*i) {
-            Some(b'{') => {
-                *i += 1;
-                loop {
-                    skip_ws(b, i);
-                    match b.get(*i) {
-                        Some(b'}') => {
-                            *i += 1;
-                            break;
-                        }
-                        Some(b',') => {
-                            *i += 1;
-                            continue;
-                        }
-                        Some(b'"') => {}
-                        _ => break,
-                    }
-                    let key_start = *i;
-                    skip_string(b, i);
-                    let key: String = std::str::from_utf8(&b[key_start..*i])
-                        .ok()
-                        .and_then(|k| serde_json::from_str(k).ok())
-                        .unwrap_or_default();
-                    skip_ws(b, i);
-                    if b.get(*i) == Some(&b':') {
-                        *i += 1;
-                    }
-                    let child = child_key(&path, &key);
-                    if depth < Self::MAX_DEPTH {
-                        self.value(b, i, child, depth + 1);
-                    } else {
-                        skip_value(b, i);
-                    }
-                }
-            }
-            Some(b'[') => {
-                *i += 1;
-                let mut index = 0;
-                loop {
-                    skip_ws(b, i);
-                    match b.get(*i) {
-                        Some(b']') => {
-                            *i += 1;
-                            break;
-                        }
-                        Some(b',') => {
-                            *i += 1;
-                            continue;
-                        }
-                        None => break,
-                        _ => {}
-                    }
-                    if depth < Self::MAX_DEPTH {
-                        self.value(b, i, format!("{path}[{index}]"), depth + 1);
-                    } else {
-                        skip_value(b, i);
-                    }
-                    index += 1;
-                }
-            }
-            Some(b'"') => skip_string(b, i),
-            Some(_) => skip_scalar(b, i),
-            None => {}
-        }
-        self.entries.push((path, start, *i));
-    }
-}
-
-fn skip_ws(b: &[u8], i: &mut usize) {
-    while matches!(b.get(*i), Some(b' ' | b'\t' | b'\r' | b'\n')) {
-        *i += 1;
-    }
-}
-
-fn skip_string(b: &[u8], i: &mut usize) {
-    *i += 1;
-    while let Some(&c) = b.get(*i) {
-        *i += 1;
-        match c {
-            b'\\' => *i += 1,
-            b'"' => return,
-            _ => {}
-        }
-    }
-}
-
-fn skip_scalar(b: &[u8], i: &mut usize) {
-    while !matches!(
-        b.get(*i),
-        None | Some(b',' | b']' | b'}' | b' ' | b'\t' | b'\r' | b'\n')
-    ) {
-        *i += 1;
-    }
-}
-
-/// Skips a whole value without recording paths (past the depth limit), bounded by the text.
-fn skip_value(b: &[u8], i: &mut usize) {
-    skip_ws(b, i);
-    let mut depth = 0usize;
-    while let Some(&c) = b.get(*i) {
-        match c {
-            b'"' => {
-                skip_string(b, i);
-                if depth == 0 {
-                    return;
-                }
-                continue;
-            }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                if depth == 0 {
-                    return;
-                }
-                depth -= 1;
-                if depth == 0 {
-                    *i += 1;
-                    return;
-                }
-            }
-            b',' if depth == 0 => return,
-            _ => {}
-        }
-        *i += 1;
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1585,27 +1384,22 @@ fn check_designs(s: &Scenario, names_ok: bool, out: &mut Diagnostics) {
 }
 
 /// Checks one design with the real simulator; problems go to `out` under the design's path.
-fn verdict(
-    s: &Scenario,
-    path: &str,
-    design: &Json,
-    out: &mut Diagnostics,
-) -> Option<crate::Verdict> {
-    match crate::check_json(s, design) {
+fn verdict(s: &Scenario, path: &str, design: &Json, out: &mut Diagnostics) -> Option<Verdict> {
+    match check_json(s, design) {
         Ok(v) => Some(v),
-        Err(crate::CheckError::Design(errors)) => {
+        Err(CheckError::Design(errors)) => {
             for e in errors {
                 out.push(under(path, &e.path), e.message);
             }
             None
         }
-        Err(crate::CheckError::Scenario(errors)) => {
+        Err(CheckError::Scenario(errors)) => {
             for e in errors {
                 out.push(e.path, e.message);
             }
             None
         }
-        Err(crate::CheckError::TooLarge { schedules, limit }) => {
+        Err(CheckError::TooLarge { schedules, limit }) => {
             out.push(path.to_string(), format!("checking this design stopped after {schedules} schedules ({limit}); lower failures.bound, or use fewer messages or crash points"));
             None
         }
@@ -1615,15 +1409,6 @@ fn verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn spans_give_the_innermost_path() {
-        let text = r#"{"a": [1, {"b": "x"}], "c d": 2}"#;
-        let spans = Spans::scan(text);
-        assert_eq!(spans.path_at(text.find("\"x\"").unwrap()), "$.a[1].b");
-        assert_eq!(spans.path_at(text.find('2').unwrap()), "$[\"c d\"]");
-        assert_eq!(spans.span("$.a[0]"), Some((7, 8)));
-    }
 
     #[test]
     fn an_unknown_field_is_named_in_the_path() {
