@@ -4,7 +4,7 @@
 
 use rust_decimal::Decimal;
 
-use super::{serr, ScenarioError};
+use super::error::{serr, ScenarioError};
 use crate::scenario::{Check, Condition, Op, Scenario};
 use crate::value::{ColumnType, Value};
 use crate::warehouse::{Row, Table};

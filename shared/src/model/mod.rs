@@ -19,9 +19,12 @@ use crate::value::{ColumnType, Value};
 use crate::warehouse::{Row, Table, Warehouse};
 
 mod checks;
+mod error;
 
 use checks::{compile_checks, compile_conds};
 pub(crate) use checks::{eval, CCheck, Cond};
+use error::serr;
+pub use error::ScenarioError;
 
 /// A deliberately wrong model of SQL, so that the conformance runner's own tests can prove it
 /// catches a simulator that disagrees with a real database. Checks never use one.
@@ -31,20 +34,6 @@ pub enum Mutation {
     None,
     /// ROLLBACK keeps the rows the transaction wrote.
     RollbackKeepsRows,
-}
-
-/// A problem in a scenario file that only shows when it is compiled against a design.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct ScenarioError {
-    pub path: String,
-    pub message: String,
-}
-
-fn serr(path: impl Into<String>, message: impl Into<String>) -> ScenarioError {
-    ScenarioError {
-        path: path.into(),
-        message: message.into(),
-    }
 }
 
 #[derive(Clone, Debug)]
