@@ -1,8 +1,9 @@
 //! Pipeline Builder's server: the REST API that the canvas and graders share, persistence
 //! in SQLite or PostgreSQL, grading, and the `pipeline-builder` command line.
 //!
-//! The server never decides a verdict itself: every check is `shared::check_json`, run off
-//! the async threads. It must never answer a client's mistake with a 5xx or a panic.
+//! The server never decides a verdict itself: every verdict comes from `shared`'s check, run
+//! by [`checker`] on the request's thread when it is small and on the blocking pool when it
+//! is not. It must never answer a client's mistake with a 5xx or a panic.
 //!
 //! - [`app`]: the router with its tower-http layers, serving and shutdown.
 //! - [`state`]: what requests share, handed out part by part through axum's `FromRef`.
