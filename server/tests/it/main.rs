@@ -7,6 +7,7 @@ mod api;
 mod cli;
 mod common;
 mod crash;
+mod docs;
 mod fuzz;
 mod load;
 mod openapi;
