@@ -8,6 +8,7 @@ mod cli;
 mod common;
 mod crash;
 mod fuzz;
+mod limits;
 mod load;
 mod openapi;
 mod outage;
