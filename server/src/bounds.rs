@@ -100,7 +100,7 @@ pub fn answer_for_replay(body: &Json, max_bytes: usize) -> Json {
                 .filter(|(name, value)| {
                     name.as_str() != "verdict"
                         && name.as_str() != "design"
-                        && serde_json::to_vec(value).map_or(false, |b| b.len() <= 1024)
+                        && serde_json::to_vec(value).is_ok_and(|b| b.len() <= 1024)
                 })
                 .map(|(name, value)| (name.clone(), value.clone()))
                 .collect(),

@@ -138,7 +138,7 @@ async fn hostile_traffic_from_one_address_stores_a_bounded_amount_and_is_swept()
         }
     }
     assert!(
-        kept >= 1 && kept <= 4,
+        (1..=4).contains(&kept),
         "the drafts' cap (1 MiB) holds: {kept} kept"
     );
 
