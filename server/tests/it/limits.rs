@@ -692,3 +692,100 @@ async fn shutting_down_lets_a_request_in_flight_finish() {
         "no longer accepting"
     );
 }
+
+#[tokio::test]
+async fn the_sweep_and_the_drafts_cap_work_on_postgres() {
+    let Some(database) = crate::postgres::database("the sweep").await else {
+        return;
+    };
+    let store = server::Store::connect(&database.url).await.unwrap();
+    let config = Config {
+        idempotency_ttl: Duration::from_secs(1),
+        workless_session_ttl: Duration::from_secs(1),
+        draft_bytes_per_student: 2_000,
+        ..Config::default()
+    };
+    let app = crate::common::spawn_app_on(store, config.clone(), TempDir::new("limits-pg"));
+    let (worker, _) = app.new_student().await;
+    let worker = As::student(&worker);
+    for _ in 0..3 {
+        app.new_student().await;
+    }
+    let draft = json!({"design": {"nodes": [], "note": "n".repeat(1_200)}});
+    assert_eq!(
+        app.put("/api/drafts/safe-retry", &worker, &draft)
+            .await
+            .status,
+        StatusCode::OK
+    );
+    // Replacing a draft counts it once; a second one would pass the cap.
+    assert_eq!(
+        app.put("/api/drafts/safe-retry", &worker, &draft)
+            .await
+            .status,
+        StatusCode::OK
+    );
+    let refused = app.put("/api/drafts/safe-rerun", &worker, &draft).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "{}",
+        refused.text
+    );
+    for i in 0..3 {
+        let answer = app
+            .send(
+                Method::POST,
+                "/api/submissions",
+                &worker,
+                &[("idempotency-key", &format!("pg-{i}"))],
+                Some(serde_json::to_vec(&json!({"scenario": "safe-retry", "design": design_with_unknown_keys(3, 10)})).unwrap()),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    }
+    let early = server::sweep::sweep_once(app.state.store(), &config, app.state.metrics())
+        .await
+        .unwrap();
+    assert_eq!((early.idempotency, early.sessions), (0, 0));
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let swept = server::sweep::sweep_once(app.state.store(), &config, app.state.metrics())
+        .await
+        .unwrap();
+    assert_eq!(swept.idempotency, 3);
+    assert_eq!(
+        swept.sessions, 3,
+        "the three sessions with no work, not the one with a draft"
+    );
+    assert_eq!(
+        app.get("/api/drafts/safe-retry", &worker).await.status,
+        StatusCode::OK
+    );
+}
+
+#[test]
+fn the_sweep_command_removes_what_has_expired() {
+    let dir = TempDir::new("limits-sweep-cli");
+    let output = std::process::Command::new(crate::processes::BIN)
+        .args([
+            "sweep",
+            "--database-url",
+            &dir.sqlite_url(),
+            "--idempotency-ttl-hours",
+            "0",
+            "--workless-session-days",
+            "0",
+        ])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("pipeline-builder sweep runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "removed 0 idempotency record(s) and 0 session(s) with no work"
+    );
+}
