@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use axum::body::{Body, Bytes};
+use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRef, MatchedPath, Request, State};
 use axum::handler::Handler;
 use axum::http::{header, HeaderName, StatusCode};
@@ -258,6 +258,10 @@ pub async fn shutdown_signal() {
 /// arrived. A body still arriving then is cut, and the request is answered 408 `timeout`
 /// (`crate::error::read_body`), however slowly it trickles in.
 async fn body_deadline(State(timeout): State<Duration>, request: Request, next: Next) -> Response {
+    if request.body().is_end_stream() {
+        // No body to wait for (most GETs): no timer.
+        return next.run(request).await;
+    }
     let request = request.map(|body| {
         Body::new(DeadlineBody {
             inner: body,
@@ -300,6 +304,10 @@ impl http_body::Body for DeadlineBody {
     }
 }
 
+/// The most bytes of a request's line and headers; past it hyper answers 431. (hyper's own
+/// default is about 400 KiB; a browser's request is a few KiB.)
+pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+
 /// Serves `state` on `listener` until ctrl-c or SIGTERM.
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
     serve_until(listener, state, shutdown_signal()).await
@@ -334,6 +342,7 @@ pub async fn serve_until(
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(config.header_timeout)
+        .max_buf_size(MAX_HEADER_BYTES)
         .keep_alive(true);
     tokio::pin!(shutdown);
     loop {

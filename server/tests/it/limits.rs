@@ -573,6 +573,34 @@ async fn a_silent_or_stalled_connection_is_closed_within_the_header_timeout() {
 }
 
 #[tokio::test]
+async fn a_huge_request_head_is_refused_before_the_router() {
+    let server = running(Config::default()).await;
+    let mut huge = TcpStream::connect(server.address).await.unwrap();
+    let mut head = "Y".repeat(200_000).into_bytes();
+    head.extend_from_slice(b" /api/scenarios HTTP/1.1\r\nHost: x\r\n\r\n");
+    // The server may stop reading before the whole head is written.
+    let _ = huge.write_all(&head).await;
+    let (answer, closed) = read_until_closed(&mut huge, Duration::from_secs(5)).await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(closed.is_some(), "the connection is closed");
+    assert!(
+        text.is_empty() || text.starts_with("HTTP/1.1 431"),
+        "{text}"
+    );
+    let metrics = reqwest::get(format!("http://{}/metrics", server.address))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !metrics.contains("YYYY") && metrics.len() < 16 * 1024,
+        "{} bytes",
+        metrics.len()
+    );
+}
+
+#[tokio::test]
 async fn a_slow_body_is_cut_by_the_body_timeout() {
     let server = running(Config {
         body_timeout: Duration::from_secs(1),
