@@ -1,17 +1,25 @@
 //! The application: its router with tower-http's layers, and serving it.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRef, MatchedPath, Request, State};
 use axum::handler::Handler;
 use axum::http::{header, HeaderName, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, get_service, post};
 use axum::Router;
-use tower::ServiceBuilder;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::sync::Semaphore;
+use tower::{ServiceBuilder, ServiceExt};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::compression::CompressionLayer;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -23,7 +31,7 @@ use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
 use crate::auth;
-use crate::error::{body_too_large, AppError, ErrorCode};
+use crate::error::{body_too_large, AppError, BodyTimedOut, ErrorCode};
 use crate::headers;
 use crate::limit;
 use crate::metrics::Metrics;
@@ -96,11 +104,13 @@ pub fn router(state: AppState) -> Router {
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request| {
                     let id = request.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
-                    tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
+                    let method = crate::metrics::method_label(request.method().as_str());
+                    tracing::info_span!("request", method = %method, uri = %crate::bounds::clip(&request.uri().to_string(), 512), request_id = %id)
                 })
                 .on_response(DefaultOnResponse::new().level(Level::INFO)),
         )
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(middleware::from_fn_with_state(config.body_timeout, body_deadline))
         .layer(middleware::from_fn_with_state(state.clone(), track_metrics))
         .layer(middleware::from_fn_with_state(state.clone(), limit::rate_limit))
         .layer(CompressionLayer::new())
@@ -124,7 +134,9 @@ async fn track_metrics(
     next: Next,
 ) -> Response {
     let started = Instant::now();
-    let method = request.method().as_str().to_string();
+    // A standard method or `other`; a route template, `unmatched` or `static`: the labels
+    // stay few whatever clients send.
+    let method = crate::metrics::method_label(request.method().as_str());
     let route = match request.extensions().get::<MatchedPath>() {
         Some(p) => p.as_str().to_string(),
         None if request.uri().path().starts_with("/api") => "unmatched".to_string(),
@@ -132,7 +144,7 @@ async fn track_metrics(
     };
     let response = next.run(request).await;
     metrics.observe_request(
-        &method,
+        method,
         &route,
         response.status().as_u16(),
         started.elapsed(),
@@ -242,13 +254,148 @@ pub async fn shutdown_signal() {
     tracing::info!("shutting down: finishing the requests in flight");
 }
 
+/// Middleware: a deadline on reading the request's body, `timeout` from when its headers
+/// arrived. A body still arriving then is cut, and the request is answered 408 `timeout`
+/// (`crate::error::read_body`), however slowly it trickles in.
+async fn body_deadline(State(timeout): State<Duration>, request: Request, next: Next) -> Response {
+    if request.body().is_end_stream() {
+        // No body to wait for (most GETs): no timer.
+        return next.run(request).await;
+    }
+    let request = request.map(|body| {
+        Body::new(DeadlineBody {
+            inner: body,
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+        })
+    });
+    next.run(request).await
+}
+
+/// A body that fails with [`BodyTimedOut`] once its deadline passes.
+struct DeadlineBody {
+    inner: Body,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl http_body::Body for DeadlineBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        let this = &mut *self;
+        if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+            return Poll::Ready(frame);
+        }
+        match this.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(BodyTimedOut)))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The most bytes of a request's line and headers; past it hyper answers 431. (hyper's own
+/// default is about 400 KiB; a browser's request is a few KiB.)
+pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+
 /// Serves `state` on `listener` until ctrl-c or SIGTERM.
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
-    // The peer address is the rate limit's key for a client with neither token nor session.
-    axum::serve(
-        listener,
-        router(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    serve_until(listener, state, shutdown_signal()).await
+}
+
+/// Serves `state` on `listener` until `shutdown` resolves, then stops accepting and lets the
+/// requests in flight finish (idle connections are closed at once).
+///
+/// Rationale: `axum::serve` has no header-read or idle timeout and no cap on connections, so
+/// the accept loop is written here over hyper's HTTP/1 connection: a connection must send a
+/// request's headers within `Config::header_timeout`, and a kept-alive one is closed when no
+/// next request starts within it; at most `Config::max_connections` are open at once, and
+/// past that new connections wait, unaccepted, in the listen queue until one closes. The
+/// sweeper (`crate::sweep`) runs alongside, every `Config::sweep_period`.
+pub async fn serve_until(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let config = state.config().clone();
+    let sweeper = config.sweep_period.map(|period| {
+        crate::sweep::spawn(
+            state.store().clone(),
+            Arc::<crate::config::Config>::from_ref(&state),
+            Arc::<Metrics>::from_ref(&state),
+            period,
+        )
+    });
+    let app = router(state);
+    let connections = Arc::new(Semaphore::new(config.max_connections.max(1)));
+    let graceful = GracefulShutdown::new();
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(config.header_timeout)
+        .max_buf_size(MAX_HEADER_BYTES)
+        .keep_alive(true);
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            permit = Arc::clone(&connections).acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            () = &mut shutdown => break,
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    if !is_connection_error(&e) {
+                        // Out of file descriptors, say: wait for some to close.
+                        tracing::error!(error = %e, "cannot accept a connection");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        // The peer address is the rate limit's key (`crate::limit`).
+        let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+            request.extensions_mut().insert(ConnectInfo(peer));
+            app.clone().oneshot(request.map(Body::new))
+        });
+        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, %peer, "a connection ended with an error");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    if let Some(sweeper) = sweeper {
+        sweeper.abort();
+    }
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// Errors of one connection that do not stop the accept loop from accepting the next.
+fn is_connection_error(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionRefused
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
     )
-    .with_graceful_shutdown(shutdown_signal())
-    .await
 }

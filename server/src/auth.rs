@@ -229,7 +229,7 @@ pub fn new_token() -> Result<String, getrandom::Error> {
 
 /// The name of the active token `token` is, if any. Every active hash is compared, each in
 /// constant time, so the answer's timing does not tell how much of a guess was right.
-async fn verify_token(store: &Store, token: &str) -> Result<Option<String>, AppError> {
+pub async fn verify_token(store: &Store, token: &str) -> Result<Option<String>, AppError> {
     let presented = hash_token(token);
     let mut found = None;
     for (name, stored) in store.active_tokens().await? {

@@ -23,6 +23,31 @@ pub const DEFAULT_VERDICT_CACHE_MIB: usize = 64;
 pub const DEFAULT_RATE_LIMIT_PER_SECOND: u32 = 100;
 /// Requests one client may make at once before the sustained rate applies.
 pub const DEFAULT_RATE_LIMIT_BURST: u32 = 200;
+/// How many times one client's limit one address gets (every request spends from its
+/// address's bucket too: a classroom behind one NAT address shares it).
+pub const DEFAULT_ADDRESS_RATE_FACTOR: u32 = 10;
+/// Requests per second one address may make for pages, static files and `/readyz`/`/metrics`.
+pub const DEFAULT_PAGE_RATE_LIMIT_PER_SECOND: u32 = 50;
+/// Page requests one address may make at once (a classroom loading the app together).
+pub const DEFAULT_PAGE_RATE_LIMIT_BURST: u32 = 500;
+/// How long an `Idempotency-Key`'s stored answer is kept, in hours.
+pub const DEFAULT_IDEMPOTENCY_TTL_HOURS: u64 = 24;
+/// The largest answer kept for replaying an `Idempotency-Key`, in bytes; a larger one is kept
+/// in a short form (see `crate::bounds::answer_for_replay`).
+pub const DEFAULT_IDEMPOTENCY_ANSWER_MAX_BYTES: usize = 64 * 1024;
+/// The most bytes of drafts one student may keep, over every scenario.
+pub const DEFAULT_DRAFT_BYTES_PER_STUDENT: usize = 1024 * 1024;
+/// How long a session with no work (no attempt, no draft) is kept, in days.
+pub const DEFAULT_WORKLESS_SESSION_DAYS: u64 = 7;
+/// How often the sweeper removes what has expired, in seconds.
+pub const DEFAULT_SWEEP_PERIOD_SECONDS: u64 = 600;
+/// How long a connection may take to send a request's headers, and may sit idle between two
+/// requests, in seconds.
+pub const DEFAULT_HEADER_TIMEOUT_SECONDS: u64 = 10;
+/// How long a request's body may take to arrive, in seconds (shorter than the request timeout).
+pub const DEFAULT_BODY_TIMEOUT_SECONDS: u64 = 60;
+/// The most connections open at once; past it, new connections wait to be accepted.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// Limits and places the server is started with.
 #[derive(Clone, Debug)]
@@ -53,6 +78,33 @@ pub struct Config {
     pub floor_route: bool,
     /// The memory for verdicts already given (`crate::verdicts`); 0 checks every design anew.
     pub verdict_cache_bytes: usize,
+    /// How many times one client's rate limit each address gets; every request spends from
+    /// its address's bucket as well as from its token's or session's.
+    pub address_rate_factor: f64,
+    /// The per-address limit of everything that is not `/api` (pages, static files,
+    /// `/readyz`, `/metrics`); `/healthz` is never limited. Off when `rate_limit` is off.
+    pub page_rate_limit: Option<RateLimit>,
+    /// Reverse proxies whose `X-Forwarded-For` names the client; empty: the header is ignored.
+    pub trusted_proxies: Vec<crate::limit::Cidr>,
+    /// When set, `/metrics` requires `Authorization: Bearer <this>`.
+    pub metrics_token: Option<String>,
+    /// How long an `Idempotency-Key` and its stored answer are kept.
+    pub idempotency_ttl: Duration,
+    /// The largest answer stored for replay, in bytes (serialized JSON).
+    pub idempotency_answer_max_bytes: usize,
+    /// The most bytes of drafts one student may keep, over every scenario.
+    pub draft_bytes_per_student: usize,
+    /// How long a session with no attempt and no draft is kept.
+    pub workless_session_ttl: Duration,
+    /// How often `app::serve` sweeps what has expired; `None`: never (tests sweep by hand).
+    pub sweep_period: Option<Duration>,
+    /// How long a connection may take to send a request's headers, and may sit idle between
+    /// two requests, before it is closed.
+    pub header_timeout: Duration,
+    /// How long a request's body may take to arrive before the request is answered `timeout`.
+    pub body_timeout: Duration,
+    /// The most connections open at once; past it, new ones wait in the listen queue.
+    pub max_connections: usize,
 }
 
 impl Default for Config {
@@ -72,6 +124,21 @@ impl Default for Config {
             rate_limit: Some(RateLimit::default()),
             floor_route: false,
             verdict_cache_bytes: DEFAULT_VERDICT_CACHE_MIB * 1024 * 1024,
+            address_rate_factor: f64::from(DEFAULT_ADDRESS_RATE_FACTOR),
+            page_rate_limit: Some(RateLimit {
+                per_second: f64::from(DEFAULT_PAGE_RATE_LIMIT_PER_SECOND),
+                burst: f64::from(DEFAULT_PAGE_RATE_LIMIT_BURST),
+            }),
+            trusted_proxies: Vec::new(),
+            metrics_token: None,
+            idempotency_ttl: Duration::from_secs(DEFAULT_IDEMPOTENCY_TTL_HOURS * 3600),
+            idempotency_answer_max_bytes: DEFAULT_IDEMPOTENCY_ANSWER_MAX_BYTES,
+            draft_bytes_per_student: DEFAULT_DRAFT_BYTES_PER_STUDENT,
+            workless_session_ttl: Duration::from_secs(DEFAULT_WORKLESS_SESSION_DAYS * 86_400),
+            sweep_period: Some(Duration::from_secs(DEFAULT_SWEEP_PERIOD_SECONDS)),
+            header_timeout: Duration::from_secs(DEFAULT_HEADER_TIMEOUT_SECONDS),
+            body_timeout: Duration::from_secs(DEFAULT_BODY_TIMEOUT_SECONDS),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }

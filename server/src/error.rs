@@ -16,6 +16,8 @@ use serde_json::Value as Json;
 use shared::DesignError;
 use utoipa::ToSchema;
 
+use crate::bounds;
+
 /// What went wrong, for machines: the `code` of every error body. The names are stable (clients
 /// and graders' scripts match on them), so a variant is never renamed, only added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
@@ -233,13 +235,15 @@ impl AppError {
         .retry_after(DATABASE_RETRY_AFTER_SECONDS)
     }
 
+    /// The error's body. What it echoes of the client's input is clipped
+    /// ([`crate::bounds`]): a hostile body cannot make a large answer, nor a large stored one.
     pub fn body(&self) -> Json {
         serde_json::to_value(ErrorBody {
             error: ErrorDetail {
                 code: self.code,
-                message: self.message.clone(),
-                path: self.path.clone(),
-                details: self.details.clone(),
+                message: bounds::clip_message(&self.message),
+                path: self.path.as_deref().map(bounds::clip_path),
+                details: self.details.as_deref().map(bounds::clip_details),
             },
         })
         .unwrap_or(Json::Null)
@@ -321,6 +325,8 @@ pub async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes,
     Bytes::from_request(req, state).await.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             body_too_large()
+        } else if is_body_timeout(&rejection) {
+            body_timeout()
         } else {
             AppError::new(
                 StatusCode::BAD_REQUEST,
@@ -329,6 +335,40 @@ pub async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes,
             )
         }
     })
+}
+
+/// Why a request body stopped: it took longer than the server's body-read timeout
+/// (`crate::app`'s deadline on every request body).
+#[derive(Debug)]
+pub struct BodyTimedOut;
+
+impl fmt::Display for BodyTimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the request body took too long to arrive")
+    }
+}
+
+impl std::error::Error for BodyTimedOut {}
+
+/// True when reading the body failed because of [`BodyTimedOut`].
+fn is_body_timeout(rejection: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(rejection);
+    while let Some(e) = cause {
+        if e.is::<BodyTimedOut>() || e.to_string().contains(&BodyTimedOut.to_string()) {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
+}
+
+/// 408: the body did not arrive within the body-read timeout.
+pub fn body_timeout() -> AppError {
+    AppError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        ErrorCode::Timeout,
+        "the request body took too long to arrive and was refused",
+    )
 }
 
 pub fn body_too_large() -> AppError {

@@ -18,9 +18,12 @@
 //! - [`report`]: verdicts in words and in Gradescope's shape.
 //! - [`limit`]: per-client rate limits; [`headers`]: the security headers of every answer.
 //! - [`load`]: the load generator behind `pipeline-builder load`.
+//! - [`bounds`]: how much of a client's input answers repeat and the store keeps.
+//! - [`sweep`]: removing expired idempotency records and sessions with no work.
 
 pub mod app;
 pub mod auth;
+pub mod bounds;
 pub mod catalogue;
 pub mod checker;
 pub mod config;
@@ -34,6 +37,7 @@ pub mod report;
 pub mod routes;
 pub mod state;
 pub mod store;
+pub mod sweep;
 pub mod verdicts;
 
 pub use app::router;

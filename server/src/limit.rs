@@ -1,73 +1,230 @@
 //! Per-client rate limits, so that one client cannot starve the others.
 //!
-//! A client is its grader token (hashed), else its student session cookie, else its peer IP
-//! address. Each client has a token bucket: `burst` requests at once, refilled at
-//! `per_second`. A request past it is answered `429 rate_limited` with `Retry-After`, before
-//! any work is done. The limit reads no database, so it holds during an outage too.
+//! Every `/api` request spends from two token buckets: its address's, and its identity's when
+//! it has one — a grader token or a student session that the server *verified* (the
+//! verification is remembered for [`IDENTITY_CACHE_TTL`] in a bounded table keyed by the
+//! sha256 of the credential). A credential the server cannot verify (a made-up token or
+//! cookie) names no identity: the request spends from its address's bucket alone, so
+//! inventing credentials never buys a fresh bucket. An address gets
+//! `Config::address_rate_factor` times one client's limit, since a classroom behind one NAT
+//! address shares it. A request past either bucket is answered `429 rate_limited` with
+//! `Retry-After`, before any work is done; the address is checked first, so that a refused
+//! request costs no database lookup.
 //!
-//! Only `/api/…` is limited: the probes (`/healthz`, `/readyz`, `/metrics`) and the web app's
-//! static files are not, so that a classroom behind one NAT address can load the page at once.
-//! For the same reason a peer address, which a whole classroom may share until each browser
-//! has its session, gets [`SHARED_ADDRESS_FACTOR`] times the limit of one client.
+//! Pages, static files, `/readyz` and `/metrics` spend from a separate, more generous bucket
+//! per address (`Config::page_rate_limit`); `/healthz` is never limited.
 //!
-//! Rationale: a hand-written bucket table instead of a rate-limiting crate, because the key
-//! (token, then cookie, then address) is ours and the table must stay bounded: past
-//! `MAX_CLIENTS` entries the idle ones are dropped, and if every entry is busy the table
-//! starts over (failing open rather than refusing clients it has no room to remember).
+//! The address is the TCP peer's, unless the peer is a trusted reverse proxy
+//! (`Config::trusted_proxies`): then `X-Forwarded-For` names the client — the right-most
+//! address in it that is not itself a trusted proxy. From anyone else the header is ignored.
+//!
+//! Rationale: a hand-written bucket table instead of a rate-limiting crate, because the keys
+//! are ours and the table must stay bounded: past `MAX_CLIENTS` entries the idle ones are
+//! dropped, and if every entry is busy the table starts over (failing open rather than
+//! refusing clients it has no room to remember).
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
 
 use crate::auth;
-use crate::config::RateLimit;
+use crate::config::{Config, RateLimit};
 use crate::error::{AppError, ErrorCode};
+use crate::store::Store;
 
-/// How many times one client's limit a peer address gets: a classroom behind one NAT address
-/// opens its sessions (`GET /api/session`, keyed by address until the cookie is set) at once.
+/// How many times one client's limit a peer address gets by default
+/// (`Config::address_rate_factor`).
 pub const SHARED_ADDRESS_FACTOR: f64 = 10.0;
+
+/// How long a credential's verification is remembered for choosing its bucket. A token
+/// revoked meanwhile still names its bucket this long; it is refused by the routes at once.
+pub const IDENTITY_CACHE_TTL: Duration = Duration::from_secs(60);
+
+/// How long the limiter waits for the database to verify a credential; past it (an outage)
+/// the request is counted by its address alone, and nothing is remembered.
+const VERIFY_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The most clients remembered at once.
 const MAX_CLIENTS: usize = 100_000;
+
+/// The most verified (or refused) credentials remembered at once.
+const MAX_IDENTITIES: usize = 20_000;
 
 struct Bucket {
     tokens: f64,
     updated: Instant,
 }
 
+/// An IP network, as `--trusted-proxy` takes it: `10.0.0.0/8`, `::1/128`, or an address alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cidr {
+    network: IpAddr,
+    prefix: u8,
+}
+
+impl Cidr {
+    /// True when `ip` is in the network (an IPv4-mapped IPv6 address counts as IPv4).
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.network, ip.to_canonical()) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u32::from(net) & mask == u32::from(ip) & mask
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u128::from(net) & mask == u128::from(ip) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+impl FromStr for Cidr {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Cidr, String> {
+        let (address, prefix) = match text.trim().split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (text.trim(), None),
+        };
+        let network = IpAddr::from_str(address)
+            .map_err(|_| format!("\"{text}\" is not an IP address or network"))?
+            .to_canonical();
+        let max = if network.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            None => max,
+            Some(p) => p
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= max)
+                .ok_or_else(|| format!("\"{text}\": the prefix length must be 0 to {max}"))?,
+        };
+        Ok(Cidr { network, prefix })
+    }
+}
+
+impl std::fmt::Display for Cidr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.network, self.prefix)
+    }
+}
+
+/// The client's address: the peer, or what a trusted proxy's `X-Forwarded-For` says — the
+/// right-most hop that is not a trusted proxy (a hop that does not parse ends the walk: what
+/// is left of it was written by someone untrusted).
+pub fn client_address(peer: IpAddr, headers: &HeaderMap, trusted: &[Cidr]) -> IpAddr {
+    let is_trusted = |ip: IpAddr| trusted.iter().any(|c| c.contains(ip));
+    let peer = peer.to_canonical();
+    if !is_trusted(peer) {
+        return peer;
+    }
+    let hops: Vec<&str> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect();
+    let mut client = peer;
+    for hop in hops.iter().rev() {
+        let parsed = IpAddr::from_str(hop)
+            .ok()
+            .or_else(|| SocketAddr::from_str(hop).ok().map(|s| s.ip()));
+        match parsed {
+            Some(ip) => {
+                client = ip.to_canonical();
+                if !is_trusted(client) {
+                    break;
+                }
+            }
+            None => break,
+        }
+    }
+    client
+}
+
+/// Verifications of credentials, by the sha256 of the credential.
+#[derive(Default)]
+struct Identities {
+    known: HashMap<[u8; 32], (Option<String>, Instant)>,
+}
+
 /// The bucket of every client seen recently. Cheap to clone: clones share the buckets.
 #[derive(Clone)]
 pub struct RateLimiter {
     limit: RateLimit,
+    address_factor: f64,
+    page: Option<RateLimit>,
+    trusted: Arc<Vec<Cidr>>,
     buckets: Arc<Mutex<HashMap<String, Bucket>>>,
+    identities: Arc<Mutex<Identities>>,
 }
 
 impl RateLimiter {
+    /// A limiter with `limit` per client, [`SHARED_ADDRESS_FACTOR`] times it per address, no
+    /// page limit and no trusted proxy.
     pub fn new(limit: RateLimit) -> RateLimiter {
         RateLimiter {
             limit,
+            address_factor: SHARED_ADDRESS_FACTOR,
+            page: None,
+            trusted: Arc::new(Vec::new()),
             buckets: Arc::new(Mutex::new(HashMap::new())),
+            identities: Arc::new(Mutex::new(Identities::default())),
         }
+    }
+
+    /// The limiter `config` asks for; `None` when its rate limit is off.
+    pub fn from_config(config: &Config) -> Option<RateLimiter> {
+        config.rate_limit.map(|limit| RateLimiter {
+            address_factor: config.address_rate_factor.max(1.0),
+            page: config.page_rate_limit,
+            trusted: Arc::new(config.trusted_proxies.clone()),
+            ..RateLimiter::new(limit)
+        })
     }
 
     /// Takes one request from `client`'s bucket; `Err(wait)` when it is empty. `factor`
     /// scales the limit (1 for one client, [`SHARED_ADDRESS_FACTOR`] for an address).
     pub fn take(&self, client: &str, factor: f64, now: Instant) -> Result<(), Duration> {
-        let (per_second, burst) = (self.limit.per_second * factor, self.limit.burst * factor);
+        let limit = RateLimit {
+            per_second: self.limit.per_second * factor,
+            burst: self.limit.burst * factor,
+        };
+        self.take_all(&[(client, limit)], now, true)
+            .map_err(|(wait, _)| wait)
+    }
+
+    /// Takes one request from each bucket, or from none when one of them is empty (then
+    /// `Err((wait, index of that bucket))`). With `spend` false, only looks.
+    fn take_all(
+        &self,
+        buckets_of: &[(&str, RateLimit)],
+        now: Instant,
+        spend: bool,
+    ) -> Result<(), (Duration, usize)> {
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        if buckets.len() >= MAX_CLIENTS && !buckets.contains_key(client) {
-            // Full buckets are the same as no bucket: forget them.
+        if buckets.len() + buckets_of.len() > MAX_CLIENTS {
+            // Full buckets are the same as no bucket: forget them (at the client rate, the
+            // slowest refill, so that no bucket in use is forgotten).
+            let (per_second, burst) = (self.limit.per_second, self.limit.burst);
             buckets.retain(|_, b| {
                 b.tokens + now.saturating_duration_since(b.updated).as_secs_f64() * per_second
                     < burst
             });
-            if buckets.len() >= MAX_CLIENTS {
+            if buckets.len() + buckets_of.len() > MAX_CLIENTS {
                 tracing::warn!(
                     clients = buckets.len(),
                     "the rate limiter's table is full of busy clients; starting it over"
@@ -75,79 +232,180 @@ impl RateLimiter {
                 buckets.clear();
             }
         }
-        let bucket = buckets.entry(client.to_string()).or_insert(Bucket {
-            tokens: burst,
-            updated: now,
-        });
-        let refill = now.saturating_duration_since(bucket.updated).as_secs_f64() * per_second;
-        bucket.tokens = (bucket.tokens + refill).min(burst);
-        bucket.updated = now;
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(Duration::from_secs_f64((1.0 - bucket.tokens) / per_second))
+        for (i, (client, limit)) in buckets_of.iter().enumerate() {
+            let bucket = buckets.entry(client.to_string()).or_insert(Bucket {
+                tokens: limit.burst,
+                updated: now,
+            });
+            let refill =
+                now.saturating_duration_since(bucket.updated).as_secs_f64() * limit.per_second;
+            bucket.tokens = (bucket.tokens + refill).min(limit.burst);
+            bucket.updated = now;
+            if bucket.tokens < 1.0 {
+                return Err((
+                    Duration::from_secs_f64((1.0 - bucket.tokens) / limit.per_second),
+                    i,
+                ));
+            }
         }
+        if spend {
+            for (client, _) in buckets_of {
+                if let Some(b) = buckets.get_mut(*client) {
+                    b.tokens -= 1.0;
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn clients(&self) -> usize {
         self.buckets.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
+
+    /// The request's client address (see [`client_address`]); `None` without a peer address
+    /// (a request made in-process, as tests do).
+    fn address(&self, request: &Request) -> Option<IpAddr> {
+        request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(peer)| client_address(peer.ip(), request.headers(), &self.trusted))
+    }
+
+    /// The verified identity of the request's credential: `token:<name>` for a valid grader
+    /// token, `session:<student>` for a valid session; `None` without a credential or with one
+    /// that does not verify.
+    async fn identity(&self, headers: &HeaderMap, store: &Store) -> Option<String> {
+        let (credential, kind) = if let Some(value) = headers.get(header::AUTHORIZATION) {
+            (value.as_bytes().to_vec(), b't')
+        } else {
+            (auth::cookie_student(headers)?.into_bytes(), b'c')
+        };
+        let mut hasher = Sha256::new();
+        hasher.update([kind]);
+        hasher.update(&credential);
+        let key: [u8; 32] = hasher.finalize().into();
+        let now = Instant::now();
+        {
+            let identities = self.identities.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((identity, at)) = identities.known.get(&key) {
+                if now.saturating_duration_since(*at) < IDENTITY_CACHE_TTL {
+                    return identity.clone();
+                }
+            }
+        }
+        let verified = tokio::time::timeout(VERIFY_TIMEOUT, verify(headers, kind, store)).await;
+        // An outage proves nothing either way: count by address, remember nothing.
+        let Ok(Ok(identity)) = verified else {
+            return None;
+        };
+        let mut identities = self.identities.lock().unwrap_or_else(|p| p.into_inner());
+        if identities.known.len() >= MAX_IDENTITIES {
+            identities
+                .known
+                .retain(|_, (_, at)| now.saturating_duration_since(*at) < IDENTITY_CACHE_TTL);
+            if identities.known.len() >= MAX_IDENTITIES {
+                identities.known.clear();
+            }
+        }
+        identities.known.insert(key, (identity.clone(), now));
+        identity
+    }
+
+    fn refused(&self, wait: Duration, limit: RateLimit, what: &str) -> Response {
+        let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
+        tracing::debug!(bucket = what, "rate limited");
+        AppError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::RateLimited,
+            format!(
+                "too many requests from this {what}; wait {seconds} s (the limit is {} per second, {} at once)",
+                limit.per_second, limit.burst
+            ),
+        )
+        .retry_after(seconds)
+        .into_response()
+    }
 }
 
-/// Who a request comes from, as the rate limiter counts, and the factor of its limit: the
-/// token's hash, the session cookie, or the peer address. None of these needs the database.
-pub fn client_key(request: &Request) -> (String, f64) {
-    let headers = request.headers();
-    if let Some(value) = headers.get(header::AUTHORIZATION) {
-        return (
-            format!(
-                "token:{}",
-                auth::hash_token(&String::from_utf8_lossy(value.as_bytes()))
-            ),
-            1.0,
-        );
+/// Asks the database who a credential is. `kind` is `t` for an `Authorization` header, `c`
+/// for the session cookie.
+async fn verify(headers: &HeaderMap, kind: u8, store: &Store) -> Result<Option<String>, AppError> {
+    if kind == b't' {
+        let token = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
+        return match token {
+            Some(token) => Ok(auth::verify_token(store, token)
+                .await?
+                .map(|name| format!("token:{name}"))),
+            None => Ok(None),
+        };
     }
-    if let Some(session) = auth::cookie_student(headers) {
-        return (format!("session:{session}"), 1.0);
-    }
-    match request.extensions().get::<ConnectInfo<SocketAddr>>() {
-        Some(ConnectInfo(address)) => (format!("ip:{}", address.ip()), SHARED_ADDRESS_FACTOR),
-        None => ("ip:unknown".to_string(), SHARED_ADDRESS_FACTOR),
-    }
+    verified_session(headers, store).await
+}
+
+/// The student of the request's session, when the session is valid.
+async fn verified_session(headers: &HeaderMap, store: &Store) -> Result<Option<String>, AppError> {
+    let Some(id) = auth::cookie_student(headers) else {
+        return Ok(None);
+    };
+    Ok(store
+        .session_student(&id)
+        .await?
+        .map(|student| format!("session:{}", student.id)))
 }
 
 /// Middleware: answers `429 rate_limited` to a client past its limit. Its state is the
-/// limiter alone (`None` when limits are off), so it needs nothing else of the app.
+/// limiter (`None` when limits are off) and the store, to verify credentials.
 pub async fn rate_limit(
     State(limiter): State<Option<RateLimiter>>,
+    State(store): State<Store>,
     request: Request,
     next: Next,
 ) -> Response {
     let Some(limiter) = limiter else {
         return next.run(request).await;
     };
-    if !request.uri().path().starts_with("/api") {
+    let path = request.uri().path();
+    let (is_probe, is_api) = (path == "/healthz", path.starts_with("/api"));
+    if is_probe {
         return next.run(request).await;
     }
-    let (key, factor) = client_key(&request);
-    match limiter.take(&key, factor, Instant::now()) {
+    let address = match limiter.address(&request) {
+        Some(ip) => format!("ip:{ip}"),
+        None => "ip:unknown".to_string(),
+    };
+    let now = Instant::now();
+    if !is_api {
+        let Some(page) = limiter.page else {
+            return next.run(request).await;
+        };
+        let key = format!("page:{address}");
+        return match limiter.take_all(&[(&key, page)], now, true) {
+            Ok(()) => next.run(request).await,
+            Err((wait, _)) => limiter.refused(wait, page, "address"),
+        };
+    }
+    let per_address = RateLimit {
+        per_second: limiter.limit.per_second * limiter.address_factor,
+        burst: limiter.limit.burst * limiter.address_factor,
+    };
+    // The address first, without spending: a refused request costs no verification.
+    if let Err((wait, _)) = limiter.take_all(&[(&address, per_address)], now, false) {
+        return limiter.refused(wait, per_address, "address");
+    }
+    let identity = limiter.identity(request.headers(), &store).await;
+    let mut buckets = vec![(address.as_str(), per_address)];
+    if let Some(identity) = &identity {
+        buckets.push((identity.as_str(), limiter.limit));
+    }
+    match limiter.take_all(&buckets, Instant::now(), true) {
         Ok(()) => next.run(request).await,
-        Err(wait) => {
-            let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
-            tracing::debug!(client = %key.split(':').next().unwrap_or(""), "rate limited");
-            AppError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                ErrorCode::RateLimited,
-                format!(
-                    "too many requests from this client; wait {seconds} s (the limit is {} per second, {} at once)",
-                    limiter.limit.per_second * factor,
-                    limiter.limit.burst * factor
-                ),
-            )
-            .retry_after(seconds)
-            .into_response()
-        }
+        Err((wait, 0)) => limiter.refused(wait, per_address, "address"),
+        Err((wait, _)) => limiter.refused(wait, limiter.limit, "client"),
     }
 }
 
@@ -190,5 +448,42 @@ mod tests {
             assert!(limiter.take("ip", SHARED_ADDRESS_FACTOR, start).is_ok());
         }
         assert!(limiter.take("ip", SHARED_ADDRESS_FACTOR, start).is_err());
+    }
+}
+
+#[cfg(test)]
+mod address_tests {
+    use super::*;
+
+    #[test]
+    fn forwarded_for_names_the_client_only_through_trusted_proxies() {
+        let trusted: Vec<Cidr> = vec!["10.0.0.0/8".parse().unwrap(), "::1".parse().unwrap()];
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "x-forwarded-for",
+            "6.6.6.6, 1.2.3.4, 10.1.1.1".parse().unwrap(),
+        );
+        let proxy: IpAddr = "10.9.9.9".parse().unwrap();
+        let stranger: IpAddr = "5.5.5.5".parse().unwrap();
+        assert_eq!(
+            client_address(proxy, &headers, &trusted),
+            "1.2.3.4".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(client_address(stranger, &headers, &trusted), stranger);
+        assert_eq!(client_address(proxy, &headers, &[]), proxy);
+        headers.insert("x-forwarded-for", "garbage, 10.2.2.2".parse().unwrap());
+        assert_eq!(
+            client_address(proxy, &headers, &trusted),
+            "10.2.2.2".parse::<IpAddr>().unwrap()
+        );
+        assert!("10.0.0.0/33".parse::<Cidr>().is_err());
+        assert!("0.0.0.0/0"
+            .parse::<Cidr>()
+            .unwrap()
+            .contains("8.8.8.8".parse().unwrap()));
+        assert!("::ffff:10.0.0.1"
+            .parse::<IpAddr>()
+            .map(|ip| trusted[0].contains(ip))
+            .unwrap());
     }
 }

@@ -34,6 +34,40 @@ enum Command {
     Token(TokenCommand),
     /// Put a running server under load and print what it held (a table, then a JSON line).
     Load(LoadArgs),
+    /// Remove expired idempotency records and sessions with no work, once, and print how
+    /// many (a running server does this by itself every --sweep-period-seconds).
+    Sweep(SweepArgs),
+}
+
+#[derive(Args)]
+struct SweepArgs {
+    #[command(flatten)]
+    database: DatabaseArg,
+    #[command(flatten)]
+    expiry: ExpiryArgs,
+}
+
+/// How long what anyone can store is kept.
+#[derive(Args)]
+struct ExpiryArgs {
+    /// How long an Idempotency-Key and its stored answer are kept, in hours.
+    #[arg(long, env = "IDEMPOTENCY_TTL_HOURS", default_value_t = config::DEFAULT_IDEMPOTENCY_TTL_HOURS)]
+    idempotency_ttl_hours: u64,
+    /// How long a session with no attempt and no draft is kept, in days.
+    #[arg(long, env = "WORKLESS_SESSION_DAYS", default_value_t = config::DEFAULT_WORKLESS_SESSION_DAYS)]
+    workless_session_days: u64,
+}
+
+impl ExpiryArgs {
+    fn apply(&self, config: Config) -> Config {
+        Config {
+            idempotency_ttl: Duration::from_secs(self.idempotency_ttl_hours.saturating_mul(3600)),
+            workless_session_ttl: Duration::from_secs(
+                self.workless_session_days.saturating_mul(86_400),
+            ),
+            ..config
+        }
+    }
 }
 
 #[derive(Args)]
@@ -107,6 +141,52 @@ struct ServeArgs {
     /// benchmarks to compare against.
     #[arg(long, env = "FLOOR_ROUTE")]
     floor_route: bool,
+    /// How many times one client's rate limit each address gets (every /api request spends
+    /// from its address's bucket too).
+    #[arg(long, env = "ADDRESS_RATE_FACTOR", default_value_t = config::DEFAULT_ADDRESS_RATE_FACTOR)]
+    address_rate_factor: u32,
+    /// Requests per second one address may make for pages, static files, /readyz and
+    /// /metrics; 0 turns this limit off.
+    #[arg(long, env = "PAGE_RATE_LIMIT_PER_SECOND", default_value_t = config::DEFAULT_PAGE_RATE_LIMIT_PER_SECOND)]
+    page_rate_limit_per_second: u32,
+    /// Page requests one address may make at once.
+    #[arg(long, env = "PAGE_RATE_LIMIT_BURST", default_value_t = config::DEFAULT_PAGE_RATE_LIMIT_BURST)]
+    page_rate_limit_burst: u32,
+    /// A reverse proxy (an address or CIDR network) whose X-Forwarded-For names the client;
+    /// repeat it for several. Without it the header is ignored.
+    #[arg(
+        long = "trusted-proxy",
+        env = "TRUSTED_PROXIES",
+        value_delimiter = ',',
+        value_name = "CIDR"
+    )]
+    trusted_proxies: Vec<server::limit::Cidr>,
+    /// Require Authorization: Bearer TOKEN on /metrics.
+    #[arg(long, env = "METRICS_TOKEN", hide_env_values = true)]
+    metrics_token: Option<String>,
+    #[command(flatten)]
+    expiry: ExpiryArgs,
+    /// The largest answer stored to replay an Idempotency-Key, in bytes; a larger one is
+    /// stored without its verdict or details.
+    #[arg(long, env = "IDEMPOTENCY_ANSWER_MAX_BYTES", default_value_t = config::DEFAULT_IDEMPOTENCY_ANSWER_MAX_BYTES)]
+    idempotency_answer_max_bytes: usize,
+    /// The most bytes of drafts one student may keep, over every scenario.
+    #[arg(long, env = "DRAFT_BYTES_PER_STUDENT", default_value_t = config::DEFAULT_DRAFT_BYTES_PER_STUDENT)]
+    draft_bytes_per_student: usize,
+    /// How often expired idempotency records and sessions with no work are removed, in
+    /// seconds; 0 never (then run `pipeline-builder sweep`).
+    #[arg(long, env = "SWEEP_PERIOD_SECONDS", default_value_t = config::DEFAULT_SWEEP_PERIOD_SECONDS)]
+    sweep_period_seconds: u64,
+    /// How long a connection may take to send a request's headers, and may sit idle between
+    /// two requests, in seconds.
+    #[arg(long, env = "HEADER_TIMEOUT_SECONDS", default_value_t = config::DEFAULT_HEADER_TIMEOUT_SECONDS)]
+    header_timeout_seconds: u64,
+    /// How long a request's body may take to arrive, in seconds.
+    #[arg(long, env = "BODY_TIMEOUT_SECONDS", default_value_t = config::DEFAULT_BODY_TIMEOUT_SECONDS)]
+    body_timeout_seconds: u64,
+    /// The most connections open at once; past it, new connections wait to be accepted.
+    #[arg(long, env = "MAX_CONNECTIONS", default_value_t = config::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
 }
 
 #[derive(Subcommand)]
@@ -161,6 +241,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check(args),
         Command::Token(command) => runtime().block_on(token(command)),
         Command::Load(args) => runtime().block_on(load(args)),
+        Command::Sweep(args) => runtime().block_on(sweep(args)),
     }
 }
 
@@ -240,7 +321,21 @@ async fn serve(args: ServeArgs) -> ExitCode {
             max_schedules: args.check_max_schedules,
             ..Config::default().check_limits
         },
-        ..Config::default()
+        address_rate_factor: f64::from(args.address_rate_factor.max(1)),
+        page_rate_limit: (args.page_rate_limit_per_second > 0).then(|| config::RateLimit {
+            per_second: f64::from(args.page_rate_limit_per_second),
+            burst: f64::from(args.page_rate_limit_burst.max(1)),
+        }),
+        trusted_proxies: args.trusted_proxies.clone(),
+        metrics_token: args.metrics_token.clone().filter(|t| !t.is_empty()),
+        idempotency_answer_max_bytes: args.idempotency_answer_max_bytes,
+        draft_bytes_per_student: args.draft_bytes_per_student,
+        sweep_period: (args.sweep_period_seconds > 0)
+            .then(|| Duration::from_secs(args.sweep_period_seconds)),
+        header_timeout: Duration::from_secs(args.header_timeout_seconds.max(1)),
+        body_timeout: Duration::from_secs(args.body_timeout_seconds.max(1)),
+        max_connections: args.max_connections.max(1),
+        ..args.expiry.apply(Config::default())
     };
     let listener = match tokio::net::TcpListener::bind(&args.bind).await {
         Ok(l) => l,
@@ -267,6 +362,33 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("the server stopped: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn sweep(args: SweepArgs) -> ExitCode {
+    let store = match Store::connect(&args.database.database_url).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let config = args.expiry.apply(Config::default());
+    let metrics = server::metrics::Metrics::default();
+    let result = server::sweep::sweep_once(&store, &config, &metrics).await;
+    store.close().await;
+    match result {
+        Ok(swept) => {
+            println!(
+                "removed {} idempotency record(s) and {} session(s) with no work",
+                swept.idempotency, swept.sessions
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("database error: {e}");
             ExitCode::FAILURE
         }
     }

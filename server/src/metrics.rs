@@ -33,6 +33,24 @@ struct Registry {
     schedules: BTreeMap<String, u64>,
     /// scenario → checks answered with a verdict given before.
     cached: BTreeMap<String, u64>,
+    /// What the sweeper removed: idempotency records, sessions.
+    swept_idempotency: u64,
+    swept_sessions: u64,
+}
+
+/// The methods that get a label of their own; any other method is counted as `other`, so a
+/// client cannot add label values (or bytes to `/metrics`) by inventing methods.
+const METHODS: [&str; 9] = [
+    "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE",
+];
+
+/// The label of a request's method: a standard method, or `other`.
+pub fn method_label(method: &str) -> &'static str {
+    METHODS
+        .iter()
+        .find(|m| **m == method)
+        .copied()
+        .unwrap_or("other")
 }
 
 #[derive(Default)]
@@ -48,7 +66,10 @@ impl Metrics {
         f(&mut guard)
     }
 
+    /// Counts an answer. `method` is folded with [`method_label`]; `route` must come from a
+    /// bounded set (a route template, `unmatched` or `static`).
     pub fn observe_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
+        let method = method_label(method);
         self.with(|r| {
             *r.requests
                 .entry((method.to_string(), route.to_string(), status))
@@ -87,6 +108,14 @@ impl Metrics {
         });
     }
 
+    /// Counts what one sweep removed.
+    pub fn observe_swept(&self, idempotency: u64, sessions: u64) {
+        self.with(|r| {
+            r.swept_idempotency += idempotency;
+            r.swept_sessions += sessions;
+        });
+    }
+
     /// The Prometheus text exposition format, version 0.0.4.
     pub fn render(&self) -> String {
         self.with(|r| {
@@ -122,6 +151,10 @@ impl Metrics {
             for (scenario, n) in &r.cached {
                 let _ = writeln!(out, "pipeline_builder_checks_cached_total{{scenario=\"{}\"}} {n}", escape(scenario));
             }
+            out.push_str("# HELP pipeline_builder_swept_total Expired rows the sweeper removed, by kind (idempotency records, sessions with no work).\n");
+            out.push_str("# TYPE pipeline_builder_swept_total counter\n");
+            let _ = writeln!(out, "pipeline_builder_swept_total{{kind=\"idempotency\"}} {}", r.swept_idempotency);
+            let _ = writeln!(out, "pipeline_builder_swept_total{{kind=\"session\"}} {}", r.swept_sessions);
             out
         })
     }

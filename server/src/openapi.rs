@@ -66,7 +66,8 @@ impl Modify for Security {
     }
 }
 
-/// The answers every route may give besides its own: `429 rate_limited` on `/api/…`, and
+/// The answers every route may give besides its own: `429 rate_limited` on `/api/…`,
+/// `/readyz` and `/metrics`, and
 /// `503 database_unavailable` on the routes that need the database; both with `Retry-After`.
 struct CommonErrors;
 
@@ -100,7 +101,8 @@ impl Modify for CommonErrors {
             "/metrics",
         ];
         for (path, item) in openapi.paths.paths.iter_mut() {
-            let limited = path.starts_with("/api/");
+            // `/readyz` and `/metrics` share the pages' bucket per address; `/healthz` has none.
+            let limited = path.starts_with("/api/") || path == "/readyz" || path == "/metrics";
             let needs_database = !without_database.contains(&path.as_str());
             for operation in [
                 &mut item.get,

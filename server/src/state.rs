@@ -39,7 +39,7 @@ impl AppState {
             config.inline_check_limits,
             config.verdict_cache_bytes,
         );
-        let rate_limiter = config.rate_limit.map(RateLimiter::new);
+        let rate_limiter = RateLimiter::from_config(&config);
         AppState(Arc::new(Inner {
             store,
             catalogue: Arc::new(catalogue),

@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use super::{refuse_nul, scenario_entry, time};
 use crate::auth::Session;
 use crate::catalogue::Catalogue;
+use crate::config::Config;
 use crate::error::{AppError, ErrorBody, ErrorCode, JsonBody};
 use crate::store::Store;
 
@@ -69,11 +70,12 @@ pub async fn get_draft(
     params(("scenario" = String, Path, description = "The scenario id")),
     security(("student_cookie" = [])),
     responses((status = 200, body = DraftAnswer), (status = 400, description = "malformed_json", body = ErrorBody),
-        (status = 404, description = "unknown_scenario", body = ErrorBody), (status = 413, description = "body_too_large", body = ErrorBody),
+        (status = 404, description = "unknown_scenario", body = ErrorBody), (status = 413, description = "body_too_large: the body, or the student's drafts in all, are too large", body = ErrorBody),
         (status = 422, description = "invalid_request: the design is not a JSON object", body = ErrorBody)))]
 pub async fn put_draft(
     State(store): State<Store>,
     State(catalogue): State<Arc<Catalogue>>,
+    State(config): State<Arc<Config>>,
     Session(student): Session,
     Path(scenario): Path<String>,
     JsonBody(body): JsonBody<DraftBody>,
@@ -85,6 +87,19 @@ pub async fn put_draft(
         );
     }
     refuse_nul(&body.design, "$.design")?;
+    // A student's drafts together stay within the cap (one per scenario, each within the
+    // body limit, and all of them within `draft_bytes_per_student`).
+    let size = serde_json::to_string(&body.design).map_or(0, |t| t.chars().count()) as u64;
+    let others = store.draft_bytes(&student.id, &scenario).await?;
+    let cap = config.draft_bytes_per_student as u64;
+    if others.saturating_add(size) > cap {
+        return Err(AppError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::BodyTooLarge,
+            format!("a student's drafts may hold {cap} bytes in all; this one ({size} bytes) would bring them to {}", others + size),
+        )
+        .at("$.design"));
+    }
     let draft = store
         .put_draft(&student.id, &scenario, &body.design)
         .await?;

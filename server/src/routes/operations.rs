@@ -6,12 +6,16 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::config::Config;
 use crate::error::{AppError, ErrorBody, ErrorCode};
 use crate::metrics::Metrics;
 use crate::store::Store;
@@ -57,9 +61,28 @@ pub async fn readyz(State(store): State<Store>) -> Result<Json<Health>, AppError
 }
 
 #[utoipa::path(get, path = "/metrics", tag = "operations",
-    description = "Prometheus text: requests by route and status, a latency histogram, checks run and schedules explored.",
-    responses((status = 200, description = "Prometheus text format 0.0.4", content_type = "text/plain", body = String)))]
-pub async fn metrics(State(metrics): State<Arc<Metrics>>) -> Response {
+    description = "Prometheus text: requests by route and status, a latency histogram, checks run, schedules explored and rows swept. \
+        When the server is started with `--metrics-token`, it needs `Authorization: Bearer <that token>`.",
+    responses((status = 200, description = "Prometheus text format 0.0.4", content_type = "text/plain", body = String),
+        (status = 401, description = "unauthorized: a metrics token is set and was not shown", body = ErrorBody)))]
+pub async fn metrics(
+    State(metrics): State<Arc<Metrics>>,
+    State(config): State<Arc<Config>>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(expected) = &config.metrics_token {
+        if !shows_token(&headers, expected) {
+            let mut refused = AppError::unauthorized(
+                "/metrics needs the metrics token: send Authorization: Bearer <token>",
+            )
+            .into_response();
+            refused.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer"),
+            );
+            return refused;
+        }
+    }
     (
         [(
             header::CONTENT_TYPE,
@@ -68,6 +91,25 @@ pub async fn metrics(State(metrics): State<Arc<Metrics>>) -> Response {
         metrics.render(),
     )
         .into_response()
+}
+
+/// True when `headers` carry `Authorization: Bearer <expected>`. The two are compared as
+/// sha256 digests in constant time, so neither the timing nor the length tells a guess apart.
+fn shows_token(headers: &HeaderMap, expected: &str) -> bool {
+    let Some(shown) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
+    else {
+        return false;
+    };
+    let (shown, expected) = (
+        Sha256::digest(shown.as_bytes()),
+        Sha256::digest(expected.as_bytes()),
+    );
+    bool::from(shown.as_slice().ct_eq(expected.as_slice()))
 }
 
 #[derive(Deserialize)]

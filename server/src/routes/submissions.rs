@@ -147,6 +147,8 @@ struct Submitting {
     checker: Checker,
     store: Store,
     lease: Duration,
+    /// The largest answer stored for replay (`crate::bounds::answer_for_replay`).
+    answer_max_bytes: usize,
 }
 
 /// Reads a submission, decides whose attempt it is (a student submits only for themself, a
@@ -258,6 +260,7 @@ pub async fn create_submission(
         checker,
         store,
         lease: config.idempotency_lease,
+        answer_max_bytes: config.idempotency_answer_max_bytes,
     };
     let task =
         tokio::spawn(async move { submit_idempotently(parts, caller, key, bytes.to_vec()).await });
@@ -357,12 +360,18 @@ async fn submit_idempotently(
             Ok(_) => json_response(status, &body),
         };
     }
-    let answer = key.as_deref().map(|key| IdempotentAnswer {
-        caller: &scope,
-        key,
-        status: status.as_u16(),
-        body: &body,
-    });
+    let kept = key
+        .as_ref()
+        .map(|_| crate::bounds::answer_for_replay(&body, parts.answer_max_bytes));
+    let answer = key
+        .as_deref()
+        .zip(kept.as_ref())
+        .map(|(key, kept)| IdempotentAnswer {
+            caller: &scope,
+            key,
+            status: status.as_u16(),
+            body: kept,
+        });
     if attempt.is_some() || answer.is_some() {
         if let Err(e) = store.record(attempt, answer.as_ref()).await {
             if let Some(key) = &key {

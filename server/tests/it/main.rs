@@ -9,6 +9,7 @@ mod common;
 mod crash;
 mod docs;
 mod fuzz;
+mod limits;
 mod load;
 mod openapi;
 mod outage;
