@@ -9,6 +9,7 @@
 
 pub mod canvas;
 pub mod markdown;
+pub mod problems;
 pub mod replay;
 pub mod student_view;
 pub mod words;
