@@ -48,6 +48,10 @@ fn Workspace(loaded: Rc<Loaded>) -> impl IntoView {
         loaded.design.clone(),
         loaded.restored,
     );
+    if let Some((verdict, checked)) = loaded.verdict.clone() {
+        page.verdict.set(Some(verdict));
+        page.checked_design.set(Some(checked));
+    }
     provide_context(page);
     preview::follow_design(page);
     drafts::autosave(page, id);
@@ -100,7 +104,11 @@ fn Workspace(loaded: Rc<Loaded>) -> impl IntoView {
                     {move || if page.tab.get() == "sql" { view! { <SqlView /> }.into_any() } else { view! { <ResultsPanel /> }.into_any() }}
                 </div>
             </section>
-            <aside class="side" aria-label="Inspector">
+            // On a phone the inspector is a sheet over the drawing, open while something is
+            // selected or replayed.
+            <aside class="side" aria-label="Inspector"
+                class:sheet-open=move || page.selected.with(Option::is_some) || page.replay.with(Option::is_some)
+                class:replaying=move || page.replay.with(Option::is_some)>
                 {move || if page.replay.with(Option::is_some) { view! { <ReplayPanel /> }.into_any() } else { view! { <Inspector /> }.into_any() }}
             </aside>
         </div>
