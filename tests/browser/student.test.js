@@ -198,6 +198,10 @@ test('a phone: offset-commit solved with taps only', async () => {
     await page.locator('aside.side.sheet-open').waitFor();
     await choice('offset_commit', 'after_write').tap();
     assert.match(await summary('consumer').textContent(), /commit after write/);
+    // The node stays in sight above the sheet.
+    const sheet = await page.locator('aside.side').boundingBox();
+    const picked = await node('consumer').locator('.node-body').boundingBox();
+    assert.ok(picked.y >= 0 && picked.y + picked.height <= sheet.y, `the node (${picked.y}..${picked.y + picked.height}) is above the sheet (${sheet.y})`);
     await page.screenshot({ path: join(SHOTS, 'phone-inspector.png') });
     await page.getByRole('button', { name: 'Close the options' }).tap();
     await page.locator('aside.side.sheet-open').waitFor({ state: 'detached' });
@@ -216,6 +220,7 @@ test('a phone: offset-commit solved with taps only', async () => {
     });
     assert.ok(inView, 'the verdict is on screen after Check');
     assert.equal(await page.locator('.result.passed').count(), 3);
+    await page.locator('.saved', { hasText: 'Draft saved' }).waitFor();
     await page.screenshot({ path: join(SHOTS, 'phone-passed.png') });
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: join(SHOTS, 'phone-layout.png'), fullPage: true });

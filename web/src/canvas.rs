@@ -266,9 +266,15 @@ pub fn fit_readable(design: &Design, width: f64, height: f64, min_zoom: f64) -> 
         let free = screen - (hi - lo) * zoom;
         (if free < 0.0 { margin } else { free / 2.0 }) - lo * zoom
     };
+    // On a narrow screen the drawing starts at the top, clear of a sheet over its lower part.
+    let pan_y = if width < 600.0 {
+        margin - y0 * zoom
+    } else {
+        centred(height, y0, y1)
+    };
     View {
         pan_x: centred(width, x0, x1),
-        pan_y: centred(height, y0, y1),
+        pan_y,
         zoom,
     }
 }
@@ -996,6 +1002,13 @@ mod tests {
             .fold(f64::MAX, f64::min);
         let x = leftmost * view.zoom + view.pan_x;
         assert!((0.0..=24.0).contains(&x), "the first column starts at {x}");
+        let top = design
+            .nodes
+            .iter()
+            .map(|n| position(n).y)
+            .fold(f64::MAX, f64::min);
+        let y = top * view.zoom + view.pan_y;
+        assert!((0.0..=24.0).contains(&y), "the first row starts at {y}");
         // A design that fits is centred and may be shown larger, as before.
         assert_eq!(
             fit_readable(&design, 1200.0, 600.0, ZOOM_READABLE),

@@ -53,6 +53,22 @@ fn Workspace(loaded: Rc<Loaded>) -> impl IntoView {
         page.checked_design.set(Some(checked));
     }
     provide_context(page);
+    // On a phone the options open as a sheet over the lower part of the screen: bring the
+    // drawing to the top, so that the selected node stays in sight above the sheet.
+    Effect::new(move |was: Option<bool>| {
+        let open = page.selected.with(Option::is_some);
+        let narrow = window()
+            .inner_width()
+            .ok()
+            .and_then(|w| w.as_f64())
+            .is_some_and(|w| w <= 600.0);
+        if open && was == Some(false) && narrow {
+            if let Some(canvas) = document().query_selector(".canvas-wrap").ok().flatten() {
+                canvas.scroll_into_view();
+            }
+        }
+        open
+    });
     preview::follow_design(page);
     drafts::autosave(page, id);
 
