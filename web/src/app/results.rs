@@ -154,11 +154,9 @@ fn Timeline(trace: Vec<TraceEntry>, went_wrong: u32, current: Option<usize>) -> 
 fn Tables(tables: BTreeMap<String, TableView>) -> impl IntoView {
     view! {
         <div class="tables">
-            {tables.into_iter().map(|(name, t)| {
-                // Focusable, so that a keyboard can scroll a wide table.
-                let label = format!("Table {name}");
-                view! {
-                <div class="table-wrap" tabindex="0" role="region" aria-label=label><table class="data">
+            {tables.into_iter().map(|(name, t)| view! {
+                // Focusable, so that a keyboard can scroll a wide table; the caption names it.
+                <div class="table-wrap" tabindex="0"><table class="data">
                     <caption>{name}</caption>
                     <thead><tr>{t.columns.iter().map(|c| view! { <th scope="col">{c.clone()}</th> }).collect_view()}</tr></thead>
                     <tbody>
@@ -170,7 +168,7 @@ fn Tables(tables: BTreeMap<String, TableView>) -> impl IntoView {
                         }}
                     </tbody>
                 </table></div>
-            }}).collect_view()}
+            }).collect_view()}
         </div>
     }
 }
