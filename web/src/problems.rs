@@ -76,7 +76,12 @@ pub fn problem_words(scenario: &Scenario, design: &Design, error: &DesignError) 
     };
     let who = format!("{} “{}”", kind_title(node.kind), node.id);
     let Some(option) = option else {
-        return format!("{who}: {}", plain(&error.message));
+        // "\"paid\" is not connected" reads "Warehouse table “paid” is not connected".
+        let named = format!("\"{}\"", node.id);
+        return match error.message.strip_prefix(&named) {
+            Some(rest) => format!("{who}{}", plain(rest)),
+            None => format!("{who}: {}", plain(&error.message)),
+        };
     };
     let label = option_title(option);
     match error.code.as_str() {
@@ -184,6 +189,26 @@ mod tests {
             words
                 .iter()
                 .any(|w| w.starts_with("Warehouse table “paid”: choose How it writes:")),
+            "{words:?}"
+        );
+    }
+
+    #[test]
+    fn a_node_named_by_the_simulator_is_named_once() {
+        let scenario = scenario("offset-commit");
+        let mut design =
+            shared::design::design_from_json(scenario.starting_design.as_ref().unwrap()).unwrap();
+        design.edges.pop();
+        let words = words_of(&scenario, &design);
+        assert_plain(&words);
+        assert!(
+            words.contains(&"Warehouse table “paid” is not connected to the pipeline".to_string()),
+            "{words:?}"
+        );
+        assert!(
+            words
+                .iter()
+                .any(|w| w.starts_with("Stream consumer “consumer” writes nowhere")),
             "{words:?}"
         );
     }

@@ -11,7 +11,7 @@ use super::debounce::Debounce;
 use super::dom::{icon, BACK, NEXT, PAUSE, PLAY};
 use super::page::{Page, Replay};
 use crate::canvas::same_meaning;
-use crate::problems::problem_words;
+use crate::problems::{plain, problem_words};
 use crate::replay::{cell_text, outcome_class};
 
 #[component]
@@ -28,7 +28,11 @@ pub fn ResultsPanel() -> impl IntoView {
         <div class="results" aria-live="polite">
             {move || page.check_error.get().map(|e| view! {
                 <div class="error" role="alert">
-                    <p>{format!("The check did not run: {}", e.message)}</p>
+                    <p title=e.message.clone()>{if e.details.is_empty() {
+                        format!("The check did not run: {}", plain(&e.message))
+                    } else {
+                        "The check did not run. To finish the design:".to_string()
+                    }}</p>
                     <ul>{e.details.into_iter().map(|d| {
                         let (words, raw) = page.editor.with_untracked(|e| page.scenario.with_value(|s| (problem_words(s, e.design(), &d), d.to_string())));
                         view! { <li title=raw>{words}</li> }
