@@ -158,7 +158,11 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
             _ => {
                 // The palette's values, and only those; a count the palette lists is a choice too.
                 let values = allowed_values(&scenario, kind, name);
-                let default = values.first().cloned().unwrap_or_default();
+                // A missing count takes its own default, which the palette may not offer.
+                let default = match spec.values {
+                    OptionValues::Count { default, .. } => default.to_string(),
+                    _ => values.first().cloned().unwrap_or_default(),
+                };
                 let count = matches!(spec.values, OptionValues::Count { .. });
                 let hidden = {
                     let current = current.clone();
