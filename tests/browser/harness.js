@@ -9,7 +9,7 @@ import { chromium } from 'playwright-core';
 
 export const BASE_URL = process.env.BASE_URL ?? 'http://127.0.0.1:3000';
 const EXECUTABLE = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const SHOTS = process.env.SCREENSHOT_DIR ?? fileURLToPath(new URL('../../test-output/browser/', import.meta.url));
+export const SHOTS = process.env.SCREENSHOT_DIR ?? fileURLToPath(new URL('../../test-output/browser/', import.meta.url));
 
 // Flags measured to work as root with no network (see BUILD-NOTES.md).
 const FLAGS = [
@@ -17,8 +17,9 @@ const FLAGS = [
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
 ];
 
-/** A fresh browser profile at 1280×800, as a new student would have. */
-export async function openBrowser() {
+/** A fresh browser profile at 1280×800, as a new student would have; `options` change the
+ * context (a phone's viewport and touch, or bypassCSP to inject a test script). */
+export async function openBrowser(options = {}) {
   const profile = mkdtempSync(join(tmpdir(), 'pipeline-builder-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: EXECUTABLE,
@@ -26,6 +27,7 @@ export async function openBrowser() {
     args: FLAGS,
     viewport: { width: 1280, height: 800 },
     baseURL: BASE_URL,
+    ...options,
   });
   context.setDefaultTimeout(15_000);
   const page = context.pages()[0] ?? await context.newPage();

@@ -14,7 +14,15 @@ pub const NODE_H: f64 = 66.0;
 /// A port's drawn radius; hits are forgiven a few units beyond it.
 pub const PORT_R: f64 = 7.0;
 const PORT_HIT_R: f64 = PORT_R + 6.0;
+/// Half the smallest touch target (WCAG 2.2, 24 × 24 CSS px): a port takes taps this far from
+/// its centre on screen, whatever the zoom.
+pub const TOUCH_R: f64 = 12.0;
+/// The most a port's hit area grows at a small zoom, so it never swallows the node body.
+const PORT_HIT_MAX: f64 = 30.0;
 pub const ZOOM_MIN: f64 = 0.4;
+/// The smallest zoom a design opens at, so that its words stay readable on a phone; a wider
+/// design is panned rather than shrunk.
+pub const ZOOM_READABLE: f64 = 0.6;
 pub const ZOOM_MAX: f64 = 2.5;
 /// The most edits kept for undo; older ones are forgotten.
 pub const HISTORY_MAX: usize = 200;
@@ -123,13 +131,25 @@ pub enum Hit {
     Empty,
 }
 
+/// A port's hit radius in canvas units at a zoom: at least [`TOUCH_R`] CSS pixels on screen.
+pub fn port_hit_radius(zoom: f64) -> f64 {
+    (TOUCH_R / zoom.max(ZOOM_MIN)).clamp(PORT_HIT_R, PORT_HIT_MAX)
+}
+
 /// Ports win over node bodies, and a node drawn later (on top) wins over one below it.
+/// Port hits are forgiven as at the default zoom; see [`hit_test_at`].
 pub fn hit_test(design: &Design, p: Point) -> Hit {
+    hit_test_at(design, p, 1.0)
+}
+
+/// [`hit_test`] at a zoom: a port takes taps within [`port_hit_radius`] of its centre.
+pub fn hit_test_at(design: &Design, p: Point, zoom: f64) -> Hit {
+    let r = port_hit_radius(zoom);
     for node in design.nodes.iter().rev() {
-        if has_output(node.kind) && out_port(node).distance(p) <= PORT_HIT_R {
+        if has_output(node.kind) && out_port(node).distance(p) <= r {
             return Hit::OutPort(node.id.clone());
         }
-        if has_input(node.kind) && in_port(node).distance(p) <= PORT_HIT_R {
+        if has_input(node.kind) && in_port(node).distance(p) <= r {
             return Hit::InPort(node.id.clone());
         }
     }
@@ -221,10 +241,16 @@ impl View {
 /// The view that shows the whole design inside a `width` × `height` screen, never zoomed in
 /// beyond 100 %, with a margin around it.
 pub fn fit(design: &Design, width: f64, height: f64) -> View {
+    fit_readable(design, width, height, ZOOM_MIN)
+}
+
+/// [`fit`], but never zoomed out below `min_zoom`: a design wider than the screen at that
+/// zoom starts at its left edge (where data starts) and the rest is panned to.
+pub fn fit_readable(design: &Design, width: f64, height: f64, min_zoom: f64) -> View {
     if design.nodes.is_empty() || width <= 0.0 || height <= 0.0 {
         return View::default();
     }
-    let margin = 24.0;
+    let margin = if width < 600.0 { 12.0 } else { 24.0 };
     let (mut x0, mut y0, mut x1, mut y1) = (f64::MAX, f64::MAX, f64::MIN, f64::MIN);
     for node in &design.nodes {
         let p = position(node);
@@ -235,10 +261,59 @@ pub fn fit(design: &Design, width: f64, height: f64) -> View {
     }
     let zoom = ((width - 2.0 * margin) / (x1 - x0))
         .min((height - 2.0 * margin) / (y1 - y0))
-        .clamp(ZOOM_MIN, 1.0);
-    let pan_x = (width - (x1 - x0) * zoom) / 2.0 - x0 * zoom;
-    let pan_y = (height - (y1 - y0) * zoom) / 2.0 - y0 * zoom;
-    View { pan_x, pan_y, zoom }
+        .clamp(min_zoom.clamp(ZOOM_MIN, 1.0), 1.0);
+    let centred = |screen: f64, lo: f64, hi: f64| {
+        let free = screen - (hi - lo) * zoom;
+        (if free < 0.0 { margin } else { free / 2.0 }) - lo * zoom
+    };
+    // On a narrow screen the drawing starts at the top, clear of a sheet over its lower part.
+    let pan_y = if width < 600.0 {
+        margin - y0 * zoom
+    } else {
+        centred(height, y0, y1)
+    };
+    View {
+        pan_x: centred(width, x0, x1),
+        pan_y,
+        zoom,
+    }
+}
+
+/// The view panned as little as needed to show a node whole on a `width` × `height` screen.
+pub fn pan_to_show(view: View, node: &Node, width: f64, height: f64) -> View {
+    let p = position(node);
+    let margin = 8.0;
+    let shift = |lo: f64, hi: f64, screen: f64| {
+        if lo < margin {
+            margin - lo
+        } else if hi > screen - margin {
+            (screen - margin - hi).max(margin - lo)
+        } else {
+            0.0
+        }
+    };
+    let (x0, y0) = (p.x * view.zoom + view.pan_x, p.y * view.zoom + view.pan_y);
+    View {
+        pan_x: view.pan_x
+            + shift(
+                x0 - PORT_R * view.zoom,
+                x0 + (NODE_W + PORT_R) * view.zoom,
+                width,
+            ),
+        pan_y: view.pan_y + shift(y0, y0 + NODE_H * view.zoom, height),
+        zoom: view.zoom,
+    }
+}
+
+/// Whether two designs mean the same: the same nodes, options and connections, wherever the
+/// nodes stand. Moving a node changes no verdict.
+pub fn same_meaning(a: &Design, b: &Design) -> bool {
+    a.edges == b.edges
+        && a.nodes.len() == b.nodes.len()
+        && a.nodes
+            .iter()
+            .zip(&b.nodes)
+            .all(|(x, y)| x.id == y.id && x.kind == y.kind && x.options == y.options)
 }
 
 /// Undo and redo of whole states. Bounded: the oldest state is dropped past `HISTORY_MAX`.
@@ -342,7 +417,9 @@ pub fn allowed_values(scenario: &Scenario, kind: NodeKind, option: &str) -> Vec<
             .map(|t| t.name.clone())
             .collect(),
         OptionValues::Stream => scenario.streams.iter().map(|s| s.name.clone()).collect(),
-        OptionValues::Count { .. } | OptionValues::Key => return Vec::new(),
+        // A count is offered as the palette's values when the scenario names them.
+        OptionValues::Count { .. } => return palette.cloned().unwrap_or_default(),
+        OptionValues::Key => return Vec::new(),
     };
     match palette {
         Some(allowed) => all.into_iter().filter(|v| allowed.contains(v)).collect(),
@@ -393,6 +470,9 @@ pub fn default_options(scenario: &Scenario, design: &Design, kind: NodeKind) -> 
 pub struct Editor {
     design: Design,
     history: History<Design>,
+    /// The node the last edit moved, while no other edit has come since: further moves of
+    /// it join that edit, so a run of moves is undone in one step.
+    moving: Option<String>,
 }
 
 impl Editor {
@@ -401,6 +481,7 @@ impl Editor {
         Editor {
             design,
             history: History::default(),
+            moving: None,
         }
     }
 
@@ -417,7 +498,16 @@ impl Editor {
     }
 
     fn record(&mut self) {
+        self.moving = None;
         self.history.record(self.design.clone());
+    }
+
+    /// Records a move of `id` from `before`, unless it goes on a run of moves of that node.
+    fn record_move(&mut self, id: &str, before: Design) {
+        if self.moving.as_deref() != Some(id) {
+            self.history.record(before);
+            self.moving = Some(id.to_string());
+        }
     }
 
     /// Adds a node of a kind with its default options, at `at` (snapped) or a free spot.
@@ -446,7 +536,7 @@ impl Editor {
         id
     }
 
-    /// Moves a node without recording it: a drag records once, through [`Editor::finish_gesture`].
+    /// Moves a node without recording it: a drag records once, through [`Editor::finish_move`].
     pub fn place(&mut self, id: &str, p: Point) {
         let p = snap_point(p);
         if let Some(node) = self.node_mut(id) {
@@ -457,7 +547,15 @@ impl Editor {
     /// Records a gesture (a drag) as one edit, if it changed anything.
     pub fn finish_gesture(&mut self, before: Design) {
         if before != self.design {
+            self.moving = None;
             self.history.record(before);
+        }
+    }
+
+    /// Records a drag of one node as a move: it joins a run of moves of that node.
+    pub fn finish_move(&mut self, id: &str, before: Design) {
+        if before != self.design {
+            self.record_move(id, before);
         }
     }
 
@@ -470,8 +568,9 @@ impl Editor {
             p.y + f64::from(steps_y) * GRID,
         ));
         if target != p {
-            self.record();
+            let before = self.design.clone();
             self.place(id, target);
+            self.record_move(id, before);
         }
     }
 
@@ -573,6 +672,7 @@ impl Editor {
     }
 
     pub fn undo(&mut self) -> bool {
+        self.moving = None;
         let current = std::mem::replace(&mut self.design, empty());
         let (design, done) = match self.history.undo(current) {
             Ok(d) => (d, true),
@@ -583,6 +683,7 @@ impl Editor {
     }
 
     pub fn redo(&mut self) -> bool {
+        self.moving = None;
         let current = std::mem::replace(&mut self.design, empty());
         let (design, done) = match self.history.redo(current) {
             Ok(d) => (d, true),
@@ -855,6 +956,158 @@ mod tests {
             .contains("writes one table"));
         assert!(editor.delete_edge("a", "c"));
         editor.connect("b", "c").unwrap();
+    }
+
+    #[test]
+    fn ports_take_taps_within_a_touch_target_at_any_zoom() {
+        let design = starting(&scenario());
+        let job = design.nodes.iter().find(|n| n.id == "job").unwrap();
+        let out = out_port(job);
+        // At the default zoom a port is hit 12 units (12 CSS px) from its centre.
+        assert!(port_hit_radius(1.0) >= TOUCH_R);
+        let near = Point::new(out.x + 12.0, out.y);
+        assert_eq!(hit_test(&design, near), Hit::OutPort("job".into()));
+        assert_eq!(hit_test_at(&design, near, 1.0), Hit::OutPort("job".into()));
+        // At a phone's zoom the same 12 CSS px are 20 canvas units.
+        let zoom = ZOOM_READABLE;
+        let far = Point::new(out.x, out.y + TOUCH_R / zoom - 0.5);
+        assert_eq!(hit_test_at(&design, far, zoom), Hit::OutPort("job".into()));
+        assert_ne!(hit_test(&design, far), Hit::OutPort("job".into()));
+        let input = in_port(job);
+        let left = Point::new(input.x - TOUCH_R / zoom + 0.5, input.y);
+        assert_eq!(hit_test_at(&design, left, zoom), Hit::InPort("job".into()));
+        // Beyond it, nothing; and the hit area never grows past a node's middle.
+        let beyond = Point::new(out.x + TOUCH_R / zoom + 1.0, out.y);
+        assert_ne!(
+            hit_test_at(&design, beyond, zoom),
+            Hit::OutPort("job".into())
+        );
+        assert!(port_hit_radius(ZOOM_MIN) < NODE_W / 2.0);
+        let middle = Point::new(position(job).x + NODE_W / 2.0, input.y);
+        assert_eq!(
+            hit_test_at(&design, middle, ZOOM_MIN),
+            Hit::Node("job".into())
+        );
+    }
+
+    #[test]
+    fn a_phone_opens_the_design_at_a_readable_zoom_from_its_left_edge() {
+        let design = starting(&scenario());
+        let view = fit_readable(&design, 366.0, 340.0, ZOOM_READABLE);
+        assert_eq!(view.zoom, ZOOM_READABLE);
+        let leftmost = design
+            .nodes
+            .iter()
+            .map(|n| position(n).x)
+            .fold(f64::MAX, f64::min);
+        let x = leftmost * view.zoom + view.pan_x;
+        assert!((0.0..=24.0).contains(&x), "the first column starts at {x}");
+        let top = design
+            .nodes
+            .iter()
+            .map(|n| position(n).y)
+            .fold(f64::MAX, f64::min);
+        let y = top * view.zoom + view.pan_y;
+        assert!((0.0..=24.0).contains(&y), "the first row starts at {y}");
+        // A design that fits is centred and may be shown larger, as before.
+        assert_eq!(
+            fit_readable(&design, 1200.0, 600.0, ZOOM_READABLE),
+            fit(&design, 1200.0, 600.0)
+        );
+    }
+
+    #[test]
+    fn a_node_out_of_view_is_panned_into_it() {
+        let design = starting(&scenario());
+        let job = design.nodes.iter().find(|n| n.id == "job").unwrap();
+        let view = View {
+            pan_x: -400.0,
+            pan_y: 0.0,
+            zoom: 1.0,
+        };
+        let shown = pan_to_show(view, job, 400.0, 300.0);
+        let p = position(job);
+        let x0 = p.x * shown.zoom + shown.pan_x;
+        assert!(x0 >= 0.0 && x0 + NODE_W <= 400.0, "{x0}");
+        assert_eq!(shown.zoom, 1.0);
+        // A node in view does not move the view.
+        assert_eq!(pan_to_show(shown, job, 400.0, 300.0), shown);
+    }
+
+    #[test]
+    fn moving_a_node_does_not_change_what_the_design_means() {
+        let start = starting(&scenario());
+        let mut editor = Editor::new(start.clone());
+        editor.nudge("job", 3, 1);
+        assert_ne!(editor.design(), &start);
+        assert!(same_meaning(editor.design(), &start));
+        editor.set_option("job", "transaction", Json::from("per_run"));
+        assert!(!same_meaning(editor.design(), &start));
+        let mut editor = Editor::new(start.clone());
+        editor.delete_edge("job", "rev");
+        assert!(!same_meaning(editor.design(), &start));
+    }
+
+    #[test]
+    fn a_run_of_moves_of_one_node_is_one_undo_step() {
+        let start = starting(&scenario());
+        let mut editor = Editor::new(start.clone());
+        let original = editor.design().clone();
+        for _ in 0..5 {
+            editor.nudge("job", 1, 0);
+        }
+        // A drag of the same node goes on the same run.
+        let before = editor.design().clone();
+        editor.place("job", Point::new(600.0, 400.0));
+        editor.finish_move("job", before);
+        assert!(editor.undo());
+        assert_eq!(editor.design(), &original);
+        assert!(!editor.can_undo());
+        assert!(editor.redo());
+        assert_eq!(
+            position(editor.node("job").unwrap()),
+            Point::new(600.0, 400.0)
+        );
+        // Another node, or any other edit, starts a new step.
+        let mut editor = Editor::new(start);
+        editor.nudge("job", 1, 0);
+        editor.nudge("job", 1, 0);
+        editor.nudge("src", 0, 1);
+        editor.nudge("src", 0, 1);
+        editor.set_option("job", "transaction", Json::from("per_run"));
+        editor.nudge("job", 1, 0);
+        let mut steps = 0;
+        while editor.undo() {
+            steps += 1;
+        }
+        assert_eq!(steps, 4);
+        assert_eq!(editor.design(), &original);
+        // After an undo, a move is a step of its own again.
+        editor.nudge("job", 1, 0);
+        editor.undo();
+        editor.nudge("job", 0, 1);
+        assert!(editor.undo());
+        assert_eq!(editor.design(), &original);
+    }
+
+    #[test]
+    fn a_count_is_offered_as_the_palette_lists_it() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scenarios/dedupe-by-key.json"
+        ))
+        .unwrap();
+        let scenario = Scenario::from_json(&text).unwrap();
+        assert_eq!(
+            allowed_values(&scenario, NodeKind::StreamConsumer, "dedupe_window"),
+            ["2", "3", "4"]
+        );
+        assert!(allowed_values(
+            &self::tests::scenario(),
+            NodeKind::StreamConsumer,
+            "dedupe_window"
+        )
+        .is_empty());
     }
 
     #[test]

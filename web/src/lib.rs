@@ -2,13 +2,14 @@
 //!
 //! The modules at the top level are plain Rust with no browser in them (canvas geometry, hit
 //! tests, connection rules, undo history, replay frames, the task's Markdown, the chapter's
-//! words, the student's view of a scenario), so their unit tests run on the host with `cargo test -p web`. Everything that
+//! words, design problems in those words, the student's view of a scenario), so their unit tests run on the host with `cargo test -p web`. Everything that
 //! touches the DOM or the network lives in [`app`], which exists only on `wasm32`.
 //! The canvas never decides a verdict: the server's is authoritative, and the preview runs
 //! the same `shared` simulator.
 
 pub mod canvas;
 pub mod markdown;
+pub mod problems;
 pub mod replay;
 pub mod student_view;
 pub mod words;

@@ -113,6 +113,7 @@ pub fn value_words(option: &str, value: &str) -> (&'static str, &'static str) {
         ),
         ("table", _) => ("", "the table this node stands for"),
         ("topic", _) => ("", "the stream this node reads"),
+        ("dedupe_window", _) => ("", "how many recent keys the consumer remembers"),
         _ => ("", ""),
     }
 }

@@ -330,10 +330,15 @@ fn test(args: &[String]) -> Result<(), String> {
 }
 
 fn ensure_node_modules(dir: &Path) -> Result<(), String> {
-    if dir.join("node_modules").join("playwright-core").exists() {
+    // Every package the tests import: a checkout that has older node_modules installs anew.
+    let packages = ["playwright-core", "axe-core"];
+    if packages
+        .iter()
+        .all(|p| dir.join("node_modules").join(p).exists())
+    {
         return Ok(());
     }
-    step("installing the browser tests' npm packages (playwright-core)");
+    step("installing the browser tests' npm packages (playwright-core, axe-core)");
     let sub = if dir.join("package-lock.json").exists() {
         "ci"
     } else {

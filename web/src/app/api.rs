@@ -1,10 +1,12 @@
 //! Every HTTP call the app makes, in one place.
 
-use gloo_net::http::{Request, Response};
+use js_sys::{Object, Promise, Reflect};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
-use shared::design::Design;
+use shared::design::{Design, DesignError};
 use shared::{Scenario, Verdict};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct Session {
@@ -26,7 +28,7 @@ pub struct CatalogueEntry {
 }
 
 #[derive(Clone, Debug, Deserialize)]
-pub struct Submission {
+struct Submission {
     pub verdict: Verdict,
 }
 
@@ -34,18 +36,23 @@ pub struct Submission {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ApiError {
     pub message: String,
-    pub details: Vec<String>,
+    /// The problems the server found in a design, each with its path and code.
+    pub details: Vec<DesignError>,
     /// True when the server could not be reached at all.
     pub offline: bool,
 }
 
 impl ApiError {
-    fn offline(e: impl std::fmt::Display) -> ApiError {
+    fn new(message: String, offline: bool) -> ApiError {
         ApiError {
-            message: format!("the server cannot be reached ({e})"),
+            message,
             details: Vec::new(),
-            offline: true,
+            offline,
         }
+    }
+
+    fn offline() -> ApiError {
+        ApiError::new("the server cannot be reached".into(), true)
     }
 }
 
@@ -58,68 +65,80 @@ struct ErrorBody {
 struct ErrorInner {
     message: String,
     #[serde(default)]
-    details: Vec<ErrorDetail>,
+    details: Vec<DesignError>,
 }
 
-#[derive(Deserialize)]
-struct ErrorDetail {
-    #[serde(default)]
-    path: String,
-    message: String,
-}
-
-async fn read<T: for<'de> Deserialize<'de>>(response: Response) -> Result<T, ApiError> {
-    if response.ok() {
-        return response.json::<T>().await.map_err(|e| ApiError {
-            message: format!("the server's answer was not understood: {e}"),
-            details: Vec::new(),
-            offline: false,
-        });
+/// Starts a request with the browser's `fetch`; a body is sent as JSON. With `keepalive` the
+/// request outlives the page.
+fn start(method: &str, url: &str, body: Option<String>, keepalive: bool) -> Option<Promise> {
+    let init = Object::new();
+    let set = |o: &Object, k: &str, v: JsValue| Reflect::set(o, &k.into(), &v).ok();
+    set(&init, "method", method.into())?;
+    if let Some(body) = body {
+        let headers = Object::new();
+        set(&headers, "Content-Type", "application/json".into())?;
+        set(&init, "headers", headers.into())?;
+        set(&init, "body", body.into())?;
     }
-    let status = response.status();
-    let text = response.text().await.unwrap_or_default();
-    Err(match serde_json::from_str::<ErrorBody>(&text) {
+    if keepalive {
+        set(&init, "keepalive", true.into())?;
+    }
+    Some(web_sys::window()?.fetch_with_str_and_init(url, init.unchecked_ref()))
+}
+
+/// Waits for a request's answer: its status and its text.
+async fn answer(request: Option<Promise>) -> Result<(u16, String), ApiError> {
+    let response = JsFuture::from(request.ok_or_else(ApiError::offline)?)
+        .await
+        .map_err(|_| ApiError::offline())?;
+    let status = Reflect::get(&response, &"status".into())
+        .ok()
+        .and_then(|s| s.as_f64())
+        .unwrap_or(0.0) as u16;
+    let text = Reflect::get(&response, &"text".into())
+        .ok()
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+        .and_then(|f| f.call0(&response).ok())
+        .and_then(|p| p.dyn_into::<Promise>().ok())
+        .ok_or_else(ApiError::offline)?;
+    let text = JsFuture::from(text)
+        .await
+        .ok()
+        .and_then(|t| t.as_string())
+        .unwrap_or_default();
+    Ok((status, text))
+}
+
+async fn fetch(method: &str, url: &str, body: Option<String>) -> Result<(u16, String), ApiError> {
+    answer(start(method, url, body, false)).await
+}
+
+/// The error a refusal explains, in the server's words.
+fn refusal(status: u16, text: &str) -> ApiError {
+    match serde_json::from_str::<ErrorBody>(text) {
         Ok(body) => ApiError {
             message: body.error.message,
-            details: body
-                .error
-                .details
-                .into_iter()
-                .map(|d| {
-                    if d.path.is_empty() {
-                        d.message
-                    } else {
-                        format!("{}: {}", d.path, d.message)
-                    }
-                })
-                .collect(),
+            details: body.error.details,
             offline: false,
         },
-        Err(_) => ApiError {
-            message: format!("the server answered {status}"),
-            details: Vec::new(),
-            offline: false,
-        },
+        Err(_) => ApiError::new(format!("the server answered {status}"), false),
+    }
+}
+
+fn read<T: for<'de> Deserialize<'de>>((status, text): (u16, String)) -> Result<T, ApiError> {
+    if !(200..300).contains(&status) {
+        return Err(refusal(status, &text));
+    }
+    serde_json::from_str::<T>(&text).map_err(|e| {
+        ApiError::new(
+            format!("the server's answer was not understood: {e}"),
+            false,
+        )
     })
 }
 
 async fn get<T: for<'de> Deserialize<'de>>(url: &str) -> Result<T, ApiError> {
-    let response = Request::get(url).send().await.map_err(ApiError::offline)?;
-    read(response).await
-}
-
-async fn send<B: Serialize, T: for<'de> Deserialize<'de>>(
-    method: &str,
-    url: &str,
-    body: &B,
-) -> Result<T, ApiError> {
-    let builder = match method {
-        "PUT" => Request::put(url),
-        _ => Request::post(url),
-    };
-    let request = builder.json(body).map_err(ApiError::offline)?;
-    let response = request.send().await.map_err(ApiError::offline)?;
-    read(response).await
+    read(fetch("GET", url, None).await?)
 }
 
 pub async fn session() -> Result<Session, ApiError> {
@@ -132,11 +151,7 @@ pub async fn catalogue() -> Result<Vec<CatalogueEntry>, ApiError> {
 
 pub async fn scenario(id: &str) -> Result<Scenario, ApiError> {
     let json: Json = get(&format!("/api/scenarios/{id}")).await?;
-    crate::student_view::scenario(json).map_err(|message| ApiError {
-        message,
-        details: Vec::new(),
-        offline: false,
-    })
+    crate::student_view::scenario(json).map_err(|message| ApiError::new(message, false))
 }
 
 #[derive(Serialize)]
@@ -150,10 +165,24 @@ struct DraftBody<'a> {
     design: &'a Design,
 }
 
-pub async fn submit(scenario: &str, design: &Design) -> Result<Verdict, ApiError> {
-    let body = SubmissionBody { scenario, design };
-    let submission: Submission = send("POST", "/api/submissions", &body).await?;
-    Ok(submission.verdict)
+/// The server's verdict on a design, and the answer's text, which the local store keeps.
+pub async fn submit(scenario: &str, design: &Design) -> Result<(Verdict, String), ApiError> {
+    let body = serde_json::to_string(&SubmissionBody { scenario, design })
+        .map_err(|e| ApiError::new(e.to_string(), false))?;
+    let (status, text) = fetch("POST", "/api/submissions", Some(body)).await?;
+    if !(200..300).contains(&status) {
+        return Err(refusal(status, &text));
+    }
+    let verdict = verdict_of(&text)
+        .ok_or_else(|| ApiError::new("the server's answer was not understood".into(), false))?;
+    Ok((verdict, text))
+}
+
+/// The verdict in the text of a submission's answer.
+pub fn verdict_of(text: &str) -> Option<Verdict> {
+    serde_json::from_str::<Submission>(text)
+        .ok()
+        .map(|s| s.verdict)
 }
 
 #[derive(Deserialize)]
@@ -163,28 +192,30 @@ struct Draft {
 
 /// The saved draft, `Ok(None)` when there is none.
 pub async fn draft(scenario: &str) -> Result<Option<Json>, ApiError> {
-    let response = Request::get(&format!("/api/drafts/{scenario}"))
-        .send()
-        .await
-        .map_err(ApiError::offline)?;
-    if response.status() == 404 {
+    let answer = fetch("GET", &format!("/api/drafts/{scenario}"), None).await?;
+    if answer.0 == 404 {
         return Ok(None);
     }
-    read::<Draft>(response).await.map(|d| Some(d.design))
+    read::<Draft>(answer).map(|d| Some(d.design))
 }
 
-pub async fn save_draft(scenario: &str, design: &Design) -> Result<(), ApiError> {
-    let body = DraftBody { design };
-    let response = Request::put(&format!("/api/drafts/{scenario}"))
-        .json(&body)
-        .map_err(ApiError::offline)?
-        .send()
-        .await
-        .map_err(ApiError::offline)?;
-    if response.ok() {
-        Ok(())
-    } else {
-        read::<Json>(response).await.map(|_| ())
+/// Sends the draft with a request that outlives the page (`keepalive`), for a student who is
+/// leaving: nothing waits for it. The promise says how it went, if the page is still there.
+pub fn save_draft_keepalive(scenario: &str, design: &Design) -> Option<Promise> {
+    let body = serde_json::to_string(&DraftBody { design }).ok()?;
+    start("PUT", &format!("/api/drafts/{scenario}"), Some(body), true)
+}
+
+/// Whether a request sent with [`save_draft_keepalive`] was answered with success.
+pub async fn answered_ok(request: Promise) -> bool {
+    matches!(answer(Some(request)).await, Ok((200..=299, _)))
+}
+
+/// Saves the draft on the server; the same request as [`save_draft_keepalive`], awaited.
+pub async fn save_draft(scenario: &str, design: &Design) -> bool {
+    match save_draft_keepalive(scenario, design) {
+        Some(sent) => answered_ok(sent).await,
+        None => false,
     }
 }
 
@@ -200,9 +231,36 @@ pub mod local {
         format!("pipeline-builder.draft.{scenario}")
     }
 
+    fn get(key: &str) -> Option<String> {
+        storage()?.get_item(key).ok()?
+    }
+
+    fn set(key: &str, value: &str) {
+        if let Some(storage) = storage() {
+            let _ = storage.set_item(key, value);
+        }
+    }
+
+    /// The last verdict of a scenario: the design it was for and the server's answer.
+    pub fn last_verdict(scenario: &str) -> Option<(Json, String)> {
+        let design =
+            serde_json::from_str(&get(&format!("pipeline-builder.checked.{scenario}"))?).ok()?;
+        Some((
+            design,
+            get(&format!("pipeline-builder.verdict.{scenario}"))?,
+        ))
+    }
+
+    pub fn store_verdict(scenario: &str, design: &shared::design::Design, answer: &str) {
+        if let Ok(text) = serde_json::to_string(design) {
+            set(&format!("pipeline-builder.checked.{scenario}"), &text);
+            set(&format!("pipeline-builder.verdict.{scenario}"), answer);
+        }
+    }
+
     /// The local draft and whether the server has it too.
     pub fn load(scenario: &str) -> Option<(Json, bool)> {
-        let text = storage()?.get_item(&key(scenario)).ok()??;
+        let text = get(&key(scenario))?;
         let json: Json = serde_json::from_str(&text).ok()?;
         Some((
             json.get("design")?.clone(),
@@ -217,10 +275,8 @@ pub mod local {
     }
 
     pub fn store(scenario: &str, design: &shared::design::Design, synced: bool) {
-        if let (Some(storage), Ok(text)) =
-            (storage(), serde_json::to_string(&Stored { design, synced }))
-        {
-            let _ = storage.set_item(&key(scenario), &text);
+        if let Ok(text) = serde_json::to_string(&Stored { design, synced }) {
+            set(&key(scenario), &text);
         }
     }
 }

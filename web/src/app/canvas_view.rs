@@ -4,9 +4,9 @@
 use leptos::prelude::*;
 use shared::design::{Design, NodeKind};
 
-use super::dom::{event_element, focus};
+use super::dom::{event_element, focus, icon, MINUS, PLUS};
 use super::page::{Page, Selection};
-use crate::canvas::{self, hit_test, Hit, Point, View, NODE_H, NODE_W, PORT_R};
+use crate::canvas::{self, hit_test_at, Hit, Point, View, NODE_H, NODE_W, PORT_R, ZOOM_READABLE};
 use crate::replay::Frame;
 use crate::words;
 
@@ -67,9 +67,10 @@ pub fn CanvasView() -> impl IntoView {
                 f64::from(div.client_width()),
                 f64::from(div.client_height()),
             );
+            // Fit to the width, but never below a zoom whose words can be read.
             page.view.set(
                 page.editor
-                    .with_untracked(|e| canvas::fit(e.design(), w, h)),
+                    .with_untracked(|e| canvas::fit_readable(e.design(), w, h, ZOOM_READABLE)),
             );
         }
     };
@@ -82,8 +83,11 @@ pub fn CanvasView() -> impl IntoView {
         let Some(screen) = local_point(&ev) else {
             return;
         };
-        let world = page.view.get_untracked().to_world(screen);
-        let hit = page.editor.with_untracked(|e| hit_test(e.design(), world));
+        let view = page.view.get_untracked();
+        let world = view.to_world(screen);
+        let hit = page
+            .editor
+            .with_untracked(|e| hit_test_at(e.design(), world, view.zoom));
         let next = match hit {
             Hit::OutPort(from) => {
                 let port = page
@@ -172,7 +176,8 @@ pub fn CanvasView() -> impl IntoView {
         let Some(screen) = local_point(&ev) else {
             return;
         };
-        let world = page.view.get_untracked().to_world(screen);
+        let view = page.view.get_untracked();
+        let world = view.to_world(screen);
         let Some(d) = drag.try_update_value(Option::take).flatten() else {
             return;
         };
@@ -181,7 +186,7 @@ pub fn CanvasView() -> impl IntoView {
                 id, before, moved, ..
             } => {
                 if moved {
-                    page.editor.update(|e| e.finish_gesture(before));
+                    page.editor.update(|e| e.finish_move(&id, before));
                 } else if let Some(source) = page.connecting.get_untracked().filter(|s| *s != id) {
                     page.connect(&source, &id);
                 }
@@ -189,7 +194,10 @@ pub fn CanvasView() -> impl IntoView {
             Drag::Wire { from, start } => {
                 page.wire.set(None);
                 let moved = (screen.x - start.x).abs() + (screen.y - start.y).abs() >= 6.0;
-                let target = match page.editor.with_untracked(|e| hit_test(e.design(), world)) {
+                let target = match page
+                    .editor
+                    .with_untracked(|e| hit_test_at(e.design(), world, view.zoom))
+                {
                     Hit::InPort(t) | Hit::Node(t) => Some(t),
                     _ => None,
                 };
@@ -255,6 +263,7 @@ pub fn CanvasView() -> impl IntoView {
         let nudge = |dx: i32, dy: i32| {
             if let Some(id) = &node {
                 page.editor.update(|e| e.nudge(id, dx * step, dy * step));
+                page.reveal(id);
             }
         };
         match ev.key().as_str() {
@@ -374,9 +383,9 @@ pub fn CanvasView() -> impl IntoView {
                 <p class="canvas-empty">"Empty canvas. Add nodes from the palette above (click, or drag them here), then drag from a node's right port to another node's left port."</p>
             </Show>
             <div class="zoom" role="group" aria-label="Zoom">
-                <button class="icon" aria-label="Zoom out" on:click=move |_| page.view.update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.0 / 1.2))>"−"</button>
+                <button class="icon" aria-label="Zoom out" on:click=move |_| page.view.update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.0 / 1.2))>{icon(MINUS)}</button>
                 <span class="zoom-level">{move || format!("{}%", canvas::num((page.view.get().zoom * 100.0).round()))}</span>
-                <button class="icon" aria-label="Zoom in" on:click=move |_| page.view.update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.2))>"+"</button>
+                <button class="icon" aria-label="Zoom in" on:click=move |_| page.view.update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.2))>{icon(PLUS)}</button>
                 <button class="secondary small" aria-label="Fit the design in view" on:click=move |_| fit()>"Fit"</button>
             </div>
         </div>
@@ -414,7 +423,7 @@ fn EdgeView(source: String, target: String, frame: Memo<Option<Frame>>) -> impl 
     view! {
         <g class=class data-edge=format!("{source}->{target}")>
             <path class="edge-line" d=d.clone() marker-end="url(#arrow)" />
-            <path class="edge-hit" d=d aria-label=format!("Connection from {source} to {target}")
+            <path class="edge-hit" d=d
                 on:pointerdown=move |ev: leptos::ev::PointerEvent| {
                     ev.stop_propagation();
                     page.selected.set(Some(Selection::Edge(ss.clone(), st.clone())));
@@ -488,12 +497,9 @@ fn NodeView(id: String, frame: Memo<Option<Frame>>) -> impl IntoView {
         })
     };
     let summary = move || node.with(|n| n.as_ref().map(words::node_summary).unwrap_or_default());
-    let label = {
-        let id = id.clone();
-        move || format!("{title} {id}: {}", summary())
-    };
+    let hit_r = move || canvas::num(canvas::port_hit_radius(page.view.get().zoom));
     view! {
-        <g class=class transform=transform tabindex="0" role="button" aria-label=label data-node=id.clone()
+        <g class=class transform=transform tabindex="0" role="button" data-node=id.clone()
             aria-pressed=move || selected.get().to_string()
             on:focus=move |_| {
                 if page.selected.get_untracked() != Some(Selection::Node(fid.clone())) {
@@ -502,15 +508,19 @@ fn NodeView(id: String, frame: Memo<Option<Frame>>) -> impl IntoView {
             }>
             <rect class="node-body" width=canvas::num(NODE_W) height=canvas::num(NODE_H) rx="10" />
             <rect class="node-stripe" width="6" height=canvas::num(NODE_H) rx="3" />
-            <text class="node-kind" x="16" y="19">{title}</text>
-            <text class="node-id" x="16" y="37">{id.clone()}</text>
+            // The texts name the node (kind, id, options); the spaces, not drawn, part them.
+            <text class="node-kind" x="16" y="19">{title}" "</text>
+            <text class="node-id" x="16" y="37">{id.clone()}" "</text>
             <text class="node-summary" x="16" y="56">{summary}</text>
+            // A transparent circle around each port: the touch target, at least 24 CSS px wide.
+            {canvas::has_input(kind).then(|| view! { <circle class="port-hit" cx="0" cy=canvas::num(NODE_H / 2.0) r=hit_r /> })}
+            {canvas::has_output(kind).then(|| view! { <circle class="port-hit" cx=canvas::num(NODE_W) cy=canvas::num(NODE_H / 2.0) r=hit_r /> })}
             {canvas::has_input(kind).then(|| view! { <circle class="port in" cx="0" cy=canvas::num(NODE_H / 2.0) r=canvas::num(PORT_R) /> })}
             {canvas::has_output(kind).then(|| view! { <circle class="port out" cx=canvas::num(NODE_W) cy=canvas::num(NODE_H / 2.0) r=canvas::num(PORT_R) /> })}
             <Show when=crashed.clone()>
                 <g class="crash-mark" transform=format!("translate({} -10)", canvas::num(NODE_W - 18.0))>
                     <circle r="12" cx="0" cy="0" />
-                    <text x="0" y="5" text-anchor="middle">"✕"</text>
+                    <text x="0" y="5" text-anchor="middle" aria-hidden="true">"✕"</text>
                 </g>
             </Show>
         </g>

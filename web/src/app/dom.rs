@@ -35,3 +35,36 @@ pub fn focus(selector: &str) -> bool {
         .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
         .is_some_and(|f| f.call0(&element).is_ok())
 }
+
+/// Scrolls the first element that matches into view, as little as needed.
+pub fn scroll_into_view(selector: &str) {
+    if let Some(element) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.query_selector(selector).ok().flatten())
+    {
+        let options = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&options, &"block".into(), &"nearest".into());
+        let _ = js_sys::Reflect::get(&element, &"scrollIntoView".into())
+            .ok()
+            .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+            .map(|f| f.call1(&element, &options));
+    }
+}
+
+/// The paths of the app's icons, drawn in a 16 × 16 box with the text's colour.
+pub const CLOSE: &str = "M4 4l8 8M12 4l-8 8";
+pub const PLAY: &str = "M4.5 2.5v11l9-5.5z";
+pub const PAUSE: &str = "M5 3v10M11 3v10";
+pub const BACK: &str = "M13 8H3M7 4 3 8l4 4";
+pub const NEXT: &str = "M3 8h10M9 4l4 4-4 4";
+pub const UNDO: &str = "M5 2 2 5l3 3M2 5h8a4 4 0 0 1 0 8H6";
+pub const REDO: &str = "M11 2l3 3-3 3M14 5H6a4 4 0 0 0 0 8h4";
+pub const MINUS: &str = "M3 8h10";
+pub const PLUS: &str = "M3 8h10M8 3v10";
+
+/// An icon as inline SVG, hidden from assistive technology (its button has the name).
+pub fn icon(path: &'static str) -> impl IntoView {
+    view! {
+        <svg class="ico" viewBox="0 0 16 16" aria-hidden="true" focusable="false"><path d=path /></svg>
+    }
+}

@@ -48,7 +48,27 @@ fn Workspace(loaded: Rc<Loaded>) -> impl IntoView {
         loaded.design.clone(),
         loaded.restored,
     );
+    if let Some((verdict, checked)) = loaded.verdict.clone() {
+        page.verdict.set(Some(verdict));
+        page.checked_design.set(Some(checked));
+    }
     provide_context(page);
+    // On a phone the options open as a sheet over the lower part of the screen: bring the
+    // drawing to the top, so that the selected node stays in sight above the sheet.
+    Effect::new(move |was: Option<bool>| {
+        let open = page.selected.with(Option::is_some);
+        let narrow = window()
+            .inner_width()
+            .ok()
+            .and_then(|w| w.as_f64())
+            .is_some_and(|w| w <= 600.0);
+        if open && was == Some(false) && narrow {
+            if let Some(canvas) = document().query_selector(".canvas-wrap").ok().flatten() {
+                canvas.scroll_into_view();
+            }
+        }
+        open
+    });
     preview::follow_design(page);
     drafts::autosave(page, id);
 
@@ -100,7 +120,11 @@ fn Workspace(loaded: Rc<Loaded>) -> impl IntoView {
                     {move || if page.tab.get() == "sql" { view! { <SqlView /> }.into_any() } else { view! { <ResultsPanel /> }.into_any() }}
                 </div>
             </section>
-            <aside class="side" aria-label="Inspector">
+            // On a phone the inspector is a sheet over the drawing, open while something is
+            // selected or replayed.
+            <aside class="side" aria-label="Inspector"
+                class:sheet-open=move || page.selected.with(Option::is_some) || page.replay.with(Option::is_some)
+                class:replaying=move || page.replay.with(Option::is_some)>
                 {move || if page.replay.with(Option::is_some) { view! { <ReplayPanel /> }.into_any() } else { view! { <Inspector /> }.into_any() }}
             </aside>
         </div>

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use serde_json::Value as Json;
 use shared::design::{NodeKind, OptionValues};
 
-use super::dom::focus;
+use super::dom::{focus, icon, CLOSE};
 use super::page::{Page, Selection};
 use crate::canvas::{self, allowed_values};
 use crate::words;
@@ -28,13 +28,23 @@ pub fn Inspector() -> impl IntoView {
         }
         None => (None, None),
     });
+    // Esc goes back from the options to the node on the drawing.
+    let on_key = move |ev: leptos::ev::KeyboardEvent| {
+        if ev.key() == "Escape" {
+            if let Some(Selection::Node(id)) = page.selected.get_untracked() {
+                ev.prevent_default();
+                page.focus_node(&id);
+            }
+        }
+    };
     view! {
-        <section class="inspector" aria-labelledby="inspector-heading">
+        <section class="inspector" aria-labelledby="inspector-heading" on:keydown=on_key>
             {move || match target.get() {
                 (Some((id, kind)), _) => view! { <NodeOptions id=id kind=kind /> }.into_any(),
                 (None, Some((a, b))) => {
                     let label = format!("Delete the connection {a} → {b}");
                     view! {
+                        <CloseSheet />
                         <h2 id="inspector-heading">"Connection"</h2>
                         <p><code>{a.clone()}</code>" → "<code>{b.clone()}</code></p>
                         <button class="danger" aria-label=label on:click=move |_| page.delete_selection()>"Delete connection"</button>
@@ -78,7 +88,7 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
         let group = format!("opt-{id}-{name}");
         let current = current.clone();
         match spec.values {
-            OptionValues::Count { default, max } => {
+            OptionValues::Count { default, max } if allowed_values(&scenario, kind, name).is_empty() => {
                 // The window matters only while the consumer remembers keys.
                 let shown = {
                     let current = current.clone();
@@ -146,10 +156,20 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
                 }.into_any()
             }
             _ => {
+                // The palette's values, and only those; a count the palette lists is a choice too.
                 let values = allowed_values(&scenario, kind, name);
-                let default = values.first().cloned().unwrap_or_default();
+                // A missing count takes its own default, which the palette may not offer.
+                let default = match spec.values {
+                    OptionValues::Count { default, .. } => default.to_string(),
+                    _ => values.first().cloned().unwrap_or_default(),
+                };
+                let count = matches!(spec.values, OptionValues::Count { .. });
+                let hidden = {
+                    let current = current.clone();
+                    move || count && current("dedupe").and_then(|v| v.as_str().map(|s| s != "in_memory")).unwrap_or(true)
+                };
                 view! {
-                    <fieldset class="option">
+                    <fieldset class="option" class:hidden=hidden>
                         <legend class="option-title">{legend}</legend>
                         {values.into_iter().map(|value| {
                             let (label, line) = words::value_words(name, &value);
@@ -159,9 +179,12 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
                             let v = value.clone();
                             let d = default.clone();
                             let current = current.clone();
-                            let checked = move || current(name).and_then(|j| j.as_str().map(str::to_string)).unwrap_or_else(|| d.clone()) == v;
+                            let checked = move || current(name).map(|j| match j { Json::String(s) => s, other => other.to_string() }).unwrap_or_else(|| d.clone()) == v;
                             let id = id.clone();
-                            let json = Json::from(value.clone());
+                            let json = match value.parse::<u32>() {
+                                Ok(n) if count => Json::from(n),
+                                _ => Json::from(value.clone()),
+                            };
                             view! {
                                 <label class="choice">
                                     <input type="radio" name=group.clone() value=value.clone() prop:checked=checked
@@ -190,6 +213,7 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
         })
     };
     view! {
+        <CloseSheet />
         <h2 id="inspector-heading">{words::kind_title(kind)}" "<code>{id.clone()}</code></h2>
         <p class="kind-line">{words::kind_line(kind)}</p>
         <div class="options">{options}</div>
@@ -206,10 +230,7 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
                         let (ra, rb) = (a.clone(), b.clone());
                         view! {
                             <li><code>{a}</code>" → "<code>{b}</code>
-                                <button class="link-button" aria-label=label on:click=move |_| {
-                                    page.editor.update(|e| { e.delete_edge(&ra, &rb); });
-                                    page.say(format!("Deleted the connection \"{ra}\" → \"{rb}\"."), false);
-                                }>"Remove"</button>
+                                <button class="link-button" aria-label=label on:click=move |_| page.remove_connection(&ra, &rb)>"Remove"</button>
                             </li>
                         }
                     }).collect_view()}</ul>
@@ -225,5 +246,17 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
                 page.delete_selection();
             }>"Delete node"</button>
         </div>
+    }
+}
+
+/// Closes the inspector (on a phone, the sheet over the drawing) and goes back to the canvas.
+#[component]
+fn CloseSheet() -> impl IntoView {
+    let page = expect_context::<Page>();
+    view! {
+        <button class="icon sheet-close" aria-label="Close the options" title="Close" on:click=move |_| {
+            page.selected.set(None);
+            focus(".canvas");
+        }>{icon(CLOSE)}</button>
     }
 }

@@ -68,7 +68,10 @@ fn App() -> impl IntoView {
                 <span class="brand-mark" aria-hidden="true">"⛁"</span>" Pipeline Builder"
             </Link>
             <span class="topbar-course">"Idempotency, retries & exactly-once"</span>
-            <span class="student" aria-label="Signed in as">{move || student.get()}</span>
+            <span class="student">{move || {
+                let name = student.get();
+                (!name.is_empty()).then(|| view! { <span class="visually-hidden">"Signed in as "</span>{name} })
+            }}</span>
         </header>
         <main id="main">
             {move || if !ready.get() { view! { <p class="page muted" role="status">"Loading…"</p> }.into_any() } else { match route.get() {

@@ -15,7 +15,7 @@ use shared::{DesignError, Scenario};
 use super::api::ApiError;
 use super::debounce::Debounce;
 use super::dom::focus;
-use crate::canvas::{self, Editor, Point, View, NODE_H, NODE_W};
+use crate::canvas::{self, Editor, Point, View};
 use crate::replay::{self, Frame};
 
 /// What is selected on the canvas.
@@ -159,15 +159,31 @@ impl Page {
                 self.say(format!("Deleted \"{id}\"."), false);
             }
             Some(Selection::Edge(a, b)) => {
-                self.editor.update(|e| {
-                    e.delete_edge(&a, &b);
-                });
-                self.say(format!("Deleted the connection \"{a}\" → \"{b}\"."), false);
+                self.remove_connection(&a, &b);
+                return;
             }
             None => return,
         }
         self.selected.set(None);
         focus(".canvas");
+    }
+
+    /// Removes a connection; the focus goes to the node it came from, where the keyboard was.
+    pub fn remove_connection(&self, source: &str, target: &str) {
+        self.editor.update(|e| {
+            e.delete_edge(source, target);
+        });
+        self.say(
+            format!("Deleted the connection \"{source}\" → \"{target}\"."),
+            false,
+        );
+        self.selected.set(Some(Selection::Node(source.to_string())));
+        self.focus_node(source);
+    }
+
+    /// Moves the focus to a node of the drawing.
+    pub fn focus_node(&self, id: &str) {
+        focus(&format!("g.node[data-node=\"{id}\"]"));
     }
 
     /// Undoes the last edit, and says so only when there was one.
@@ -184,7 +200,7 @@ impl Page {
         }
     }
 
-    /// Fits the drawing to the canvas when a node lies outside what the canvas shows.
+    /// Pans the drawing as little as needed to show a node whole.
     pub fn reveal(&self, id: &str) {
         let Some(wrap) = web_sys::window()
             .and_then(|w| w.document())
@@ -197,19 +213,11 @@ impl Page {
             f64::from(wrap.client_height()),
         );
         let view = self.view.get_untracked();
-        let outside = self.editor.with_untracked(|e| {
-            e.node(id).is_some_and(|n| {
-                let p = canvas::position(n);
-                let (x0, y0) = (p.x * view.zoom + view.pan_x, p.y * view.zoom + view.pan_y);
-                let (x1, y1) = (x0 + NODE_W * view.zoom, y0 + NODE_H * view.zoom);
-                x0 < 0.0 || y0 < 0.0 || x1 > w || y1 > h
-            })
-        });
-        if outside {
-            self.view.set(
-                self.editor
-                    .with_untracked(|e| canvas::fit(e.design(), w, h)),
-            );
+        let shown = self
+            .editor
+            .with_untracked(|e| e.node(id).map(|n| canvas::pan_to_show(view, n, w, h)));
+        if let Some(shown) = shown.filter(|v| *v != view) {
+            self.view.set(shown);
         }
     }
 

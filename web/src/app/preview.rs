@@ -10,6 +10,7 @@ use shared::Scenario;
 
 use super::debounce::Debounce;
 use super::page::{Page, Preview};
+use crate::problems::problem_words;
 
 /// Keeps the preview in step with the design. It follows at once, a few milliseconds after a
 /// burst of edits, so that dragging a node does not run the simulator on every step.
@@ -92,7 +93,10 @@ pub fn Requirements() -> impl IntoView {
                 Preview::Invalid(errors) => Some(view! {
                     <div class="design-problems">
                         <h3>"To finish the design"</h3>
-                        <ul>{errors.iter().take(6).map(|e| view! { <li>{e.message.clone()}</li> }).collect_view()}</ul>
+                        <ul>{errors.iter().take(6).map(|e| {
+                            let words = page.editor.with(|d| page.scenario.with_value(|s| problem_words(s, d.design(), e)));
+                            view! { <li title=e.to_string()>{words}</li> }
+                        }).collect_view()}</ul>
                     </div>
                 }),
                 _ => None,
@@ -108,9 +112,12 @@ pub fn SqlView() -> impl IntoView {
     let blocks = Memo::new(move |_| {
         let design = page.editor.with(|e| e.design().clone());
         page.scenario
-            .with_value(|s| match shared::validate(s, design) {
+            .with_value(|s| match shared::validate(s, design.clone()) {
                 Ok(valid) => Ok(shared::sql::design_sql(s, &valid)),
-                Err(errors) => Err(errors.into_iter().map(|e| e.message).collect::<Vec<_>>()),
+                Err(errors) => Err(errors
+                    .iter()
+                    .map(|e| problem_words(s, &design, e))
+                    .collect::<Vec<_>>()),
             })
     });
     view! {
@@ -120,7 +127,7 @@ pub fn SqlView() -> impl IntoView {
                     <p class="muted small">"What your design runs, in PostgreSQL. It changes as you change the options."</p>
                     {blocks.into_iter().map(|b| view! {
                         <h4>{b.title}</h4>
-                        <pre class="sql"><code>{b.sql}</code></pre>
+                        <pre class="sql" tabindex="0"><code>{b.sql}</code></pre>
                     }).collect_view()}
                 }.into_any(),
                 Err(errors) => view! {

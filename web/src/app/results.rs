@@ -8,23 +8,35 @@ use leptos::prelude::*;
 use shared::verdict::{RequirementVerdict, TableView, TraceEntry};
 
 use super::debounce::Debounce;
+use super::dom::{icon, BACK, NEXT, PAUSE, PLAY};
 use super::page::{Page, Replay};
+use crate::canvas::same_meaning;
+use crate::problems::{plain, problem_words};
 use crate::replay::{cell_text, outcome_class};
 
 #[component]
 pub fn ResultsPanel() -> impl IntoView {
     let page = expect_context::<Page>();
+    // Only a change of meaning makes a verdict stale: moving nodes changes no verdict.
     let stale = move || {
-        let current = page.editor.with(|e| e.design().clone());
-        page.checked_design
-            .with(|c| c.as_ref().is_some_and(|c| *c != current))
+        page.editor.with(|e| {
+            page.checked_design
+                .with(|c| c.as_ref().is_some_and(|c| !same_meaning(c, e.design())))
+        })
     };
     view! {
         <div class="results" aria-live="polite">
             {move || page.check_error.get().map(|e| view! {
                 <div class="error" role="alert">
-                    <p>{format!("The check did not run: {}", e.message)}</p>
-                    <ul>{e.details.into_iter().map(|d| view! { <li>{d}</li> }).collect_view()}</ul>
+                    <p title=e.message.clone()>{if e.details.is_empty() {
+                        format!("The check did not run: {}", plain(&e.message))
+                    } else {
+                        "The check did not run. To finish the design:".to_string()
+                    }}</p>
+                    <ul>{e.details.into_iter().map(|d| {
+                        let (words, raw) = page.editor.with_untracked(|e| page.scenario.with_value(|s| (problem_words(s, e.design(), &d), d.to_string())));
+                        view! { <li title=raw>{words}</li> }
+                    }).collect_view()}</ul>
                 </div>
             })}
             {move || match page.verdict.get() {
@@ -70,7 +82,7 @@ fn RequirementResult(index: usize, result: RequirementVerdict) -> impl IntoView 
         let trace_len = ce.trace.len();
         view! {
             <div class="what-happened">
-                <h4>"What happened"</h4>
+                <h3 class="sub">"What happened"</h3>
                 {if ce.failures.is_empty() {
                     view! { <p>"Even a run with no failure misses it."</p> }.into_any()
                 } else {
@@ -89,7 +101,7 @@ fn RequirementResult(index: usize, result: RequirementVerdict) -> impl IntoView 
                         if let Some(canvas) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.query_selector(".canvas-wrap").ok().flatten()) {
                             canvas.scroll_into_view();
                         }
-                    }>"▶ Replay on the drawing"</button>
+                    }>{icon(PLAY)}" Replay on the drawing"</button>
                     {(!hint.is_empty()).then(|| view! {
                         <button class="secondary small" aria-expanded=move || show_hint.get().to_string() on:click=move |_| show_hint.update(|s| *s = !*s)>
                             {move || if show_hint.get() { "Hide hint" } else { "Show a hint" }}
@@ -101,7 +113,7 @@ fn RequirementResult(index: usize, result: RequirementVerdict) -> impl IntoView 
                     <summary>{format!("The run step by step ({trace_len} steps)")}</summary>
                     <Timeline trace=ce.trace.clone() went_wrong=went_wrong current=None />
                 </details>
-                <h4>{format!("The tables when it went wrong (step {went_wrong})")}</h4>
+                <h3 class="sub">{format!("The tables when it went wrong (step {went_wrong})")}</h3>
                 <Tables tables=ce.tables.clone() />
             </div>
         }
@@ -134,7 +146,7 @@ fn Timeline(trace: Vec<TraceEntry>, went_wrong: u32, current: Option<usize>) -> 
                         <span class="step-actor">{t.actor.clone()}</span>
                         <span class="step-action">{t.action.clone()}</span>
                         <span class="step-outcome">{if t.failure { format!("✕ {}", t.outcome) } else { t.outcome.clone() }}</span>
-                        {t.sql.clone().map(|sql| view! { <pre class="sql"><code>{sql}</code></pre> })}
+                        {t.sql.clone().map(|sql| view! { <pre class="sql" tabindex="0"><code>{sql}</code></pre> })}
                     </li>
                 }
             }).collect_view()}
@@ -147,7 +159,8 @@ fn Tables(tables: BTreeMap<String, TableView>) -> impl IntoView {
     view! {
         <div class="tables">
             {tables.into_iter().map(|(name, t)| view! {
-                <div class="table-wrap"><table class="data">
+                // Focusable, so that a keyboard can scroll a wide table; the caption names it.
+                <div class="table-wrap" tabindex="0"><table class="data">
                     <caption>{name}</caption>
                     <thead><tr>{t.columns.iter().map(|c| view! { <th scope="col">{c.clone()}</th> }).collect_view()}</tr></thead>
                     <tbody>
@@ -216,14 +229,14 @@ pub fn ReplayPanel() -> impl IntoView {
             <p class="replay-of">{move || counterexample.with(|c| c.as_ref().map(|(t, _)| t.clone()).unwrap_or_default())}</p>
             <div class="replay-controls" role="group" aria-label="Replay controls">
                 <button class="secondary small" aria-label="Previous step" disabled=move || frame.with(|f| f.as_ref().is_none_or(|f| f.index == 0))
-                    on:click=move |_| { let i = frame.with_untracked(|f| f.as_ref().map(|f| f.index).unwrap_or(0)); step_to(i.saturating_sub(1)); }>"← Back"</button>
+                    on:click=move |_| { let i = frame.with_untracked(|f| f.as_ref().map(|f| f.index).unwrap_or(0)); step_to(i.saturating_sub(1)); }>{icon(BACK)}" Previous"</button>
                 <button class="primary small play" aria-label=move || if playing() { "Pause" } else { "Play" }
                     on:click=move |_| page.replay.update(|r| if let Some(r) = r {
                         if !r.playing && r.index + 1 >= len() { r.index = 0; }
                         r.playing = !r.playing;
-                    })>{move || if playing() { "⏸ Pause" } else { "▶ Play" }}</button>
+                    })>{move || if playing() { (icon(PAUSE), " Pause") } else { (icon(PLAY), " Play") }}</button>
                 <button class="secondary small" aria-label="Next step" disabled=move || frame.with(|f| f.as_ref().is_none_or(|f| f.index + 1 >= len()))
-                    on:click=move |_| { let i = frame.with_untracked(|f| f.as_ref().map(|f| f.index).unwrap_or(0)); step_to((i + 1).min(len().saturating_sub(1))); }>"Next →"</button>
+                    on:click=move |_| { let i = frame.with_untracked(|f| f.as_ref().map(|f| f.index).unwrap_or(0)); step_to((i + 1).min(len().saturating_sub(1))); }>"Next "{icon(NEXT)}</button>
                 <span class="replay-position" role="status">{move || frame.with(|f| f.as_ref().map(|f| format!("Step {} of {}", f.index + 1, len())).unwrap_or_default())}</span>
                 <button class="link-button close" on:click=move |_| page.replay.set(None)>"Close replay"</button>
             </div>
@@ -238,7 +251,7 @@ pub fn ReplayPanel() -> impl IntoView {
                         <p class="replay-action">{entry.action.clone()}</p>
                         <p class="replay-outcome">{if entry.failure { format!("✕ {}", entry.outcome) } else { entry.outcome.clone() }}</p>
                         {f.went_wrong.then(|| view! { <p class="went-wrong-note">"Here the requirement is missed."</p> })}
-                        {entry.sql.clone().map(|sql| view! { <pre class="sql"><code>{sql}</code></pre> })}
+                        {entry.sql.clone().map(|sql| view! { <pre class="sql" tabindex="0"><code>{sql}</code></pre> })}
                     </div>
                     <h3>"What readers see"</h3>
                     <Tables tables=f.tables.clone() />

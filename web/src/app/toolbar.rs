@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 
 use super::api;
+use super::dom::{icon, scroll_into_view, REDO, UNDO};
 use super::page::{DraftState, Page, Selection};
 use crate::canvas::{self, Editor};
 use crate::words;
@@ -25,10 +26,13 @@ pub fn Toolbar() -> impl IntoView {
         // The server's verdict is the graded one; a new verdict ends the replay of the old.
         leptos::task::spawn_local(async move {
             match api::submit(&id, &design).await {
-                Ok(verdict) => {
+                Ok((verdict, answer)) => {
+                    api::local::store_verdict(&id, &design, &answer);
                     page.replay.set(None);
                     page.verdict.set(Some(verdict));
                     page.checked_design.set(Some(design));
+                    // On a phone the verdict is below the drawing: bring it into view.
+                    request_animation_frame(|| scroll_into_view(".verdict-summary"));
                 }
                 Err(e) => page.check_error.set(Some(e)),
             }
@@ -61,8 +65,8 @@ pub fn Toolbar() -> impl IntoView {
                 }).collect_view()}
             </div>
             <div class="actions">
-                <button class="icon" aria-label="Undo (Ctrl+Z)" title="Undo (Ctrl+Z)" disabled=move || !page.editor.with(Editor::can_undo) on:click=move |_| page.undo()>"↶"</button>
-                <button class="icon" aria-label="Redo (Ctrl+Shift+Z)" title="Redo (Ctrl+Shift+Z or Ctrl+Y)" disabled=move || !page.editor.with(Editor::can_redo) on:click=move |_| page.redo()>"↷"</button>
+                <button class="icon" aria-label="Undo (Ctrl+Z)" title="Undo (Ctrl+Z)" disabled=move || !page.editor.with(Editor::can_undo) on:click=move |_| page.undo()>{icon(UNDO)}</button>
+                <button class="icon" aria-label="Redo (Ctrl+Shift+Z)" title="Redo (Ctrl+Shift+Z or Ctrl+Y)" disabled=move || !page.editor.with(Editor::can_redo) on:click=move |_| page.redo()>{icon(REDO)}</button>
                 <button class="secondary" aria-label="Reset to the starting design" title="Reset to the starting design" on:click=move |_| {
                     let start = page.start.get_value();
                     page.editor.update(|e| e.replace(start));

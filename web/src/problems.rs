@@ -1,0 +1,226 @@
+//! A design's problems in the inspector's words. The simulator reports each problem with a
+//! JSON path, a code and a sentence that may name option keys (`dedupe_window`) and values
+//! (`after_write`); a student reads the node by its kind and name, the option by its label
+//! and the values by theirs.
+
+use shared::design::{Design, DesignError, NodeKind, OptionValues};
+use shared::Scenario;
+
+use crate::canvas::allowed_values;
+use crate::words::{kind_title, option_title, value_label};
+
+/// The node a path such as `$.nodes[2].options.write` points at, and the option, if any.
+fn locate(path: &str) -> Option<(usize, Option<&str>)> {
+    let rest = path.strip_prefix("$.nodes[")?;
+    let (index, rest) = rest.split_once(']')?;
+    let option = rest.strip_prefix(".options.").filter(|o| !o.is_empty());
+    Some((index.parse().ok()?, option))
+}
+
+/// The words of a list of values: "A", "A or B", "A, B or C".
+fn either(labels: &[String]) -> String {
+    match labels {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+/// Replaces option keys and values written with underscores by their labels, so that a
+/// sentence of the simulator names nothing a student did not see.
+pub fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if word.contains('_') {
+            let label = NodeKind::ALL
+                .iter()
+                .flat_map(|k| k.options())
+                .find_map(|spec| {
+                    if spec.name == word {
+                        return Some(option_title(spec.name).to_string());
+                    }
+                    match spec.values {
+                        OptionValues::Choice(values) if values.contains(&word.as_str()) => {
+                            Some(format!("“{}”", value_label(spec.name, word)))
+                        }
+                        _ => None,
+                    }
+                });
+            out.push_str(label.as_deref().unwrap_or(word));
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+/// One problem of a design in words: which node (by kind and name), which option (by its
+/// label), and what to choose, never a JSON path or an option key.
+pub fn problem_words(scenario: &Scenario, design: &Design, error: &DesignError) -> String {
+    let Some((index, option)) = locate(&error.path) else {
+        return plain(&error.message);
+    };
+    let Some(node) = design.nodes.get(index) else {
+        return plain(&error.message);
+    };
+    let who = format!("{} “{}”", kind_title(node.kind), node.id);
+    let Some(option) = option else {
+        // "\"paid\" is not connected" reads "Warehouse table “paid” is not connected".
+        let named = format!("\"{}\"", node.id);
+        return match error.message.strip_prefix(&named) {
+            Some(rest) => format!("{who}{}", plain(rest)),
+            None => format!("{who}: {}", plain(&error.message)),
+        };
+    };
+    let label = option_title(option);
+    match error.code.as_str() {
+        "bad_option_value" | "not_in_palette" | "wrong_type" | "missing_option" => {
+            let offered: Vec<String> = allowed_values(scenario, node.kind, option)
+                .iter()
+                .map(|v| format!("“{}”", value_label(option, v)))
+                .collect();
+            if offered.is_empty() {
+                format!("{who}: {label} — {}", plain(&error.message))
+            } else {
+                format!("{who}: choose {label}: {}.", either(&offered))
+            }
+        }
+        _ => format!("{who}, {label}: {}", plain(&error.message)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value as Json;
+
+    fn scenario(name: &str) -> Scenario {
+        let text = std::fs::read_to_string(format!(
+            "{}/../scenarios/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        Scenario::from_json(&text).unwrap()
+    }
+
+    fn words_of(scenario: &Scenario, design: &Design) -> Vec<String> {
+        shared::validate(scenario, design.clone())
+            .err()
+            .unwrap_or_default()
+            .iter()
+            .map(|e| problem_words(scenario, design, e))
+            .collect()
+    }
+
+    /// Nothing a student reads names a JSON path or an option key.
+    fn assert_plain(words: &[String]) {
+        assert!(!words.is_empty());
+        for w in words {
+            assert!(!w.contains("$."), "{w}");
+            assert!(!w.contains("nodes["), "{w}");
+            for kind in NodeKind::ALL {
+                for spec in kind.options() {
+                    if spec.name.contains('_') {
+                        assert!(!w.contains(spec.name), "{w}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_count_outside_the_palette_speaks_the_inspectors_words() {
+        let scenario = scenario("dedupe-by-key");
+        let mut design =
+            shared::design::design_from_json(scenario.starting_design.as_ref().unwrap()).unwrap();
+        let consumer = design
+            .nodes
+            .iter_mut()
+            .find(|n| n.kind == NodeKind::StreamConsumer)
+            .unwrap();
+        let id = consumer.id.clone();
+        consumer
+            .options
+            .insert("dedupe".into(), Json::from("in_memory"));
+        consumer
+            .options
+            .insert("dedupe_window".into(), Json::from(7));
+        let words = words_of(&scenario, &design);
+        assert_plain(&words);
+        assert!(
+            words.contains(&format!(
+                "Stream consumer “{id}”: choose Keys remembered: “2”, “3” or “4”."
+            )),
+            "{words:?}"
+        );
+    }
+
+    #[test]
+    fn choices_and_wiring_problems_name_nodes_options_and_values_by_label() {
+        let scenario = scenario("offset-commit");
+        let mut design =
+            shared::design::design_from_json(scenario.starting_design.as_ref().unwrap()).unwrap();
+        design.nodes[1]
+            .options
+            .insert("offset_commit".into(), Json::from("with_write"));
+        design.nodes[2]
+            .options
+            .insert("write".into(), Json::from("delete_insert"));
+        design.edges.pop();
+        let words = words_of(&scenario, &design);
+        assert_plain(&words);
+        assert!(
+            words.iter().any(|w| w
+                == "Stream consumer “consumer”: choose Offset commit: “Commit before write” or “Commit after write”."),
+            "{words:?}"
+        );
+        assert!(
+            words
+                .iter()
+                .any(|w| w.starts_with("Warehouse table “paid”: choose How it writes:")),
+            "{words:?}"
+        );
+    }
+
+    #[test]
+    fn a_node_named_by_the_simulator_is_named_once() {
+        let scenario = scenario("offset-commit");
+        let mut design =
+            shared::design::design_from_json(scenario.starting_design.as_ref().unwrap()).unwrap();
+        design.edges.pop();
+        let words = words_of(&scenario, &design);
+        assert_plain(&words);
+        assert!(
+            words.contains(&"Warehouse table “paid” is not connected to the pipeline".to_string()),
+            "{words:?}"
+        );
+        assert!(
+            words
+                .iter()
+                .any(|w| w.starts_with("Stream consumer “consumer” writes nowhere")),
+            "{words:?}"
+        );
+    }
+
+    #[test]
+    fn plain_replaces_keys_and_values_only() {
+        assert_eq!(
+            plain("dedupe_window 7 is not offered; delete_insert replaces paid_orders"),
+            "Keys remembered 7 is not offered; “Delete-insert the day” replaces paid_orders"
+        );
+        assert_eq!(locate("$.nodes[3].options.write"), Some((3, Some("write"))));
+        assert_eq!(locate("$.nodes[0]"), Some((0, None)));
+        assert_eq!(locate("$.edges[0]"), None);
+    }
+}

@@ -1,0 +1,122 @@
+//! `cargo xtask contract`: the API contract. schemathesis (from PyPI, in a virtual
+//! environment under the target folder) generates requests from the OpenAPI document the
+//! server serves, with every check it has and a bounded number of examples per operation,
+//! and fails on any answer the document does not allow.
+//!
+//! *Rationale:* the document is derived from the types, and the types can still disagree
+//! with what a handler does (a status it never declared, a rule the schema does not state);
+//! only requests against the running server show that.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::{cargo, root, start_server, status, step, target_dir};
+
+/// The schemathesis release the contract run is pinned to.
+const SCHEMATHESIS: &str = "schemathesis==4.32.5";
+/// Examples per operation and phase: enough to reach every route's refusals, bounded so the
+/// run takes well under a minute.
+const MAX_EXAMPLES: &str = "25";
+
+/// The `st` command of a virtual environment made for it, installed when missing.
+fn schemathesis() -> Result<PathBuf, String> {
+    let venv = target_dir().join("schemathesis-venv");
+    let st = venv.join("bin").join("st");
+    if st.exists() {
+        return Ok(st);
+    }
+    step(&format!(
+        "installing {SCHEMATHESIS} from PyPI into {}",
+        venv.display()
+    ));
+    status(Command::new("python3").args(["-m", "venv"]).arg(&venv)).map_err(|e| {
+        format!("{e}\n       (the contract run needs Python 3 with venv: apt-get install -y python3-venv)")
+    })?;
+    status(Command::new(venv.join("bin").join("pip")).args([
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        SCHEMATHESIS,
+    ]))?;
+    Ok(st)
+}
+
+fn token(binary: &Path, database: &str) -> Result<String, String> {
+    let out = Command::new(binary)
+        .current_dir(root())
+        .args([
+            "token",
+            "create",
+            "--name",
+            "contract",
+            "--database-url",
+            database,
+        ])
+        .output()
+        .map_err(|e| format!("could not run {}: {e}", binary.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "token create failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .map(str::to_string)
+        .ok_or_else(|| "token create printed no token".to_string())
+}
+
+pub fn contract() -> Result<(), String> {
+    let st = schemathesis()?;
+    step("building the server (release)");
+    status(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "server",
+        "--bin",
+        "pipeline-builder",
+    ]))?;
+    let binary = target_dir().join("release").join("pipeline-builder");
+    let scratch =
+        std::env::temp_dir().join(format!("pipeline-builder-contract-{}", std::process::id()));
+    // Rate limits off: the run sends hundreds of requests from one address on purpose.
+    let (server, port) = start_server(&binary, &scratch, &["--rate-limit-per-second", "0"])?;
+    let database = format!("sqlite://{}", scratch.join("server.db").display());
+    let token = token(&binary, &database)?;
+    step("API contract (schemathesis, every check)");
+    let result = status(
+        Command::new(&st)
+            .arg("--config-file")
+            .arg(
+                root()
+                    .join("tests")
+                    .join("schemathesis")
+                    .join("schemathesis.toml"),
+            )
+            .arg("run")
+            .arg(format!("http://127.0.0.1:{port}/api/openapi.json"))
+            .args([
+                "--checks",
+                "all",
+                "--max-examples",
+                MAX_EXAMPLES,
+                "--workers",
+                "1",
+            ])
+            .args(["--phases", "examples,coverage,fuzzing,stateful"])
+            .args(["--seed", "1"])
+            .arg("-H")
+            .arg(format!("Authorization: Bearer {token}"))
+            .current_dir(&scratch),
+    );
+    drop(server);
+    if result.is_ok() {
+        let _ = std::fs::remove_dir_all(&scratch);
+    } else {
+        eprintln!("server log: {}", scratch.join("server.log").display());
+    }
+    result
+}
