@@ -34,6 +34,31 @@ enum Command {
     Token(TokenCommand),
     /// Put a running server under load and print what it held (a table, then a JSON line).
     Load(LoadArgs),
+    /// Grade one Gradescope submission offline and write its results.json (exit 0 whenever
+    /// a result was written: a design that fails or is invalid is a grade, not an error).
+    Autograde(AutogradeArgs),
+}
+
+#[derive(Args)]
+struct AutogradeArgs {
+    /// The folder of the student's upload: one design file, bare or as the canvas exports it.
+    #[arg(long, default_value = server::autograde::SUBMISSION_DIR)]
+    submission: PathBuf,
+    /// Where to write the result.
+    #[arg(long, default_value = server::autograde::RESULTS_FILE)]
+    results: PathBuf,
+    /// The scenario the assignment grades; without it, the one the exported file names.
+    #[arg(long)]
+    scenario: Option<String>,
+    /// The folder of scenario files.
+    #[arg(long, env = "SCENARIOS_DIR", default_value = "scenarios")]
+    scenarios: PathBuf,
+    /// When students see the result: hidden, after_due_date, after_published or visible.
+    #[arg(long, default_value = "visible", value_parser = server::autograde::VISIBILITIES)]
+    visibility: String,
+    /// When students see the autograder's printed output (the same values).
+    #[arg(long, default_value = "hidden", value_parser = server::autograde::VISIBILITIES)]
+    stdout_visibility: String,
 }
 
 #[derive(Args)]
@@ -161,6 +186,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check(args),
         Command::Token(command) => runtime().block_on(token(command)),
         Command::Load(args) => runtime().block_on(load(args)),
+        Command::Autograde(args) => autograde(args),
     }
 }
 
@@ -415,6 +441,31 @@ fn check(args: CheckArgs) -> ExitCode {
             ExitCode::from(2)
         }
         Err(e) => bad_input(format!("{}: {e}", display(&args.design))),
+    }
+}
+
+fn autograde(args: AutogradeArgs) -> ExitCode {
+    let graded = server::autograde::grade(&server::autograde::Options {
+        submission: args.submission,
+        scenarios: args.scenarios,
+        scenario: args.scenario,
+        visibility: args.visibility,
+        stdout_visibility: args.stdout_visibility,
+    });
+    // Gradescope shows stdout to the course staff, not to students (unless told to).
+    println!("{}", graded.log.trim_end());
+    if graded.setup_problem {
+        eprintln!("the autograder is not set up right: the student got score 0 for it");
+    }
+    match server::autograde::write(&graded.results, &args.results) {
+        Ok(()) => {
+            println!("wrote {}", args.results.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{}: cannot write the result: {e}", args.results.display());
+            ExitCode::from(2)
+        }
     }
 }
 

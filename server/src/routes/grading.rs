@@ -185,17 +185,21 @@ pub struct GradeError {
     pub error: ErrorDetail,
 }
 
-/// Gradescope's `results.json`: one test per requirement.
+/// Gradescope's `results.json` (`autograder/results.schema.json` in the repository): one
+/// test per requirement, worth the requirement's points.
 #[derive(Serialize, ToSchema)]
 pub struct GradescopeResult {
+    /// The points of the requirements passed; 0 for an item that could not be graded.
     pub score: u32,
-    pub max_score: u32,
-    /// A Markdown summary.
+    /// A Markdown summary; for an item that could not be graded, why, with each problem's
+    /// JSON path in the item.
     pub output: String,
     #[schema(example = "md")]
     pub output_format: String,
     pub tests: Vec<GradescopeTest>,
-    /// `index`, `submission_id`, `student`, `scenario`, `scenario_hash`, `schedules_explored`.
+    /// `index`, `student`, `scenario`, `scenario_hash`, `schedules_explored`, `max_score` (the
+    /// points of all the requirements) and, for a graded item, `submission_id`; for an item
+    /// that could not be graded, `error` (the error the JSON format answers for it).
     #[schema(value_type = Object)]
     pub extra_data: serde_json::Value,
 }
@@ -205,8 +209,9 @@ pub struct GradescopeTest {
     /// `<requirement id>: <requirement text>`
     pub name: String,
     pub number: String,
-    /// 1 when the requirement passed, else 0.
+    /// The requirement's points when it passed, else 0.
     pub score: u32,
+    /// The requirement's points (1 unless the scenario says otherwise).
     pub max_score: u32,
     /// `passed` or `failed`.
     pub status: String,

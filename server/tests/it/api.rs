@@ -1085,7 +1085,7 @@ async fn grading_in_gradescope_shape_has_one_test_per_requirement() {
     assert_eq!(results.len(), 5);
     let passed = &results[0];
     assert_eq!(passed["score"], 3);
-    assert_eq!(passed["max_score"], 3);
+    assert_eq!(passed["extra_data"]["max_score"], 3);
     assert_eq!(passed["extra_data"]["student"], "ada");
     let missed = &results[2];
     let tests = missed["tests"].as_array().unwrap();

@@ -4,6 +4,7 @@
 //! document.
 
 mod api;
+mod autograde;
 mod cli;
 mod common;
 mod crash;
