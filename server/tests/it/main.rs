@@ -9,6 +9,7 @@ mod cli;
 mod common;
 mod crash;
 mod fuzz;
+mod grading;
 mod load;
 mod openapi;
 mod outage;
