@@ -15,6 +15,7 @@ mod openapi;
 mod outage;
 mod postgres;
 mod processes;
+mod readme;
 mod security;
 mod socket;
 mod storage;
