@@ -251,11 +251,9 @@ impl NotGraded {
         let (headline, submission_at_fault) = match error.code {
             ErrorCode::InvalidDesign | ErrorCode::GraphTooLarge => ("the design is invalid", true),
             ErrorCode::CheckTooLarge => ("the design is too large to check", true),
-            ErrorCode::UnknownScenario => ("the scenario is unknown", true),
-            ErrorCode::InvalidRequest | ErrorCode::MalformedJson => (
-                "the item is not a {\"scenario\", \"student\", \"design\"} object",
-                true,
-            ),
+            // The grader's script names the scenario, not the student.
+            ErrorCode::UnknownScenario => ("the scenario is unknown", false),
+            ErrorCode::InvalidRequest | ErrorCode::MalformedJson => ("the item is not valid", true),
             _ => ("the server could not grade it", false),
         };
         NotGraded {
