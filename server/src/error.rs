@@ -155,7 +155,9 @@ pub struct ErrorDetail {
     pub code: ErrorCode,
     /// A sentence a person can act on.
     pub message: String,
-    /// The JSON path in the request body the error is about, when there is one.
+    /// What the error is about, when it is one thing: a JSON path in the request body
+    /// (`$.design.nodes[1].kind`; `$[4].design…` in a batch), a query parameter (`?format`), or
+    /// the URL's path when the URL names something unknown (`/api/scenarios/no-such/check`).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub path: Option<String>,
@@ -203,6 +205,36 @@ impl AppError {
             format!("there is no scenario \"{id}\"; GET /api/scenarios lists them"),
         )
         .at("$.scenario")
+    }
+
+    /// An unknown scenario named by the URL (`/api/scenarios/{id}/check`): the error's path is
+    /// the URL's path, since the body does not name it.
+    pub fn unknown_scenario_in_url(id: &str, url: impl Into<String>) -> AppError {
+        AppError::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::UnknownScenario,
+            format!(
+                "there is no scenario \"{id}\" (the URL names it); GET /api/scenarios lists them"
+            ),
+        )
+        .at(url)
+    }
+
+    /// The same error with its paths (and its details' paths) moved under `prefix`: `$.nodes`
+    /// under `$.design` is `$.design.nodes`. Paths that are not JSON paths (a URL, `?format`)
+    /// stay as they are.
+    pub fn under(mut self, prefix: &str) -> AppError {
+        let rebase = |path: &str| match path.strip_prefix('$') {
+            Some(rest) => format!("{prefix}{rest}"),
+            None => path.to_string(),
+        };
+        if let Some(path) = &self.path {
+            self.path = Some(rebase(path));
+        }
+        for detail in self.details.iter_mut().flatten() {
+            detail.path = rebase(&detail.path);
+        }
+        self
     }
 
     pub fn unauthorized(message: impl Into<String>) -> AppError {

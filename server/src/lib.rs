@@ -15,7 +15,8 @@
 //! - [`auth`]: student sessions (a cookie) and grader tokens.
 //! - [`store`]: the database, one type over a SQLite and a PostgreSQL pool.
 //! - [`catalogue`]: loading and validating the scenario files.
-//! - [`report`]: verdicts in words and in Gradescope's shape.
+//! - [`report`]: verdicts in words, in Gradescope's shape and as CSV rows.
+//! - [`autograde`]: `pipeline-builder autograde`, Gradescope's autograder contract, offline.
 //! - [`limit`]: per-client rate limits; [`headers`]: the security headers of every answer.
 //! - [`load`]: the load generator behind `pipeline-builder load`.
 //! - [`bounds`]: how much of a client's input answers repeat and the store keeps.
@@ -23,6 +24,7 @@
 
 pub mod app;
 pub mod auth;
+pub mod autograde;
 pub mod bounds;
 pub mod catalogue;
 pub mod checker;

@@ -37,6 +37,9 @@ enum Command {
     /// Remove expired idempotency records and sessions with no work, once, and print how
     /// many (a running server does this by itself every --sweep-period-seconds).
     Sweep(SweepArgs),
+    /// Grade one Gradescope submission offline and write its results.json (exit 0 whenever
+    /// a result was written: a design that fails or is invalid is a grade, not an error).
+    Autograde(AutogradeArgs),
 }
 
 #[derive(Args)]
@@ -68,6 +71,28 @@ impl ExpiryArgs {
             ..config
         }
     }
+
+
+#[derive(Args)]
+struct AutogradeArgs {
+    /// The folder of the student's upload: one design file, bare or as the canvas exports it.
+    #[arg(long, default_value = server::autograde::SUBMISSION_DIR)]
+    submission: PathBuf,
+    /// Where to write the result.
+    #[arg(long, default_value = server::autograde::RESULTS_FILE)]
+    results: PathBuf,
+    /// The scenario the assignment grades; without it, the one the exported file names.
+    #[arg(long)]
+    scenario: Option<String>,
+    /// The folder of scenario files.
+    #[arg(long, env = "SCENARIOS_DIR", default_value = "scenarios")]
+    scenarios: PathBuf,
+    /// When students see the result: hidden, after_due_date, after_published or visible.
+    #[arg(long, default_value = "visible", value_parser = server::autograde::VISIBILITIES)]
+    visibility: String,
+    /// When students see the autograder's printed output (the same values).
+    #[arg(long, default_value = "hidden", value_parser = server::autograde::VISIBILITIES)]
+    stdout_visibility: String,
 }
 
 #[derive(Args)]
@@ -242,6 +267,7 @@ fn main() -> ExitCode {
         Command::Token(command) => runtime().block_on(token(command)),
         Command::Load(args) => runtime().block_on(load(args)),
         Command::Sweep(args) => runtime().block_on(sweep(args)),
+        Command::Autograde(args) => autograde(args),
     }
 }
 
@@ -537,6 +563,31 @@ fn check(args: CheckArgs) -> ExitCode {
             ExitCode::from(2)
         }
         Err(e) => bad_input(format!("{}: {e}", display(&args.design))),
+    }
+}
+
+fn autograde(args: AutogradeArgs) -> ExitCode {
+    let graded = server::autograde::grade(&server::autograde::Options {
+        submission: args.submission,
+        scenarios: args.scenarios,
+        scenario: args.scenario,
+        visibility: args.visibility,
+        stdout_visibility: args.stdout_visibility,
+    });
+    // Gradescope shows stdout to the course staff, not to students (unless told to).
+    println!("{}", graded.log.trim_end());
+    if graded.setup_problem {
+        eprintln!("the autograder is not set up right: the student got score 0 for it");
+    }
+    match server::autograde::write(&graded.results, &args.results) {
+        Ok(()) => {
+            println!("wrote {}", args.results.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{}: cannot write the result: {e}", args.results.display());
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -31,7 +31,7 @@ use shared::verdict::{
         session::SessionBody, session::SessionUpdate, scenarios::ScenarioSummary, scenarios::ProgressState,
         submissions::SubmissionRequest, submissions::Submission, submissions::SubmissionSummary,
         grading::GradeItem, grading::GradeResult, grading::GradeEntry, grading::GradeError,
-        grading::GradescopeResult, grading::GradescopeTest,
+        grading::GradescopeResult, grading::GradescopeTest, grading::GradeFormat, submissions::ListFormat,
         drafts::DraftBody, drafts::DraftAnswer, operations::Health,
     )),
     modifiers(&Security, &CommonErrors, &NodeOptions),

@@ -109,7 +109,14 @@ pub fn requirement_markdown(requirement: &RequirementVerdict, hint: Option<&str>
     out
 }
 
-/// A verdict in Gradescope's `results.json` shape: one test per requirement, one point each.
+/// A requirement's points in its scenario: 1 unless the scenario says otherwise (a verdict
+/// of an older version of the scenario may name a requirement it no longer has).
+fn points(scenario: &Scenario, id: &str) -> u32 {
+    scenario.requirement(id).map_or(1, |r| r.points)
+}
+
+/// A verdict in Gradescope's `results.json` shape: one test per requirement, worth the
+/// requirement's points. The shape is `autograder/results.schema.json`.
 pub fn gradescope(scenario: &Scenario, verdict: &Verdict, extra: Json) -> Json {
     let tests: Vec<Json> = verdict
         .requirements
@@ -117,11 +124,12 @@ pub fn gradescope(scenario: &Scenario, verdict: &Verdict, extra: Json) -> Json {
         .enumerate()
         .map(|(i, r)| {
             let hint = scenario.requirement(&r.id).map(|q| q.hint.as_str());
+            let worth = points(scenario, &r.id);
             json!({
                 "name": format!("{}: {}", r.id, r.text),
                 "number": format!("{}", i + 1),
-                "score": if r.passed { 1 } else { 0 },
-                "max_score": 1,
+                "score": if r.passed { worth } else { 0 },
+                "max_score": worth,
                 "status": if r.passed { "passed" } else { "failed" },
                 "output": requirement_markdown(r, hint),
                 "output_format": "md",
@@ -136,13 +144,15 @@ pub fn gradescope(scenario: &Scenario, verdict: &Verdict, extra: Json) -> Json {
         .collect();
     let output = if missed.is_empty() {
         format!(
-            "**{}**: every requirement passed under all {} failure schedules.",
-            scenario.title, verdict.schedules_explored
+            "**{}**: every requirement passed under all {} failure schedules; score {} of {}.",
+            scenario.title, verdict.schedules_explored, verdict.score, verdict.max_score
         )
     } else {
         format!(
-            "**{}**: {} of {} requirements passed; missed: {}. {} failure schedules explored.",
+            "**{}**: {} of {} requirements passed, score {} of {}; missed: {}. {} failure schedules explored.",
             scenario.title,
+            verdict.requirements.len() - missed.len(),
+            verdict.requirements.len(),
             verdict.score,
             verdict.max_score,
             missed
@@ -155,10 +165,328 @@ pub fn gradescope(scenario: &Scenario, verdict: &Verdict, extra: Json) -> Json {
     };
     json!({
         "score": verdict.score,
-        "max_score": verdict.max_score,
         "output": output,
         "output_format": "md",
         "tests": tests,
-        "extra_data": extra,
+        "extra_data": with_max_score(extra, verdict.max_score),
     })
+}
+
+/// `extra_data` with the most points the scenario gives (Gradescope's own top level has no
+/// such field: the assignment's total is set in Gradescope).
+fn with_max_score(mut extra: Json, max_score: u32) -> Json {
+    if let Json::Object(map) = &mut extra {
+        map.insert("max_score".into(), json!(max_score));
+    }
+    extra
+}
+
+/// Why a submission got no verdict, for a result that still grades it (with 0).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NotGraded {
+    /// What went wrong, as the end of "Not graded: …" ("the design is invalid").
+    pub headline: String,
+    /// Each problem, with its JSON path in what was submitted when it has one.
+    pub problems: Vec<Problem>,
+    /// True when the submission is at fault (and so every requirement is "not checked: the
+    /// design is invalid"); false when the grader's setup is.
+    pub submission_at_fault: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    pub path: Option<String>,
+    pub message: String,
+}
+
+impl NotGraded {
+    /// An invalid submission: one problem, at `path` when there is one.
+    pub fn invalid(
+        headline: impl Into<String>,
+        path: Option<&str>,
+        message: impl Into<String>,
+    ) -> Self {
+        NotGraded {
+            headline: headline.into(),
+            problems: vec![Problem {
+                path: path.map(str::to_string),
+                message: message.into(),
+            }],
+            submission_at_fault: true,
+        }
+    }
+
+    /// A design the validator refused, with every problem; `under` is where the design sits in
+    /// what was submitted (`$` for a bare design, `$.design` in an export).
+    pub fn design(errors: &[shared::DesignError], under: &str) -> Self {
+        NotGraded {
+            headline: "the design is invalid".into(),
+            problems: errors
+                .iter()
+                .map(|e| Problem {
+                    path: Some(rebase(&e.path, under)),
+                    message: e.message.clone(),
+                })
+                .collect(),
+            submission_at_fault: true,
+        }
+    }
+
+    /// The answer the API would give to a request, as a reason not to grade it.
+    pub fn from_error(error: &crate::error::AppError) -> Self {
+        use crate::error::ErrorCode;
+        let problems = match &error.details {
+            Some(details) if !details.is_empty() => details
+                .iter()
+                .map(|d| Problem {
+                    path: Some(d.path.clone()),
+                    message: d.message.clone(),
+                })
+                .collect(),
+            _ => vec![Problem {
+                path: error.path.clone(),
+                message: error.message.clone(),
+            }],
+        };
+        let (headline, submission_at_fault) = match error.code {
+            ErrorCode::InvalidDesign | ErrorCode::GraphTooLarge => ("the design is invalid", true),
+            ErrorCode::CheckTooLarge => ("the design is too large to check", true),
+            // The grader's script names the scenario, not the student.
+            ErrorCode::UnknownScenario => ("the scenario is unknown", false),
+            ErrorCode::InvalidRequest | ErrorCode::MalformedJson => ("the item is not valid", true),
+            _ => ("the server could not grade it", false),
+        };
+        NotGraded {
+            headline: headline.into(),
+            problems,
+            submission_at_fault,
+        }
+    }
+
+    /// The problems in words, one per line, for a log or a CSV cell.
+    pub fn text(&self) -> String {
+        let mut parts = Vec::with_capacity(self.problems.len());
+        for p in &self.problems {
+            parts.push(match &p.path {
+                Some(path) => format!("{path}: {}", p.message),
+                None => p.message.clone(),
+            });
+        }
+        format!("not graded: {}: {}", self.headline, parts.join("; "))
+    }
+}
+
+/// `path` (which starts at `$`) moved under `prefix`: `$.nodes[1]` under `$.design` is
+/// `$.design.nodes[1]`.
+pub fn rebase(path: &str, prefix: &str) -> String {
+    match path.strip_prefix('$') {
+        Some(rest) => format!("{prefix}{rest}"),
+        None => path.to_string(),
+    }
+}
+
+/// A result for a submission that got no verdict, in Gradescope's `results.json` shape:
+/// score 0, the reason in `output` with each problem's path, and, when the scenario is known,
+/// every requirement listed as a failed test that was not checked.
+pub fn gradescope_not_graded(scenario: Option<&Scenario>, why: &NotGraded, extra: Json) -> Json {
+    let not_checked = if why.submission_at_fault && why.headline == "the design is invalid" {
+        "Not checked: the design is invalid.".to_string()
+    } else if why.submission_at_fault {
+        format!("Not checked: the design is invalid ({}).", why.headline)
+    } else {
+        format!("Not checked: {}; ask your course staff.", why.headline)
+    };
+    let tests: Vec<Json> = scenario
+        .map(|s| s.requirements.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            json!({
+                "name": format!("{}: {}", r.id, r.text),
+                "number": format!("{}", i + 1),
+                "score": 0,
+                "max_score": r.points,
+                "status": "failed",
+                "output": not_checked,
+                "output_format": "md",
+            })
+        })
+        .collect();
+    let max_score: u32 = scenario
+        .map(|s| s.requirements.iter().map(|r| r.points).sum())
+        .unwrap_or(0);
+    let mut output = String::new();
+    let _ = write!(output, "**Not graded: {}.**", why.headline);
+    if let Some(s) = scenario {
+        let _ = write!(output, " {}: score 0 of {max_score}.", s.title);
+    } else {
+        output.push_str(" Score 0.");
+    }
+    output.push_str("\n\n");
+    for p in &why.problems {
+        match &p.path {
+            Some(path) => {
+                let _ = writeln!(output, "- `{path}`: {}", p.message);
+            }
+            None => {
+                let _ = writeln!(output, "- {}", p.message);
+            }
+        }
+    }
+    if why.submission_at_fault {
+        output.push_str("\nFix it and resubmit one file: the design as the canvas exports it.\n");
+    }
+    json!({
+        "score": 0,
+        "output": output,
+        "output_format": "md",
+        "tests": tests,
+        "extra_data": with_max_score(extra, max_score),
+    })
+}
+
+/// Puts notes (such as a design exported from another version of the scenario) at the top of
+/// a result's `output`.
+pub fn with_notes(mut result: Json, notes: &[String]) -> Json {
+    if notes.is_empty() {
+        return result;
+    }
+    if let Some(Json::String(output)) = result.get_mut("output") {
+        let mut noted = String::new();
+        for n in notes {
+            let _ = writeln!(noted, "**Note:** {n}\n");
+        }
+        noted.push_str(output);
+        *output = noted;
+    }
+    result
+}
+
+/// One row of a grading CSV: who, which scenario, the score, what was missed, and the record
+/// (empty when nothing was recorded) or why it was not graded.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CsvRow {
+    pub student: String,
+    pub scenario: String,
+    pub score: Option<u32>,
+    pub max_score: Option<u32>,
+    pub passed: bool,
+    pub missed: Vec<String>,
+    pub submission_id: String,
+    pub submitted_at: String,
+    pub error: String,
+}
+
+/// The CSV's header line's fields.
+pub const CSV_HEADER: [&str; 9] = [
+    "student",
+    "scenario",
+    "score",
+    "max_score",
+    "passed",
+    "missed",
+    "submission_id",
+    "submitted_at",
+    "error",
+];
+
+impl CsvRow {
+    /// The row of a verdict's requirements: the ids missed.
+    pub fn missed_of(verdict: &Json) -> Vec<String> {
+        verdict["requirements"]
+            .as_array()
+            .map(|rs| {
+                rs.iter()
+                    .filter(|r| r["passed"] == json!(false))
+                    .filter_map(|r| r["id"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn fields(&self) -> [String; 9] {
+        let number = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_default();
+        [
+            self.student.clone(),
+            self.scenario.clone(),
+            number(self.score),
+            number(self.max_score),
+            self.passed.to_string(),
+            self.missed.join(";"),
+            self.submission_id.clone(),
+            self.submitted_at.clone(),
+            self.error.clone(),
+        ]
+    }
+}
+
+/// Rows as CSV (RFC 4180): a header line, then one line per row, each ended by CRLF; a field
+/// with a comma, a double quote, a CR or an LF is quoted, its quotes doubled.
+pub fn csv(rows: &[CsvRow]) -> String {
+    let mut out = String::new();
+    csv_line(&mut out, CSV_HEADER.iter().map(|h| h.to_string()));
+    for row in rows {
+        csv_line(&mut out, row.fields().into_iter());
+    }
+    out
+}
+
+fn csv_line(out: &mut String, fields: impl Iterator<Item = String>) {
+    for (i, field) in fields.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        if field.contains([',', '"', '\r', '\n']) {
+            out.push('"');
+            out.push_str(&field.replace('"', "\"\""));
+            out.push('"');
+        } else {
+            out.push_str(&field);
+        }
+    }
+    out.push_str("\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quotes_what_rfc_4180_says_and_nothing_else() {
+        let rows = [
+            CsvRow {
+                student: "ada".into(),
+                scenario: "safe-retry".into(),
+                score: Some(3),
+                max_score: Some(3),
+                passed: true,
+                ..CsvRow::default()
+            },
+            CsvRow {
+                student: "o\"brien, bob".into(),
+                scenario: "safe-retry".into(),
+                score: Some(0),
+                max_score: Some(3),
+                missed: vec!["a".into(), "b".into()],
+                error: "line one\nline two".into(),
+                ..CsvRow::default()
+            },
+        ];
+        assert_eq!(
+            csv(&rows),
+            "student,scenario,score,max_score,passed,missed,submission_id,submitted_at,error\r\n\
+             ada,safe-retry,3,3,true,,,,\r\n\
+             \"o\"\"brien, bob\",safe-retry,0,3,false,a;b,,,\"line one\nline two\"\r\n"
+        );
+    }
+
+    #[test]
+    fn a_path_moves_under_its_prefix() {
+        assert_eq!(
+            rebase("$.nodes[1].kind", "$.design"),
+            "$.design.nodes[1].kind"
+        );
+        assert_eq!(rebase("$", "$[4].design"), "$[4].design");
+    }
 }

@@ -374,6 +374,36 @@ impl Store {
         })
     }
 
+    /// As `list_attempts`, each attempt with its verdict (for exports that name the
+    /// requirements missed).
+    pub async fn list_attempts_with_verdicts(
+        &self,
+        student: Option<&str>,
+        scenario: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Vec<(AttemptSummary, Json)>> {
+        with_pool!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT id, student, scenario, scenario_hash, score, max_score, passed, created_at, verdict FROM attempts \
+                 WHERE ($1 IS NULL OR student = $1) AND ($2 IS NULL OR scenario = $2) \
+                 ORDER BY created_at DESC, id DESC LIMIT $3")
+                .bind(student).bind(scenario).bind(i64::from(limit)).fetch_all(pool).await?;
+            rows.iter().map(|r| {
+                let verdict: SqlJson<Json> = r.try_get("verdict")?;
+                Ok((AttemptSummary {
+                    id: r.try_get("id")?,
+                    student: r.try_get("student")?,
+                    scenario: r.try_get("scenario")?,
+                    scenario_hash: r.try_get("scenario_hash")?,
+                    score: r.try_get("score")?,
+                    max_score: r.try_get("max_score")?,
+                    passed: r.try_get("passed")?,
+                    created_at: r.try_get("created_at")?,
+                }, verdict.0))
+            }).collect()
+        })
+    }
+
     /// Per scenario, whether the student has tried it (an attempt or a draft) and passed it.
     pub async fn progress(&self, student: &str) -> StoreResult<BTreeMap<String, Progress>> {
         let mut progress: BTreeMap<String, Progress> = BTreeMap::new();

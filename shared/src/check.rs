@@ -306,12 +306,17 @@ fn verdict(
             counterexample,
         });
     }
-    let score = requirements.iter().filter(|r| r.passed).count() as u32;
-    let max_score = requirements.len() as u32;
+    // Each requirement is worth its points (1 unless the scenario says otherwise).
+    let points = |i: usize| scenario.requirements[i].points;
+    let score = (0..requirements.len())
+        .filter(|&i| requirements[i].passed)
+        .map(points)
+        .sum();
+    let max_score = (0..requirements.len()).map(points).sum();
     Verdict {
         scenario: scenario.id.clone(),
         scenario_hash: String::new(),
-        passed: score == max_score,
+        passed: requirements.iter().all(|r| r.passed),
         score,
         max_score,
         schedules_explored: explored,

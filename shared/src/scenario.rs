@@ -367,7 +367,20 @@ pub struct Requirement {
     pub text: String,
     /// Points to the idea, not the answer.
     pub hint: String,
+    /// What the requirement is worth in a score: 1 when absent; 0 makes it feedback only.
+    #[serde(default = "default_points", skip_serializing_if = "is_default_points")]
+    pub points: u32,
     pub check: Check,
+}
+
+fn default_points() -> u32 {
+    1
+}
+
+// serde's `skip_serializing_if` hands the field by reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_default_points(points: &u32) -> bool {
+    *points == 1
 }
 
 /// A filter on rows: `column op value`. `in` and `not_in` take a JSON array.

@@ -130,6 +130,12 @@ impl Affected {
         }
         parts.join(", ")
     }
+
+    /// A `DELETE`'s effect: the rows it deleted, none included ("0 rows deleted").
+    pub fn describe_delete(&self) -> String {
+        let plural = if self.deleted == 1 { "row" } else { "rows" };
+        format!("{} {plural} deleted", self.deleted)
+    }
 }
 
 impl Warehouse {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::{refuse_nul, scenario_entry, time};
+use super::{refuse_nul, time};
 use crate::auth::Session;
 use crate::catalogue::Catalogue;
 use crate::config::Config;
@@ -53,7 +53,12 @@ pub async fn get_draft(
     Session(student): Session,
     Path(scenario): Path<String>,
 ) -> Result<Json<DraftAnswer>, AppError> {
-    scenario_entry(&catalogue, &scenario)?;
+    if catalogue.get(&scenario).is_none() {
+        return Err(AppError::unknown_scenario_in_url(
+            &scenario,
+            format!("/api/drafts/{scenario}"),
+        ));
+    }
     let draft = store
         .get_draft(&student.id, &scenario)
         .await?
@@ -80,7 +85,12 @@ pub async fn put_draft(
     Path(scenario): Path<String>,
     JsonBody(body): JsonBody<DraftBody>,
 ) -> Result<Json<DraftAnswer>, AppError> {
-    scenario_entry(&catalogue, &scenario)?;
+    if catalogue.get(&scenario).is_none() {
+        return Err(AppError::unknown_scenario_in_url(
+            &scenario,
+            format!("/api/drafts/{scenario}"),
+        ));
+    }
     if !body.design.is_object() {
         return Err(
             AppError::invalid_request("a draft's design must be a JSON object").at("$.design"),

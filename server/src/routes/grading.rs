@@ -7,6 +7,8 @@
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -20,8 +22,8 @@ use crate::catalogue::Catalogue;
 use crate::checker::Checker;
 use crate::config::Config;
 use crate::error::{from_value, AppError, ErrorBody, ErrorDetail, JsonBody};
-use crate::report;
-use crate::store::Store;
+use crate::report::{self, CsvRow, NotGraded};
+use crate::store::{Attempt, Store};
 
 /// One item of a grading batch.
 #[derive(Deserialize, ToSchema)]
@@ -34,15 +36,45 @@ pub struct GradeItem {
     pub design: Value,
 }
 
+/// What `/api/grade` answers with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GradeFormat {
+    /// One JSON entry per item: the recorded submission, or `{"index", "student", "error"}`.
+    Json,
+    /// One Gradescope `results.json` per item, an item that could not be graded included.
+    Gradescope,
+    /// A CSV table, one row per item (`text/csv`).
+    Csv,
+}
+
+impl GradeFormat {
+    /// The `format` query parameter; `verdict`, the old name of `json`, is still read.
+    fn parse(format: Option<&str>) -> Result<GradeFormat, AppError> {
+        match format {
+            None | Some("json") | Some("verdict") => Ok(GradeFormat::Json),
+            Some("gradescope") => Ok(GradeFormat::Gradescope),
+            Some("csv") => Ok(GradeFormat::Csv),
+            Some(other) => Err(AppError::invalid_request(format!(
+                "unknown format \"{}\"; use json (the default), gradescope or csv",
+                other.escape_default()
+            ))
+            .at("?format")),
+        }
+    }
+}
+
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct GradeQuery {
-    /// `gradescope` answers each result in Gradescope's `results.json` shape.
+    /// `json` (the default), `gradescope` (each result in Gradescope's `results.json` shape)
+    /// or `csv` (one row per item). Another value → 422 `invalid_request` at `?format`.
+    #[param(value_type = Option<GradeFormat>)]
     pub format: Option<String>,
 }
 
 /// One result of a grading batch: the recorded submission and its index in the batch, or
-/// `{"index", "error"}` for an item that could not be graded.
+/// `{"index", "student", "error"}` for an item that could not be graded.
 #[derive(Serialize, ToSchema)]
 pub struct GradeResult {
     pub index: usize,
@@ -50,20 +82,33 @@ pub struct GradeResult {
     pub submission: Submission,
 }
 
+/// The header and an example row of the CSV answers, for the OpenAPI document.
+pub const CSV_EXAMPLE: &str = "student,scenario,score,max_score,passed,missed,submission_id,submitted_at,error\r\n\
+    bob,safe-retry,0,3,false,revenue-correct;orders-unique;one-revenue-row-per-day,7a187f72-645a-42ca-b2a7-4025696955c9,2026-01-12T09:30:00.000Z,\r\n\
+    dee,safe-retry,0,3,false,revenue-correct;orders-unique;one-revenue-row-per-day,,,\"not graded: the design is invalid: $.design.nodes[0].kind: unknown node kind \"\"bogus\"\"\"\r\n";
+
 #[utoipa::path(post, path = "/api/grade", tag = "grading",
     description = "Grades a whole class: checks and records every item, and answers one result per item, in order. \
-        A bad item gets its own `{\"index\", \"error\"}` entry and never fails the batch. \
-        With `?format=gradescope` each result is Gradescope's `results.json` shape: one test per requirement \
-        (`name`, `score`, `max_score`, `status`, `output` in Markdown with the counterexample, `output_format: \"md\"`), \
-        with the submission in `extra_data`.",
+        A bad item never fails the batch: with `format=json` (the default) it gets its own `{\"index\", \"student\", \"error\"}` entry, \
+        whose paths start at the batch (`$[4].design.nodes[0].kind`). \
+        With `?format=gradescope` every result is Gradescope's `results.json` shape (`autograder/results.schema.json`): one test per requirement \
+        (`name`, `score` and `max_score` in the requirement's points, `status`, `output` in Markdown with the counterexample, `output_format: \"md\"`), \
+        with the submission in `extra_data`; an item that could not be graded gets score 0, the reason with its paths (starting at the item) \
+        in `output`, every requirement as a failed test, and `index`, `student` and `error` in `extra_data`. \
+        With `?format=csv` the answer is `text/csv; charset=utf-8` (RFC 4180, CRLF line ends): a header, then one row per item with \
+        `student`, `scenario`, `score`, `max_score`, `passed`, `missed` (requirement ids, `;`-separated), `submission_id`, `submitted_at` \
+        (both empty for an item that was not recorded) and `error` (why an item was not graded). \
+        Gradescope's own autograder runs offline instead: `pipeline-builder autograde` (docs/gradescope.md), not this route.",
     params(GradeQuery),
     request_body = [GradeItem],
     security(("grader_token" = [])),
-    responses((status = 200, description = "One result per item, in order", body = [GradeEntry]),
+    responses((status = 200, description = "One result per item, in order", content(
+            ([GradeEntry] = "application/json"),
+            (String = "text/csv", example = json!(CSV_EXAMPLE)))),
         (status = 400, description = "malformed_json", body = ErrorBody),
         (status = 401, description = "unauthorized: no token, or a bad or revoked one", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
-        (status = 422, description = "invalid_request: not an array, too many items or an unknown format", body = ErrorBody)))]
+        (status = 422, description = "invalid_request: not an array, too many items, or a `format` other than json, gradescope or csv (path `?format`)", body = ErrorBody)))]
 pub async fn grade(
     State(catalogue): State<Arc<Catalogue>>,
     State(checker): State<Checker>,
@@ -72,16 +117,8 @@ pub async fn grade(
     grader: Grader,
     Query(query): Query<GradeQuery>,
     JsonBody(items): JsonBody<Value>,
-) -> Result<Json<Vec<Value>>, AppError> {
-    let gradescope = match query.format.as_deref() {
-        None | Some("verdict") => false,
-        Some("gradescope") => true,
-        Some(other) => {
-            return Err(AppError::invalid_request(format!(
-                "unknown format \"{other}\"; use format=gradescope or leave it out"
-            )))
-        }
-    };
+) -> Result<Response, AppError> {
+    let format = GradeFormat::parse(query.format.as_deref())?;
     let Value::Array(items) = items else {
         return Err(AppError::invalid_request(
             "the body must be a JSON array of {\"scenario\", \"student\", \"design\"}",
@@ -96,41 +133,116 @@ pub async fn grade(
         ))
         .at("$"));
     }
-    tracing::info!(grader = %grader.name, items = items.len(), gradescope, "grading a batch");
+    tracing::info!(grader = %grader.name, items = items.len(), ?format, "grading a batch");
     let mut results = Vec::with_capacity(items.len());
+    let mut rows = Vec::new();
     for (index, item) in items.into_iter().enumerate() {
-        let result = grade_one(&catalogue, &checker, &store, item, index, gradescope).await;
-        results.push(match result {
-            Ok(graded) => graded,
-            Err(mut error) => {
-                // Paths name the place in the whole batch, not in the item.
-                let prefix = format!("$[{index}]");
-                if let Some(path) = &error.path {
-                    error.path = Some(path.replacen('$', &prefix, 1));
+        // Who and what the item names, even when it is not a valid item, so that every
+        // student gets a result.
+        let named = |key: &str| item.get(key).and_then(Value::as_str).map(str::to_string);
+        let (student, scenario) = (named("student"), named("scenario"));
+        let entry = scenario.as_deref().and_then(|id| catalogue.get(id));
+        let graded = grade_one(&catalogue, &checker, &store, item).await;
+        match format {
+            GradeFormat::Json => results.push(match graded {
+                Ok(attempt) => serde_json::to_value(GradeResult {
+                    index,
+                    submission: submission_body(&attempt, false),
+                })
+                .map_err(AppError::internal)?,
+                Err(error) => {
+                    // Paths name the place in the whole batch, not in the item.
+                    let mut body = error.under(&format!("$[{index}]")).body();
+                    if let Value::Object(map) = &mut body {
+                        map.insert("index".into(), json!(index));
+                        map.insert("student".into(), json!(student));
+                    }
+                    body
                 }
-                for detail in error.details.iter_mut().flatten() {
-                    detail.path = detail.path.replacen('$', &prefix, 1);
+            }),
+            GradeFormat::Gradescope => results.push(match graded {
+                Ok(attempt) => gradescope_result(&catalogue, &attempt, index)?,
+                Err(error) => {
+                    let mut extra = json!({
+                        "index": index,
+                        "student": student,
+                        "scenario": scenario,
+                        "schedules_explored": 0,
+                        "error": error.body()["error"],
+                    });
+                    if let Some(e) = &entry {
+                        extra["scenario_hash"] = json!(e.hash);
+                    }
+                    report::gradescope_not_graded(
+                        entry.as_deref().map(|e| &e.scenario),
+                        &NotGraded::from_error(&error),
+                        extra,
+                    )
                 }
-                let mut body = error.body();
-                if let Value::Object(map) = &mut body {
-                    map.insert("index".into(), json!(index));
-                }
-                body
-            }
-        });
+            }),
+            GradeFormat::Csv => rows.push(match graded {
+                Ok(attempt) => csv_row(&attempt),
+                Err(error) => CsvRow {
+                    student: student.unwrap_or_default(),
+                    scenario: scenario.unwrap_or_default(),
+                    score: Some(0),
+                    max_score: entry
+                        .as_deref()
+                        .map(|e| e.scenario.requirements.iter().map(|r| r.points).sum()),
+                    passed: false,
+                    missed: entry
+                        .as_deref()
+                        .map(|e| {
+                            e.scenario
+                                .requirements
+                                .iter()
+                                .map(|r| r.id.clone())
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    error: NotGraded::from_error(&error).text(),
+                    ..CsvRow::default()
+                },
+            }),
+        }
     }
-    Ok(Json(results))
+    if format == GradeFormat::Csv {
+        return Ok(csv_response(&rows));
+    }
+    Ok(Json(results).into_response())
 }
 
-/// Grades and records one item, and shapes its result; any failure is this item's alone.
+/// A CSV answer.
+pub fn csv_response(rows: &[CsvRow]) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/csv; charset=utf-8")],
+        report::csv(rows),
+    )
+        .into_response()
+}
+
+/// The CSV row of a recorded attempt.
+pub fn csv_row(attempt: &Attempt) -> CsvRow {
+    CsvRow {
+        student: attempt.student.clone(),
+        scenario: attempt.scenario.clone(),
+        score: Some(u32::try_from(attempt.score).unwrap_or(0)),
+        max_score: Some(u32::try_from(attempt.max_score).unwrap_or(0)),
+        passed: attempt.passed,
+        missed: CsvRow::missed_of(&attempt.verdict),
+        submission_id: attempt.id.clone(),
+        submitted_at: super::time(attempt.created_at),
+        error: String::new(),
+    }
+}
+
+/// Grades and records one item; any failure is this item's alone.
 async fn grade_one(
     catalogue: &Catalogue,
     checker: &Checker,
     store: &Store,
     item: Value,
-    index: usize,
-    gradescope: bool,
-) -> Result<Value, AppError> {
+) -> Result<Attempt, AppError> {
     let item: GradeItem = from_value(item)?;
     valid_student_id(&item.student)?;
     let attempt = check_attempt(
@@ -142,13 +254,15 @@ async fn grade_one(
     )
     .await?;
     store.record(Some(&attempt), None).await?;
-    if !gradescope {
-        return serde_json::to_value(GradeResult {
-            index,
-            submission: submission_body(&attempt, false),
-        })
-        .map_err(AppError::internal);
-    }
+    Ok(attempt)
+}
+
+/// A recorded attempt in Gradescope's `results.json` shape.
+fn gradescope_result(
+    catalogue: &Catalogue,
+    attempt: &Attempt,
+    index: usize,
+) -> Result<Value, AppError> {
     let entry = scenario_entry(catalogue, &attempt.scenario)?;
     let verdict: Verdict =
         serde_json::from_value(attempt.verdict.clone()).map_err(AppError::internal)?;
@@ -171,9 +285,9 @@ async fn grade_one(
 pub enum GradeEntry {
     /// Without `format`: the recorded submission.
     Graded(GradeResult),
-    /// With `format=gradescope`: Gradescope's `results.json`.
+    /// With `format=gradescope`: Gradescope's `results.json`, for every item.
     Gradescope(GradescopeResult),
-    /// An item that could not be graded.
+    /// Without `format`: an item that could not be graded.
     Failed(GradeError),
 }
 
@@ -181,21 +295,27 @@ pub enum GradeEntry {
 #[derive(Serialize, ToSchema)]
 pub struct GradeError {
     pub index: usize,
-    /// Paths start at the batch: `$[3].nodes[0].kind`.
+    /// The student the item names, or null when it names none.
+    pub student: Option<String>,
+    /// Paths start at the batch: `$[3].design.nodes[0].kind`.
     pub error: ErrorDetail,
 }
 
-/// Gradescope's `results.json`: one test per requirement.
+/// Gradescope's `results.json` (`autograder/results.schema.json` in the repository): one
+/// test per requirement, worth the requirement's points.
 #[derive(Serialize, ToSchema)]
 pub struct GradescopeResult {
+    /// The points of the requirements passed; 0 for an item that could not be graded.
     pub score: u32,
-    pub max_score: u32,
-    /// A Markdown summary.
+    /// A Markdown summary; for an item that could not be graded, why, with each problem's
+    /// JSON path in the item.
     pub output: String,
     #[schema(example = "md")]
     pub output_format: String,
     pub tests: Vec<GradescopeTest>,
-    /// `index`, `submission_id`, `student`, `scenario`, `scenario_hash`, `schedules_explored`.
+    /// `index`, `student`, `scenario`, `scenario_hash`, `schedules_explored`, `max_score` (the
+    /// points of all the requirements) and, for a graded item, `submission_id`; for an item
+    /// that could not be graded, `error` (the error the JSON format answers for it).
     #[schema(value_type = Object)]
     pub extra_data: serde_json::Value,
 }
@@ -205,8 +325,9 @@ pub struct GradescopeTest {
     /// `<requirement id>: <requirement text>`
     pub name: String,
     pub number: String,
-    /// 1 when the requirement passed, else 0.
+    /// The requirement's points when it passed, else 0.
     pub score: u32,
+    /// The requirement's points (1 unless the scenario says otherwise).
     pub max_score: u32,
     /// `passed` or `failed`.
     pub status: String,

@@ -11,7 +11,6 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::scenario_entry;
 use crate::auth::MaybeSession;
 use crate::catalogue::Catalogue;
 use crate::checker::Checker;
@@ -91,7 +90,10 @@ pub async fn get_scenario(
     State(catalogue): State<Arc<Catalogue>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, AppError> {
-    Ok(Json(scenario_entry(&catalogue, &id)?.student_view.clone()))
+    let entry = catalogue
+        .get(&id)
+        .ok_or_else(|| AppError::unknown_scenario_in_url(&id, format!("/api/scenarios/{id}")))?;
+    Ok(Json(entry.student_view.clone()))
 }
 
 #[utoipa::path(post, path = "/api/scenarios/{id}/check", tag = "scenarios",
@@ -113,7 +115,10 @@ pub async fn check(
     let Some(entry) = catalogue.get(&id) else {
         // A body that is not JSON is answered as such first, as for every route.
         parse_json::<Value>(&body)?;
-        return Err(AppError::unknown_scenario(&id));
+        return Err(AppError::unknown_scenario_in_url(
+            &id,
+            format!("/api/scenarios/{id}/check"),
+        ));
     };
     let checked = checker.check_body(entry, &body).await?;
     Ok((

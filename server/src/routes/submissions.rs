@@ -22,6 +22,7 @@ use crate::catalogue::Catalogue;
 use crate::checker::Checker;
 use crate::config::Config;
 use crate::error::{json_response, parse_json, read_body, AppError, ErrorBody, ErrorCode};
+use crate::report::CsvRow;
 use crate::store::{Attempt, AttemptSummary, Claim, IdempotentAnswer, Store};
 
 /// A design to check and record for a student.
@@ -79,6 +80,19 @@ pub struct SubmissionQuery {
     pub scenario: Option<String>,
     /// The most attempts to list, newest first (default 100, at most 1000).
     pub limit: Option<u32>,
+    /// `json` (the default) or `csv`: one row per attempt, as `POST /api/grade?format=csv`
+    /// writes them. Another value → 422 `invalid_request` at `?format`.
+    #[param(value_type = Option<ListFormat>)]
+    pub format: Option<String>,
+}
+
+/// What `GET /api/submissions` answers with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ListFormat {
+    Json,
+    /// `text/csv; charset=utf-8`.
+    Csv,
 }
 
 /// The longest student id a grader may name; ids come from graders' rosters, not from us.
@@ -124,7 +138,11 @@ pub(super) async fn check_attempt(
 ) -> Result<Attempt, AppError> {
     let entry = scenario_entry(catalogue, scenario)?;
     refuse_nul(&design, "$.design")?;
-    let checked = checker.check(Arc::clone(&entry), design.clone()).await?;
+    // The checker's paths start at the design; the body holds it under "design".
+    let checked = checker
+        .check(Arc::clone(&entry), design.clone())
+        .await
+        .map_err(|e| e.under("$.design"))?;
     let verdict = &checked.verdict;
     Ok(Attempt {
         id: uuid::Uuid::new_v4().to_string(),
@@ -158,7 +176,9 @@ async fn submit(parts: &Submitting, caller: &Caller, bytes: &[u8]) -> Result<Att
     let student = match (caller, request.student) {
         (Caller::Student(s), Some(named)) if named != s.id => {
             return Err(AppError::forbidden(
-                "a student may submit only for themself; leave \"student\" out",
+                "submitting for a named student needs a grader token: send Authorization: Bearer <token> \
+                 (pipeline-builder token create --name NAME makes one); a student submits only for themself, \
+                 with \"student\" left out",
             )
             .at("$.student"))
         }
@@ -231,7 +251,7 @@ pub fn fingerprint(route: &str, bytes: &[u8]) -> String {
     responses((status = 201, body = Submission),
         (status = 400, description = "malformed_json or invalid_idempotency_key", body = ErrorBody),
         (status = 401, description = "unauthorized: a bad or revoked token", body = ErrorBody),
-        (status = 403, description = "forbidden: a student naming another student", body = ErrorBody),
+        (status = 403, description = "forbidden: a student session naming another student (submitting for a named student needs a grader token)", body = ErrorBody),
         (status = 404, description = "unknown_scenario", body = ErrorBody),
         (status = 409, description = "idempotency_key_in_flight", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
@@ -424,16 +444,23 @@ pub async fn get_submission(
 }
 
 #[utoipa::path(get, path = "/api/submissions", tag = "submissions",
-    description = "Attempts, newest first. A student sees only their own; a grader sees all.",
+    description = "Attempts, newest first. A student sees only their own; a grader sees all. \
+        With `?format=csv` the answer is `text/csv; charset=utf-8` (RFC 4180): a header, then one row per attempt with \
+        `student`, `scenario`, `score`, `max_score`, `passed`, `missed` (requirement ids, `;`-separated), `submission_id`, \
+        `submitted_at` and `error` (always empty here).",
     params(SubmissionQuery),
     security(("grader_token" = []), ("student_cookie" = [])),
-    responses((status = 200, body = [SubmissionSummary]), (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "forbidden: a student asking for another student's attempts", body = ErrorBody)))]
+    responses((status = 200, content(
+            ([SubmissionSummary] = "application/json"),
+            (String = "text/csv", example = json!(super::grading::CSV_EXAMPLE)))),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: a student asking for another student's attempts (that needs a grader token)", body = ErrorBody),
+        (status = 422, description = "invalid_request: a `format` other than json or csv (path `?format`)", body = ErrorBody)))]
 pub async fn list_submissions(
     State(store): State<Store>,
     caller: Caller,
     Query(query): Query<SubmissionQuery>,
-) -> Result<Json<Vec<SubmissionSummary>>, AppError> {
+) -> Result<Response, AppError> {
     for (name, value) in [("student", &query.student), ("scenario", &query.scenario)] {
         if value
             .as_deref()
@@ -449,18 +476,50 @@ pub async fn list_submissions(
         Caller::Student(s) => {
             if query.student.as_deref().is_some_and(|named| named != s.id) {
                 return Err(AppError::forbidden(
-                    "a student may list only their own submissions",
-                ));
+                    "listing another student's submissions needs a grader token: send Authorization: Bearer <token>; \
+                     a student lists only their own",
+                )
+                .at("?student"));
             }
             Some(s.id.clone())
         }
         Caller::Grader(_) => query.student.clone(),
     };
     let limit = query.limit.unwrap_or(100).clamp(1, 1000);
+    match query.format.as_deref() {
+        None | Some("json") => {}
+        Some("csv") => {
+            let list = store
+                .list_attempts_with_verdicts(student.as_deref(), query.scenario.as_deref(), limit)
+                .await?;
+            let rows: Vec<CsvRow> = list
+                .into_iter()
+                .map(|(a, verdict)| CsvRow {
+                    missed: CsvRow::missed_of(&verdict),
+                    student: a.student,
+                    scenario: a.scenario,
+                    score: Some(count(a.score)),
+                    max_score: Some(count(a.max_score)),
+                    passed: a.passed,
+                    submission_id: a.id,
+                    submitted_at: time(a.created_at),
+                    error: String::new(),
+                })
+                .collect();
+            return Ok(super::grading::csv_response(&rows));
+        }
+        Some(other) => {
+            return Err(AppError::invalid_request(format!(
+                "unknown format \"{}\"; use json (the default) or csv",
+                other.escape_default()
+            ))
+            .at("?format"))
+        }
+    }
     let list = store
         .list_attempts(student.as_deref(), query.scenario.as_deref(), limit)
         .await?;
-    Ok(Json(list.into_iter().map(summary_body).collect()))
+    Ok(Json(list.into_iter().map(summary_body).collect::<Vec<_>>()).into_response())
 }
 
 fn summary_body(a: AttemptSummary) -> SubmissionSummary {

@@ -1048,11 +1048,14 @@ async fn grading_answers_one_result_per_item_in_order() {
         results[3]["error"]["code"],
         ErrorCode::InvalidDesign.as_str()
     );
-    assert_eq!(results[3]["error"]["path"], "$[3].nodes[0].kind");
+    // Paths point into the body that was sent: the item's design.
+    assert_eq!(results[3]["error"]["path"], "$[3].design.nodes[0].kind");
     assert_eq!(
         results[3]["error"]["details"][0]["path"],
-        "$[3].nodes[0].kind"
+        "$[3].design.nodes[0].kind"
     );
+    assert_eq!(results[3]["student"], "dee");
+    assert_eq!(results[4]["student"], "eve");
     assert_eq!(
         results[4]["error"]["code"],
         ErrorCode::InvalidRequest.as_str()
@@ -1085,7 +1088,7 @@ async fn grading_in_gradescope_shape_has_one_test_per_requirement() {
     assert_eq!(results.len(), 5);
     let passed = &results[0];
     assert_eq!(passed["score"], 3);
-    assert_eq!(passed["max_score"], 3);
+    assert_eq!(passed["extra_data"]["max_score"], 3);
     assert_eq!(passed["extra_data"]["student"], "ada");
     let missed = &results[2];
     let tests = missed["tests"].as_array().unwrap();
@@ -1112,16 +1115,20 @@ async fn grading_in_gradescope_shape_has_one_test_per_requirement() {
         "{output}"
     );
     assert!(output.contains("```text"), "{output}");
+    // An item that could not be graded is a result too: score 0 and why.
+    assert_eq!(results[1]["score"], 0);
     assert_eq!(
-        results[1]["error"]["code"],
+        results[1]["extra_data"]["error"]["code"],
         ErrorCode::UnknownScenario.as_str()
     );
-    assert_eq!(results[1]["index"], 1);
+    assert_eq!(results[1]["extra_data"]["index"], 1);
+    assert_eq!(results[1]["extra_data"]["student"], "bob");
 
     let unknown_format = app
-        .post("/api/grade?format=csv", &As::grader(&token), &class())
+        .post("/api/grade?format=xml", &As::grader(&token), &class())
         .await;
     assert_eq!(unknown_format.code(), ErrorCode::InvalidRequest);
+    assert_eq!(unknown_format.body["error"]["path"], "?format");
     let not_array = app
         .post(
             "/api/grade",

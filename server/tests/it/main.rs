@@ -4,17 +4,20 @@
 //! document.
 
 mod api;
+mod autograde;
 mod cli;
 mod common;
 mod crash;
 mod docs;
 mod fuzz;
+mod grading;
 mod limits;
 mod load;
 mod openapi;
 mod outage;
 mod postgres;
 mod processes;
+mod readme;
 mod security;
 mod socket;
 mod storage;

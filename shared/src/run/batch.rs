@@ -300,12 +300,19 @@ impl Sim<'_> {
                     }
                     Ok(affected) => {
                         let committed = !per_run;
+                        let described = || {
+                            if is_delete {
+                                affected.describe_delete()
+                            } else {
+                                affected.describe()
+                            }
+                        };
                         let outcome = if !self.tracing {
                             String::new()
                         } else if committed {
-                            format!("committed: {}", affected.describe())
+                            format!("committed: {}", described())
                         } else {
-                            format!("{} (not committed yet)", affected.describe())
+                            format!("{} (not committed yet)", described())
                         };
                         self.log(|_| Step {
                             actor: "job",

@@ -4,6 +4,7 @@ mod chapter;
 mod designs;
 mod golden;
 mod pipelines;
+mod points;
 mod properties;
 mod search;
 
