@@ -71,7 +71,7 @@ impl ExpiryArgs {
             ..config
         }
     }
-
+}
 
 #[derive(Args)]
 struct AutogradeArgs {
