@@ -12,6 +12,7 @@
 //! by `wasm-bindgen-cli-support` used as a library, pinned to the same version as the
 //! `wasm-bindgen` the app links, so the two can never drift apart.
 
+mod contract;
 mod install;
 mod lint;
 mod modules;
@@ -37,8 +38,9 @@ fn main() -> ExitCode {
         Some("bench") => bench(&args[1..]),
         Some("lint") => lint::lint(),
         Some("deps") => lint::deps(),
+        Some("contract") => contract::contract(),
         _ => {
-            eprintln!("usage: cargo xtask <dist|run|test|lint|deps|conformance|bench>\n  dist         build the browser app into web/dist\n  run          build everything and serve it (extra arguments go to the server)\n  test         run every test, the lint gate first (--no-browser skips the browser tests)\n  lint         cargo fmt --check, clippy -D warnings (host and wasm32), no circle of module imports\n  deps         print every crate's module graph and its circles\n  conformance  replay every schedule on SQLite and PostgreSQL (--sqlite, --postgres)\n  bench        measure the check, the simulator against SQLite, the server and the app\n               (--quick: under two minutes; --smoke: tiny sizes, for CI; --max-messages N)");
+            eprintln!("usage: cargo xtask <dist|run|test|lint|deps|contract|conformance|bench>\n  dist         build the browser app into web/dist\n  run          build everything and serve it (extra arguments go to the server)\n  test         run every test, the lint gate first (--no-browser skips the browser tests)\n  lint         cargo fmt --check, clippy -D warnings (host and wasm32), no circle of module imports\n  deps         print every crate's module graph and its circles\n  contract     check the running server against its OpenAPI document (schemathesis)\n  conformance  replay every schedule on SQLite and PostgreSQL (--sqlite, --postgres)\n  bench        measure the check, the simulator against SQLite, the server and the app\n               (--quick: under two minutes; --smoke: tiny sizes, for CI; --max-messages N)");
             return ExitCode::from(2);
         }
     };
@@ -323,6 +325,7 @@ fn test(args: &[String]) -> Result<(), String> {
     step("Rust tests (server, shared, conformance, xtask, and the canvas logic of web)");
     status(cargo().args(["test", "--workspace"]))?;
     conformance(&[])?;
+    contract::contract()?;
     if args.iter().any(|a| a == "--no-browser") {
         return Ok(());
     }
