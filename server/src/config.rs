@@ -53,6 +53,12 @@ pub struct Config {
     pub floor_route: bool,
     /// The memory for verdicts already given (`crate::verdicts`); 0 checks every design anew.
     pub verdict_cache_bytes: usize,
+    /// Clients reach the server only over HTTPS (a TLS proxy in front): every answer gets
+    /// HSTS and the session cookie is always `__Host-pb_session; Secure`.
+    pub https: bool,
+    /// Believe `X-Forwarded-Proto: https`: the server sits behind a proxy that sets it (and
+    /// drops a client's own). Off, only `https` above says the request came over TLS.
+    pub trust_forwarded_proto: bool,
 }
 
 impl Default for Config {
@@ -72,6 +78,8 @@ impl Default for Config {
             rate_limit: Some(RateLimit::default()),
             floor_route: false,
             verdict_cache_bytes: DEFAULT_VERDICT_CACHE_MIB * 1024 * 1024,
+            https: false,
+            trust_forwarded_proto: true,
         }
     }
 }

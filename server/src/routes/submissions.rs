@@ -22,7 +22,7 @@ use crate::catalogue::Catalogue;
 use crate::checker::Checker;
 use crate::config::Config;
 use crate::error::{json_response, parse_json, read_body, AppError, ErrorBody, ErrorCode};
-use crate::store::{Attempt, AttemptSummary, Claim, IdempotentAnswer, Store};
+use crate::store::{new_claim_owner, Attempt, AttemptSummary, Claim, IdempotentAnswer, Store};
 
 /// A design to check and record for a student.
 #[derive(Deserialize, ToSchema)]
@@ -275,9 +275,13 @@ async fn submit_idempotently(
 ) -> Response {
     let scope = caller.scope();
     let store = &parts.store;
+    // This request's name on its claim: a takeover renames the claim, and then nothing this
+    // request writes to it counts.
+    let owner = new_claim_owner();
     if let Some(key) = &key {
         let claim = store
-            .claim_idempotency_key(
+            .claim_idempotency_key_as(
+                &owner,
                 &scope,
                 key,
                 &fingerprint("POST /api/submissions", &bytes),
@@ -319,25 +323,19 @@ async fn submit_idempotently(
         }
     }
     // While the work runs, the claim's lease is renewed, so that other servers (and this one
-    // after a restart) can tell a slow request from one whose server died.
+    // after a restart) can tell a slow request from one whose server died. The renewal stops
+    // when its guard is dropped, however this function ends (an answer, a panic, a drop).
     let renewal = key.clone().map(|key| {
-        let store = store.clone();
-        let scope = scope.clone();
-        let every = (parts.lease / 4).max(Duration::from_millis(10));
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-            loop {
-                ticks.tick().await;
-                if let Err(e) = store.renew_idempotency_key(&scope, &key).await {
-                    tracing::warn!(error = %e, "could not renew an idempotency key's lease");
-                }
-            }
-        })
+        LeaseRenewal::start(
+            store.clone(),
+            scope.clone(),
+            key,
+            owner.clone(),
+            parts.lease,
+        )
     });
     let outcome = submit(&parts, &caller, &bytes).await;
-    if let Some(renewal) = renewal {
-        renewal.abort();
-    }
+    drop(renewal);
     let (attempt, status, body) = match &outcome {
         Ok(attempt) => {
             let body = serde_json::to_value(submission_body(attempt, false)).unwrap_or(Value::Null);
@@ -348,7 +346,7 @@ async fn submit_idempotently(
     if status.is_server_error() {
         // Our failure: give the key back so that a retry can run.
         if let Some(key) = &key {
-            if let Err(e) = store.abandon_idempotency_key(&scope, key).await {
+            if let Err(e) = store.abandon_idempotency_key(&scope, key, &owner).await {
                 tracing::error!(error = %e, "could not release an idempotency key");
             }
         }
@@ -360,15 +358,22 @@ async fn submit_idempotently(
     let answer = key.as_deref().map(|key| IdempotentAnswer {
         caller: &scope,
         key,
+        owner: &owner,
         status: status.as_u16(),
         body: &body,
     });
     if attempt.is_some() || answer.is_some() {
-        if let Err(e) = store.record(attempt, answer.as_ref()).await {
-            if let Some(key) = &key {
-                let _ = store.abandon_idempotency_key(&scope, key).await;
+        match store.record(attempt, answer.as_ref()).await {
+            Ok(true) => {}
+            // This request stalled past its lease and another took the key over: nothing was
+            // recorded, and the other request's answer is the one that counts.
+            Ok(false) => return lost_claim(),
+            Err(e) => {
+                if let Some(key) = &key {
+                    let _ = store.abandon_idempotency_key(&scope, key, &owner).await;
+                }
+                return AppError::from(e).into_response();
             }
-            return AppError::from(e).into_response();
         }
     }
     let mut response = json_response(status, &body);
@@ -378,6 +383,70 @@ async fn submit_idempotently(
         }
     }
     response
+}
+
+/// The answer of a request whose claim was taken over while it worked.
+fn lost_claim() -> Response {
+    let mut response = AppError::new(
+        StatusCode::CONFLICT,
+        ErrorCode::IdempotencyKeyInFlight,
+        "this request took too long and another request with the same Idempotency-Key took over; retry to get its answer",
+    )
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+/// Renews the lease of an idempotency key's claim every quarter of the lease, until dropped.
+/// Dropping it (when its request ends, however it ends: an answer, an error, a panic, or its
+/// future being dropped) stops the renewal, so a claim is never kept alive by a request that
+/// is gone. A renewal that finds the claim taken over stops by itself.
+pub struct LeaseRenewal {
+    task: tokio::task::JoinHandle<()>,
+    alive: Arc<()>,
+}
+
+impl LeaseRenewal {
+    pub fn start(
+        store: Store,
+        scope: String,
+        key: String,
+        owner: String,
+        lease: Duration,
+    ) -> LeaseRenewal {
+        let alive = Arc::new(());
+        let held = Arc::clone(&alive);
+        let every = (lease / 4).max(Duration::from_millis(10));
+        let task = tokio::spawn(async move {
+            let _held = held;
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            loop {
+                ticks.tick().await;
+                match store.renew_idempotency_key(&scope, &key, &owner).await {
+                    Ok(true) => {}
+                    Ok(false) => return,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "could not renew an idempotency key's lease")
+                    }
+                }
+            }
+        });
+        LeaseRenewal { task, alive }
+    }
+
+    /// Alive while the renewal task runs: the task holds the other end and lets go of it
+    /// when it stops.
+    pub fn watch(&self) -> std::sync::Weak<()> {
+        Arc::downgrade(&self.alive)
+    }
+}
+
+impl Drop for LeaseRenewal {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 #[utoipa::path(get, path = "/api/submissions/{id}", tag = "submissions",

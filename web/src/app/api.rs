@@ -108,22 +108,41 @@ async fn get<T: for<'de> Deserialize<'de>>(url: &str) -> Result<T, ApiError> {
     read(response).await
 }
 
-async fn send<B: Serialize, T: for<'de> Deserialize<'de>>(
-    method: &str,
-    url: &str,
-    body: &B,
-) -> Result<T, ApiError> {
-    let builder = match method {
-        "PUT" => Request::put(url),
-        _ => Request::post(url),
-    };
-    let request = builder.json(body).map_err(ApiError::offline)?;
-    let response = request.send().await.map_err(ApiError::offline)?;
+/// Starts this browser's session, or answers the one it has. The app calls it once when it
+/// starts: it is the only call that makes a session (and sets its cookie).
+pub async fn session() -> Result<Session, ApiError> {
+    let response = Request::post("/api/session")
+        .send()
+        .await
+        .map_err(ApiError::offline)?;
     read(response).await
 }
 
-pub async fn session() -> Result<Session, ApiError> {
-    get("/api/session").await
+/// Sends a request that needs the session, starting one first if the server says there is
+/// none (401), once.
+async fn with_session(method: &str, url: &str, body: Option<&Json>) -> Result<Response, ApiError> {
+    let mut started = false;
+    loop {
+        let builder = match method {
+            "PUT" => Request::put(url),
+            "POST" => Request::post(url),
+            _ => Request::get(url),
+        };
+        let response = match body {
+            Some(b) => builder.json(b).map_err(ApiError::offline)?.send().await,
+            None => builder.send().await,
+        }
+        .map_err(ApiError::offline)?;
+        if response.status() != 401 || started {
+            return Ok(response);
+        }
+        started = true;
+        session().await?;
+    }
+}
+
+fn to_json<B: Serialize>(body: &B) -> Result<Json, ApiError> {
+    serde_json::to_value(body).map_err(ApiError::offline)
 }
 
 pub async fn catalogue() -> Result<Vec<CatalogueEntry>, ApiError> {
@@ -152,7 +171,8 @@ struct DraftBody<'a> {
 
 pub async fn submit(scenario: &str, design: &Design) -> Result<Verdict, ApiError> {
     let body = SubmissionBody { scenario, design };
-    let submission: Submission = send("POST", "/api/submissions", &body).await?;
+    let response = with_session("POST", "/api/submissions", Some(&to_json(&body)?)).await?;
+    let submission: Submission = read(response).await?;
     Ok(submission.verdict)
 }
 
@@ -163,10 +183,7 @@ struct Draft {
 
 /// The saved draft, `Ok(None)` when there is none.
 pub async fn draft(scenario: &str) -> Result<Option<Json>, ApiError> {
-    let response = Request::get(&format!("/api/drafts/{scenario}"))
-        .send()
-        .await
-        .map_err(ApiError::offline)?;
+    let response = with_session("GET", &format!("/api/drafts/{scenario}"), None).await?;
     if response.status() == 404 {
         return Ok(None);
     }
@@ -175,12 +192,12 @@ pub async fn draft(scenario: &str) -> Result<Option<Json>, ApiError> {
 
 pub async fn save_draft(scenario: &str, design: &Design) -> Result<(), ApiError> {
     let body = DraftBody { design };
-    let response = Request::put(&format!("/api/drafts/{scenario}"))
-        .json(&body)
-        .map_err(ApiError::offline)?
-        .send()
-        .await
-        .map_err(ApiError::offline)?;
+    let response = with_session(
+        "PUT",
+        &format!("/api/drafts/{scenario}"),
+        Some(&to_json(&body)?),
+    )
+    .await?;
     if response.ok() {
         Ok(())
     } else {
