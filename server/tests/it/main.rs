@@ -14,5 +14,6 @@ mod outage;
 mod postgres;
 mod processes;
 mod security;
+mod sessions;
 mod socket;
 mod storage;
