@@ -204,6 +204,9 @@ pub fn session_cookie(headers: &HeaderMap, config: &Config, secret: &str) -> Str
 /// The `Set-Cookie` value that removes the old `pb_student` cookie.
 pub const EXPIRE_LEGACY_COOKIE: &str = "pb_student=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0";
 
+/// The `Set-Cookie` value that removes an unprefixed session cookie this host set.
+pub const EXPIRE_PLAIN_COOKIE: &str = "pb_session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0";
+
 /// A new session secret: 32 random bytes, base64url without padding.
 pub fn new_session_secret() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 32];

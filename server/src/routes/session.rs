@@ -105,6 +105,16 @@ pub async fn post_session(
             HeaderValue::from_static(auth::EXPIRE_LEGACY_COOKIE),
         );
     }
+    // A stale unprefixed cookie (say, from before the server was put behind TLS) would make
+    // every later request carry two session cookies: expire it.
+    if auth::cookie_name(&headers, &config) == auth::COOKIE
+        && matches!(auth::presented_session(&headers), Presented::One(_))
+    {
+        response.headers_mut().append(
+            header::SET_COOKIE,
+            HeaderValue::from_static(auth::EXPIRE_PLAIN_COOKIE),
+        );
+    }
     Ok(response)
 }
 

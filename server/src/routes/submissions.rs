@@ -227,12 +227,13 @@ pub fn fingerprint(route: &str, bytes: &[u8]) -> String {
     params(("Idempotency-Key" = Option<String>, Header, description = "Makes a retried submission count once")),
     security(("grader_token" = []), ("student_cookie" = [])),
     responses((status = 201, body = Submission),
-        (status = 400, description = "malformed_json or invalid_idempotency_key", body = ErrorBody),
-        (status = 401, description = "unauthorized: a bad or revoked token", body = ErrorBody),
-        (status = 403, description = "forbidden: a student naming another student", body = ErrorBody),
+        (status = 400, description = "malformed_json, invalid_idempotency_key or ambiguous_session", body = ErrorBody),
+        (status = 401, description = "unauthorized: a bad or revoked token; no_session: neither a token nor a session", body = ErrorBody),
+        (status = 403, description = "forbidden: a student naming another student; cross_site_request: another site sent it", body = ErrorBody),
         (status = 404, description = "unknown_scenario", body = ErrorBody),
         (status = 409, description = "idempotency_key_in_flight", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type: a student's body that is not application/json", body = ErrorBody),
         (status = 422, description = "invalid_request, invalid_design, graph_too_large, check_too_large or idempotency_key_reused", body = ErrorBody)))]
 pub async fn create_submission(
     State(catalogue): State<Arc<Catalogue>>,
@@ -453,7 +454,7 @@ impl Drop for LeaseRenewal {
     description = "One attempt, with its design and verdict. A student sees only their own.",
     params(("id" = String, Path, description = "The submission id")),
     security(("grader_token" = []), ("student_cookie" = [])),
-    responses((status = 200, body = Submission), (status = 401, description = "unauthorized", body = ErrorBody),
+    responses((status = 200, body = Submission), (status = 401, description = "unauthorized or no_session", body = ErrorBody),
         (status = 403, description = "forbidden: another student's attempt", body = ErrorBody),
         (status = 404, description = "unknown_submission", body = ErrorBody)))]
 pub async fn get_submission(
@@ -487,7 +488,7 @@ pub async fn get_submission(
     description = "Attempts, newest first. A student sees only their own; a grader sees all.",
     params(SubmissionQuery),
     security(("grader_token" = []), ("student_cookie" = [])),
-    responses((status = 200, body = [SubmissionSummary]), (status = 401, description = "unauthorized", body = ErrorBody),
+    responses((status = 200, body = [SubmissionSummary]), (status = 401, description = "unauthorized or no_session", body = ErrorBody),
         (status = 403, description = "forbidden: a student asking for another student's attempts", body = ErrorBody)))]
 pub async fn list_submissions(
     State(store): State<Store>,

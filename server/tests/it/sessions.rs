@@ -311,6 +311,26 @@ async fn without_a_session_a_route_that_needs_one_is_401_and_only_post_session_s
         let secret = secret_of(cookie.split(';').next().unwrap());
         assert_eq!(secret.len(), 43, "{secret}");
     }
+    // A stale unprefixed cookie is expired when the prefixed one is set, so that the browser
+    // does not go on to send two.
+    let stale = post_session(
+        &app,
+        &As::student("pb_session=stale"),
+        &[("host", "localhost:3000")],
+    )
+    .await;
+    let set: Vec<&str> = stale
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert!(set[0].starts_with("__Host-pb_session="), "{set:?}");
+    assert!(
+        set.iter()
+            .any(|c| c.starts_with("pb_session=;") && c.contains("Max-Age=0")),
+        "{set:?}"
+    );
 }
 
 #[tokio::test]
