@@ -376,14 +376,18 @@ fn cross_site() -> Response {
     .into_response()
 }
 
-/// The origin the request reached: its scheme and its Host.
-fn own_origin(headers: &HeaderMap, config: &Config) -> Option<String> {
+/// The origin the request reached: its scheme and its Host (or, over HTTP/2, the
+/// authority of its URI).
+fn own_origin(request: &Request, config: &Config) -> Option<String> {
+    let headers = request.headers();
     let scheme = if over_https(headers, config) {
         "https"
     } else {
         "http"
     };
-    request_host(headers).map(|host| format!("{scheme}://{}", host.to_ascii_lowercase()))
+    request_host(headers)
+        .or_else(|| request.uri().authority().map(|a| a.as_str()))
+        .map(|host| format!("{scheme}://{}", host.to_ascii_lowercase()))
 }
 
 /// Middleware of the routes a student's cookie authenticates: a state-changing request
@@ -413,7 +417,7 @@ pub async fn refuse_cross_site(
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("").trim().to_ascii_lowercase();
-        if own_origin(headers, &config).as_deref() != Some(origin.as_str()) {
+        if own_origin(&request, &config).as_deref() != Some(origin.as_str()) {
             return cross_site();
         }
     }
