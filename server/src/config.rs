@@ -105,6 +105,12 @@ pub struct Config {
     pub body_timeout: Duration,
     /// The most connections open at once; past it, new ones wait in the listen queue.
     pub max_connections: usize,
+    /// Clients reach the server only over HTTPS (a TLS proxy in front): every answer gets
+    /// HSTS and the session cookie is always `__Host-pb_session; Secure`.
+    pub https: bool,
+    /// Believe `X-Forwarded-Proto: https`: the server sits behind a proxy that sets it (and
+    /// drops a client's own). Off, only `https` above says the request came over TLS.
+    pub trust_forwarded_proto: bool,
 }
 
 impl Default for Config {
@@ -139,6 +145,8 @@ impl Default for Config {
             header_timeout: Duration::from_secs(DEFAULT_HEADER_TIMEOUT_SECONDS),
             body_timeout: Duration::from_secs(DEFAULT_BODY_TIMEOUT_SECONDS),
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            https: false,
+            trust_forwarded_proto: true,
         }
     }
 }

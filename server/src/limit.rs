@@ -340,7 +340,7 @@ async fn verify(headers: &HeaderMap, kind: u8, store: &Store) -> Result<Option<S
         return match token {
             Some(token) => Ok(auth::verify_token(store, token)
                 .await?
-                .map(|name| format!("token:{name}"))),
+                .map(|(_, hash)| format!("token:{hash}"))),
             None => Ok(None),
         };
     }
@@ -349,11 +349,11 @@ async fn verify(headers: &HeaderMap, kind: u8, store: &Store) -> Result<Option<S
 
 /// The student of the request's session, when the session is valid.
 async fn verified_session(headers: &HeaderMap, store: &Store) -> Result<Option<String>, AppError> {
-    let Some(id) = auth::cookie_student(headers) else {
+    let Some(secret_hash) = auth::cookie_student(headers) else {
         return Ok(None);
     };
     Ok(store
-        .session_student(&id)
+        .session_by_secret(&secret_hash)
         .await?
         .map(|student| format!("session:{}", student.id)))
 }

@@ -19,5 +19,6 @@ mod postgres;
 mod processes;
 mod readme;
 mod security;
+mod sessions;
 mod socket;
 mod storage;
