@@ -31,7 +31,9 @@ pub struct SessionBody {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionUpdate {
-    /// Up to 80 characters; null or empty removes it.
+    /// Up to 80 characters, none of them a control character; null, empty or only spaces
+    /// removes it. Spaces around it are dropped.
+    #[schema(max_length = 80, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$")]
     pub display_name: Option<String>,
 }
 
@@ -131,11 +133,8 @@ pub async fn put_session(
     Session(student): Session,
     JsonBody(update): JsonBody<SessionUpdate>,
 ) -> Result<Json<SessionBody>, AppError> {
-    let name = update
-        .display_name
-        .map(|n| n.trim().to_string())
-        .filter(|n| !n.is_empty());
-    if let Some(n) = &name {
+    // The name is judged as it was sent, as the document states it, and stored trimmed.
+    if let Some(n) = &update.display_name {
         if n.chars().count() > 80 || n.chars().any(char::is_control) {
             return Err(AppError::invalid_request(
                 "a display name has at most 80 characters and no control characters",
@@ -143,6 +142,10 @@ pub async fn put_session(
             .at("$.display_name"));
         }
     }
+    let name = update
+        .display_name
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty());
     store.set_display_name(&student.id, name.as_deref()).await?;
     Ok(Json(SessionBody {
         student: student.id,
