@@ -85,7 +85,7 @@ pub struct Config {
     /// `/readyz`, `/metrics`); `/healthz` is never limited. Off when `rate_limit` is off.
     pub page_rate_limit: Option<RateLimit>,
     /// Reverse proxies whose `X-Forwarded-For` names the client; empty: the header is ignored.
-    pub trusted_proxies: Vec<crate::limit::Cidr>,
+    pub trusted_proxies: Vec<crate::net::Cidr>,
     /// When set, `/metrics` requires `Authorization: Bearer <this>`.
     pub metrics_token: Option<String>,
     /// How long an `Idempotency-Key` and its stored answer are kept.

@@ -185,7 +185,7 @@ struct ServeArgs {
         value_delimiter = ',',
         value_name = "CIDR"
     )]
-    trusted_proxies: Vec<server::limit::Cidr>,
+    trusted_proxies: Vec<server::net::Cidr>,
     /// Require Authorization: Bearer TOKEN on /metrics.
     #[arg(long, env = "METRICS_TOKEN", hide_env_values = true)]
     metrics_token: Option<String>,

@@ -522,7 +522,7 @@ pub async fn get_submission(
     security(("grader_token" = []), ("student_cookie" = [])),
     responses((status = 200, content(
             ([SubmissionSummary] = "application/json"),
-            (String = "text/csv", example = json!(super::grading::CSV_EXAMPLE)))),
+            (String = "text/csv", example = json!(super::csv::CSV_EXAMPLE)))),
         (status = 401, description = "unauthorized or no_session", body = ErrorBody),
         (status = 403, description = "forbidden: a student asking for another student's attempts (that needs a grader token)", body = ErrorBody),
         (status = 422, description = "invalid_request: a `format` other than json or csv (path `?format`)", body = ErrorBody)))]
@@ -576,7 +576,7 @@ pub async fn list_submissions(
                     error: String::new(),
                 })
                 .collect();
-            return Ok(super::grading::csv_response(&rows));
+            return Ok(super::csv::csv_response(&rows));
         }
         Some(other) => {
             return Err(AppError::invalid_request(format!(
