@@ -94,7 +94,8 @@ pub struct GradeResult {
         (both empty for an item that was not recorded) and `error` (why an item was not graded). \
         Gradescope's own autograder runs offline instead: `pipeline-builder autograde` (docs/gradescope.md), not this route.",
     params(GradeQuery),
-    request_body = [GradeItem],
+    request_body(content = Vec<Value>, description = "An array of items, each meant to be a `GradeItem` (`scenario`, `student`, `design`). \
+        The server takes any array: an item that is not a `GradeItem` is not refused with the batch, it gets its own error entry."),
     security(("grader_token" = [])),
     responses((status = 200, description = "One result per item, in order", content(
             ([GradeEntry] = "application/json"),

@@ -78,7 +78,9 @@ pub struct SubmissionQuery {
     pub student: Option<String>,
     /// Only attempts at this scenario.
     pub scenario: Option<String>,
-    /// The most attempts to list, newest first (default 100, at most 1000).
+    /// The most attempts to list, newest first: 1 to 1000 (default 100). Another number →
+    /// 422 `invalid_request` at `?limit`.
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
     /// `json` (the default) or `csv`: one row per attempt, as `POST /api/grade?format=csv`
     /// writes them. Another value → 422 `invalid_request` at `?format`.
@@ -246,7 +248,8 @@ pub fn fingerprint(route: &str, bytes: &[u8]) -> String {
         Honours an `Idempotency-Key` header: the same key with the same body answers the stored answer \
         (even an error) with `Idempotent-Replayed: true` and records nothing new; with another body → 422 \
         `idempotency_key_reused`; while the first request runs → 409 `idempotency_key_in_flight`. Keys are scoped per caller.",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Makes a retried submission count once")),
+    params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
+        description = "Makes a retried submission count once: 1 to 255 visible ASCII characters (else 400 `invalid_idempotency_key`)")),
     security(("grader_token" = []), ("student_cookie" = [])),
     responses((status = 201, body = Submission),
         (status = 400, description = "malformed_json, invalid_idempotency_key or ambiguous_session", body = ErrorBody),
@@ -523,9 +526,10 @@ pub async fn get_submission(
     responses((status = 200, content(
             ([SubmissionSummary] = "application/json"),
             (String = "text/csv", example = json!(super::csv::CSV_EXAMPLE)))),
+        (status = 400, description = "bad_request: a query string that cannot be read (a `limit` that is not a number, or too large for one); ambiguous_session", body = ErrorBody),
         (status = 401, description = "unauthorized or no_session", body = ErrorBody),
         (status = 403, description = "forbidden: a student asking for another student's attempts (that needs a grader token)", body = ErrorBody),
-        (status = 422, description = "invalid_request: a `format` other than json or csv (path `?format`)", body = ErrorBody)))]
+        (status = 422, description = "invalid_request: a `format` other than json or csv (path `?format`), a `limit` outside 1 to 1000 (path `?limit`), or a control character in `student` or `scenario`", body = ErrorBody)))]
 pub async fn list_submissions(
     State(store): State<Store>,
     caller: Caller,
@@ -555,7 +559,12 @@ pub async fn list_submissions(
         }
         Caller::Grader(_) => query.student.clone(),
     };
-    let limit = query.limit.unwrap_or(100).clamp(1, 1000);
+    let limit = query.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(
+            AppError::invalid_request("limit is a whole number from 1 to 1000").at("?limit"),
+        );
+    }
     match query.format.as_deref() {
         None | Some("json") => {}
         Some("csv") => {
