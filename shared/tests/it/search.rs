@@ -251,3 +251,32 @@ proptest! {
         prop_assert_eq!(search, plain);
     }
 }
+
+/// A bound far deeper than a thread's stack could follow: the search and the plain
+/// enumeration both descend one level per failure on their own stacks, and stop at their
+/// limits with an answer, never with a stack overflow.
+#[test]
+fn a_huge_bound_ends_at_a_limit_not_in_a_stack_overflow() {
+    for (file, mut json) in scenario_files() {
+        if json["streams"].as_array().is_none_or(Vec::is_empty) {
+            continue;
+        }
+        json["failures"]["bound"] = 1_000_000.into();
+        let scenario = shared::Scenario::from_json(&json.to_string()).unwrap();
+        let design = &scenario.reference_designs[0].design;
+        let valid = shared::validate_json(&scenario, design).unwrap();
+        let limits = shared::Limits {
+            max_schedules: 30_000,
+            max_steps: 5_000_000,
+        };
+        for result in [
+            shared::check_with(&scenario, &valid, limits),
+            shared::check::check_every_schedule(&scenario, &valid, limits),
+        ] {
+            assert!(
+                matches!(result, Err(shared::CheckError::TooLarge { .. })),
+                "{file}: {result:?}"
+            );
+        }
+    }
+}
