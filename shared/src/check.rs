@@ -552,7 +552,7 @@ impl<'m> Search<'m> {
     /// failure (it calls) or knows its summary (it returns).
     fn onward(&mut self) -> Option<Summary> {
         let mut stack: Vec<Frame> = Vec::new();
-        let mut frame = Frame::Onward(OnwardFrame::default());
+        let mut frame = Frame::Onward(Box::default());
         let mut input: Option<Summary> = None;
         loop {
             let next = match frame {
@@ -579,7 +579,7 @@ impl<'m> Search<'m> {
     /// backward, mark by mark: the schedules that fail first in a segment, then those that go
     /// on to the next mark without failing there. `input` is what a failure it called for
     /// amounts to.
-    fn step_onward(&mut self, mut f: OnwardFrame, input: Option<Summary>) -> Option<Next> {
+    fn step_onward(&mut self, mut f: Box<OnwardFrame>, input: Option<Summary>) -> Option<Next> {
         if f.after.is_none() {
             let (after, after_point) = loop {
                 // With no failure yet, a state has one way in: it is never met again.
@@ -619,7 +619,8 @@ impl<'m> Search<'m> {
                 if let Some(saved) = &segment.saved {
                     if let Some(&offer) = segment.offers.get(current.next_offer) {
                         current.next_offer += 1;
-                        let call = Frame::Fail(FailFrame::new(Rc::clone(saved), vec![offer]));
+                        let call =
+                            Frame::Fail(Box::new(FailFrame::new(Rc::clone(saved), vec![offer])));
                         return Some(Next::Call(Frame::Onward(f), call));
                     }
                 }
@@ -649,7 +650,7 @@ impl<'m> Search<'m> {
     /// (absolute choice points) before the next mark, and then any. `input` is what a call
     /// it made amounts to: first `onward` from where the failures led, then each further
     /// failure in the same segment.
-    fn step_fail(&mut self, mut f: FailFrame, input: Option<Summary>) -> Option<Next> {
+    fn step_fail(&mut self, mut f: Box<FailFrame>, input: Option<Summary>) -> Option<Next> {
         if !f.started {
             f.started = true;
             self.sim.restore(&f.at);
@@ -669,7 +670,7 @@ impl<'m> Search<'m> {
             } else {
                 self.within_limits()?;
                 f.next = self.sim.next_point;
-                let call = Frame::Onward(OnwardFrame::default());
+                let call = Frame::Onward(Box::default());
                 return Some(Next::Call(Frame::Fail(f), call));
             }
         } else if let Some(summary) = input {
@@ -685,7 +686,7 @@ impl<'m> Search<'m> {
             f.next_offer += 1;
             let mut more = f.plan.clone();
             more.push(offer);
-            let call = Frame::Fail(FailFrame::new(Rc::clone(&f.at), more));
+            let call = Frame::Fail(Box::new(FailFrame::new(Rc::clone(&f.at), more)));
             return Some(Next::Call(Frame::Fail(f), call));
         }
         let all = f.all.take().expect("a failing segment has its summary");
@@ -752,8 +753,8 @@ impl FailFrame {
 
 /// A frame of the search's own stack.
 enum Frame {
-    Onward(OnwardFrame),
-    Fail(FailFrame),
+    Onward(Box<OnwardFrame>),
+    Fail(Box<FailFrame>),
 }
 
 /// What a frame does next: wait for a call's summary, or hand its own to its caller.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use chrono::{NaiveDate, NaiveDateTime};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::value::{format_time, parse_timestamp, ColumnType, Value};
+use crate::value::{format_time, parse_timestamp, why_not_a_date, ColumnType, Value};
 
 /// A UTC wall-clock time, written as "2026-01-11T02:00:00Z".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -25,9 +25,11 @@ impl<'de> Deserialize<'de> for Instant {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
         parse_timestamp(&s).map(Instant).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "\"{s}\" is not a time written as YYYY-MM-DDTHH:MM:SSZ"
-            ))
+            let day = s.split(['T', ' ']).next().unwrap_or(&s);
+            serde::de::Error::custom(match why_not_a_date(day) {
+                Some(why) => format!("\"{s}\" is not a time: {why}"),
+                None => format!("\"{s}\" is not a time written as YYYY-MM-DDTHH:MM:SSZ"),
+            })
         })
     }
 }

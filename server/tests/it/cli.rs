@@ -339,7 +339,7 @@ fn a_failure_bound_that_explodes_the_schedule_count_is_refused_without_hanging()
         &[
             "exploding.json: $.reference_designs[0].design: checking this design stopped after ",
             "(the limit of 100000 schedules)",
-            "lower failures.bound",
+            "lower $.failures.bound (now 12)",
         ],
     );
 }
