@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value as Json;
-use shared::authoring::{check_catalogue, Diagnostic, Severity};
+use shared::authoring::{check_catalogue, Diagnostic};
 use shared::Scenario;
 
 /// The largest scenario file accepted. The shipped ones are about 10 KB.
@@ -212,9 +212,11 @@ pub fn precheck(file: &str, text: &str) -> Vec<Diagnostic> {
     let Ok(scenario) = Scenario::from_json(text) else {
         return Vec::new();
     };
-    // So is a bound the validator refuses without simulating (past the format's maximum, or
-    // past the scenario's failure points): simulating it would only reach a limit, slowly.
-    if let Some((Severity::Error, _)) = shared::authoring::bound_finding(&scenario) {
+    // So is a file with a problem found without simulating (a bound past the format's
+    // maximum or the scenario's failure points, a name that does not exist…): the full
+    // validation reports it and simulates nothing, and simulating here would only reach a
+    // limit, slowly.
+    if !shared::authoring::problems_without_simulating(file, text).is_empty() {
         return Vec::new();
     }
     let designs = scenario

@@ -16,6 +16,11 @@ use crate::value::{format_time, parse_timestamp, why_not_a_date, ColumnType, Val
 /// it; one or two failures teach every idea of the chapter.
 pub const MAX_BOUND: u32 = 1000;
 
+/// The most attempts the scheduler makes for one run (`job.max_attempts`). A job that fails
+/// on every attempt is retried this often in every schedule, so the number bounds the work of
+/// each check.
+pub const MAX_ATTEMPTS: u32 = 100;
+
 /// In the JSON Schema, a design (`starting_design`, `reference_designs[].design`,
 /// `wrong_designs[].design`) refers to the design schema, which `crate::authoring` adds:
 /// it is built from the node kinds and their options.
@@ -225,9 +230,10 @@ pub struct JobDef {
     /// The job's steps, in order; each writes one sink table. At least one.
     #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub steps: Vec<StepDef>,
-    /// How many attempts the scheduler makes for one run before it gives up (default 4).
+    /// How many attempts the scheduler makes for one run before it gives up: 1 to 100
+    /// (default 4).
     #[serde(default = "default_attempts")]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = MAX_ATTEMPTS)))]
     pub max_attempts: u32,
 }
 

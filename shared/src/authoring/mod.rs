@@ -268,7 +268,7 @@ fn design_schemas() -> Vec<(&'static str, Json)> {
     ]
 }
 
-pub use crate::scenario::MAX_BOUND;
+pub use crate::scenario::{MAX_ATTEMPTS, MAX_BOUND};
 
 /// How much a diagnostic stops: an error refuses the file, a warning only tells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -393,13 +393,17 @@ pub fn failure_points(s: &Scenario) -> FailurePoints {
     }
 }
 
+fn bound_too_large(bound: u64) -> String {
+    format!("bound is {bound}; a schedule may have at most {MAX_BOUND} failures. The check explores every schedule up to the bound, and their number grows about exponentially with it: 1 or 2 teach every idea of the chapter")
+}
+
 /// What the validator says of the scenario's `failures.bound`: nothing, a warning (a bound
 /// no schedule can reach: the check is the same as with the reachable one), or an error (a
 /// bound past [`MAX_BOUND`], or past the failure points where a point can fail again).
 pub fn bound_finding(s: &Scenario) -> Option<(Severity, String)> {
     let bound = s.failures.bound;
     if bound > MAX_BOUND {
-        return Some((Severity::Error, format!("bound is {bound}; a schedule may have at most {MAX_BOUND} failures. The check explores every schedule up to the bound, and their number grows about exponentially with it: 1 or 2 teach every idea of the chapter")));
+        return Some((Severity::Error, bound_too_large(u64::from(bound))));
     }
     let points = failure_points(s);
     if bound == 0 || u64::from(bound) <= points.total || points.parts.is_empty() {
@@ -497,6 +501,19 @@ pub fn validate_scenario_text(file: &str, text: &str) -> Result<Scenario, Vec<Di
     } else {
         Err(out.list)
     }
+}
+
+/// The problems of one scenario file found without simulating anything: JSON, the format,
+/// names, failures and palette. Empty when only the simulator can say more.
+pub fn problems_without_simulating(file: &str, text: &str) -> Vec<Diagnostic> {
+    let mut out = Diagnostics {
+        file,
+        list: Vec::new(),
+    };
+    if let Some(scenario) = parse(text, &mut out) {
+        check_names(&scenario, &mut out);
+    }
+    out.list
 }
 
 /// Checks a whole catalogue: each file, and that ids and orders are unique across files.
@@ -889,6 +906,15 @@ fn check_parts(text: &str, spans: &Spans, out: &mut Diagnostics) {
     part("concepts", out, &one::<Vec<String>>);
     part("job", out, &one::<JobDef>);
     part("failures", out, &one::<FailureSpec>);
+    // The format's maximum is part of the shape: said even when other parts do not read.
+    if let Some(bound) = top
+        .get("failures")
+        .and_then(|f| f.get("bound"))
+        .and_then(Json::as_u64)
+        .filter(|&b| b > u64::from(MAX_BOUND))
+    {
+        out.push("$.failures.bound", bound_too_large(bound));
+    }
     part("palette", out, &one::<Palette>);
     let list =
         |key: &str, out: &mut Diagnostics, read: &dyn Fn(&str) -> Result<(), serde_json::Error>| {
@@ -1284,6 +1310,12 @@ fn check_job(s: &Scenario, out: &mut Diagnostics) {
         out.push(
             "$.job.max_attempts",
             "the scheduler makes at least one attempt; max_attempts must be 1 or more",
+        );
+    }
+    if job.max_attempts > MAX_ATTEMPTS {
+        out.push(
+            "$.job.max_attempts",
+            format!("max_attempts is {}; the scheduler makes at most {MAX_ATTEMPTS} attempts per run (a job that fails on every attempt is retried that often in every schedule checked)", job.max_attempts),
         );
     }
     let mut ids = BTreeSet::new();
