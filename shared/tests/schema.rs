@@ -120,32 +120,33 @@ fn every_shipped_scenario_fits_the_schema() {
 /// simulator's verdicts.
 #[test]
 fn the_schema_alone_catches_the_broken_fixtures_it_can() {
+    #[rustfmt::skip]
     const CAUGHT_BY_SCHEMA: &[(&str, bool)] = &[
         ("bad-json.json", true),                             // not JSON at all
-        ("bad-message-value.json", false), // a message's field types are the file's own
-        ("bound-as-text.json", true),      // bound is an integer
-        ("bound-never-reached.json", false), // a warning: needs max_per_run × runs
-        ("bound-too-large.json", true),    // bound ≤ 1000
-        ("design-in-scenarios-folder.json", true), // required fields missing
-        ("duplicate-requirement-id.json", false), // uniqueness of ids
-        ("failure-without-sender.json", true), // message_lost requires senders
-        ("missing-field.json", true),      // required field
-        ("misspelt-fields.json", true),    // no additional properties
-        ("month-13.json", true),           // the date pattern
-        ("reference-design-fails.json", false), // the simulator's verdict
-        ("requirement-never-missed.json", false), // the simulator's verdict
-        ("shape-errors-everywhere.json", true), // bound ≥ 0, kinds, types
-        ("starting-design-already-passes.json", false), // the simulator's verdict
-        ("starting-design-outside-palette.json", false), // the design against the palette
-        ("stream-bound-past-failure-points.json", false), // needs messages × crash places
-        ("unknown-column-in-requirement.json", false), // names across the file
-        ("unknown-column-in-step.json", false), // names across the file
-        ("unknown-palette-value.json", true), // the option's values
+        ("bad-message-value.json", false),                   // a message's field types are the file's own
+        ("bound-as-text.json", true),                        // bound is an integer
+        ("bound-never-reached.json", false),                 // a warning: needs max_per_run × runs
+        ("bound-too-large.json", true),                      // bound ≤ 1000
+        ("design-in-scenarios-folder.json", true),           // required fields missing
+        ("duplicate-requirement-id.json", false),            // uniqueness of ids
+        ("failure-without-sender.json", true),               // message_lost requires senders
+        ("missing-field.json", true),                        // required field
+        ("misspelt-fields.json", true),                      // no additional properties
+        ("month-13.json", true),                             // the date pattern
+        ("reference-design-fails.json", false),              // the simulator's verdict
+        ("requirement-never-missed.json", false),            // the simulator's verdict
+        ("shape-errors-everywhere.json", true),              // bound ≥ 0, kinds, types
+        ("starting-design-already-passes.json", false),      // the simulator's verdict
+        ("starting-design-outside-palette.json", false),     // the design against the palette
+        ("stream-bound-past-failure-points.json", false),    // needs messages × crash places
+        ("unknown-column-in-requirement.json", false),       // names across the file
+        ("unknown-column-in-step.json", false),              // names across the file
+        ("unknown-palette-value.json", true),                // the option's values
         ("unknown-requirement-in-wrong-design.json", false), // names across the file
-        ("unknown-run.json", false),       // names across the file
-        ("unknown-stream-in-design.json", false), // names across the file
-        ("unknown-table-in-requirement.json", false), // names across the file
-        ("wrong-design-passes.json", false), // the simulator's verdict
+        ("unknown-run.json", false),                         // names across the file
+        ("unknown-stream-in-design.json", false),            // names across the file
+        ("unknown-table-in-requirement.json", false),        // names across the file
+        ("wrong-design-passes.json", false),                 // the simulator's verdict
     ];
     let validator = validator();
     let fixtures = json_files(&workspace().join("tests/fixtures/broken-scenarios"));
