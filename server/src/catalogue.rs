@@ -315,8 +315,11 @@ pub fn find(dir: &Path, id: &str) -> Result<Scenario, String> {
         match Scenario::from_json(text) {
             Ok(s) if s.id == id => return Ok(s),
             Ok(s) => known.push(s.id),
-            Err(e) => {
-                tracing::warn!(file, error = %e, "skipping a scenario file that does not parse")
+            Err(_) => {
+                // Said in an author's words, as `scenarios validate` says it.
+                for problem in shared::authoring::problems_without_simulating(file, text) {
+                    tracing::warn!(file, path = %problem.path, "skipping a scenario file that does not parse: {}", problem.message)
+                }
             }
         }
     }
