@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value as Json;
-use shared::authoring::{validate_catalogue, Diagnostic};
+use shared::authoring::{check_catalogue, Diagnostic};
 use shared::Scenario;
 
 /// The largest scenario file accepted. The shipped ones are about 10 KB.
@@ -212,6 +212,13 @@ pub fn precheck(file: &str, text: &str) -> Vec<Diagnostic> {
     let Ok(scenario) = Scenario::from_json(text) else {
         return Vec::new();
     };
+    // So is a file with a problem found without simulating (a bound past the format's
+    // maximum or the scenario's failure points, a name that does not exist…): the full
+    // validation reports it and simulates nothing, and simulating here would only reach a
+    // limit, slowly.
+    if !shared::authoring::problems_without_simulating(file, text).is_empty() {
+        return Vec::new();
+    }
     let designs = scenario
         .reference_designs
         .iter()
@@ -240,7 +247,7 @@ pub fn precheck(file: &str, text: &str) -> Vec<Diagnostic> {
         {
             problems.push(problem(
                 path,
-                format!("checking this design stopped after {schedules} failure schedules ({limit}); a scenario's checks may explore at most {} schedules: lower failures.bound, or use fewer messages or crash points", AUTHORING_LIMITS.max_schedules),
+                format!("checking this design stopped after {schedules} failure schedules ({limit}); a scenario's checks may explore at most {} schedules: lower $.failures.bound (now {}), or use fewer messages or crash points", AUTHORING_LIMITS.max_schedules, scenario.failures.bound),
             ));
             // One is enough to refuse the file; the others would cost as much again.
             break;
@@ -252,6 +259,15 @@ pub fn precheck(file: &str, text: &str) -> Vec<Diagnostic> {
 /// Reads and validates every scenario under `paths`; all diagnostics, or the scenarios in
 /// course order.
 pub fn validate_paths(paths: &[PathBuf]) -> Result<Vec<Scenario>, Vec<Diagnostic>> {
+    let (result, _warnings) = validate_paths_with_warnings(paths);
+    result
+}
+
+/// As [`validate_paths`], with the warnings on the scenarios that validated (their messages
+/// start with "warning: "); warnings never refuse a file.
+pub fn validate_paths_with_warnings(
+    paths: &[PathBuf],
+) -> (Result<Vec<Scenario>, Vec<Diagnostic>>, Vec<Diagnostic>) {
     let (files, mut problems) = read_files(paths);
     let mut checked = Vec::with_capacity(files.len());
     for (file, text) in files {
@@ -262,12 +278,12 @@ pub fn validate_paths(paths: &[PathBuf]) -> Result<Vec<Scenario>, Vec<Diagnostic
             problems.append(&mut found);
         }
     }
-    let (scenarios, mut found) = validate_catalogue(&checked);
-    problems.append(&mut found);
+    let mut report = check_catalogue(&checked);
+    problems.append(&mut report.problems);
     if problems.is_empty() {
-        Ok(scenarios)
+        (Ok(report.scenarios), report.warnings)
     } else {
-        Err(problems)
+        (Err(problems), report.warnings)
     }
 }
 
@@ -280,7 +296,11 @@ pub fn load(dir: &Path) -> Result<Catalogue, Vec<Diagnostic>> {
             message: "the scenarios folder does not exist".into(),
         }]);
     }
-    validate_paths(&[dir.to_path_buf()]).map(Catalogue::new)
+    let (result, warnings) = validate_paths_with_warnings(&[dir.to_path_buf()]);
+    for w in &warnings {
+        eprintln!("{w}");
+    }
+    result.map(Catalogue::new)
 }
 
 /// Finds one scenario by id among the files of `dir` without validating the others, for the
@@ -295,8 +315,11 @@ pub fn find(dir: &Path, id: &str) -> Result<Scenario, String> {
         match Scenario::from_json(text) {
             Ok(s) if s.id == id => return Ok(s),
             Ok(s) => known.push(s.id),
-            Err(e) => {
-                tracing::warn!(file, error = %e, "skipping a scenario file that does not parse")
+            Err(_) => {
+                // Said in an author's words, as `scenarios validate` says it.
+                for problem in shared::authoring::problems_without_simulating(file, text) {
+                    tracing::warn!(file, path = %problem.path, "skipping a scenario file that does not parse: {}", problem.message)
+                }
             }
         }
     }

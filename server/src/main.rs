@@ -225,7 +225,28 @@ struct ServeArgs {
 #[derive(Subcommand)]
 enum ScenariosCommand {
     /// Validate scenario files or folders (default: scenarios/); print every problem.
-    Validate { paths: Vec<PathBuf> },
+    Validate {
+        paths: Vec<PathBuf>,
+        /// For every reference and wrong design, print which requirements it passes and
+        /// misses, how many schedules were explored and how long its check took.
+        #[arg(long, short)]
+        verbose: bool,
+    },
+    /// Write a new scenario file, ID.json, that validates, for you to change: a small
+    /// template, or a copy of an existing scenario with a new id, order and title.
+    New(NewArgs),
+}
+
+#[derive(Args)]
+struct NewArgs {
+    /// The new scenario's id: lowercase letters, digits and dashes, such as late-orders.
+    id: String,
+    /// Copy this scenario (its id, or the path of its file) instead of the template.
+    #[arg(long, value_name = "EXISTING")]
+    from: Option<String>,
+    /// The folder of scenario files, where ID.json is written.
+    #[arg(long, env = "SCENARIOS_DIR", default_value = "scenarios")]
+    scenarios: PathBuf,
 }
 
 #[derive(Args)]
@@ -270,7 +291,10 @@ fn main() -> ExitCode {
     init_tracing();
     match cli.command {
         Command::Serve(args) => runtime().block_on(serve(args)),
-        Command::Scenarios(ScenariosCommand::Validate { paths }) => validate(paths),
+        Command::Scenarios(ScenariosCommand::Validate { paths, verbose }) => {
+            validate(paths, verbose)
+        }
+        Command::Scenarios(ScenariosCommand::New(args)) => new_scenario(args),
         Command::Check(args) => check(args),
         Command::Token(command) => runtime().block_on(token(command)),
         Command::Load(args) => runtime().block_on(load(args)),
@@ -497,14 +521,23 @@ async fn load(args: LoadArgs) -> ExitCode {
     }
 }
 
-fn validate(paths: Vec<PathBuf>) -> ExitCode {
+fn validate(paths: Vec<PathBuf>, verbose: bool) -> ExitCode {
     let paths = if paths.is_empty() {
         vec![PathBuf::from("scenarios")]
     } else {
         paths
     };
-    match catalogue::validate_paths(&paths) {
+    let (result, warnings) = catalogue::validate_paths_with_warnings(&paths);
+    for w in &warnings {
+        println!("{w}");
+    }
+    match result {
         Ok(scenarios) => {
+            if verbose {
+                for scenario in &scenarios {
+                    print!("{}", design_report(scenario));
+                }
+            }
             let noun = if scenarios.len() == 1 {
                 "scenario"
             } else {
@@ -518,6 +551,180 @@ fn validate(paths: Vec<PathBuf>) -> ExitCode {
                 println!("{p}");
             }
             eprintln!("{} problem(s) found", problems.len());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What each reference and wrong design of a scenario passes and misses, with the schedules
+/// explored and the time its check took.
+fn design_report(scenario: &shared::Scenario) -> String {
+    use std::fmt::Write;
+    let mut out = format!(
+        "{} (order {}, bound {}):\n",
+        scenario.id, scenario.order, scenario.failures.bound
+    );
+    let designs = scenario
+        .reference_designs
+        .iter()
+        .map(|d| ("reference", d.name.as_str(), &d.design, &[][..]))
+        .chain(
+            scenario
+                .wrong_designs
+                .iter()
+                .map(|d| ("wrong", d.name.as_str(), &d.design, d.misses.as_slice())),
+        );
+    for (what, name, design, misses) in designs {
+        let started = std::time::Instant::now();
+        let result = shared::check_json(scenario, design);
+        let took = started.elapsed();
+        let _ = writeln!(out, "  {what} \"{name}\"");
+        match result {
+            Ok(verdict) => {
+                let (passed, missed): (Vec<_>, Vec<_>) =
+                    verdict.requirements.iter().partition(|r| r.passed);
+                let ids = |list: &[&shared::verdict::RequirementVerdict]| {
+                    if list.is_empty() {
+                        "none".to_string()
+                    } else {
+                        list.iter()
+                            .map(|r| r.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                };
+                let _ = writeln!(out, "    passes: {}", ids(&passed));
+                let _ = write!(out, "    misses: {}", ids(&missed));
+                if !misses.is_empty() {
+                    let _ = write!(out, " (must miss: {})", misses.join(", "));
+                }
+                let _ = writeln!(
+                    out,
+                    "\n    {} schedules explored in {:.1} ms",
+                    verdict.schedules_explored,
+                    took.as_secs_f64() * 1000.0
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(out, "    not checked: {e}");
+            }
+        }
+    }
+    out
+}
+
+/// `scenarios new ID [--from EXISTING]`: writes DIR/ID.json, never over a file.
+fn new_scenario(args: NewArgs) -> ExitCode {
+    use std::io::Write;
+    if !shared::authoring::is_valid_id(&args.id) {
+        eprintln!(
+            "\"{}\" cannot be a scenario id: use lowercase letters, digits and dashes, such as late-orders (it is used in URLs)",
+            args.id
+        );
+        return ExitCode::from(2);
+    }
+    if !args.scenarios.is_dir() {
+        eprintln!(
+            "{}: there is no such folder; give the scenarios folder with --scenarios",
+            args.scenarios.display()
+        );
+        return ExitCode::from(2);
+    }
+    let target = args.scenarios.join(format!("{}.json", args.id));
+    if target.exists() {
+        eprintln!(
+            "{} exists already; it is left as it is. Choose another id, or remove the file first",
+            target.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    let (files, _) = catalogue::read_files(std::slice::from_ref(&args.scenarios));
+    let raw: Vec<(String, serde_json::Value)> = files
+        .iter()
+        .filter_map(|(file, text)| Some((file.clone(), serde_json::from_str(text).ok()?)))
+        .collect();
+    if let Some((file, _)) = raw.iter().find(|(_, json)| json["id"] == args.id.as_str()) {
+        eprintln!(
+            "{file} already has the id \"{}\"; choose another id",
+            args.id
+        );
+        return ExitCode::FAILURE;
+    }
+    let order = raw
+        .iter()
+        .filter_map(|(_, json)| json["order"].as_u64())
+        .max()
+        .unwrap_or(0)
+        .saturating_add(1)
+        .min(u64::from(u32::MAX)) as u32;
+    let text = match &args.from {
+        None => shared::authoring::template(&args.id, order),
+        Some(from) => {
+            let by_path = PathBuf::from(from);
+            let source = if by_path.is_file() {
+                std::fs::read_to_string(&by_path)
+                    .map_err(|e| format!("{from}: cannot read it: {e}"))
+            } else {
+                files
+                    .iter()
+                    .zip(&raw)
+                    .find(|(_, (_, json))| json["id"] == from.as_str())
+                    .map(|((_, text), _)| text.clone())
+                    .ok_or_else(|| {
+                        let mut known: Vec<&str> =
+                            raw.iter().filter_map(|(_, j)| j["id"].as_str()).collect();
+                        known.sort_unstable();
+                        format!(
+                            "there is no scenario \"{from}\" in {}; known: {}",
+                            args.scenarios.display(),
+                            known.join(", ")
+                        )
+                    })
+            };
+            let source = match source {
+                Ok(text) => text,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let title = serde_json::from_str::<serde_json::Value>(&source)
+                .ok()
+                .and_then(|j| j["title"].as_str().map(|t| format!("{t} (copy)")))
+                .unwrap_or_else(|| args.id.clone());
+            match shared::authoring::renamed_copy(&source, &args.id, order, &title) {
+                Some(text) => text,
+                None => {
+                    eprintln!("{from}: it has no top-level id, order and title to change");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&target)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    match written {
+        Ok(()) => {
+            println!("{}", target.display());
+            eprintln!(
+                "wrote {} (order {order}); change it, then run: pipeline-builder scenarios validate {}",
+                target.display(),
+                target.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            eprintln!(
+                "{} exists already; it is left as it is. Choose another id, or remove the file first",
+                target.display()
+            );
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("{}: cannot write it: {e}", target.display());
             ExitCode::FAILURE
         }
     }

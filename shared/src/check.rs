@@ -89,60 +89,52 @@ type Plan = Vec<(u32, Fault)>;
 
 /// Depth-first enumeration of every schedule up to the model's bound, in lexicographic order
 /// of (choice point, failure): each schedule is run once, untraced, and handed to `visit`.
-/// Returns the number of schedules explored.
+/// Returns the number of schedules explored. The descent keeps its own stack (one level per
+/// failure), so a large bound ends at a limit, never in a stack overflow.
 fn explore(
     model: &Model,
     clean: &Clean,
     limits: Limits,
     visit: &mut dyn FnMut(&Plan, &Outcome),
 ) -> Result<u64, CheckError> {
-    struct Walk<'a> {
-        model: &'a Model,
-        clean: &'a Clean,
-        limits: Limits,
-        explored: u64,
-        steps: u64,
-        exceeded: Option<String>,
-    }
-    fn walk(w: &mut Walk, plan: &mut Plan, visit: &mut dyn FnMut(&Plan, &Outcome)) {
-        let outcome: Outcome = Sim::run(w.model, plan, Offers::Record, Trace::Off, Some(w.clean));
-        w.explored += 1;
-        w.steps += outcome.steps;
+    let mut explored: u64 = 0;
+    let mut steps: u64 = 0;
+    let mut plan: Plan = Vec::new();
+    let mut run = |plan: &Plan, explored: &mut u64, steps: &mut u64| {
+        let outcome: Outcome = Sim::run(model, plan, Offers::Record, Trace::Off, Some(clean));
+        *explored += 1;
+        *steps += outcome.steps;
         visit(plan, &outcome);
-        for &(point, fault) in &outcome.offers {
-            if w.exceeded.is_none() && w.explored >= w.limits.max_schedules {
-                w.exceeded = Some(format!("the limit of {} schedules", w.limits.max_schedules));
-            }
-            if w.exceeded.is_none() && w.steps >= w.limits.max_steps {
-                w.exceeded = Some(format!(
-                    "the limit of {} simulated steps",
-                    w.limits.max_steps
-                ));
-            }
-            if w.exceeded.is_some() {
-                return;
-            }
-            plan.push((point, fault));
-            walk(w, plan, visit);
-            plan.pop();
-        }
-    }
-    let mut w = Walk {
-        model,
-        clean,
-        limits,
-        explored: 0,
-        steps: 0,
-        exceeded: None,
+        outcome.offers
     };
-    walk(&mut w, &mut Vec::new(), visit);
-    match w.exceeded {
-        Some(limit) => Err(CheckError::TooLarge {
-            schedules: w.explored,
-            limit,
-        }),
-        None => Ok(w.explored),
+    // Per level, the failures offered after the plan up to it, and the next one to try.
+    let mut stack: Vec<(Vec<(u32, Fault)>, usize)> =
+        vec![(run(&plan, &mut explored, &mut steps), 0)];
+    while let Some((offers, next)) = stack.last_mut() {
+        let Some(&offer) = offers.get(*next) else {
+            stack.pop();
+            plan.pop();
+            continue;
+        };
+        *next += 1;
+        let exceeded = if explored >= limits.max_schedules {
+            Some(format!("the limit of {} schedules", limits.max_schedules))
+        } else if steps >= limits.max_steps {
+            Some(format!("the limit of {} simulated steps", limits.max_steps))
+        } else {
+            None
+        };
+        if let Some(limit) = exceeded {
+            return Err(CheckError::TooLarge {
+                schedules: explored,
+                limit,
+            });
+        }
+        plan.push(offer);
+        let offers = run(&plan, &mut explored, &mut steps);
+        stack.push((offers, 0));
     }
+    Ok(explored)
 }
 
 fn clean_run(model: &Model) -> Clean {
@@ -558,89 +550,222 @@ impl<'m> Search<'m> {
 
     /// Every schedule that goes on from the simulator's state (the start, or a mark with no
     /// planned failure ahead), counted from its next choice point.
+    ///
+    /// The search descends one level per failure, so its depth is the scenario's bound: the
+    /// descent keeps its own stack of frames instead of the thread's, and a large bound ends
+    /// at a limit, never in a stack overflow. Each frame runs until it needs what follows a
+    /// failure (it calls) or knows its summary (it returns).
     fn onward(&mut self) -> Option<Summary> {
-        struct Segment {
-            point: u32,
-            /// Only kept when a failure can still happen, to come back to.
-            saved: Option<Saved>,
-            key: Option<u128>,
-            offers: Vec<(u32, Fault)>,
-        }
-        // Forward, with no failure, from mark to mark up to the end or a state met before.
-        let mut segments: Vec<Segment> = Vec::new();
-        let (mut after, mut after_point) = loop {
-            // With no failure yet, a state has one way in: it is never met again.
-            let key = (self.sim.used() > 0)
-                .then(|| self.sim.fingerprint(self.with_clock, self.with_steps));
-            if let Some(known) = key.and_then(|key| self.memo.get(&key)) {
-                self.covered = self.covered.saturating_add(known.schedules);
-                self.merged += 1;
-                break (known.clone(), self.sim.next_point);
-            }
-            let point = self.sim.next_point;
-            let saved = self.sim.may_fail().then(|| self.sim.save());
-            let ended = self.sim.advance(Vec::new(), Some(self.clean));
-            self.segments += 1;
-            let offers = std::mem::take(&mut self.sim.offers);
-            segments.push(Segment {
-                point,
-                saved,
-                key,
-                offers,
-            });
-            if ended {
-                self.covered += 1;
-                break (Summary::leaf(&self.sim.misses), self.sim.next_point);
-            }
-            self.within_limits()?;
-        };
-        self.within_limits()?;
-        // Backward, mark by mark: the schedules that fail first in this segment, then those
-        // that go on to the next mark without failing here.
-        while let Some(segment) = segments.pop() {
-            let point = segment.point;
-            let mut here = after.behind(after_point - point, &[]);
-            if let Some(saved) = &segment.saved {
-                for &offer in &segment.offers {
-                    let failing = self.in_segment(saved, vec![offer])?;
-                    here.absorb(failing);
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut frame = Frame::Onward(Box::default());
+        let mut input: Option<Summary> = None;
+        loop {
+            let next = match frame {
+                Frame::Onward(f) => self.step_onward(f, input.take())?,
+                Frame::Fail(f) => self.step_fail(f, input.take())?,
+            };
+            match next {
+                Next::Return(summary) => match stack.pop() {
+                    None => return Some(summary),
+                    Some(parent) => {
+                        frame = parent;
+                        input = Some(summary);
+                    }
+                },
+                Next::Call(me, call) => {
+                    stack.push(me);
+                    frame = call;
                 }
             }
-            if let Some(key) = segment.key {
-                self.memo.insert(key, here.clone());
-            }
-            after = here;
-            after_point = point;
         }
-        Some(after)
+    }
+
+    /// Forward, with no failure, from mark to mark up to the end or a state met before; then
+    /// backward, mark by mark: the schedules that fail first in a segment, then those that go
+    /// on to the next mark without failing there. `input` is what a failure it called for
+    /// amounts to.
+    fn step_onward(&mut self, mut f: Box<OnwardFrame>, input: Option<Summary>) -> Option<Next> {
+        if f.after.is_none() {
+            let (after, after_point) = loop {
+                // With no failure yet, a state has one way in: it is never met again.
+                let key = (self.sim.used() > 0)
+                    .then(|| self.sim.fingerprint(self.with_clock, self.with_steps));
+                if let Some(known) = key.and_then(|key| self.memo.get(&key)) {
+                    self.covered = self.covered.saturating_add(known.schedules);
+                    self.merged += 1;
+                    break (known.clone(), self.sim.next_point);
+                }
+                let point = self.sim.next_point;
+                let saved = self.sim.may_fail().then(|| Rc::new(self.sim.save()));
+                let ended = self.sim.advance(Vec::new(), Some(self.clean));
+                self.segments += 1;
+                let offers = std::mem::take(&mut self.sim.offers);
+                f.segments.push(Segment {
+                    point,
+                    saved,
+                    key,
+                    offers,
+                });
+                if ended {
+                    self.covered += 1;
+                    break (Summary::leaf(&self.sim.misses), self.sim.next_point);
+                }
+                self.within_limits()?;
+            };
+            self.within_limits()?;
+            f.after = Some((after, after_point));
+        }
+        if let (Some(failing), Some(current)) = (input, f.current.as_mut()) {
+            current.here.absorb(failing);
+        }
+        loop {
+            if let Some(current) = f.current.as_mut() {
+                let segment = &current.segment;
+                if let Some(saved) = &segment.saved {
+                    if let Some(&offer) = segment.offers.get(current.next_offer) {
+                        current.next_offer += 1;
+                        let call =
+                            Frame::Fail(Box::new(FailFrame::new(Rc::clone(saved), vec![offer])));
+                        return Some(Next::Call(Frame::Onward(f), call));
+                    }
+                }
+                let Some(current) = f.current.take() else {
+                    unreachable!("the current segment was just seen");
+                };
+                if let Some(key) = current.segment.key {
+                    self.memo.insert(key, current.here.clone());
+                }
+                f.after = Some((current.here, current.segment.point));
+            }
+            let Some(segment) = f.segments.pop() else {
+                let (after, _) = f.after.take().expect("the forward pass has run");
+                return Some(Next::Return(after));
+            };
+            let (after, after_point) = f.after.as_ref().expect("the forward pass has run");
+            let here = after.behind(after_point - segment.point, &[]);
+            f.current = Some(Current {
+                segment,
+                here,
+                next_offer: 0,
+            });
+        }
     }
 
     /// Every schedule that goes on from the saved mark with exactly the failures `plan`
-    /// (absolute choice points) before the next mark, and then any.
-    fn in_segment(&mut self, at: &Saved, plan: Plan) -> Option<Summary> {
-        self.sim.restore(at);
-        let point = at.next_point;
-        let ended = self.sim.advance(plan.clone(), Some(self.clean));
-        self.segments += 1;
-        let offers = std::mem::take(&mut self.sim.offers);
-        let relative: Plan = plan.iter().map(|&(p, f)| (p - point, f)).collect();
-        let mut all = if ended {
-            self.covered += 1;
-            Summary::leaf(&self.sim.misses).behind(0, &relative)
-        } else {
-            self.within_limits()?;
-            let next = self.sim.next_point;
-            self.onward()?.behind(next - point, &relative)
-        };
-        self.within_limits()?;
-        for offer in offers {
-            let mut more = plan.clone();
-            more.push(offer);
-            let failing = self.in_segment(at, more)?;
-            all.absorb(failing);
+    /// (absolute choice points) before the next mark, and then any. `input` is what a call
+    /// it made amounts to: first `onward` from where the failures led, then each further
+    /// failure in the same segment.
+    fn step_fail(&mut self, mut f: Box<FailFrame>, input: Option<Summary>) -> Option<Next> {
+        if !f.started {
+            f.started = true;
+            self.sim.restore(&f.at);
+            f.point = f.at.next_point;
+            let ended = self.sim.advance(f.plan.clone(), Some(self.clean));
+            self.segments += 1;
+            f.offers = std::mem::take(&mut self.sim.offers);
+            f.relative = f
+                .plan
+                .iter()
+                .map(|&(p, fault)| (p - f.point, fault))
+                .collect();
+            if ended {
+                self.covered += 1;
+                f.all = Some(Summary::leaf(&self.sim.misses).behind(0, &f.relative));
+                self.within_limits()?;
+            } else {
+                self.within_limits()?;
+                f.next = self.sim.next_point;
+                let call = Frame::Onward(Box::default());
+                return Some(Next::Call(Frame::Fail(f), call));
+            }
+        } else if let Some(summary) = input {
+            match f.all.as_mut() {
+                None => {
+                    f.all = Some(summary.behind(f.next - f.point, &f.relative));
+                    self.within_limits()?;
+                }
+                Some(all) => all.absorb(summary),
+            }
         }
-        Some(all)
+        if let Some(&offer) = f.offers.get(f.next_offer) {
+            f.next_offer += 1;
+            let mut more = f.plan.clone();
+            more.push(offer);
+            let call = Frame::Fail(Box::new(FailFrame::new(Rc::clone(&f.at), more)));
+            return Some(Next::Call(Frame::Fail(f), call));
+        }
+        let all = f.all.take().expect("a failing segment has its summary");
+        Some(Next::Return(all))
     }
+}
+
+/// A stretch of a run from one mark to the next, as the search's forward pass ran it.
+struct Segment {
+    point: u32,
+    /// Only kept when a failure can still happen, to come back to.
+    saved: Option<Rc<Saved>>,
+    key: Option<u128>,
+    offers: Vec<(u32, Fault)>,
+}
+
+/// The segment `onward`'s backward pass stands at: what follows it so far, and which of its
+/// failures comes next.
+struct Current {
+    segment: Segment,
+    here: Summary,
+    next_offer: usize,
+}
+
+/// `onward`, part way: its segments still to go back over, and the summary of what follows
+/// the last one gone back over (`None` before the forward pass).
+#[derive(Default)]
+struct OnwardFrame {
+    segments: Vec<Segment>,
+    after: Option<(Summary, u32)>,
+    current: Option<Current>,
+}
+
+/// A failing segment, part way: its saved mark, its failures, and the further failures in
+/// the same segment still to try.
+struct FailFrame {
+    at: Rc<Saved>,
+    plan: Plan,
+    started: bool,
+    point: u32,
+    relative: Plan,
+    /// Where the run stood after the failures, for `onward`'s summary.
+    next: u32,
+    offers: Vec<(u32, Fault)>,
+    next_offer: usize,
+    all: Option<Summary>,
+}
+
+impl FailFrame {
+    fn new(at: Rc<Saved>, plan: Plan) -> FailFrame {
+        FailFrame {
+            at,
+            plan,
+            started: false,
+            point: 0,
+            relative: Vec::new(),
+            next: 0,
+            offers: Vec::new(),
+            next_offer: 0,
+            all: None,
+        }
+    }
+}
+
+/// A frame of the search's own stack.
+enum Frame {
+    Onward(Box<OnwardFrame>),
+    Fail(Box<FailFrame>),
+}
+
+/// What a frame does next: wait for a call's summary, or hand its own to its caller.
+enum Next {
+    Call(Frame, Frame),
+    Return(Summary),
 }
 
 /// Runs one schedule, named by its failures as (choice point, kind) with kinds as in the

@@ -9,7 +9,25 @@ use std::collections::BTreeMap;
 use chrono::{NaiveDate, NaiveDateTime};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::value::{format_time, parse_timestamp, ColumnType, Value};
+use crate::value::{format_time, parse_timestamp, why_not_a_date, ColumnType, Value};
+
+/// The most failures one schedule may have, in any scenario (`failures.bound`). The check
+/// explores every schedule up to the bound, and their number grows about exponentially with
+/// it; one or two failures teach every idea of the chapter.
+pub const MAX_BOUND: u32 = 1000;
+
+/// The most attempts the scheduler makes for one run (`job.max_attempts`). A job that fails
+/// on every attempt is retried this often in every schedule, so the number bounds the work of
+/// each check.
+pub const MAX_ATTEMPTS: u32 = 100;
+
+/// In the JSON Schema, a design (`starting_design`, `reference_designs[].design`,
+/// `wrong_designs[].design`) refers to the design schema, which `crate::authoring` adds:
+/// it is built from the node kinds and their options.
+#[cfg(feature = "schema")]
+fn design_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "$ref": "#/$defs/Design" })
+}
 
 /// A UTC wall-clock time, written as "2026-01-11T02:00:00Z".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -25,9 +43,11 @@ impl<'de> Deserialize<'de> for Instant {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
         parse_timestamp(&s).map(Instant).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "\"{s}\" is not a time written as YYYY-MM-DDTHH:MM:SSZ"
-            ))
+            let day = s.split(['T', ' ']).next().unwrap_or(&s);
+            serde::de::Error::custom(match why_not_a_date(day) {
+                Some(why) => format!("\"{s}\" is not a time: {why}"),
+                None => format!("\"{s}\" is not a time written as YYYY-MM-DDTHH:MM:SSZ"),
+            })
         })
     }
 }
@@ -40,7 +60,7 @@ impl schemars::JsonSchema for Instant {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$",
+            "pattern": "^\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])T([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\dZ$",
             "description": "A UTC time such as 2026-01-11T02:00:00Z."
         })
     }
@@ -54,12 +74,21 @@ pub struct Scenario {
     /// Path of the JSON Schema, for editors. Ignored by the simulator.
     #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<String>,
-    /// Stable id, used in URLs and by graders (for example `safe-retry`).
+    /// Stable id, used in URLs and by graders (for example `safe-retry`): lowercase letters,
+    /// digits and dashes, not starting or ending with a dash. Unique across the catalogue.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(regex(pattern = r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"))
+    )]
     pub id: String,
-    /// Position in the course, from 1.
+    /// Position in the course, from 1. Unique across the catalogue.
+    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
     pub order: u32,
+    /// A short title for the catalogue.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub title: String,
     /// The task, in Markdown, for a student who has just read the chapter.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub task: String,
     /// The ideas the scenario teaches, in the chapter's words.
     #[serde(default)]
@@ -83,11 +112,17 @@ pub struct Scenario {
     pub failures: FailureSpec,
     /// Which node kinds and option values a student may use.
     pub palette: Palette,
-    /// The design the student starts from (for example the chapter's append-only job).
+    /// The design the student starts from (for example the chapter's append-only job). It
+    /// must fit the palette, and must not already pass every requirement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "design_schema"))]
     pub starting_design: Option<serde_json::Value>,
+    /// What a design must achieve; at least one.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub requirements: Vec<Requirement>,
-    /// Designs that must pass every requirement: proof that the scenario can be solved.
+    /// Designs that must pass every requirement: proof that the scenario can be solved. At
+    /// least one.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub reference_designs: Vec<ExampleDesign>,
     /// Designs that must miss the requirements they name: proof that each can be missed.
     pub wrong_designs: Vec<WrongDesign>,
@@ -116,8 +151,12 @@ pub struct ColumnDef {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TableDef {
+    /// The table's name; unique among tables, streams and senders.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub name: String,
     pub role: TableRole,
+    /// At least one column; names are unique in the table.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub columns: Vec<ColumnDef>,
     /// The keys a design may write by (`merge`, `insert_ignore`); the first is the default.
     /// Empty when the table has no natural key.
@@ -141,7 +180,8 @@ pub struct StreamDef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_field: Option<String>,
     pub fields: Vec<ColumnDef>,
-    /// Messages at offsets 0, 1, 2, … as JSON objects of field → value.
+    /// Messages at offsets 0, 1, 2, … as JSON objects of field → value; at least one.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub messages: Vec<BTreeMap<String, serde_json::Value>>,
     /// When the consumer starts reading.
     #[serde(default = "default_start")]
@@ -158,7 +198,9 @@ pub struct SenderDef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_field: Option<String>,
     pub fields: Vec<ColumnDef>,
-    /// The messages the sender must deliver, in order, as JSON objects of field → value.
+    /// The messages the sender must deliver, in order, as JSON objects of field → value; at
+    /// least one.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub messages: Vec<BTreeMap<String, serde_json::Value>>,
     /// The message field where the sender puts its idempotency key, if it sends one.
     #[serde(default = "default_idempotency_field")]
@@ -185,10 +227,13 @@ fn default_start() -> Instant {
 pub struct JobDef {
     /// The source table the job reads.
     pub source: String,
-    /// The job's steps, in order; each writes one sink table.
+    /// The job's steps, in order; each writes one sink table. At least one.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub steps: Vec<StepDef>,
-    /// How many attempts the scheduler makes for one run before it gives up.
+    /// How many attempts the scheduler makes for one run before it gives up: 1 to 100
+    /// (default 4).
     #[serde(default = "default_attempts")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = MAX_ATTEMPTS)))]
     pub max_attempts: u32,
 }
 
@@ -266,8 +311,18 @@ pub enum RunKind {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RunDef {
+    /// The run's id, named by `job_crash.runs` and `rerun_noop` checks: lowercase letters,
+    /// digits and dashes, such as `load-2026-01-10`.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(regex(pattern = r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"))
+    )]
     pub id: String,
-    /// The day the run is for.
+    /// The day the run is for, written as YYYY-MM-DD.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(regex(pattern = r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$"))
+    )]
     pub logical_date: NaiveDate,
     /// When the run starts (a run never starts before the previous one has finished).
     pub start: Instant,
@@ -284,7 +339,12 @@ fn default_run_kind() -> RunKind {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FailureSpec {
-    /// The most failures in one schedule, of all kinds together.
+    /// The most failures in one schedule, of all kinds together: 0 to 1000, and no more than
+    /// the scenario's failure points (a run's crashes up to `max_per_run`, 3 places in the
+    /// handling of each offset a consumer may crash at, each message a sender can lose or
+    /// whose ack it can lose, each message that can get a late copy). Past them a stream or
+    /// sender scenario is refused; a batch scenario is warned, since no schedule reaches it.
+    #[cfg_attr(feature = "schema", schemars(range(max = MAX_BOUND)))]
     pub bound: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_crash: Option<JobCrashSpec>,
@@ -308,7 +368,9 @@ pub struct Enabled {}
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct JobCrashSpec {
-    /// The most crashes in one run (its first attempt and its retries together).
+    /// The most crashes in one run (its first attempt and its retries together): 1 or more,
+    /// and below `job.max_attempts`, or the scheduler gives up on the run.
+    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
     pub max_per_run: u32,
     /// How long the scheduler waits before it retries a crashed attempt; 0 retries at once.
     #[serde(default)]
@@ -331,7 +393,8 @@ pub struct ConsumerCrashSpec {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RedeliverySpec {
-    /// The fewest other messages between a message and its late copy.
+    /// The fewest other messages between a message and its late copy; 1 or more.
+    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
     pub after_min: u32,
     /// The most other messages between a message and its late copy.
     pub after_max: u32,
@@ -361,11 +424,18 @@ pub struct Palette {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Requirement {
-    /// Stable id, used by graders.
+    /// Stable id, used by graders: lowercase letters, digits and dashes, unique in the
+    /// scenario.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(regex(pattern = r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"))
+    )]
     pub id: String,
     /// One sentence a student understands.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub text: String,
     /// Points to the idea, not the answer.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub hint: String,
     /// What the requirement is worth in a score: 1 when absent; 0 makes it feedback only.
     #[serde(default = "default_points", skip_serializing_if = "is_default_points")]
@@ -466,7 +536,8 @@ pub enum Check {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         expected: Option<u64>,
     },
-    /// At the end, no two rows share the values of `columns` (rows with a NULL in them count too).
+    /// At the end, no two rows share the values of `columns`. Rows with a NULL in any of
+    /// `columns` are skipped, as a unique index skips them: NULL is never equal to NULL.
     Unique { table: String, columns: Vec<String> },
     /// At the end, every value of `source_column` in the source (a table, stream or sender,
     /// filtered by `source_where`) appears in `column` of `table`.
@@ -504,7 +575,11 @@ pub enum Check {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ExampleDesign {
+    /// Shown when the design passes or fails unexpectedly; unique among the file's designs.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub name: String,
+    /// The design, in the format of the API (`docs/design-format.md`).
+    #[cfg_attr(feature = "schema", schemars(schema_with = "design_schema"))]
     pub design: serde_json::Value,
 }
 
@@ -512,9 +587,14 @@ pub struct ExampleDesign {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WrongDesign {
+    /// Named after the mistake it makes; unique among the file's designs.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub name: String,
-    /// The requirement ids this design must miss (it may miss others too).
+    /// The requirement ids this design must miss (it may miss others too); at least one.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub misses: Vec<String>,
+    /// The design, in the format of the API (`docs/design-format.md`).
+    #[cfg_attr(feature = "schema", schemars(schema_with = "design_schema"))]
     pub design: serde_json::Value,
 }
 

@@ -83,18 +83,27 @@ impl Value {
                     "expected a decimal string such as \"25.00\", found {json}"
                 )),
             },
-            ColumnType::Date => match json {
-                J::String(s) => s
-                    .parse::<NaiveDate>()
-                    .map(Value::Date)
-                    .map_err(|_| format!("\"{s}\" is not a date written as YYYY-MM-DD")),
-                _ => Err(format!(
-                    "expected a date string such as \"2026-01-10\", found {json}"
-                )),
-            },
+            ColumnType::Date => {
+                match json {
+                    J::String(s) => s.parse::<NaiveDate>().map(Value::Date).map_err(|_| {
+                        match why_not_a_date(s) {
+                            Some(why) => format!("\"{s}\" is not a date: {why}"),
+                            None => format!("\"{s}\" is not a date written as YYYY-MM-DD"),
+                        }
+                    }),
+                    _ => Err(format!(
+                        "expected a date string such as \"2026-01-10\", found {json}"
+                    )),
+                }
+            }
             ColumnType::Timestamp => match json {
                 J::String(s) => parse_timestamp(s).map(Value::Timestamp).ok_or_else(|| {
-                    format!("\"{s}\" is not a timestamp written as YYYY-MM-DDTHH:MM:SSZ")
+                    match why_not_a_date(s.split(['T', ' ']).next().unwrap_or(s)) {
+                        Some(why) => format!("\"{s}\" is not a timestamp: {why}"),
+                        None => {
+                            format!("\"{s}\" is not a timestamp written as YYYY-MM-DDTHH:MM:SSZ")
+                        }
+                    }
                 }),
                 _ => Err(format!("expected a timestamp string, found {json}")),
             },
@@ -202,6 +211,48 @@ impl fmt::Display for Value {
 // Dates and times are read and written by hand rather than through chrono's format strings,
 // whose machinery is a large part of the browser app's size. A date's Display is ISO 8601
 // (`2026-01-10`), as `%Y-%m-%d` would write it.
+
+/// Why text shaped like `YYYY-MM-DD` names no day, in an author's words ("there is no month
+/// 13"); `None` when it is a day, or is not shaped like one at all.
+pub fn why_not_a_date(s: &str) -> Option<String> {
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let mut parts = s.splitn(3, '-');
+    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
+    let number = |p: &str, len: usize| {
+        (p.len() == len && p.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| p.parse::<u32>().ok())
+            .flatten()
+    };
+    let (year, month, day) = (number(y, 4)?, number(m, 2)?, number(d, 2)?);
+    if !(1..=12).contains(&month) {
+        return Some(format!(
+            "there is no month {month} (the month comes second, from 01 to 12)"
+        ));
+    }
+    let last = (28..=31)
+        .rev()
+        .find(|&n| NaiveDate::from_ymd_opt(year as i32, month, n).is_some())?;
+    if day == 0 || day > last {
+        let name = MONTHS[month as usize - 1];
+        return Some(format!(
+            "{name} {year} has {last} days, so there is no day {day}"
+        ));
+    }
+    None
+}
 
 /// `YYYY-MM-DDTHH:MM:SS`, or with a space for the `T`, with an optional `Z`.
 pub fn parse_timestamp(s: &str) -> Option<NaiveDateTime> {

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use shared::authoring::{validate_catalogue, validate_scenario_text};
+use shared::authoring::{check_catalogue, validate_catalogue, validate_scenario_text, warnings};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -43,11 +43,16 @@ fn json_files(folder: &Path) -> Vec<(String, String)> {
 #[test]
 fn every_shipped_scenario_validates() {
     let files = json_files(&workspace().join("scenarios"));
-    let (scenarios, diagnostics) = validate_catalogue(&files);
-    let shown: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+    let report = check_catalogue(&files);
+    let (scenarios, diagnostics) = (report.scenarios, report.problems);
+    let shown: Vec<String> = diagnostics
+        .iter()
+        .chain(&report.warnings)
+        .map(ToString::to_string)
+        .collect();
     assert!(
-        diagnostics.is_empty(),
-        "the shipped scenarios have problems:\n{}",
+        shown.is_empty(),
+        "the shipped scenarios have problems or warnings:\n{}",
         shown.join("\n")
     );
     let ids: Vec<&str> = scenarios.iter().map(|s| s.id.as_str()).collect();
@@ -91,7 +96,15 @@ fn every_broken_fixture_gives_its_diagnostic() {
         let expected = std::fs::read_to_string(&expected_path)
             .unwrap_or_else(|e| panic!("{file} needs a sibling {}: {e}", expected_path.display()));
         let shown = match validate_scenario_text(file, text) {
-            Ok(_) => String::from("(no diagnostics: the file validated)"),
+            Ok(s) => {
+                let warned: Vec<String> =
+                    warnings(file, &s).iter().map(ToString::to_string).collect();
+                if warned.is_empty() {
+                    String::from("(no diagnostics: the file validated)")
+                } else {
+                    warned.join("\n")
+                }
+            }
             Err(diagnostics) => diagnostics
                 .iter()
                 .map(ToString::to_string)
@@ -120,7 +133,38 @@ fn ids_and_orders_are_unique_across_the_catalogue() {
     ];
     let (scenarios, diagnostics) = validate_catalogue(&files);
     let shown: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
-    assert_eq!(scenarios.len(), 1, "the copy is refused: {shown:?}");
-    assert!(shown.iter().any(|d| d.starts_with("scenarios/copy.json: $.id: the id \"offset-commit\" is already used by scenarios/offset-commit.json")), "{shown:?}");
-    assert!(shown.iter().any(|d| d.starts_with("scenarios/copy.json: $.order: order 7 is already taken by scenarios/offset-commit.json")), "{shown:?}");
+    assert!(scenarios.is_empty(), "both are refused: {shown:?}");
+    // Whichever file is the new one, it is told which file it clashes with, and so is the
+    // other: the files' order does not pick the culprit.
+    for (file, other) in [
+        ("scenarios/copy.json", "scenarios/offset-commit.json"),
+        ("scenarios/offset-commit.json", "scenarios/copy.json"),
+    ] {
+        assert!(
+            shown.iter().any(|d| d.starts_with(&format!(
+                "{file}: $.id: the id \"offset-commit\" is also used by {other}"
+            ))),
+            "{shown:?}"
+        );
+        assert!(
+            shown.iter().any(|d| d.starts_with(&format!(
+                "{file}: $.order: order 7 is also taken by {other}"
+            ))),
+            "{shown:?}"
+        );
+    }
+}
+
+#[test]
+fn a_new_file_that_sorts_first_is_told_about_the_shipped_one() {
+    let text = std::fs::read_to_string(workspace().join("scenarios/offset-commit.json"))
+        .expect("offset-commit ships");
+    let new = text.replace("\"id\": \"offset-commit\"", "\"id\": \"a-new-one\"");
+    let files = vec![
+        ("scenarios/a-new-one.json".to_string(), new),
+        ("scenarios/offset-commit.json".to_string(), text),
+    ];
+    let (_, diagnostics) = validate_catalogue(&files);
+    let shown: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+    assert!(shown.contains(&"scenarios/a-new-one.json: $.order: order 7 is also taken by scenarios/offset-commit.json; give each scenario its own place in the course".to_string()), "{shown:?}");
 }

@@ -339,7 +339,7 @@ fn a_failure_bound_that_explodes_the_schedule_count_is_refused_without_hanging()
         &[
             "exploding.json: $.reference_designs[0].design: checking this design stopped after ",
             "(the limit of 100000 schedules)",
-            "lower failures.bound",
+            "lower $.failures.bound (now 12)",
         ],
     );
 }
@@ -371,4 +371,187 @@ fn a_scenario_whose_reference_design_is_cyclic_or_wrong_typed_is_refused() {
         serde_json::to_string_pretty(&scenario).unwrap().as_bytes(),
     );
     refused_quickly(&dir, &["cyclic.json: $.reference_designs[0]"]);
+}
+
+/// One command's output and how long it took.
+fn timed(args: &[&str]) -> (Output, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let output = run(args);
+    (output, started.elapsed())
+}
+
+#[test]
+fn a_stream_scenarios_bound_past_its_failure_points_is_refused_at_once_naming_the_bound() {
+    for id in ["dedupe-by-key", "exactly-once", "offset-commit"] {
+        let source = std::fs::read_to_string(scenarios_dir().join(format!("{id}.json"))).unwrap();
+        let mut scenario: Value = serde_json::from_str(&source).unwrap();
+        let points =
+            shared::authoring::failure_points(&shared::Scenario::from_json(&source).unwrap());
+        assert!(
+            !points.exact,
+            "{id}: a consumer can crash again where it crashed"
+        );
+        scenario["id"] = "big-bound".into();
+        scenario["order"] = 99.into();
+        for bound in [points.total + 1, 1000, 1001, 8574, 100_000, 4_294_967_295] {
+            scenario["failures"]["bound"] = bound.into();
+            let dir = hostile_folder(
+                "bound",
+                "big-bound.json",
+                serde_json::to_string_pretty(&scenario).unwrap().as_bytes(),
+            );
+            let file = dir.path().join("big-bound.json");
+            let expected = format!("{}: $.failures.bound: bound is {bound}", file.display());
+            let (validated, took) = timed(&["scenarios", "validate", dir.path().to_str().unwrap()]);
+            let all = text(&validated);
+            assert_eq!(
+                validated.status.code(),
+                Some(1),
+                "{id} bound {bound}: {all}"
+            );
+            assert!(all.contains(&expected), "{id} bound {bound}: {all}");
+            assert!(!all.contains("good.json"), "{all}");
+            assert!(
+                took < std::time::Duration::from_secs(1),
+                "{id} bound {bound}: {took:?}"
+            );
+            let (served, took) = timed(&[
+                "serve",
+                "--bind",
+                "127.0.0.1:0",
+                "--database-url",
+                &dir.sqlite_url(),
+                "--scenarios",
+                dir.path().to_str().unwrap(),
+            ]);
+            let all = text(&served);
+            assert_eq!(served.status.code(), Some(1), "{id} bound {bound}: {all}");
+            assert!(
+                all.contains(&expected) && all.contains("refusing to start"),
+                "{id} bound {bound}: {all}"
+            );
+            assert!(
+                took < std::time::Duration::from_secs(1),
+                "{id} bound {bound}: {took:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_bound_no_schedule_can_reach_is_a_warning_not_a_refusal() {
+    let mut scenario: Value = serde_json::from_str(
+        &std::fs::read_to_string(scenarios_dir().join("safe-retry.json")).unwrap(),
+    )
+    .unwrap();
+    scenario["id"] = "unreachable".into();
+    scenario["order"] = 99.into();
+    scenario["failures"]["bound"] = 1000.into();
+    let dir = hostile_folder(
+        "unreachable",
+        "unreachable.json",
+        serde_json::to_string_pretty(&scenario).unwrap().as_bytes(),
+    );
+    let (output, took) = timed(&["scenarios", "validate", dir.path().to_str().unwrap()]);
+    let all = text(&output);
+    assert!(output.status.success(), "{all}");
+    assert!(
+        all.contains("unreachable.json: $.failures.bound: warning: bound is 1000, but no schedule of this scenario can have more than 2 failures"),
+        "{all}"
+    );
+    assert!(all.contains("2 scenarios valid"), "{all}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+}
+
+#[test]
+fn scenarios_new_writes_a_scenario_that_validates_and_never_overwrites() {
+    let dir = TempDir::new("new");
+    let folder = dir.path().to_str().unwrap();
+    for shipped in ["offset-commit.json", "safe-retry.json"] {
+        std::fs::copy(scenarios_dir().join(shipped), dir.path().join(shipped)).unwrap();
+    }
+
+    let made = run(&["scenarios", "new", "late-orders", "--scenarios", folder]);
+    assert!(made.status.success(), "{}", text(&made));
+    let path = dir.path().join("late-orders.json");
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(written["id"], "late-orders");
+    assert_eq!(
+        written["order"], 8,
+        "after the last order in the folder (7)"
+    );
+    let checked = run(&["scenarios", "validate", folder]);
+    assert!(checked.status.success(), "{}", text(&checked));
+    assert!(
+        text(&checked).contains("3 scenarios valid"),
+        "{}",
+        text(&checked)
+    );
+
+    // Never over a file: the author's work stays as it is.
+    std::fs::write(&path, "my work").unwrap();
+    let again = run(&["scenarios", "new", "late-orders", "--scenarios", folder]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(text(&again).contains("exists already"), "{}", text(&again));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "my work");
+    std::fs::remove_file(&path).unwrap();
+
+    // A copy keeps everything but its id, order and title, formatting included.
+    let copied = run(&[
+        "scenarios",
+        "new",
+        "commit-again",
+        "--from",
+        "offset-commit",
+        "--scenarios",
+        folder,
+    ]);
+    assert!(copied.status.success(), "{}", text(&copied));
+    let copy = std::fs::read_to_string(dir.path().join("commit-again.json")).unwrap();
+    let original = std::fs::read_to_string(dir.path().join("offset-commit.json")).unwrap();
+    assert_eq!(copy.lines().count(), original.lines().count());
+    let copy: Value = serde_json::from_str(&copy).unwrap();
+    let mut original: Value = serde_json::from_str(&original).unwrap();
+    assert_eq!(copy["id"], "commit-again");
+    assert_eq!(copy["order"], 8);
+    assert_eq!(copy["title"], "Bookmark first, or write first? (copy)");
+    for field in ["id", "order", "title"] {
+        original[field] = copy[field].clone();
+    }
+    assert_eq!(copy, original);
+    let checked = run(&["scenarios", "validate", folder]);
+    assert!(checked.status.success(), "{}", text(&checked));
+
+    let unknown = run(&[
+        "scenarios",
+        "new",
+        "x",
+        "--from",
+        "nope",
+        "--scenarios",
+        folder,
+    ]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(text(&unknown).contains("known: "), "{}", text(&unknown));
+    let bad_id = run(&["scenarios", "new", "Late Orders", "--scenarios", folder]);
+    assert_eq!(bad_id.status.code(), Some(2));
+    assert!(text(&bad_id).contains("lowercase letters, digits and dashes"));
+}
+
+#[test]
+fn validate_verbose_prints_what_each_design_passes_and_misses() {
+    let file = scenarios_dir().join("offset-commit.json");
+    let output = run(&["scenarios", "validate", "--verbose", file.to_str().unwrap()]);
+    let all = text(&output);
+    assert!(output.status.success(), "{all}");
+    assert!(all.contains("offset-commit (order 7, bound 1):"), "{all}");
+    assert!(
+        all.contains("  reference \"write, then commit; insert and ignore repeats by order_id\"\n    passes: total-correct, nothing-lost, no-order-twice\n    misses: none\n    4 schedules explored in "),
+        "{all}"
+    );
+    assert!(
+        all.contains("  wrong \"commit, then write (at-most-once)\"\n    passes: no-order-twice\n    misses: total-correct, nothing-lost (must miss: total-correct, nothing-lost)\n    4 schedules explored in "),
+        "{all}"
+    );
+    assert!(all.trim_end().ends_with("1 scenario valid"), "{all}");
 }

@@ -469,6 +469,179 @@ fn fuzz_the_scenario_validator() {
     report("scenario validator", u64::from(cases), started);
 }
 
+// Scenario files with their numbers at the extremes.
+
+/// A number at an edge: none, one, the format's limits and past them, and far past them.
+const EXTREMES: &[i64] = &[
+    0,
+    1,
+    2,
+    3,
+    1000,
+    1001,
+    8574,
+    1_000_000_000,
+    4_294_967_295,
+    4_294_967_296,
+    -1,
+];
+
+/// How many items a resized list gets.
+const SIZES: &[usize] = &[0, 1, 2, 7, 12];
+
+/// One structure-aware change to a shipped scenario.
+#[derive(Clone, Debug)]
+enum Extreme {
+    /// A number field (by JSON pointer, when its parent exists) set to an extreme.
+    Number(&'static str, i64),
+    /// A list resized by repeating its items (ids made unique where they must be).
+    Resize(&'static str, usize),
+    /// The dedupe window: offered in the palette (as text) and set in every consumer node.
+    Window(i64),
+    /// Crash offsets set to one extreme.
+    Offset(i64),
+}
+
+const NUMBER_FIELDS: &[&str] = &[
+    "/failures/bound",
+    "/order",
+    "/job/max_attempts",
+    "/failures/job_crash/max_per_run",
+    "/failures/job_crash/retry_delay_minutes",
+    "/failures/redelivery/after_min",
+    "/failures/redelivery/after_max",
+    "/requirements/0/check/expected",
+    "/requirements/1/check/rows",
+];
+
+const LIST_FIELDS: &[&str] = &[
+    "/streams/0/messages",
+    "/senders/0/messages",
+    "/runs",
+    "/tables/0/rows",
+    "/job/steps",
+    "/requirements",
+];
+
+fn extreme() -> impl Strategy<Value = Extreme> {
+    let number = prop::sample::select(EXTREMES);
+    prop_oneof![
+        4 => (prop::sample::select(NUMBER_FIELDS), number.clone())
+            .prop_map(|(f, n)| Extreme::Number(f, n)),
+        3 => (prop::sample::select(LIST_FIELDS), prop::sample::select(SIZES))
+            .prop_map(|(f, n)| Extreme::Resize(f, n)),
+        1 => number.clone().prop_map(Extreme::Window),
+        1 => number.prop_map(Extreme::Offset),
+    ]
+}
+
+fn apply(scenario: &mut Value, change: &Extreme) {
+    match change {
+        Extreme::Number(pointer, n) => {
+            let (parent, key) = pointer.rsplit_once('/').expect("a pointer has a parent");
+            if let Some(Value::Object(map)) = scenario.pointer_mut(parent) {
+                map.insert(key.to_string(), json!(n));
+            }
+        }
+        Extreme::Resize(pointer, n) => {
+            let Some(Value::Array(items)) = scenario.pointer_mut(pointer) else {
+                return;
+            };
+            if items.is_empty() {
+                return;
+            }
+            let mut resized: Vec<Value> = items.iter().cycle().take(*n).cloned().collect();
+            for (i, item) in resized.iter_mut().enumerate().skip(items.len()) {
+                if let Some(Value::String(id)) = item.get_mut("id") {
+                    id.push_str(&format!("-{i}"));
+                }
+            }
+            *items = resized;
+        }
+        Extreme::Window(n) => {
+            if let Some(Value::Object(palette)) = scenario.pointer_mut("/palette/stream_consumer") {
+                palette.insert("dedupe_window".into(), json!([n.to_string()]));
+            }
+            for list in ["reference_designs", "wrong_designs"] {
+                let Some(Value::Array(designs)) = scenario.get_mut(list) else {
+                    continue;
+                };
+                for design in designs {
+                    let Some(Value::Array(nodes)) = design.pointer_mut("/design/nodes") else {
+                        continue;
+                    };
+                    for node in nodes.iter_mut().filter(|n| n["kind"] == "stream_consumer") {
+                        node["options"]["dedupe"] = "in_memory".into();
+                        node["options"]["dedupe_window"] = json!(n);
+                    }
+                }
+            }
+        }
+        Extreme::Offset(n) => {
+            if let Some(Value::Object(crash)) = scenario.pointer_mut("/failures/consumer_crash") {
+                crash.insert("offsets".into(), json!([n]));
+            }
+        }
+    }
+}
+
+/// Shipped scenarios with their bounds, message counts, runs, windows and other numbers at
+/// their extremes: the validator answers each with diagnostics or a scenario, in bounded
+/// time, and never panics or overflows its stack.
+#[test]
+fn fuzz_scenario_numbers_at_their_extremes() {
+    // Each case validates a whole scenario, designs simulated: a tenth as many, at least 64.
+    let cases = (cases() / 10).max(64);
+    let texts = shipped_scenario_texts();
+    let started = Instant::now();
+    let input = (0..texts.len(), prop::collection::vec(extreme(), 1..4));
+    runner(cases)
+        .run(&input, |(index, changes)| {
+            let mut scenario: Value = serde_json::from_str(&texts[index]).unwrap();
+            for change in &changes {
+                apply(&mut scenario, change);
+            }
+            let text = serde_json::to_string_pretty(&scenario).unwrap();
+            let one = std::time::Instant::now();
+            let problems = server::catalogue::precheck("extreme.json", &text);
+            let outcome = if problems.is_empty() {
+                shared::authoring::validate_scenario_text("extreme.json", &text).map(|_| ())
+            } else {
+                Err(problems)
+            };
+            if let Err(problems) = &outcome {
+                prop_assert!(!problems.is_empty());
+                for p in problems {
+                    prop_assert!(
+                        p.path.starts_with('$') && !p.message.trim().is_empty(),
+                        "{p:?}"
+                    );
+                }
+            }
+            // A bound the format refuses is said at its place, whatever else is wrong.
+            let bound = scenario.pointer("/failures/bound").and_then(Value::as_i64);
+            if bound.is_some_and(|b| b > i64::from(shared::authoring::MAX_BOUND)) {
+                let problems = outcome.as_ref().err().cloned().unwrap_or_default();
+                prop_assert!(
+                    problems.iter().any(|p| p.path == "$.failures.bound"),
+                    "{changes:?}: {problems:?}"
+                );
+            }
+            prop_assert!(
+                one.elapsed() < std::time::Duration::from_secs(20),
+                "{changes:?} took {:?}",
+                one.elapsed()
+            );
+            Ok(())
+        })
+        .unwrap();
+    report(
+        "scenario numbers at their extremes",
+        u64::from(cases),
+        started,
+    );
+}
+
 // The HTTP API.
 
 #[derive(Clone, Debug)]

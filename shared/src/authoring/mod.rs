@@ -44,12 +44,441 @@ impl std::fmt::Display for Diagnostic {
 
 /// The JSON Schema of scenario files, generated from the Rust types. The committed copy is
 /// `scenarios/scenario.schema.json`; a test keeps the two equal.
+///
+/// Designs are typed by the design schema, built here from the node kinds and their options
+/// (the scenario types hold a design as plain JSON, and refer to `#/$defs/Design`). A tagged
+/// object (a requirement's check, a job's step, a node) also lists its `kind`s at the top, so
+/// that an editor answers a misspelt kind with the kinds there are.
 #[cfg(feature = "schema")]
 pub fn schema_json() -> String {
-    let schema = schemars::schema_for!(Scenario);
+    let mut schema = schemars::schema_for!(Scenario).to_value();
+    let defs = schema
+        .get_mut("$defs")
+        .and_then(Json::as_object_mut)
+        .expect("the scenario schema has definitions");
+    for (name, def) in design_schemas() {
+        defs.insert(name.into(), def);
+    }
+    defs.insert("Palette".into(), palette_schema());
+    // A failure kind needs the part of the scenario it happens to.
+    let needs = |kind: &str, part: &str, with: Json| {
+        serde_json::json!({
+            "if": { "required": ["failures"], "properties": { "failures": { "required": [kind] } } },
+            "then": { "required": [part], "properties": { part: with } },
+        })
+    };
+    let list = serde_json::json!({ "minItems": 1 });
+    let rules = Json::Array(vec![
+        needs("job_crash", "job", serde_json::json!({ "type": "object" })),
+        needs("consumer_crash", "streams", list.clone()),
+        needs("redelivery", "streams", list.clone()),
+        needs("message_lost", "senders", list.clone()),
+        needs("ack_lost", "senders", list),
+    ]);
+    for name in ["Check", "StepDef", "Node"] {
+        let Some(Json::Object(def)) = defs.get_mut(name) else {
+            continue;
+        };
+        let kinds: Vec<Json> = def
+            .get("oneOf")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.pointer("/properties/kind/const").cloned())
+            .collect();
+        def.insert("type".into(), "object".into());
+        def.insert("required".into(), serde_json::json!(["kind"]));
+        def.insert(
+            "properties".into(),
+            serde_json::json!({ "kind": { "description": "What kind it is; each kind has its own fields.", "enum": kinds } }),
+        );
+    }
+    if let Json::Object(top) = &mut schema {
+        top.insert("allOf".into(), rules);
+    }
     let mut text = serde_json::to_string_pretty(&schema).expect("a JSON Schema always serialises");
     text.push('\n');
     text
+}
+
+/// The palette's schema, from the node kinds and their options: per kind, the options it has
+/// and, for each, the values it may offer (`key` cannot be restricted).
+#[cfg(feature = "schema")]
+fn palette_schema() -> Json {
+    use serde_json::json;
+    let mut kinds = serde_json::Map::new();
+    for kind in NodeKind::ALL {
+        let mut options = serde_json::Map::new();
+        for spec in kind.options() {
+            let value = match spec.values {
+                OptionValues::Choice(values) => json!({ "enum": values }),
+                OptionValues::Count { max, .. } => json!({
+                    "description": format!("A whole number from 1 to {max}, written as a string such as \"2\"."),
+                    "type": "string",
+                    "pattern": "^[1-9][0-9]*$",
+                }),
+                OptionValues::SourceTable | OptionValues::SinkTable | OptionValues::Stream => {
+                    json!({ "type": "string", "minLength": 1 })
+                }
+                // A table offers the keys in its `keys`; the palette cannot restrict them.
+                OptionValues::Key => continue,
+            };
+            options.insert(
+                spec.name.into(),
+                json!({
+                    "description": format!("The values of {} a student may choose; all of them when absent.", spec.name),
+                    "type": "array",
+                    "items": value,
+                    "minItems": 1,
+                    "uniqueItems": true,
+                }),
+            );
+        }
+        kinds.insert(
+            kind.name().into(),
+            json!({
+                "description": format!("Offers {} ({}); absent, the kind cannot be used.", kind.describe(), kind.name()),
+                "type": "object",
+                "properties": options,
+                "additionalProperties": false,
+            }),
+        );
+    }
+    json!({
+        "description": "Which node kinds a student may place, and for each option which values. A kind that is absent may not be used; an option that is absent may take any value.",
+        "type": "object",
+        "properties": kinds,
+        "additionalProperties": false,
+    })
+}
+
+/// The design format's schemas (`Design`, `Node`, `Edge`, `Position`), from the node kinds and
+/// their options: what `crate::design::validate` accepts before it looks at a scenario.
+#[cfg(feature = "schema")]
+fn design_schemas() -> Vec<(&'static str, Json)> {
+    use crate::design::{MAX_EDGES, MAX_NODES};
+    use serde_json::json;
+    let variants: Vec<Json> = NodeKind::ALL
+        .iter()
+        .map(|&kind| {
+            let mut options = serde_json::Map::new();
+            for spec in kind.options() {
+                let schema = match spec.values {
+                    OptionValues::Choice(values) => json!({
+                        "description": format!("One of {}; the default is {}.", values.join(", "), values[0]),
+                        "enum": values,
+                    }),
+                    OptionValues::Count { default, max } => json!({
+                        "description": format!("A whole number from 1 to {max}; the default is {default}."),
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": max,
+                    }),
+                    OptionValues::SourceTable => json!({
+                        "description": "A source table of the scenario, by name.",
+                        "type": "string",
+                        "minLength": 1,
+                    }),
+                    OptionValues::SinkTable => json!({
+                        "description": "A sink table of the scenario, by name.",
+                        "type": "string",
+                        "minLength": 1,
+                    }),
+                    OptionValues::Stream => json!({
+                        "description": "A stream of the scenario, by name.",
+                        "type": "string",
+                        "minLength": 1,
+                    }),
+                    OptionValues::Key => json!({
+                        "description": "The columns to write by: one of the table's keys, such as [\"order_id\"]; the table's first key when absent.",
+                        "anyOf": [
+                            { "type": "array", "items": { "type": "string" }, "minItems": 1 },
+                            { "type": "string" }
+                        ],
+                    }),
+                };
+                options.insert(spec.name.into(), schema);
+            }
+            json!({
+                "description": format!("{} ({}).", kind.describe(), kind.name()),
+                "type": "object",
+                "properties": {
+                    "id": { "$ref": "#/$defs/NodeId" },
+                    "kind": { "type": "string", "const": kind.name() },
+                    "options": {
+                        "description": "The node's options; an option that is absent takes its default.",
+                        "type": "object",
+                        "properties": options,
+                        "additionalProperties": false,
+                    },
+                    "position": { "$ref": "#/$defs/Position" },
+                },
+                "required": ["id", "kind"],
+                "additionalProperties": false,
+            })
+        })
+        .collect();
+    vec![
+        (
+            "Design",
+            json!({
+                "description": "A design: the pipeline's nodes and the edges between them (docs/design-format.md).",
+                "type": "object",
+                "properties": {
+                    "nodes": { "type": "array", "items": { "$ref": "#/$defs/Node" }, "minItems": 1, "maxItems": MAX_NODES },
+                    "edges": { "type": "array", "items": { "$ref": "#/$defs/Edge" }, "maxItems": MAX_EDGES, "default": [] },
+                },
+                "required": ["nodes"],
+                "additionalProperties": false,
+            }),
+        ),
+        (
+            "Node",
+            json!({ "description": "A node of a design.", "oneOf": variants }),
+        ),
+        (
+            "NodeId",
+            json!({
+                "description": "The node's id in the design, named by edges; 1 to 64 characters.",
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 64,
+            }),
+        ),
+        (
+            "Edge",
+            json!({
+                "description": "Data flows from the node `from` to the node `to`.",
+                "type": "object",
+                "properties": { "from": { "$ref": "#/$defs/NodeId" }, "to": { "$ref": "#/$defs/NodeId" } },
+                "required": ["from", "to"],
+                "additionalProperties": false,
+            }),
+        ),
+        (
+            "Position",
+            json!({
+                "description": "Where the canvas draws the node; no effect on the check.",
+                "type": "object",
+                "properties": { "x": { "type": "number" }, "y": { "type": "number" } },
+                "required": ["x", "y"],
+                "additionalProperties": false,
+            }),
+        ),
+    ]
+}
+
+pub use crate::scenario::{MAX_ATTEMPTS, MAX_BOUND};
+
+/// How much a diagnostic stops: an error refuses the file, a warning only tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// The failure points of a scenario: the places where one schedule can fail, each counted
+/// once (a batch run's crashes up to `max_per_run`, each place where the consumer can crash
+/// in the handling of each offset, each message a sender can lose or whose ack it can lose,
+/// each message that can get a late copy).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailurePoints {
+    /// The most over the pipelines a design can draw (a job, a stream or a sender).
+    pub total: u64,
+    /// True when no schedule can fail more often than `total` (job crashes, late copies,
+    /// a sender that never resends). False when a point can fail again: a crashed consumer
+    /// reads the offset again, a sender resends.
+    pub exact: bool,
+    /// How `total` is made, in words, for the message.
+    pub parts: Vec<String>,
+}
+
+/// The places where one schedule of the scenario can fail; see [`FailurePoints`].
+pub fn failure_points(s: &Scenario) -> FailurePoints {
+    let f = &s.failures;
+    // (points, exact, words) per pipeline a design can draw.
+    let mut pipelines: Vec<(u64, bool, Vec<String>)> = Vec::new();
+    if let (Some(job), Some(jc)) = (&s.job, &f.job_crash) {
+        let runs = match &jc.runs {
+            Some(ids) => s.runs.iter().filter(|r| ids.contains(&r.id)).count(),
+            None => s.runs.len(),
+        } as u64;
+        let per_run = u64::from(jc.max_per_run.min(job.max_attempts));
+        pipelines.push((
+            per_run * runs,
+            true,
+            vec![format!(
+                "job_crash: {per_run} per run × {runs} run{}",
+                if runs == 1 { "" } else { "s" }
+            )],
+        ));
+    }
+    for st in &s.streams {
+        let n = st.messages.len() as u64;
+        let mut points = 0u64;
+        let mut words = Vec::new();
+        let mut copies = 0u64;
+        if let Some(r) = &f.redelivery {
+            let lo = u64::from(r.after_min.max(1));
+            if r.after_min <= r.after_max {
+                copies = n.saturating_sub(lo);
+            }
+            points += copies;
+            words.push(format!(
+                "redelivery: a late copy of {copies} of the {n} messages"
+            ));
+        }
+        let mut exact = true;
+        if let Some(cc) = &f.consumer_crash {
+            let handled = n + copies;
+            let offsets = match &cc.offsets {
+                Some(list) => list
+                    .iter()
+                    .filter(|&&o| u64::from(o) < handled)
+                    .collect::<BTreeSet<_>>()
+                    .len() as u64,
+                None => handled,
+            };
+            points += 3 * offsets;
+            exact = false;
+            words.push(format!(
+                "consumer_crash: 3 places in the handling of each of {offsets} offset{}",
+                if offsets == 1 { "" } else { "s" }
+            ));
+        }
+        pipelines.push((points, exact, words));
+    }
+    for se in &s.senders {
+        let n = se.messages.len() as u64;
+        let kinds = u64::from(f.message_lost.is_some()) + u64::from(f.ack_lost.is_some());
+        if kinds == 0 {
+            continue;
+        }
+        // A sender that gives up sends each message once, and one send fails at most once.
+        let resends = s.palette.sender.as_ref().is_none_or(|p| {
+            p.get("on_timeout")
+                .is_none_or(|v| v.iter().any(|x| x == "resend"))
+        });
+        let (points, words) = if resends {
+            (
+                n * kinds,
+                format!(
+                    "{} of each of {n} messages",
+                    if kinds == 2 {
+                        "message_lost and ack_lost"
+                    } else if f.message_lost.is_some() {
+                        "message_lost"
+                    } else {
+                        "ack_lost"
+                    }
+                ),
+            )
+        } else {
+            (
+                n,
+                format!("one lost message or ack for each of {n} messages, sent once"),
+            )
+        };
+        pipelines.push((points, !resends, vec![words]));
+    }
+    let total = pipelines.iter().map(|p| p.0).max().unwrap_or(0);
+    FailurePoints {
+        total,
+        exact: pipelines.iter().all(|p| p.1),
+        parts: pipelines
+            .into_iter()
+            .filter(|p| p.0 == total)
+            .flat_map(|p| p.2)
+            .collect(),
+    }
+}
+
+fn bound_too_large(bound: u64) -> String {
+    format!("bound is {bound}; a schedule may have at most {MAX_BOUND} failures. The check explores every schedule up to the bound, and their number grows about exponentially with it: 1 or 2 teach every idea of the chapter")
+}
+
+/// What the validator says of the scenario's `failures.bound`: nothing, a warning (a bound
+/// no schedule can reach: the check is the same as with the reachable one), or an error (a
+/// bound past [`MAX_BOUND`], or past the failure points where a point can fail again).
+pub fn bound_finding(s: &Scenario) -> Option<(Severity, String)> {
+    let bound = s.failures.bound;
+    if bound > MAX_BOUND {
+        return Some((Severity::Error, bound_too_large(u64::from(bound))));
+    }
+    let points = failure_points(s);
+    if bound == 0 || u64::from(bound) <= points.total || points.parts.is_empty() {
+        return None;
+    }
+    let total = points.total;
+    let how = points.parts.join("; ");
+    if points.exact {
+        Some((Severity::Warning, format!("bound is {bound}, but no schedule of this scenario can have more than {total} failures ({how}); the check explores the same schedules as with bound {total}, so write {total}")))
+    } else {
+        Some((Severity::Error, format!("bound is {bound}, but this scenario has {total} failure points ({how}); a larger bound only adds schedules that fail again where they already failed, and their number explodes: set bound to {total} or less (1 or 2 teach every idea of the chapter)")))
+    }
+}
+
+/// The warnings on a scenario that validated: things that do not stop it, but that an author
+/// would want to change.
+pub fn warnings(file: &str, s: &Scenario) -> Vec<Diagnostic> {
+    match bound_finding(s) {
+        Some((Severity::Warning, message)) => vec![Diagnostic {
+            file: file.to_string(),
+            path: "$.failures.bound".into(),
+            message: format!("warning: {message}"),
+        }],
+        _ => Vec::new(),
+    }
+}
+
+/// What checking a catalogue found.
+#[derive(Clone, Debug, Default)]
+pub struct CatalogueReport {
+    /// The scenarios that validated, in course order.
+    pub scenarios: Vec<Scenario>,
+    /// Every problem; the catalogue is refused when there is one.
+    pub problems: Vec<Diagnostic>,
+    /// Warnings on scenarios that validated (their message starts with "warning: ").
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Whether `id` can name a scenario: lowercase letters, digits and dashes, neither first nor
+/// last a dash (it is used in URLs).
+pub fn is_valid_id(id: &str) -> bool {
+    is_slug(id)
+}
+
+/// A small scenario that validates, for an author to change: three paid orders on a stream,
+/// one crash, three requirements, one reference design and two wrong ones.
+pub fn template(id: &str, order: u32) -> String {
+    TEMPLATE
+        .replace(
+            "\"id\": \"new-scenario\"",
+            &format!("\"id\": {}", Json::String(id.into())),
+        )
+        .replace("\"order\": 1,", &format!("\"order\": {order},"))
+}
+
+const TEMPLATE: &str = include_str!("template.json");
+
+/// A copy of a scenario file's text with a new id, order and title, and everything else as
+/// written, formatting included. `None` when the text has no such top-level fields.
+pub fn renamed_copy(text: &str, id: &str, order: u32, title: &str) -> Option<String> {
+    let spans = Spans::scan(text);
+    let mut edits = [
+        (spans.span("$.id")?, Json::String(id.into()).to_string()),
+        (spans.span("$.order")?, order.to_string()),
+        (
+            spans.span("$.title")?,
+            Json::String(title.into()).to_string(),
+        ),
+    ];
+    edits.sort_by_key(|((start, _), _)| std::cmp::Reverse(*start));
+    let mut out = text.to_string();
+    for ((start, end), value) in edits {
+        out.replace_range(start..end, &value);
+    }
+    Some(out)
 }
 
 /// Parses and checks one scenario file's text; all problems are reported.
@@ -74,50 +503,89 @@ pub fn validate_scenario_text(file: &str, text: &str) -> Result<Scenario, Vec<Di
     }
 }
 
+/// The problems of one scenario file found without simulating anything: JSON, the format,
+/// names, failures and palette. Empty when only the simulator can say more.
+pub fn problems_without_simulating(file: &str, text: &str) -> Vec<Diagnostic> {
+    let mut out = Diagnostics {
+        file,
+        list: Vec::new(),
+    };
+    if let Some(scenario) = parse(text, &mut out) {
+        check_names(&scenario, &mut out);
+    }
+    out.list
+}
+
 /// Checks a whole catalogue: each file, and that ids and orders are unique across files.
 /// Returns the scenarios that validated, in course order, and every problem found.
 pub fn validate_catalogue(files: &[(String, String)]) -> (Vec<Scenario>, Vec<Diagnostic>) {
-    let mut scenarios = Vec::new();
-    let mut problems = Vec::new();
-    let mut ids: BTreeMap<String, &str> = BTreeMap::new();
-    let mut orders: BTreeMap<u64, &str> = BTreeMap::new();
-    for (file, text) in files {
-        // Ids and orders are read from the raw JSON, so that a clash is reported even when
-        // the file has other problems.
-        let mut clash = false;
+    let report = check_catalogue(files);
+    (report.scenarios, report.problems)
+}
+
+/// As [`validate_catalogue`], with the warnings on the scenarios that validated.
+///
+/// When two files share an id or an order, each is told about the other: which of them is
+/// the new one is the author's to say, not the files' order.
+pub fn check_catalogue(files: &[(String, String)]) -> CatalogueReport {
+    let mut report = CatalogueReport::default();
+    // Ids and orders are read from the raw JSON, so that a clash is reported even when the
+    // file has other problems.
+    let mut ids: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let mut orders: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (i, (_, text)) in files.iter().enumerate() {
         if let Ok(Json::Object(raw)) = serde_json::from_str::<Json>(text) {
             if let Some(Json::String(id)) = raw.get("id") {
-                if let Some(first) = ids.get(id) {
-                    clash = true;
-                    problems.push(Diagnostic {
-                        file: file.clone(),
-                        path: "$.id".into(),
-                        message: format!("the id \"{id}\" is already used by {first}; ids must be unique across the catalogue, because URLs and graders name scenarios by id"),
-                    });
-                } else {
-                    ids.insert(id.clone(), file);
-                }
+                ids.entry(id.clone()).or_default().push(i);
             }
             if let Some(order) = raw.get("order").and_then(Json::as_u64) {
-                if let Some(first) = orders.get(&order) {
-                    problems.push(Diagnostic {
-                        file: file.clone(),
-                        path: "$.order".into(),
-                        message: format!("order {order} is already taken by {first}; give each scenario its own place in the course"),
-                    });
-                } else {
-                    orders.insert(order, file);
-                }
+                orders.entry(order).or_default().push(i);
             }
         }
-        match validate_scenario_text(file, text) {
-            Ok(s) if !clash => scenarios.push(s),
-            Ok(_) => {}
-            Err(mut d) => problems.append(&mut d),
+    }
+    let others = |same: &[usize], i: usize| {
+        same.iter()
+            .filter(|&&j| j != i)
+            .map(|&j| files[j].0.as_str())
+            .collect::<Vec<_>>()
+            .join(" and ")
+    };
+    let mut clash = vec![false; files.len()];
+    let mut clashes: Vec<Vec<Diagnostic>> = vec![Vec::new(); files.len()];
+    for (id, same) in ids.iter().filter(|(_, same)| same.len() > 1) {
+        for &i in same {
+            clash[i] = true;
+            clashes[i].push(Diagnostic {
+                file: files[i].0.clone(),
+                path: "$.id".into(),
+                message: format!("the id \"{id}\" is also used by {}; ids must be unique across the catalogue, because URLs and graders name scenarios by id: give the new scenario its own", others(same, i)),
+            });
         }
     }
-    scenarios.sort_by(|a, b| a.order.cmp(&b.order).then(a.id.cmp(&b.id)));
-    (scenarios, problems)
+    for (order, same) in orders.iter().filter(|(_, same)| same.len() > 1) {
+        for &i in same {
+            clashes[i].push(Diagnostic {
+                file: files[i].0.clone(),
+                path: "$.order".into(),
+                message: format!("order {order} is also taken by {}; give each scenario its own place in the course", others(same, i)),
+            });
+        }
+    }
+    for (i, (file, text)) in files.iter().enumerate() {
+        report.problems.append(&mut clashes[i]);
+        match validate_scenario_text(file, text) {
+            Ok(s) if !clash[i] => {
+                report.warnings.extend(warnings(file, &s));
+                report.scenarios.push(s);
+            }
+            Ok(_) => {}
+            Err(mut d) => report.problems.append(&mut d),
+        }
+    }
+    report
+        .scenarios
+        .sort_by(|a, b| a.order.cmp(&b.order).then(a.id.cmp(&b.id)));
+    report
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -192,21 +660,37 @@ fn report_serde(
     out: &mut Diagnostics,
 ) {
     let slice = &text[base..];
-    let offset = base + offset_of(slice, e.line(), e.column());
-    let (line, column) = line_column(text, offset);
+    let mut offset = base + offset_of(slice, e.line(), e.column());
     let message = strip_position(e);
     let mut path = spans.path_at(offset);
     // serde reports an unknown field where it noticed it, which for a tagged object (a
     // requirement's check) is past the object's end: the field is the last one of that name
-    // that starts before the reported place.
+    // that starts before the reported place, and the author wants its line.
     if let Some(name) = message
         .strip_prefix("unknown field `")
         .and_then(|r| r.split('`').next())
     {
-        path = spans
-            .last_key_before(name, offset)
-            .unwrap_or_else(|| child_key(&path, name));
+        match spans.last_key_before(name, offset) {
+            Some(found) => {
+                if let Some((start, _)) = spans.span(&found) {
+                    offset = key_start(text, start);
+                }
+                path = found;
+            }
+            None => {
+                // serde stopped right after the key: the key is the last of that name.
+                path = child_key(&path, name);
+                let quoted = format!("\"{name}\"");
+                let end = (offset + quoted.len()).min(text.len());
+                if let Some(k) = text.get(..end).and_then(|t| t.rfind(&quoted)) {
+                    offset = k;
+                }
+            }
+        }
     }
+    let (line, column) = line_column(text, offset);
+    let value = spans.span(&path).map(|(s, e)| &text[s..e]);
+    let message = plain_words(&message, value);
     let advice = if message.starts_with("unknown field") {
         "; check the spelling against the format (docs/authoring.md, scenario.schema.json)"
     } else {
@@ -216,6 +700,125 @@ fn report_serde(
         path,
         format!("{message}{advice} (line {line}, column {column})"),
     );
+}
+
+/// Where the key of the field whose value starts at `value` starts: back over the colon and
+/// the quoted name. `value` itself when the text is not shaped so.
+fn key_start(text: &str, value: usize) -> usize {
+    let b = text.as_bytes();
+    let mut i = value;
+    let skip_ws = |i: &mut usize| {
+        while *i > 0 && b[*i - 1].is_ascii_whitespace() {
+            *i -= 1;
+        }
+    };
+    skip_ws(&mut i);
+    if i == 0 || b[i - 1] != b':' {
+        return value;
+    }
+    i -= 1;
+    skip_ws(&mut i);
+    if i == 0 || b[i - 1] != b'"' {
+        return value;
+    }
+    i -= 1;
+    match text[..i].rfind('"') {
+        Some(open) => open,
+        None => value,
+    }
+}
+
+/// serde's words for a value of the wrong type, in an author's: "invalid type: string "2",
+/// expected u32" becomes "expected a whole number, 0 or more, and found the text "2"; write
+/// numbers without quotes". `value` is the JSON text of the value, when known.
+fn plain_words(message: &str, value: Option<&str>) -> String {
+    // chrono's words for a date that does not exist.
+    if matches!(
+        message,
+        "input is out of range"
+            | "input contains invalid characters"
+            | "premature end of input"
+            | "input is not enough for unique date and time"
+            | "trailing input"
+    ) {
+        let text = value.and_then(|v| serde_json::from_str::<String>(v).ok());
+        return match text {
+            Some(t) => match crate::value::why_not_a_date(&t) {
+                Some(why) => format!("\"{t}\" is not a date: {why}"),
+                None => {
+                    format!("\"{t}\" is not a date written as YYYY-MM-DD, such as \"2026-01-10\"")
+                }
+            },
+            None => {
+                format!("{message}: expected a date written as YYYY-MM-DD, such as \"2026-01-10\"")
+            }
+        };
+    }
+    let Some((found, expected)) = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+        .and_then(|rest| rest.rsplit_once(", expected "))
+    else {
+        return message.to_string();
+    };
+    let expected_words = match expected {
+        "u32" | "u64" | "u16" | "u8" | "usize" => "a whole number, 0 or more",
+        "i32" | "i64" => "a whole number",
+        "a string" => "text in double quotes",
+        "a sequence" => "a list, [ … ]",
+        "a boolean" => "true or false",
+        e if e.starts_with("struct ")
+            || e == "a map"
+            || e.starts_with("internally tagged enum") =>
+        {
+            "an object, { … }"
+        }
+        e if e.starts_with("unit struct") => "an empty object, {}",
+        _ => expected,
+    };
+    let unquote = |s: &str| s.trim_matches('`').to_string();
+    let (found_words, hint) = if let Some(t) = found.strip_prefix("string ") {
+        let inner: String = serde_json::from_str(t).unwrap_or_else(|_| t.to_string());
+        let hint = if expected_words.starts_with("a whole number")
+            && inner.trim().parse::<i64>().is_ok()
+        {
+            "; write numbers without quotes"
+        } else {
+            ""
+        };
+        (format!("the text {t}"), hint)
+    } else if let Some(n) = found.strip_prefix("integer ") {
+        let n = unquote(n);
+        let hint = if expected == "u32" && n.starts_with('-') {
+            ""
+        } else if expected == "u32" {
+            "; it must be at most 4294967295"
+        } else {
+            ""
+        };
+        (n, hint)
+    } else if let Some(n) = found.strip_prefix("floating point ") {
+        (
+            unquote(n),
+            if expected_words.starts_with("a whole number") {
+                "; a count has no fraction"
+            } else {
+                ""
+            },
+        )
+    } else if let Some(b) = found.strip_prefix("boolean ") {
+        (unquote(b), "")
+    } else {
+        let words = match found {
+            "map" => "an object",
+            "sequence" => "a list",
+            "null" => "null",
+            "unit" => "null",
+            other => other,
+        };
+        (words.to_string(), "")
+    };
+    format!("expected {expected_words}, and found {found_words}{hint}")
 }
 
 const TOP_LEVEL: &[&str] = &[
@@ -259,6 +862,14 @@ fn check_parts(text: &str, spans: &Spans, out: &mut Diagnostics) {
         );
         return;
     };
+    // A design saved into the scenarios folder: one message, not one per missing field.
+    if top.contains_key("nodes") && !REQUIRED.iter().any(|k| top.contains_key(*k)) {
+        out.push(
+            "$",
+            "this looks like a design (it has \"nodes\"), not a scenario; a design belongs inside a scenario (its starting_design, reference_designs or wrong_designs) or in a file of its own outside the scenarios folder, for `pipeline-builder check`",
+        );
+        return;
+    }
     for key in top.keys() {
         if !TOP_LEVEL.contains(&key.as_str()) {
             out.push(
@@ -295,6 +906,15 @@ fn check_parts(text: &str, spans: &Spans, out: &mut Diagnostics) {
     part("concepts", out, &one::<Vec<String>>);
     part("job", out, &one::<JobDef>);
     part("failures", out, &one::<FailureSpec>);
+    // The format's maximum is part of the shape: said even when other parts do not read.
+    if let Some(bound) = top
+        .get("failures")
+        .and_then(|f| f.get("bound"))
+        .and_then(Json::as_u64)
+        .filter(|&b| b > u64::from(MAX_BOUND))
+    {
+        out.push("$.failures.bound", bound_too_large(bound));
+    }
     part("palette", out, &one::<Palette>);
     let list =
         |key: &str, out: &mut Diagnostics, read: &dyn Fn(&str) -> Result<(), serde_json::Error>| {
@@ -692,6 +1312,12 @@ fn check_job(s: &Scenario, out: &mut Diagnostics) {
             "the scheduler makes at least one attempt; max_attempts must be 1 or more",
         );
     }
+    if job.max_attempts > MAX_ATTEMPTS {
+        out.push(
+            "$.job.max_attempts",
+            format!("max_attempts is {}; the scheduler makes at most {MAX_ATTEMPTS} attempts per run (a job that fails on every attempt is retried that often in every schedule checked)", job.max_attempts),
+        );
+    }
     let mut ids = BTreeSet::new();
     let mut targets = BTreeSet::new();
     for (i, step) in job.steps.iter().enumerate() {
@@ -848,6 +1474,9 @@ fn check_failures(s: &Scenario, out: &mut Diagnostics) {
     }
     if f.bound > 0 && !any {
         out.push("$.failures", "no failure kind is switched on; add job_crash, consumer_crash, message_lost, ack_lost or redelivery");
+    }
+    if let Some((Severity::Error, message)) = bound_finding(s) {
+        out.push("$.failures.bound", message);
     }
     if let Some(jc) = &f.job_crash {
         if s.job.is_none() {

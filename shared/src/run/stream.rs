@@ -42,12 +42,16 @@ impl Sim<'_> {
                 let mut copies = Vec::new();
                 // The producer's late duplicates: each message may reappear after some others.
                 if let Some((lo, hi)) = redelivery {
+                    // A copy after `after` others needs that many messages after it, so no
+                    // `after` past the stream's length is ever offered: the range stops
+                    // there, however large the scenario's after_max.
+                    let hi = (*hi).min(u32::try_from(n).unwrap_or(u32::MAX));
                     let mut offered: Vec<Fault> =
                         Vec::with_capacity((hi.saturating_sub(*lo) + 1) as usize);
                     for (i, message) in messages.iter().enumerate() {
                         offered.clear();
                         offered.extend(
-                            (*lo..=*hi)
+                            (*lo..=hi)
                                 .filter(|&k| i + (k as usize) < n)
                                 .map(|after| Fault::Redelivery { after }),
                         );

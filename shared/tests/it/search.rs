@@ -251,3 +251,55 @@ proptest! {
         prop_assert_eq!(search, plain);
     }
 }
+
+/// A bound far deeper than a thread's stack could follow: the search and the plain
+/// enumeration both descend one level per failure on their own stacks, and stop at their
+/// limits with an answer, never with a stack overflow.
+#[test]
+fn a_huge_bound_ends_at_a_limit_not_in_a_stack_overflow() {
+    for (file, mut json) in scenario_files() {
+        if json["streams"].as_array().is_none_or(Vec::is_empty) {
+            continue;
+        }
+        json["failures"]["bound"] = 1_000_000.into();
+        let scenario = shared::Scenario::from_json(&json.to_string()).unwrap();
+        let design = &scenario.reference_designs[0].design;
+        let valid = shared::validate_json(&scenario, design).unwrap();
+        let limits = shared::Limits {
+            max_schedules: 30_000,
+            max_steps: 5_000_000,
+        };
+        for result in [
+            shared::check_with(&scenario, &valid, limits),
+            shared::check::check_every_schedule(&scenario, &valid, limits),
+        ] {
+            assert!(
+                matches!(result, Err(shared::CheckError::TooLarge { .. })),
+                "{file}: {result:?}"
+            );
+        }
+    }
+}
+
+/// A late copy after more messages than the stream has is never offered, so a huge after_max
+/// gets the verdict of the stream's length, at once and without a huge allocation.
+#[test]
+fn a_huge_after_max_is_the_streams_length() {
+    let (_, json) = scenario_files()
+        .into_iter()
+        .find(|(file, _)| file.ends_with("dedupe-by-key.json"))
+        .expect("dedupe-by-key ships");
+    let with = |after_max: u32| {
+        let mut json = json.clone();
+        json["failures"]["redelivery"]["after_max"] = after_max.into();
+        let scenario = shared::Scenario::from_json(&json.to_string()).unwrap();
+        let design = scenario.reference_designs[0].design.clone();
+        serde_json::to_value(shared::check_json(&scenario, &design).unwrap()).unwrap()
+    };
+    let mut huge = with(u32::MAX);
+    let mut length = with(6);
+    for v in [&mut huge, &mut length] {
+        v["scenario_hash"] = Value::Null;
+    }
+    assert_eq!(huge, length);
+}
