@@ -9,9 +9,13 @@ use shared::Scenario;
 use crate::canvas::allowed_values;
 use crate::words::{kind_title, option_title, value_label};
 
-/// The node a path such as `$.nodes[2].options.write` points at, and the option, if any.
+/// The node a path such as `$.nodes[2].options.write` points at, and the option, if any. A
+/// submission's answer points into its body, where the design sits under `design`
+/// (`$.design.nodes[2]…`); the check's body is the design itself.
 fn locate(path: &str) -> Option<(usize, Option<&str>)> {
-    let rest = path.strip_prefix("$.nodes[")?;
+    let rest = path
+        .strip_prefix("$.design.nodes[")
+        .or_else(|| path.strip_prefix("$.nodes["))?;
     let (index, rest) = rest.split_once(']')?;
     let option = rest.strip_prefix(".options.").filter(|o| !o.is_empty());
     Some((index.parse().ok()?, option))
@@ -221,6 +225,10 @@ mod tests {
         );
         assert_eq!(locate("$.nodes[3].options.write"), Some((3, Some("write"))));
         assert_eq!(locate("$.nodes[0]"), Some((0, None)));
+        assert_eq!(
+            locate("$.design.nodes[1].options.dedupe_window"),
+            Some((1, Some("dedupe_window")))
+        );
         assert_eq!(locate("$.edges[0]"), None);
     }
 }
