@@ -14,6 +14,7 @@ mod grading;
 mod limits;
 mod load;
 mod openapi;
+mod operations;
 mod outage;
 mod postgres;
 mod processes;
