@@ -162,9 +162,10 @@ struct ServeArgs {
     /// The folder of scenario files.
     #[arg(long, env = "SCENARIOS_DIR", default_value = "scenarios")]
     scenarios: PathBuf,
-    /// The built web app; served when it exists.
-    #[arg(long, env = "STATIC_DIR", default_value = "web/dist")]
-    static_dir: PathBuf,
+    /// Serve the web app from this folder (cargo xtask dist builds web/dist) instead of the
+    /// one built into the binary; for development.
+    #[arg(long, env = "STATIC_DIR")]
+    static_dir: Option<PathBuf>,
     /// The largest request body, in bytes (POST /api/grade accepts 64 times as much).
     #[arg(long, env = "BODY_LIMIT_BYTES", default_value_t = config::DEFAULT_BODY_LIMIT_BYTES)]
     body_limit_bytes: usize,
@@ -352,13 +353,21 @@ async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let static_dir = args
-        .static_dir
-        .join("index.html")
-        .is_file()
-        .then(|| args.static_dir.clone());
+    let static_dir = match &args.static_dir {
+        Some(dir) if dir.join("index.html").is_file() => Some(dir.clone()),
+        Some(dir) => {
+            tracing::warn!(dir = %dir.display(), "no built web app there (no index.html); serving the one built into the binary");
+            None
+        }
+        None => None,
+    };
     if static_dir.is_none() {
-        tracing::warn!(dir = %args.static_dir.display(), "no built web app there; serving the API only (cargo xtask run builds it)");
+        if server::embedded::is_built() {
+            let (files, bytes) = server::embedded::summary();
+            tracing::info!(files, bytes, "serving the web app built into the binary");
+        } else {
+            tracing::warn!("this binary was built without the web app: / says how to build it (cargo xtask dist, then build the server again), or pass --static-dir web/dist");
+        }
     }
     let config = Config {
         body_limit_bytes: args.body_limit_bytes,
@@ -374,6 +383,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         floor_route: args.floor_route,
         verdict_cache_bytes: args.verdict_cache_mb.saturating_mul(1024 * 1024),
         static_dir,
+        embedded_app: true,
         check_limits: shared::Limits {
             max_schedules: args.check_max_schedules,
             ..Config::default().check_limits

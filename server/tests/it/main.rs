@@ -9,6 +9,7 @@ mod cli;
 mod common;
 mod crash;
 mod docs;
+mod embedded;
 mod fuzz;
 mod grading;
 mod limits;
