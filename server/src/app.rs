@@ -51,14 +51,15 @@ pub fn router(state: AppState) -> Router {
             .unwrap_or_default()
             .into(),
     );
-    let mut small = Router::new()
+    // The routes a student's cookie authenticates: refused when another site sends a
+    // state-changing request, and never kept by a cache.
+    let personal = Router::new()
         .route(
             "/api/session",
-            get(session::get_session).put(session::put_session),
+            get(session::get_session)
+                .post(session::post_session)
+                .put(session::put_session),
         )
-        .route("/api/scenarios", get(scenarios::list_scenarios))
-        .route("/api/scenarios/{id}", get(scenarios::get_scenario))
-        .route("/api/scenarios/{id}/check", post(scenarios::check))
         .route(
             "/api/submissions",
             post(submissions::create_submission).get(submissions::list_submissions),
@@ -68,6 +69,20 @@ pub fn router(state: AppState) -> Router {
             "/api/drafts/{scenario}",
             get(drafts::get_draft).put(drafts::put_draft),
         )
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::refuse_cross_site,
+        ))
+        .route_layer(middleware::from_fn(auth::no_store));
+    let mut small = Router::new()
+        .merge(personal)
+        .route(
+            "/api/scenarios",
+            // The catalogue carries the caller's progress.
+            get(scenarios::list_scenarios).layer(middleware::from_fn(auth::no_store)),
+        )
+        .route("/api/scenarios/{id}", get(scenarios::get_scenario))
+        .route("/api/scenarios/{id}/check", post(scenarios::check))
         .route(
             "/api/openapi.json",
             get_service(operations::openapi.with_state(document)),
@@ -82,7 +97,10 @@ pub fn router(state: AppState) -> Router {
     }
     let small = small.layer(RequestBodyLimitLayer::new(config.body_limit_bytes));
     let grade = Router::new()
-        .route("/api/grade", post(grading::grade))
+        .route(
+            "/api/grade",
+            post(grading::grade).layer(middleware::from_fn(auth::no_store)),
+        )
         .layer(RequestBodyLimitLayer::new(config.grade_body_limit_bytes));
     let mut app = small.merge(grade).layer(DefaultBodyLimit::disable());
 
@@ -119,7 +137,7 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn(json_errors))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, config.request_timeout))
-        .layer(middleware::from_fn(auth::set_cookie_layer));
+        .layer(middleware::from_fn_with_state(state.clone(), auth::https_layer));
     let mut app = app.layer(layers);
     // Outermost, so that every answer carries them: pages, errors, panics and timeouts.
     let csp = if embedded {

@@ -1,51 +1,51 @@
-//! Who is calling: an anonymous student named by the `pb_student` cookie, or a grader who
-//! shows a bearer token.
+//! Who is calling: an anonymous student whose browser holds a session cookie, or a grader who
+//! shows a bearer token; and the guard that refuses requests other sites make.
 //!
-//! A student id is made by the server and handed out only in a cookie; a cookie that names a
-//! student the server did not make for a session (say, a student id a grader used) is
-//! ignored and a new session is made, so nobody can read another student's attempts by
-//! setting a cookie by hand. Grader tokens are stored as sha256 hashes and compared in
-//! constant time.
+//! A session is a random secret (256 bits from the operating system, base64url) in the cookie
+//! `__Host-pb_session` (`pb_session` on plain HTTP to a host other than a loopback address,
+//! where browsers refuse `Secure` cookies). The database keeps only the secret's sha256; the
+//! student's id is public (graders see it) and never opens a session. Sessions are made only
+//! by `POST /api/session`; every other route that needs one answers 401 `no_session` without
+//! it, and never sets a cookie. A request with two session cookies (a sibling subdomain
+//! tossing its own) is refused with `ambiguous_session` rather than guessed.
 //!
-//! The extractors need only the [`Store`]: they work with any router state that hands one out
-//! through axum's `FromRef`.
+//! Grader tokens are stored as sha256 hashes and compared in constant time.
+//!
+//! The extractors need only the [`Store`] and the [`Config`]: they work with any router state
+//! that hands them out through axum's `FromRef`.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use axum::extract::{FromRef, FromRequestParts, Request};
+use axum::body::HttpBody;
+use axum::extract::{FromRef, FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, HeaderValue};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::config::Config;
 use crate::error::{AppError, ErrorCode};
 use crate::store::{Store, Student};
 
-pub const COOKIE: &str = "pb_student";
+/// The session cookie where browsers accept `Secure` cookies: over HTTPS, and on loopback.
+pub const COOKIE: &str = "__Host-pb_session";
+/// The session cookie on plain HTTP to another host, where `Secure` would be refused.
+pub const PLAIN_COOKIE: &str = "pb_session";
+/// The cookie of old, which held the student id itself; exchanged once by `POST /api/session`.
+pub const LEGACY_COOKIE: &str = "pb_student";
 
-/// Where an extractor leaves a `Set-Cookie` value for the response.
-#[derive(Clone, Default)]
-pub struct CookieSlot(Arc<Mutex<Option<HeaderValue>>>);
+/// HSTS for answers served over HTTPS: a year.
+const HSTS: &str = "max-age=31536000";
 
-/// Middleware: gives each request a [`CookieSlot`] and writes what an extractor put there.
-pub async fn set_cookie_layer(mut request: Request, next: Next) -> Response {
-    let slot = CookieSlot::default();
-    request.extensions_mut().insert(slot.clone());
-    let mut response = next.run(request).await;
-    let value = slot.0.lock().unwrap_or_else(|p| p.into_inner()).take();
-    if let Some(value) = value {
-        response.headers_mut().append(header::SET_COOKIE, value);
-    }
-    response
-}
-
-/// The student of this browser, made on first use.
+/// The student of this browser's session. Without a valid session the request is refused
+/// with 401 `no_session`; a session is never made here.
 #[derive(Clone, Debug)]
 pub struct Session(pub Student);
 
-/// The student named by the cookie, if there is a valid one; never makes one.
+/// The student of the session, if there is a valid one; never refuses, never makes one.
 #[derive(Clone, Debug)]
 pub struct MaybeSession(pub Option<Student>);
 
@@ -53,10 +53,13 @@ pub struct MaybeSession(pub Option<Student>);
 #[derive(Clone, Debug)]
 pub struct Grader {
     pub name: String,
+    /// The sha256 of the token: what identifies it. A name revoked and given to a new token
+    /// gets a new hash.
+    pub token_hash: String,
 }
 
 /// Either kind of caller: a bearer token makes a grader (and must be valid); without one,
-/// the caller is the cookie's student.
+/// the caller is the session's student.
 #[derive(Clone, Debug)]
 pub enum Caller {
     Grader(Grader),
@@ -64,53 +67,185 @@ pub enum Caller {
 }
 
 impl Caller {
-    /// The scope of idempotency keys: two callers never share one.
+    /// The scope of idempotency keys: two callers never share one, and a grader's is the
+    /// token's identity, not its name, so a re-created name replays nothing of the old one.
     pub fn scope(&self) -> String {
         match self {
-            Caller::Grader(g) => format!("grader:{}", g.name),
+            Caller::Grader(g) => format!("grader:{}", g.token_hash),
             Caller::Student(s) => format!("student:{}", s.id),
         }
     }
 }
 
-/// The session id the `pb_student` cookie names, when it has the shape of one we make.
-pub fn cookie_student(headers: &HeaderMap) -> Option<String> {
+/// Every `name=value` pair of the request's Cookie headers.
+fn cookie_pairs(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .map(|(_, value)| value.trim().to_string())
-        .filter(|v| is_session_id(v))
+        .map(|(name, value)| (name.trim(), value.trim()))
 }
 
-/// The shape of the ids the server makes: `s-` and 32 hex digits.
-fn is_session_id(value: &str) -> bool {
-    value.len() == 34
-        && value.starts_with("s-")
-        && value[2..].bytes().all(|b| b.is_ascii_hexdigit())
+/// The session cookie a request carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Presented {
+    None,
+    /// The secret of the one session cookie.
+    One(String),
+    /// Two or more session cookies (of one name or of both).
+    Ambiguous,
 }
 
-/// True when the request reached us over TLS, directly or through a proxy that says so.
-fn over_tls(parts: &Parts) -> bool {
-    parts.uri.scheme_str() == Some("https")
-        || parts
-            .headers
-            .get("x-forwarded-proto")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                v.split(',')
-                    .next()
-                    .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
-            })
+/// The session cookie of a request, whichever of the two names it has.
+pub fn presented_session(headers: &HeaderMap) -> Presented {
+    let mut found = cookie_pairs(headers)
+        .filter(|(name, _)| *name == COOKIE || *name == PLAIN_COOKIE)
+        .map(|(_, value)| value);
+    match (found.next(), found.next()) {
+        (None, _) => Presented::None,
+        (Some(secret), None) => Presented::One(secret.to_string()),
+        (Some(_), Some(_)) => Presented::Ambiguous,
+    }
 }
 
-async fn existing_session(parts: &Parts, store: &Store) -> Result<Option<Student>, AppError> {
-    match cookie_student(&parts.headers) {
-        Some(id) => Ok(store.session_student(&id).await?),
-        None => Ok(None),
+/// A key for the session cookie a request carries (the sha256 of its secret), when it
+/// carries exactly one; the rate limiter's key for a student. Needs no database.
+pub fn cookie_student(headers: &HeaderMap) -> Option<String> {
+    match presented_session(headers) {
+        Presented::One(secret) if is_secret_shape(&secret) => Some(hash_token(&secret)),
+        _ => None,
+    }
+}
+
+/// The shape of the secrets we make: 43 base64url characters (32 bytes).
+fn is_secret_shape(value: &str) -> bool {
+    value.len() == 43
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// The old `pb_student` cookie, when the request carries exactly one of the shape the server
+/// made: `s-` and 32 hex digits.
+pub fn legacy_cookie(headers: &HeaderMap) -> Option<String> {
+    let mut found = cookie_pairs(headers)
+        .filter(|(name, _)| *name == LEGACY_COOKIE)
+        .map(|(_, value)| value);
+    match (found.next(), found.next()) {
+        (Some(id), None)
+            if id.len() == 34
+                && id.starts_with("s-")
+                && id[2..].bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
+            Some(id.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// True when the request reached us over TLS: the configuration says every request does, or
+/// a trusted proxy says so with `X-Forwarded-Proto: https`.
+pub fn over_https(headers: &HeaderMap, config: &Config) -> bool {
+    config.https
+        || (config.trust_forwarded_proto
+            && headers
+                .get("x-forwarded-proto")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.split(',').next())
+                .is_some_and(|p| p.trim().eq_ignore_ascii_case("https")))
+}
+
+/// The host the request was sent to, from its Host header.
+fn request_host(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+}
+
+/// True when the Host is a loopback address (`localhost`, `127.x.x.x`, `[::1]`), where
+/// browsers accept `Secure` cookies over plain HTTP.
+fn loopback_host(headers: &HeaderMap) -> bool {
+    let Some(host) = request_host(headers) else {
+        return false;
+    };
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        host.rsplit_once(':').map_or(host, |(name, _)| name)
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The name of the session cookie this request's answer sets: the `__Host-` one wherever
+/// browsers accept it.
+pub fn cookie_name(headers: &HeaderMap, config: &Config) -> &'static str {
+    if over_https(headers, config) || loopback_host(headers) {
+        COOKIE
+    } else {
+        PLAIN_COOKIE
+    }
+}
+
+/// The `Set-Cookie` value of a new session.
+pub fn session_cookie(headers: &HeaderMap, config: &Config, secret: &str) -> String {
+    let name = cookie_name(headers, config);
+    let secure = if name == COOKIE { "; Secure" } else { "" };
+    // A year: progress is kept as long as the browser keeps the cookie.
+    format!("{name}={secret}; Path=/; HttpOnly; SameSite=Lax; Max-Age=31536000{secure}")
+}
+
+/// The `Set-Cookie` value that removes the old `pb_student` cookie.
+pub const EXPIRE_LEGACY_COOKIE: &str = "pb_student=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0";
+
+/// The `Set-Cookie` value that removes an unprefixed session cookie this host set.
+pub const EXPIRE_PLAIN_COOKIE: &str = "pb_session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0";
+
+/// A new session secret: 32 random bytes, base64url without padding.
+pub fn new_session_secret() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// A new public student id: `s-` and 32 hex digits. It is no secret.
+pub fn new_student_id() -> String {
+    format!("s-{}", uuid::Uuid::new_v4().simple())
+}
+
+fn no_session() -> AppError {
+    AppError::new(
+        StatusCode::UNAUTHORIZED,
+        ErrorCode::NoSession,
+        "this route needs a student session: POST /api/session makes one",
+    )
+}
+
+pub fn ambiguous_session() -> AppError {
+    AppError::new(
+        StatusCode::BAD_REQUEST,
+        ErrorCode::AmbiguousSession,
+        "the request carries more than one session cookie; clear this site's cookies and reload",
+    )
+}
+
+/// The student of the request's session cookie: `Ok(None)` without one (or with one the
+/// server does not know), `ambiguous_session` with two.
+pub async fn session_student(
+    headers: &HeaderMap,
+    store: &Store,
+) -> Result<Option<Student>, AppError> {
+    match presented_session(headers) {
+        Presented::None => Ok(None),
+        Presented::Ambiguous => Err(ambiguous_session()),
+        Presented::One(secret) if !is_secret_shape(&secret) => Ok(None),
+        Presented::One(secret) => Ok(store.session_by_secret(&hash_token(&secret)).await?),
     }
 }
 
@@ -122,11 +257,17 @@ where
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        match existing_session(parts, &Store::from_ref(state)).await {
-            // Who is asking is optional here, so a database outage makes an anonymous
-            // caller, not a failed request.
-            Err(e) if e.code == ErrorCode::DatabaseUnavailable => Ok(MaybeSession(None)),
-            other => other.map(MaybeSession),
+        match session_student(&parts.headers, &Store::from_ref(state)).await {
+            Ok(student) => Ok(MaybeSession(student)),
+            // Who is asking is optional here, so a database outage or two cookies make an
+            // anonymous caller, not a failed request.
+            Err(e)
+                if e.code == ErrorCode::DatabaseUnavailable
+                    || e.code == ErrorCode::AmbiguousSession =>
+            {
+                Ok(MaybeSession(None))
+            }
+            Err(e) => Err(e),
         }
     }
 }
@@ -139,24 +280,10 @@ where
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let store = Store::from_ref(state);
-        if let Some(student) = existing_session(parts, &store).await? {
-            return Ok(Session(student));
+        match session_student(&parts.headers, &Store::from_ref(state)).await? {
+            Some(student) => Ok(Session(student)),
+            None => Err(no_session()),
         }
-        let id = format!("s-{}", uuid::Uuid::new_v4().simple());
-        let student = store.create_session_student(&id).await?;
-        let secure = if over_tls(parts) { "; Secure" } else { "" };
-        // A year: progress is kept as long as the browser keeps the cookie.
-        let cookie =
-            format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Lax; Max-Age=31536000{secure}");
-        if let (Some(slot), Ok(value)) = (
-            parts.extensions.get::<CookieSlot>(),
-            HeaderValue::from_str(&cookie),
-        ) {
-            *slot.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(value);
-        }
-        tracing::info!(student = %id, "new student session");
-        Ok(Session(student))
     }
 }
 
@@ -181,7 +308,7 @@ where
                 AppError::unauthorized("the Authorization header must be \"Bearer <token>\"")
             })?;
         match verify_token(&Store::from_ref(state), token).await? {
-            Some(name) => Ok(Grader { name }),
+            Some((name, token_hash)) => Ok(Grader { name, token_hash }),
             None => Err(AppError::unauthorized(
                 "the grader token is unknown or revoked",
             )),
@@ -209,7 +336,7 @@ where
     }
 }
 
-/// sha256 of a token, in hex: what the database keeps.
+/// sha256 of a token or a session secret, in hex: what the database keeps.
 pub fn hash_token(token: &str) -> String {
     Sha256::digest(token.as_bytes())
         .iter()
@@ -227,15 +354,124 @@ pub fn new_token() -> Result<String, getrandom::Error> {
     ))
 }
 
-/// The name of the active token `token` is, if any. Every active hash is compared, each in
-/// constant time, so the answer's timing does not tell how much of a guess was right.
-pub async fn verify_token(store: &Store, token: &str) -> Result<Option<String>, AppError> {
+/// The name and hash of the active token `token` is, if any. Every active hash is compared,
+/// each in constant time, so the answer's timing does not tell how much of a guess was right.
+pub async fn verify_token(
+    store: &Store,
+    token: &str,
+) -> Result<Option<(String, String)>, AppError> {
     let presented = hash_token(token);
     let mut found = None;
     for (name, stored) in store.active_tokens().await? {
         if bool::from(stored.as_bytes().ct_eq(presented.as_bytes())) {
-            found = Some(name);
+            found = Some((name, stored));
         }
     }
     Ok(found)
+}
+
+fn cross_site() -> Response {
+    AppError::new(
+        StatusCode::FORBIDDEN,
+        ErrorCode::CrossSiteRequest,
+        "this request came from another site; only this site's own pages may change a student's work",
+    )
+    .into_response()
+}
+
+/// The origin the request reached: its scheme and its Host (or, over HTTP/2, the
+/// authority of its URI).
+fn own_origin(request: &Request, config: &Config) -> Option<String> {
+    let headers = request.headers();
+    let scheme = if over_https(headers, config) {
+        "https"
+    } else {
+        "http"
+    };
+    request_host(headers)
+        .or_else(|| request.uri().authority().map(|a| a.as_str()))
+        .map(|host| format!("{scheme}://{}", host.to_ascii_lowercase()))
+}
+
+/// Middleware of the routes a student's cookie authenticates: a state-changing request
+/// (anything but GET, HEAD and OPTIONS) without a grader token is refused when another site
+/// made it (`Sec-Fetch-Site: cross-site` or `same-site`, or an `Origin` that is not ours:
+/// 403 `cross_site_request`), and when its body is not `application/json` (415), which no
+/// HTML form can send. A request with neither header (curl, scripts) passes. Nothing runs,
+/// so nothing changes and no cookie is set.
+pub async fn refuse_cross_site(
+    State(config): State<Arc<Config>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let method = request.method();
+    let safe = method == Method::GET || method == Method::HEAD || method == Method::OPTIONS;
+    let headers = request.headers();
+    // A bearer token is not sent by a browser on its own, so such a request is not forged.
+    if safe || headers.contains_key(header::AUTHORIZATION) {
+        return next.run(request).await;
+    }
+    let fetch_site = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_ascii_lowercase());
+    if matches!(fetch_site.as_deref(), Some("cross-site" | "same-site")) {
+        return cross_site();
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("").trim().to_ascii_lowercase();
+        if own_origin(&request, &config).as_deref() != Some(origin.as_str()) {
+            return cross_site();
+        }
+    }
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap_or(""));
+    let json = content_type.is_some_and(|v| {
+        v.split(';')
+            .next()
+            .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+    });
+    let has_body = request.body().size_hint().lower() > 0
+        || headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() != "0");
+    if !json && (content_type.is_some() || has_body) {
+        return AppError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::UnsupportedMediaType,
+            "send the body as application/json",
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
+/// Middleware of answers about a person (a session, drafts, attempts, grading): no cache,
+/// shared or private, keeps them.
+pub async fn no_store(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// Middleware: HSTS on every answer served over HTTPS.
+pub async fn https_layer(
+    State(config): State<Arc<Config>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let https = over_https(request.headers(), &config);
+    let mut response = next.run(request).await;
+    if https {
+        response.headers_mut().insert(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static(HSTS),
+        );
+    }
+    response
 }

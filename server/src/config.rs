@@ -89,7 +89,7 @@ pub struct Config {
     /// `/readyz`, `/metrics`); `/healthz` is never limited. Off when `rate_limit` is off.
     pub page_rate_limit: Option<RateLimit>,
     /// Reverse proxies whose `X-Forwarded-For` names the client; empty: the header is ignored.
-    pub trusted_proxies: Vec<crate::limit::Cidr>,
+    pub trusted_proxies: Vec<crate::net::Cidr>,
     /// When set, `/metrics` requires `Authorization: Bearer <this>`.
     pub metrics_token: Option<String>,
     /// How long an `Idempotency-Key` and its stored answer are kept.
@@ -109,6 +109,12 @@ pub struct Config {
     pub body_timeout: Duration,
     /// The most connections open at once; past it, new ones wait in the listen queue.
     pub max_connections: usize,
+    /// Clients reach the server only over HTTPS (a TLS proxy in front): every answer gets
+    /// HSTS and the session cookie is always `__Host-pb_session; Secure`.
+    pub https: bool,
+    /// Believe `X-Forwarded-Proto: https`: the server sits behind a proxy that sets it (and
+    /// drops a client's own). Off, only `https` above says the request came over TLS.
+    pub trust_forwarded_proto: bool,
 }
 
 impl Default for Config {
@@ -144,6 +150,8 @@ impl Default for Config {
             header_timeout: Duration::from_secs(DEFAULT_HEADER_TIMEOUT_SECONDS),
             body_timeout: Duration::from_secs(DEFAULT_BODY_TIMEOUT_SECONDS),
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            https: false,
+            trust_forwarded_proto: true,
         }
     }
 }

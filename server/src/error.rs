@@ -67,11 +67,19 @@ pub enum ErrorCode {
     DatabaseUnavailable,
     /// 500: a failure on the server's side; the log says what.
     Internal,
+    /// 401: the route needs a student session and the request has none (or an unknown
+    /// one); `POST /api/session` makes one.
+    NoSession,
+    /// 400: the request carries more than one session cookie, so whose it is is unclear.
+    AmbiguousSession,
+    /// 403: a state-changing request that another site made (its `Origin` or
+    /// `Sec-Fetch-Site` says so).
+    CrossSiteRequest,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the enum.
-    pub const ALL: [ErrorCode; 22] = [
+    pub const ALL: [ErrorCode; 25] = [
         ErrorCode::MalformedJson,
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidDesign,
@@ -94,6 +102,9 @@ impl ErrorCode {
         ErrorCode::RateLimited,
         ErrorCode::DatabaseUnavailable,
         ErrorCode::Internal,
+        ErrorCode::NoSession,
+        ErrorCode::AmbiguousSession,
+        ErrorCode::CrossSiteRequest,
     ];
 
     /// The code as it is written in an error body.
@@ -121,6 +132,9 @@ impl ErrorCode {
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::DatabaseUnavailable => "database_unavailable",
             ErrorCode::Internal => "internal",
+            ErrorCode::NoSession => "no_session",
+            ErrorCode::AmbiguousSession => "ambiguous_session",
+            ErrorCode::CrossSiteRequest => "cross_site_request",
         }
     }
 }
@@ -339,7 +353,8 @@ pub fn json_response(status: StatusCode, body: &Json) -> Response {
 }
 
 /// Reads the request body as JSON, whatever its content type (graders' scripts often forget
-/// it), mapping every failure to an [`AppError`]: an oversized body to `body_too_large`,
+/// it; the routes a browser's cookie authenticates insist on `application/json` before this
+/// runs, see `crate::auth::refuse_cross_site`), mapping every failure to an [`AppError`]: an oversized body to `body_too_large`,
 /// bad syntax to `malformed_json`, the wrong shape to `invalid_request`.
 pub struct JsonBody<T>(pub T);
 

@@ -35,6 +35,7 @@ pub mod headers;
 pub mod limit;
 pub mod load;
 pub mod metrics;
+pub mod net;
 pub mod openapi;
 pub mod report;
 pub mod routes;

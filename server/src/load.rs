@@ -271,12 +271,12 @@ async fn client(
         .build()
         .map_err(|e| e.to_string())?;
     let mut tally = Tally::default();
-    // The session: the cookie the server sets, sent back on every request as a browser does.
-    // A 429 here (many clients opening sessions from one address at once) is waited out.
+    // The session: made by POST /api/session as the web app does, and its cookie sent back
+    // on every request as a browser does. A 429 here (many clients opening sessions from one address at once) is waited out.
     let mut tries = 0;
     let cookie = loop {
         tries += 1;
-        match http.get(format!("{base}/api/session")).send().await {
+        match http.post(format!("{base}/api/session")).send().await {
             Ok(r) if r.status().is_success() => {
                 break r
                     .headers()
@@ -296,11 +296,11 @@ async fn client(
             }
             Ok(r) => {
                 return Err(format!(
-                    "client {index}: GET /api/session answered {}",
+                    "client {index}: POST /api/session answered {}",
                     r.status()
                 ))
             }
-            Err(e) => return Err(format!("client {index}: GET /api/session: {e}")),
+            Err(e) => return Err(format!("client {index}: POST /api/session: {e}")),
         }
     };
     let mut headers = HeaderMap::new();

@@ -213,7 +213,7 @@ struct ServeArgs {
         value_delimiter = ',',
         value_name = "CIDR"
     )]
-    trusted_proxies: Vec<server::limit::Cidr>,
+    trusted_proxies: Vec<server::net::Cidr>,
     /// Require Authorization: Bearer TOKEN on /metrics.
     #[arg(long, env = "METRICS_TOKEN", hide_env_values = true)]
     metrics_token: Option<String>,
@@ -240,6 +240,14 @@ struct ServeArgs {
     /// The most connections open at once; past it, new connections wait to be accepted.
     #[arg(long, env = "MAX_CONNECTIONS", default_value_t = config::DEFAULT_MAX_CONNECTIONS)]
     max_connections: usize,
+    /// Clients reach the server only over HTTPS (through a TLS proxy): send HSTS and always
+    /// use the `__Host-pb_session` cookie with `Secure`.
+    #[arg(long, env = "HTTPS")]
+    https: bool,
+    /// Ignore `X-Forwarded-Proto`: no proxy in front sets it, so a client's own is not
+    /// believed.
+    #[arg(long, env = "IGNORE_FORWARDED_PROTO")]
+    ignore_forwarded_proto: bool,
 }
 
 #[derive(Subcommand)]
@@ -382,6 +390,8 @@ async fn serve(args: ServeArgs) -> ExitCode {
         }),
         floor_route: args.floor_route,
         verdict_cache_bytes: args.verdict_cache_mb.saturating_mul(1024 * 1024),
+        https: args.https,
+        trust_forwarded_proto: !args.ignore_forwarded_proto,
         static_dir,
         embedded_app: true,
         check_limits: shared::Limits {

@@ -17,7 +17,7 @@ use shared::verdict::{
 #[openapi(
     info(title = "Pipeline Builder", description = "Check data-pipeline designs against every failure a scenario allows; record and grade students' attempts."),
     paths(
-        session::get_session, session::put_session,
+        session::get_session, session::post_session, session::put_session,
         scenarios::list_scenarios, scenarios::get_scenario, scenarios::check,
         submissions::create_submission, submissions::list_submissions, submissions::get_submission,
         grading::grade,
@@ -61,7 +61,10 @@ impl Modify for Security {
         );
         components.add_security_scheme(
             "student_cookie",
-            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new("pb_student"))),
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                "__Host-pb_session",
+                "The session secret POST /api/session sets (`pb_session` on plain HTTP to a host other than loopback)",
+            ))),
         );
     }
 }

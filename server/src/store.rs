@@ -126,6 +126,9 @@ pub enum Claim {
 pub struct IdempotentAnswer<'a> {
     pub caller: &'a str,
     pub key: &'a str,
+    /// The holder of the claim ([`Store::claim_idempotency_key_as`]): the answer is stored
+    /// only while it still holds it.
+    pub owner: &'a str,
     pub status: u16,
     pub body: &'a Json,
 }
@@ -260,25 +263,63 @@ impl Store {
 
     // Students.
 
-    /// Makes a new student for a browser session.
-    pub async fn create_session_student(&self, id: &str) -> StoreResult<Student> {
+    /// Makes a new student for a browser session, and the session: `secret_hash` is the
+    /// sha256 of the cookie's secret, which is never stored itself.
+    pub async fn create_session(&self, id: &str, secret_hash: &str) -> StoreResult<Student> {
         let _turn = self.write_turn().await;
         let now = Utc::now();
-        with_pool!(self, pool => sqlx::query("INSERT INTO students (id, display_name, origin, created_at) VALUES ($1, NULL, 'session', $2)")
-            .bind(id).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+        with_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            sqlx::query("INSERT INTO students (id, display_name, origin, created_at, legacy_cookie) VALUES ($1, NULL, 'session', $2, FALSE)")
+                .bind(id).bind(now).execute(&mut *tx).await?;
+            sqlx::query("INSERT INTO sessions (secret_hash, student, created_at) VALUES ($1, $2, $3)")
+                .bind(secret_hash).bind(id).bind(now).execute(&mut *tx).await?;
+            tx.commit().await
+        })?;
         Ok(Student {
             id: id.to_string(),
             display_name: None,
         })
     }
 
-    /// The student a session cookie names, if it was made for a session. A student named by
-    /// a grader can never be taken over by setting a cookie by hand.
-    pub async fn session_student(&self, id: &str) -> StoreResult<Option<Student>> {
+    /// The student of the session whose secret hashes to `secret_hash`.
+    pub async fn session_by_secret(&self, secret_hash: &str) -> StoreResult<Option<Student>> {
         with_pool!(self, pool => {
-            let row = sqlx::query("SELECT id, display_name FROM students WHERE id = $1 AND origin = 'session'")
-                .bind(id).fetch_optional(pool).await?;
+            let row = sqlx::query(
+                "SELECT s.id, s.display_name FROM sessions AS k JOIN students AS s ON s.id = k.student \
+                 WHERE k.secret_hash = $1 AND s.origin = 'session'")
+                .bind(secret_hash).fetch_optional(pool).await?;
             row.map(|r| Ok(Student { id: r.try_get("id")?, display_name: r.try_get("display_name")? })).transpose()
+        })
+    }
+
+    /// Exchanges the id of a student made before sessions had their own secret (the old
+    /// `pb_student` cookie) for a session whose secret hashes to `secret_hash`. Works once per
+    /// student: the student is marked in the same transaction, so the old id is never
+    /// accepted again. `None` when `old_id` names no such student or was already exchanged.
+    pub async fn redeem_legacy_student(
+        &self,
+        old_id: &str,
+        secret_hash: &str,
+    ) -> StoreResult<Option<Student>> {
+        let _turn = self.write_turn().await;
+        let now = Utc::now();
+        with_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let marked = sqlx::query(
+                "UPDATE students SET legacy_cookie = FALSE WHERE id = $1 AND origin = 'session' AND legacy_cookie = TRUE")
+                .bind(old_id).execute(&mut *tx).await?.rows_affected();
+            if marked != 1 {
+                tx.rollback().await?;
+                return Ok(None);
+            }
+            sqlx::query("INSERT INTO sessions (secret_hash, student, created_at) VALUES ($1, $2, $3)")
+                .bind(secret_hash).bind(old_id).bind(now).execute(&mut *tx).await?;
+            let row = sqlx::query("SELECT id, display_name FROM students WHERE id = $1")
+                .bind(old_id).fetch_one(&mut *tx).await?;
+            let student = Student { id: row.try_get("id")?, display_name: row.try_get("display_name")? };
+            tx.commit().await?;
+            Ok(Some(student))
         })
     }
 
@@ -426,16 +467,29 @@ impl Store {
     }
 
     /// Records an attempt and, when the request carried an idempotency key, its stored
-    /// answer, in one transaction: either both are committed or neither.
+    /// answer, in one transaction: either both are committed or neither. With an answer, the
+    /// write happens only while `answer.owner` still holds the key's claim: a holder whose
+    /// claim was taken over (it stalled past its lease) records nothing and gets `Ok(false)`.
     pub async fn record(
         &self,
         attempt: Option<&Attempt>,
         answer: Option<&IdempotentAnswer<'_>>,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<bool> {
         let _turn = self.write_turn().await;
         let now = Utc::now();
         with_pool!(self, pool => {
             let mut tx = pool.begin().await?;
+            if let Some(ans) = answer {
+                let held = sqlx::query(
+                    "UPDATE idempotency_keys SET state = 'done', status_code = $3, response = $4, updated_at = $5 \
+                     WHERE caller = $1 AND key = $2 AND owner = $6 AND state = 'in_flight'")
+                    .bind(ans.caller).bind(ans.key).bind(i32::from(ans.status)).bind(ans.body.to_string()).bind(now).bind(ans.owner)
+                    .execute(&mut *tx).await?.rows_affected();
+                if held != 1 {
+                    tx.rollback().await?;
+                    return Ok(false);
+                }
+            }
             if let Some(a) = attempt {
                 sqlx::query("INSERT INTO students (id, display_name, origin, created_at) VALUES ($1, NULL, 'grader', $2) ON CONFLICT (id) DO NOTHING")
                     .bind(&a.student).bind(now).execute(&mut *tx).await?;
@@ -447,14 +501,8 @@ impl Store {
                     .bind(a.score).bind(a.max_score).bind(a.passed).bind(a.created_at)
                     .execute(&mut *tx).await?;
             }
-            if let Some(ans) = answer {
-                sqlx::query(
-                    "UPDATE idempotency_keys SET state = 'done', status_code = $3, response = $4, updated_at = $5 \
-                     WHERE caller = $1 AND key = $2")
-                    .bind(ans.caller).bind(ans.key).bind(i32::from(ans.status)).bind(ans.body.to_string()).bind(now)
-                    .execute(&mut *tx).await?;
-            }
-            tx.commit().await
+            tx.commit().await?;
+            Ok(true)
         })
     }
 
@@ -465,8 +513,28 @@ impl Store {
     /// in-flight claim not renewed for `lease` belongs to a server that died (`kill -9`, a
     /// lost machine) and is taken over. The state lives in the database, so several servers
     /// agree.
+    ///
+    /// The claim's holder is a fresh random id, which the caller does not learn: this is how
+    /// another server's claim looks. A holder that writes to its claim uses
+    /// [`Store::claim_idempotency_key_as`].
     pub async fn claim_idempotency_key(
         &self,
+        caller: &str,
+        key: &str,
+        fingerprint: &str,
+        lease: Duration,
+    ) -> StoreResult<Claim> {
+        let owner = new_claim_owner();
+        self.claim_idempotency_key_as(&owner, caller, key, fingerprint, lease)
+            .await
+    }
+
+    /// Claims `key` for `caller` as the holder `owner` (a random id, [`new_claim_owner`]).
+    /// Renewing, recording and abandoning the claim name the holder, and a takeover gives the
+    /// claim a new one, so a holder that stalled past its lease can no longer write to it.
+    pub async fn claim_idempotency_key_as(
+        &self,
+        owner: &str,
         caller: &str,
         key: &str,
         fingerprint: &str,
@@ -478,9 +546,9 @@ impl Store {
         for _ in 0..4 {
             let now = Utc::now();
             let inserted = with_pool!(self, pool => sqlx::query(
-                "INSERT INTO idempotency_keys (caller, key, fingerprint, state, created_at, updated_at) \
-                 VALUES ($1, $2, $3, 'in_flight', $4, $4) ON CONFLICT (caller, key) DO NOTHING")
-                .bind(caller).bind(key).bind(fingerprint).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+                "INSERT INTO idempotency_keys (caller, key, fingerprint, state, created_at, updated_at, owner) \
+                 VALUES ($1, $2, $3, 'in_flight', $4, $4, $5) ON CONFLICT (caller, key) DO NOTHING")
+                .bind(caller).bind(key).bind(fingerprint).bind(now).bind(owner).execute(pool).await.map(|r| r.rows_affected()))?;
             if inserted == 1 {
                 return Ok(Claim::Started);
             }
@@ -526,9 +594,9 @@ impl Store {
                 return Ok(Claim::InFlight);
             }
             let taken = with_pool!(self, pool => sqlx::query(
-                "UPDATE idempotency_keys SET fingerprint = $4, updated_at = $5 \
+                "UPDATE idempotency_keys SET fingerprint = $4, updated_at = $5, owner = $6 \
                  WHERE caller = $1 AND key = $2 AND state = 'in_flight' AND updated_at = $3")
-                .bind(caller).bind(key).bind(renewed_at).bind(fingerprint).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+                .bind(caller).bind(key).bind(renewed_at).bind(fingerprint).bind(now).bind(owner).execute(pool).await.map(|r| r.rows_affected()))?;
             if taken == 1 {
                 tracing::warn!(
                     caller,
@@ -541,21 +609,33 @@ impl Store {
         Ok(Claim::InFlight)
     }
 
-    /// Renews the lease of an in-flight claim; its holder calls it while it works.
-    pub async fn renew_idempotency_key(&self, caller: &str, key: &str) -> StoreResult<()> {
+    /// Renews the lease of an in-flight claim; its holder `owner` calls it while it works.
+    /// `Ok(false)` when the claim is no longer the holder's.
+    pub async fn renew_idempotency_key(
+        &self,
+        caller: &str,
+        key: &str,
+        owner: &str,
+    ) -> StoreResult<bool> {
         let _turn = self.write_turn().await;
         let now = Utc::now();
-        with_pool!(self, pool => sqlx::query("UPDATE idempotency_keys SET updated_at = $3 WHERE caller = $1 AND key = $2 AND state = 'in_flight'")
-            .bind(caller).bind(key).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
-        Ok(())
+        let renewed = with_pool!(self, pool => sqlx::query("UPDATE idempotency_keys SET updated_at = $3 WHERE caller = $1 AND key = $2 AND owner = $4 AND state = 'in_flight'")
+            .bind(caller).bind(key).bind(now).bind(owner).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(renewed == 1)
     }
 
-    /// Gives up a claim whose request failed on our side, so that a retry can run.
-    pub async fn abandon_idempotency_key(&self, caller: &str, key: &str) -> StoreResult<()> {
+    /// Gives up a claim whose request failed on our side, so that a retry can run. Only its
+    /// holder `owner` can: `Ok(false)` when the claim was taken over meanwhile.
+    pub async fn abandon_idempotency_key(
+        &self,
+        caller: &str,
+        key: &str,
+        owner: &str,
+    ) -> StoreResult<bool> {
         let _turn = self.write_turn().await;
-        with_pool!(self, pool => sqlx::query("DELETE FROM idempotency_keys WHERE caller = $1 AND key = $2 AND state = 'in_flight'")
-            .bind(caller).bind(key).execute(pool).await.map(|r| r.rows_affected()))?;
-        Ok(())
+        let done = with_pool!(self, pool => sqlx::query("DELETE FROM idempotency_keys WHERE caller = $1 AND key = $2 AND owner = $3 AND state = 'in_flight'")
+            .bind(caller).bind(key).bind(owner).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(done == 1)
     }
 
     // Grader tokens.
@@ -589,7 +669,8 @@ impl Store {
         Ok(done == 1)
     }
 
-    /// The names and hashes of the tokens that are not revoked.
+    /// The names and hashes of the tokens that are not revoked. The hash identifies a token:
+    /// a name revoked and given to a new token gets a new hash.
     pub async fn active_tokens(&self) -> StoreResult<Vec<(String, String)>> {
         with_pool!(self, pool => {
             let rows = sqlx::query("SELECT name, token_hash FROM grader_tokens WHERE revoked_at IS NULL ORDER BY name").fetch_all(pool).await?;
@@ -666,7 +747,15 @@ const SWEEP_BATCH: i64 = 500;
 /// statement gets the cutoff as `$1`, and `{students}` becomes the query of the batch's ids. A
 /// table that refers to students (a table of session secrets, say) gets its `DELETE … WHERE
 /// student IN ({students})` before the last one, which removes the students and is counted.
-const WORKLESS_SESSION_SWEEP: &[&str] = &["DELETE FROM students WHERE id IN ({students})"];
+const WORKLESS_SESSION_SWEEP: &[&str] = &[
+    "DELETE FROM sessions WHERE student IN ({students})",
+    "DELETE FROM students WHERE id IN ({students})",
+];
+
+/// A new holder id for a claim of an idempotency key: 128 random bits in hex.
+pub fn new_claim_owner() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
 
 /// What `pipeline-builder student delete ID` removes, in order, in one transaction: what each
 /// statement removes (as the command reports it) and the statement, which gets the student's
@@ -675,6 +764,7 @@ const WORKLESS_SESSION_SWEEP: &[&str] = &["DELETE FROM students WHERE id IN ({st
 pub const STUDENT_DELETE: &[(&str, &str)] = &[
     ("attempts", "DELETE FROM attempts WHERE student = $1"),
     ("drafts", "DELETE FROM drafts WHERE student = $1"),
+    ("sessions", "DELETE FROM sessions WHERE student = $1"),
     (
         "idempotency records",
         "DELETE FROM idempotency_keys WHERE caller = 'student:' || $1",

@@ -46,7 +46,8 @@ fn no_draft(scenario: &str) -> AppError {
     description = "The student's draft of a scenario.",
     params(("scenario" = String, Path, description = "The scenario id")),
     security(("student_cookie" = [])),
-    responses((status = 200, body = DraftAnswer), (status = 404, description = "unknown_scenario or no_draft", body = ErrorBody)))]
+    responses((status = 200, body = DraftAnswer), (status = 401, description = "no_session", body = ErrorBody),
+        (status = 404, description = "unknown_scenario or no_draft", body = ErrorBody)))]
 pub async fn get_draft(
     State(store): State<Store>,
     State(catalogue): State<Arc<Catalogue>>,
@@ -74,8 +75,11 @@ pub async fn get_draft(
     description = "Keeps the student's draft of a scenario; it may be unfinished or invalid.",
     params(("scenario" = String, Path, description = "The scenario id")),
     security(("student_cookie" = [])),
-    responses((status = 200, body = DraftAnswer), (status = 400, description = "malformed_json", body = ErrorBody),
+    responses((status = 200, body = DraftAnswer), (status = 400, description = "malformed_json or ambiguous_session", body = ErrorBody),
+        (status = 401, description = "no_session", body = ErrorBody),
+        (status = 403, description = "cross_site_request", body = ErrorBody),
         (status = 404, description = "unknown_scenario", body = ErrorBody), (status = 413, description = "body_too_large: the body, or the student's drafts in all, are too large", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request: the design is not a JSON object", body = ErrorBody)))]
 pub async fn put_draft(
     State(store): State<Store>,

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
-use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -82,11 +81,6 @@ pub struct GradeResult {
     pub submission: Submission,
 }
 
-/// The header and an example row of the CSV answers, for the OpenAPI document.
-pub const CSV_EXAMPLE: &str = "student,scenario,score,max_score,passed,missed,submission_id,submitted_at,error\r\n\
-    bob,safe-retry,0,3,false,revenue-correct;orders-unique;one-revenue-row-per-day,7a187f72-645a-42ca-b2a7-4025696955c9,2026-01-12T09:30:00.000Z,\r\n\
-    dee,safe-retry,0,3,false,revenue-correct;orders-unique;one-revenue-row-per-day,,,\"not graded: the design is invalid: $.design.nodes[0].kind: unknown node kind \"\"bogus\"\"\"\r\n";
-
 #[utoipa::path(post, path = "/api/grade", tag = "grading",
     description = "Grades a whole class: checks and records every item, and answers one result per item, in order. \
         A bad item never fails the batch: with `format=json` (the default) it gets its own `{\"index\", \"student\", \"error\"}` entry, \
@@ -104,7 +98,7 @@ pub const CSV_EXAMPLE: &str = "student,scenario,score,max_score,passed,missed,su
     security(("grader_token" = [])),
     responses((status = 200, description = "One result per item, in order", content(
             ([GradeEntry] = "application/json"),
-            (String = "text/csv", example = json!(CSV_EXAMPLE)))),
+            (String = "text/csv", example = json!(super::csv::CSV_EXAMPLE)))),
         (status = 400, description = "malformed_json", body = ErrorBody),
         (status = 401, description = "unauthorized: no token, or a bad or revoked one", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
@@ -181,7 +175,7 @@ pub async fn grade(
                 }
             }),
             GradeFormat::Csv => rows.push(match graded {
-                Ok(attempt) => csv_row(&attempt),
+                Ok(attempt) => super::csv::csv_row(&attempt),
                 Err(error) => CsvRow {
                     student: student.unwrap_or_default(),
                     scenario: scenario.unwrap_or_default(),
@@ -207,33 +201,9 @@ pub async fn grade(
         }
     }
     if format == GradeFormat::Csv {
-        return Ok(csv_response(&rows));
+        return Ok(super::csv::csv_response(&rows));
     }
     Ok(Json(results).into_response())
-}
-
-/// A CSV answer.
-pub fn csv_response(rows: &[CsvRow]) -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/csv; charset=utf-8")],
-        report::csv(rows),
-    )
-        .into_response()
-}
-
-/// The CSV row of a recorded attempt.
-pub fn csv_row(attempt: &Attempt) -> CsvRow {
-    CsvRow {
-        student: attempt.student.clone(),
-        scenario: attempt.scenario.clone(),
-        score: Some(u32::try_from(attempt.score).unwrap_or(0)),
-        max_score: Some(u32::try_from(attempt.max_score).unwrap_or(0)),
-        passed: attempt.passed,
-        missed: CsvRow::missed_of(&attempt.verdict),
-        submission_id: attempt.id.clone(),
-        submitted_at: super::time(attempt.created_at),
-        error: String::new(),
-    }
 }
 
 /// Grades and records one item; any failure is this item's alone.

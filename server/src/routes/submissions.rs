@@ -23,7 +23,7 @@ use crate::checker::Checker;
 use crate::config::Config;
 use crate::error::{json_response, parse_json, read_body, AppError, ErrorBody, ErrorCode};
 use crate::report::CsvRow;
-use crate::store::{Attempt, AttemptSummary, Claim, IdempotentAnswer, Store};
+use crate::store::{new_claim_owner, Attempt, AttemptSummary, Claim, IdempotentAnswer, Store};
 
 /// A design to check and record for a student.
 #[derive(Deserialize, ToSchema)]
@@ -249,12 +249,13 @@ pub fn fingerprint(route: &str, bytes: &[u8]) -> String {
     params(("Idempotency-Key" = Option<String>, Header, description = "Makes a retried submission count once")),
     security(("grader_token" = []), ("student_cookie" = [])),
     responses((status = 201, body = Submission),
-        (status = 400, description = "malformed_json or invalid_idempotency_key", body = ErrorBody),
-        (status = 401, description = "unauthorized: a bad or revoked token", body = ErrorBody),
-        (status = 403, description = "forbidden: a student session naming another student (submitting for a named student needs a grader token)", body = ErrorBody),
+        (status = 400, description = "malformed_json, invalid_idempotency_key or ambiguous_session", body = ErrorBody),
+        (status = 401, description = "unauthorized: a bad or revoked token; no_session: neither a token nor a session", body = ErrorBody),
+        (status = 403, description = "forbidden: a student session naming another student (submitting for a named student needs a grader token); cross_site_request: another site sent it", body = ErrorBody),
         (status = 404, description = "unknown_scenario", body = ErrorBody),
         (status = 409, description = "idempotency_key_in_flight", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type: a student's body that is not application/json", body = ErrorBody),
         (status = 422, description = "invalid_request, invalid_design, graph_too_large, check_too_large or idempotency_key_reused", body = ErrorBody)))]
 pub async fn create_submission(
     State(catalogue): State<Arc<Catalogue>>,
@@ -298,9 +299,13 @@ async fn submit_idempotently(
 ) -> Response {
     let scope = caller.scope();
     let store = &parts.store;
+    // This request's name on its claim: a takeover renames the claim, and then nothing this
+    // request writes to it counts.
+    let owner = new_claim_owner();
     if let Some(key) = &key {
         let claim = store
-            .claim_idempotency_key(
+            .claim_idempotency_key_as(
+                &owner,
                 &scope,
                 key,
                 &fingerprint("POST /api/submissions", &bytes),
@@ -342,25 +347,19 @@ async fn submit_idempotently(
         }
     }
     // While the work runs, the claim's lease is renewed, so that other servers (and this one
-    // after a restart) can tell a slow request from one whose server died.
+    // after a restart) can tell a slow request from one whose server died. The renewal stops
+    // when its guard is dropped, however this function ends (an answer, a panic, a drop).
     let renewal = key.clone().map(|key| {
-        let store = store.clone();
-        let scope = scope.clone();
-        let every = (parts.lease / 4).max(Duration::from_millis(10));
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-            loop {
-                ticks.tick().await;
-                if let Err(e) = store.renew_idempotency_key(&scope, &key).await {
-                    tracing::warn!(error = %e, "could not renew an idempotency key's lease");
-                }
-            }
-        })
+        LeaseRenewal::start(
+            store.clone(),
+            scope.clone(),
+            key,
+            owner.clone(),
+            parts.lease,
+        )
     });
     let outcome = submit(&parts, &caller, &bytes).await;
-    if let Some(renewal) = renewal {
-        renewal.abort();
-    }
+    drop(renewal);
     let (attempt, status, body) = match &outcome {
         Ok(attempt) => {
             let body = serde_json::to_value(submission_body(attempt, false)).unwrap_or(Value::Null);
@@ -371,7 +370,7 @@ async fn submit_idempotently(
     if status.is_server_error() {
         // Our failure: give the key back so that a retry can run.
         if let Some(key) = &key {
-            if let Err(e) = store.abandon_idempotency_key(&scope, key).await {
+            if let Err(e) = store.abandon_idempotency_key(&scope, key, &owner).await {
                 tracing::error!(error = %e, "could not release an idempotency key");
             }
         }
@@ -389,15 +388,22 @@ async fn submit_idempotently(
         .map(|(key, kept)| IdempotentAnswer {
             caller: &scope,
             key,
+            owner: &owner,
             status: status.as_u16(),
             body: kept,
         });
     if attempt.is_some() || answer.is_some() {
-        if let Err(e) = store.record(attempt, answer.as_ref()).await {
-            if let Some(key) = &key {
-                let _ = store.abandon_idempotency_key(&scope, key).await;
+        match store.record(attempt, answer.as_ref()).await {
+            Ok(true) => {}
+            // This request stalled past its lease and another took the key over: nothing was
+            // recorded, and the other request's answer is the one that counts.
+            Ok(false) => return lost_claim(),
+            Err(e) => {
+                if let Some(key) = &key {
+                    let _ = store.abandon_idempotency_key(&scope, key, &owner).await;
+                }
+                return AppError::from(e).into_response();
             }
-            return AppError::from(e).into_response();
         }
     }
     let mut response = json_response(status, &body);
@@ -409,11 +415,75 @@ async fn submit_idempotently(
     response
 }
 
+/// The answer of a request whose claim was taken over while it worked.
+fn lost_claim() -> Response {
+    let mut response = AppError::new(
+        StatusCode::CONFLICT,
+        ErrorCode::IdempotencyKeyInFlight,
+        "this request took too long and another request with the same Idempotency-Key took over; retry to get its answer",
+    )
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+/// Renews the lease of an idempotency key's claim every quarter of the lease, until dropped.
+/// Dropping it (when its request ends, however it ends: an answer, an error, a panic, or its
+/// future being dropped) stops the renewal, so a claim is never kept alive by a request that
+/// is gone. A renewal that finds the claim taken over stops by itself.
+pub struct LeaseRenewal {
+    task: tokio::task::JoinHandle<()>,
+    alive: Arc<()>,
+}
+
+impl LeaseRenewal {
+    pub fn start(
+        store: Store,
+        scope: String,
+        key: String,
+        owner: String,
+        lease: Duration,
+    ) -> LeaseRenewal {
+        let alive = Arc::new(());
+        let held = Arc::clone(&alive);
+        let every = (lease / 4).max(Duration::from_millis(10));
+        let task = tokio::spawn(async move {
+            let _held = held;
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            loop {
+                ticks.tick().await;
+                match store.renew_idempotency_key(&scope, &key, &owner).await {
+                    Ok(true) => {}
+                    Ok(false) => return,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "could not renew an idempotency key's lease")
+                    }
+                }
+            }
+        });
+        LeaseRenewal { task, alive }
+    }
+
+    /// Alive while the renewal task runs: the task holds the other end and lets go of it
+    /// when it stops.
+    pub fn watch(&self) -> std::sync::Weak<()> {
+        Arc::downgrade(&self.alive)
+    }
+}
+
+impl Drop for LeaseRenewal {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 #[utoipa::path(get, path = "/api/submissions/{id}", tag = "submissions",
     description = "One attempt, with its design and verdict. A student sees only their own.",
     params(("id" = String, Path, description = "The submission id")),
     security(("grader_token" = []), ("student_cookie" = [])),
-    responses((status = 200, body = Submission), (status = 401, description = "unauthorized", body = ErrorBody),
+    responses((status = 200, body = Submission), (status = 401, description = "unauthorized or no_session", body = ErrorBody),
         (status = 403, description = "forbidden: another student's attempt", body = ErrorBody),
         (status = 404, description = "unknown_submission", body = ErrorBody)))]
 pub async fn get_submission(
@@ -452,8 +522,8 @@ pub async fn get_submission(
     security(("grader_token" = []), ("student_cookie" = [])),
     responses((status = 200, content(
             ([SubmissionSummary] = "application/json"),
-            (String = "text/csv", example = json!(super::grading::CSV_EXAMPLE)))),
-        (status = 401, description = "unauthorized", body = ErrorBody),
+            (String = "text/csv", example = json!(super::csv::CSV_EXAMPLE)))),
+        (status = 401, description = "unauthorized or no_session", body = ErrorBody),
         (status = 403, description = "forbidden: a student asking for another student's attempts (that needs a grader token)", body = ErrorBody),
         (status = 422, description = "invalid_request: a `format` other than json or csv (path `?format`)", body = ErrorBody)))]
 pub async fn list_submissions(
@@ -506,7 +576,7 @@ pub async fn list_submissions(
                     error: String::new(),
                 })
                 .collect();
-            return Ok(super::grading::csv_response(&rows));
+            return Ok(super::csv::csv_response(&rows));
         }
         Some(other) => {
             return Err(AppError::invalid_request(format!(

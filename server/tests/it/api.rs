@@ -15,13 +15,21 @@ use server::error::ErrorCode;
 #[tokio::test]
 async fn a_session_is_made_once_and_kept_in_an_http_only_cookie() {
     let app = spawn_app().await;
-    let first = app.get("/api/session", &As::nobody()).await;
-    assert_eq!(first.status, StatusCode::OK);
+    let first = app
+        .send(Method::POST, "/api/session", &As::nobody(), &[], None)
+        .await;
+    assert_eq!(first.status, StatusCode::CREATED);
     let set_cookie = first
         .header("set-cookie")
         .expect("a new session sets its cookie")
         .to_string();
-    assert!(set_cookie.starts_with("pb_student=s-"), "{set_cookie}");
+    // Plain HTTP to a host that is not loopback: the unprefixed cookie, without Secure.
+    assert!(set_cookie.starts_with("pb_session="), "{set_cookie}");
+    assert!(
+        first.body["student"].as_str().unwrap().starts_with("s-"),
+        "{}",
+        first.text
+    );
     for attribute in ["HttpOnly", "SameSite=Lax", "Path=/"] {
         assert!(
             set_cookie.contains(attribute),
@@ -41,6 +49,21 @@ async fn a_session_is_made_once_and_kept_in_an_http_only_cookie() {
         again.header("set-cookie").is_none(),
         "a known session is not set again"
     );
+    let started_again = app
+        .send(
+            Method::POST,
+            "/api/session",
+            &As::student(&cookie),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(started_again.status, StatusCode::OK);
+    assert_eq!(started_again.body["student"], first.body["student"]);
+    assert!(
+        started_again.header("set-cookie").is_none(),
+        "starting a session the browser has keeps it"
+    );
 }
 
 #[tokio::test]
@@ -48,14 +71,16 @@ async fn the_cookie_is_secure_behind_a_tls_proxy() {
     let app = spawn_app().await;
     let answer = app
         .send(
-            Method::GET,
+            Method::POST,
             "/api/session",
             &As::nobody(),
             &[("x-forwarded-proto", "https")],
             None,
         )
         .await;
-    assert!(answer.header("set-cookie").unwrap().contains("Secure"));
+    let cookie = answer.header("set-cookie").unwrap();
+    assert!(cookie.starts_with("__Host-pb_session="), "{cookie}");
+    assert!(cookie.contains("Secure"), "{cookie}");
 }
 
 #[tokio::test]
@@ -97,23 +122,28 @@ async fn a_cookie_naming_a_student_the_server_did_not_make_is_ignored() {
     let made = app.post("/api/submissions", &As::grader(&token), &json!({"scenario": "safe-retry", "student": forged, "design": passing_design("safe-retry")})).await;
     assert_eq!(made.status, StatusCode::CREATED);
     let answer = app
-        .get(
+        .send(
+            Method::POST,
             "/api/session",
             &As::student(&format!("pb_student={forged}")),
+            &[],
+            None,
         )
         .await;
+    assert_eq!(answer.status, StatusCode::CREATED);
     assert_ne!(
         answer.body["student"], forged,
         "a hand-set cookie must not take over a grader-named student"
     );
     assert!(answer.header("set-cookie").is_some());
-    let list = app
-        .get(
-            "/api/submissions",
-            &As::student(&format!("pb_student={forged}")),
-        )
-        .await;
-    assert_eq!(list.body, json!([]));
+    for cookie in [
+        format!("pb_student={forged}"),
+        format!("pb_session={forged}"),
+    ] {
+        let list = app.get("/api/submissions", &As::student(&cookie)).await;
+        assert_eq!(list.status, StatusCode::UNAUTHORIZED, "{}", list.text);
+        assert_eq!(list.code(), ErrorCode::NoSession);
+    }
 }
 
 // Scenarios.
@@ -383,15 +413,13 @@ async fn a_body_too_large_is_413() {
         "{{\"nodes\": [], \"padding\": \"{}\"}}",
         "x".repeat(300 * 1024)
     );
-    for uri in ["/api/scenarios/safe-retry/check", "/api/submissions"] {
+    let (cookie, _) = app.new_student().await;
+    for (uri, who) in [
+        ("/api/scenarios/safe-retry/check", As::nobody()),
+        ("/api/submissions", As::student(&cookie)),
+    ] {
         let answer = app
-            .send(
-                Method::POST,
-                uri,
-                &As::nobody(),
-                &[],
-                Some(big.clone().into_bytes()),
-            )
+            .send(Method::POST, uri, &who, &[], Some(big.clone().into_bytes()))
             .await;
         assert_eq!(
             answer.status,
@@ -401,7 +429,6 @@ async fn a_body_too_large_is_413() {
         );
         assert_eq!(answer.code(), ErrorCode::BodyTooLarge);
     }
-    let (cookie, _) = app.new_student().await;
     let answer = app
         .send(
             Method::PUT,
@@ -575,7 +602,10 @@ async fn unknown_routes_and_methods_answer_json_errors() {
     assert_eq!(wrong_method.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(wrong_method.code(), ErrorCode::MethodNotAllowed);
     assert!(wrong_method.header("allow").is_some());
-    let bad_query = app.get("/api/submissions?limit=many", &As::nobody()).await;
+    let (cookie, _) = app.new_student().await;
+    let bad_query = app
+        .get("/api/submissions?limit=many", &As::student(&cookie))
+        .await;
     assert_eq!(bad_query.status, StatusCode::BAD_REQUEST);
     assert_eq!(bad_query.code(), ErrorCode::BadRequest);
     assert!(
@@ -1198,10 +1228,10 @@ async fn a_draft_round_trips_for_its_student_only() {
     assert_eq!(not_object.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(not_object.body["error"]["path"], "$.design");
 
-    // The first draft request of a new browser makes its session.
+    // A browser without a session has no drafts, and gets no session from asking.
     let fresh = app.get("/api/drafts/safe-retry", &As::nobody()).await;
-    assert_eq!(fresh.code(), ErrorCode::NoDraft);
-    assert!(fresh.header("set-cookie").is_some());
+    assert_eq!(fresh.code(), ErrorCode::NoSession);
+    assert!(fresh.header("set-cookie").is_none());
 }
 
 // Operations.
@@ -1214,7 +1244,7 @@ async fn the_openapi_document_covers_every_route() {
     assert!(answer.body["openapi"].as_str().unwrap().starts_with("3."));
     let paths = answer.body["paths"].as_object().unwrap();
     for (path, methods) in [
-        ("/api/session", &["get", "put"][..]),
+        ("/api/session", &["get", "post", "put"][..]),
         ("/api/scenarios", &["get"]),
         ("/api/scenarios/{id}", &["get"]),
         ("/api/scenarios/{id}/check", &["post"]),
@@ -1307,7 +1337,9 @@ async fn health_readiness_and_a_broken_database() {
         StatusCode::OK,
         "liveness does not depend on the database"
     );
-    let session = app.get("/api/session", &As::nobody()).await;
+    let session = app
+        .send(Method::POST, "/api/session", &As::nobody(), &[], None)
+        .await;
     assert_eq!(session.status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(
         !session.text.contains("pool"),

@@ -131,7 +131,7 @@ impl Answer {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
-    /// The `pb_student=…` pair of the Set-Cookie header, ready for a Cookie header.
+    /// The `name=value` pair of the (first) Set-Cookie header, ready for a Cookie header.
     pub fn cookie(&self) -> Option<String> {
         self.header("set-cookie")
             .and_then(|c| c.split(';').next())
@@ -184,7 +184,10 @@ impl TestApp {
             builder = builder.header(*name, *value);
         }
         let has_body = body.is_some();
-        if has_body {
+        let typed = headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("content-type"));
+        if has_body && !typed {
             builder = builder.header("content-type", "application/json");
         }
         let request = builder
@@ -237,10 +240,13 @@ impl TestApp {
         .await
     }
 
-    /// A new student session; returns its cookie and id.
+    /// A new student session, made by `POST /api/session` as the web app does; returns its
+    /// cookie and the student's public id.
     pub async fn new_student(&self) -> (String, String) {
-        let answer = self.get("/api/session", &As::nobody()).await;
-        assert_eq!(answer.status, StatusCode::OK);
+        let answer = self
+            .send(Method::POST, "/api/session", &As::nobody(), &[], None)
+            .await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
         let cookie = answer.cookie().expect("a new session sets a cookie");
         let id = answer.body["student"]
             .as_str()

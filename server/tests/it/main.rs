@@ -21,5 +21,6 @@ mod postgres;
 mod processes;
 mod readme;
 mod security;
+mod sessions;
 mod socket;
 mod storage;

@@ -174,7 +174,7 @@ fn a_backup_of_postgres_names_pg_dump_and_fails() {
 
 /// A student with two attempts (one with an Idempotency-Key), a draft, and another student
 /// whose work must stay.
-async fn students_with_work(app: &TestApp) -> (String, String) {
+async fn students_with_work(app: &TestApp) -> (String, String, String) {
     let (cookie, id) = app.new_student().await;
     let who = As::student(&cookie);
     let draft = app
@@ -216,11 +216,11 @@ async fn students_with_work(app: &TestApp) -> (String, String) {
         )
         .await;
     assert_eq!(kept.status, StatusCode::CREATED, "{}", kept.text);
-    (id, other)
+    (id, cookie, other)
 }
 
 async fn student_delete_removes_everything_that_is_theirs(app: TestApp, url: &str) {
-    let (id, other) = students_with_work(&app).await;
+    let (id, cookie, other) = students_with_work(&app).await;
     let store = app.state.store().clone();
 
     let output = run(&["student", "delete", &id, "--database-url", url]);
@@ -229,7 +229,7 @@ async fn student_delete_removes_everything_that_is_theirs(app: TestApp, url: &st
     assert_eq!(
         stdout.trim(),
         format!(
-            "deleted student {id}: removed 2 attempts, 1 drafts, 1 idempotency records, 1 students"
+            "deleted student {id}: removed 2 attempts, 1 drafts, 1 sessions, 1 idempotency records, 1 students"
         )
     );
     for (table, column) in [
@@ -281,13 +281,8 @@ async fn student_delete_removes_everything_that_is_theirs(app: TestApp, url: &st
     assert!(!unknown.status.success());
     assert_eq!(attempts(&store).await, 1);
 
-    // The deleted student's old cookie starts afresh.
-    let fresh = app
-        .get(
-            "/api/submissions",
-            &As::student(&format!("pb_student={id}")),
-        )
-        .await;
+    // The deleted student's session opens nothing any more.
+    let fresh = app.get("/api/submissions", &As::student(&cookie)).await;
     assert!(
         fresh.body == json!([]) || fresh.status.is_client_error(),
         "{}",

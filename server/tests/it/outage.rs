@@ -177,7 +177,7 @@ async fn a_database_outage_is_503_with_retry_after_and_the_server_recovers_by_it
         .build()
         .unwrap();
     let session = http
-        .get(format!("{}/api/session", server.base))
+        .post(format!("{}/api/session", server.base))
         .send()
         .await
         .unwrap();

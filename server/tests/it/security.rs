@@ -196,7 +196,9 @@ async fn the_shipped_page_is_allowed_by_the_policy_it_is_served_with() {
 #[tokio::test]
 async fn the_session_cookie_is_http_only_same_site_and_secure_only_behind_tls() {
     let app = spawn_app().await;
-    let plain = app.get("/api/session", &As::nobody()).await;
+    let plain = app
+        .send(Method::POST, "/api/session", &As::nobody(), &[], None)
+        .await;
     let cookie = plain.header("set-cookie").unwrap().to_string();
     assert!(
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
@@ -206,7 +208,7 @@ async fn the_session_cookie_is_http_only_same_site_and_secure_only_behind_tls() 
     for proto in ["https", "HTTPS", "https, http"] {
         let tls = app
             .send(
-                Method::GET,
+                Method::POST,
                 "/api/session",
                 &As::nobody(),
                 &[("x-forwarded-proto", proto)],
@@ -223,7 +225,7 @@ async fn the_session_cookie_is_http_only_same_site_and_secure_only_behind_tls() 
     }
     let http = app
         .send(
-            Method::GET,
+            Method::POST,
             "/api/session",
             &As::nobody(),
             &[("x-forwarded-proto", "http")],
@@ -306,17 +308,41 @@ async fn students_reach_only_their_own_drafts_and_attempts() {
             .body["design"],
         draft
     );
-    // A forged cookie (right shape, never handed out) is a new session, not someone else.
+    // A forged cookie (right shape, never handed out) is no session, not someone else's.
     let forged = format!("pb_student=s-{}", "0".repeat(32));
-    let session = app.get("/api/session", &As::student(&forged)).await;
+    let session = app
+        .send(
+            Method::POST,
+            "/api/session",
+            &As::student(&forged),
+            &[],
+            None,
+        )
+        .await;
     assert_ne!(session.body["student"], alice_id.as_str());
     assert_ne!(session.body["student"], bob_id.as_str());
+    // Nor is a student's public id, in the old cookie or the new one.
+    for cookie in [
+        format!("pb_student={alice_id}"),
+        format!("pb_session={alice_id}"),
+    ] {
+        let session = app
+            .send(
+                Method::POST,
+                "/api/session",
+                &As::student(&cookie),
+                &[],
+                None,
+            )
+            .await;
+        assert_ne!(session.body["student"], alice_id.as_str());
+    }
     // Without a session there is nothing to read; grading needs a token.
     assert_eq!(
         app.get(&format!("/api/submissions/{id}"), &As::nobody())
             .await
             .status,
-        StatusCode::FORBIDDEN
+        StatusCode::UNAUTHORIZED
     );
     let grade = app
         .post("/api/grade", &As::student(&alice), &json!([]))

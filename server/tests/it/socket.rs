@@ -19,7 +19,7 @@ async fn the_app_answers_over_a_real_socket() {
 
     // A browser: the cookie comes back and names the same student.
     let session = http
-        .get(format!("{base}/api/session"))
+        .post(format!("{base}/api/session"))
         .send()
         .await
         .unwrap();

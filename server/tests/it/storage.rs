@@ -30,21 +30,28 @@ async fn exercise(store: Store) {
 
     // Students.
     let alice = store
-        .create_session_student("s-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+        .create_session(
+            "s-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "hash-of-alices-secret",
+        )
         .await
         .unwrap();
     assert_eq!(
-        store.session_student(&alice.id).await.unwrap(),
+        store
+            .session_by_secret("hash-of-alices-secret")
+            .await
+            .unwrap(),
         Some(alice.clone())
     );
-    assert_eq!(store.session_student("s-unknown").await.unwrap(), None);
+    assert_eq!(store.session_by_secret(&alice.id).await.unwrap(), None);
+    assert_eq!(store.session_by_secret("s-unknown").await.unwrap(), None);
     store
         .set_display_name(&alice.id, Some("Ada"))
         .await
         .unwrap();
     assert_eq!(
         store
-            .session_student(&alice.id)
+            .session_by_secret("hash-of-alices-secret")
             .await
             .unwrap()
             .unwrap()
@@ -99,7 +106,10 @@ async fn exercise(store: Store) {
         .await
         .unwrap();
     assert_eq!(
-        store.session_student("lms-7").await.unwrap(),
+        store
+            .redeem_legacy_student("lms-7", "hash-of-a-thief")
+            .await
+            .unwrap(),
         None,
         "a grader-named student has no session"
     );
@@ -155,7 +165,7 @@ async fn exercise(store: Store) {
     let stale = Duration::from_secs(600);
     assert_eq!(
         store
-            .claim_idempotency_key("grader:ta", "k1", "fp1", stale)
+            .claim_idempotency_key_as("holder-1", "grader:ta", "k1", "fp1", stale)
             .await
             .unwrap(),
         Claim::Started
@@ -176,7 +186,7 @@ async fn exercise(store: Store) {
     );
     assert_eq!(
         store
-            .claim_idempotency_key("grader:other", "k1", "fp2", stale)
+            .claim_idempotency_key_as("holder-2", "grader:other", "k1", "fp2", stale)
             .await
             .unwrap(),
         Claim::Started,
@@ -190,6 +200,7 @@ async fn exercise(store: Store) {
             Some(&IdempotentAnswer {
                 caller: "grader:ta",
                 key: "k1",
+                owner: "holder-1",
                 status: 201,
                 body: &body,
             }),
@@ -214,7 +225,7 @@ async fn exercise(store: Store) {
         Claim::Mismatch
     );
     store
-        .abandon_idempotency_key("grader:other", "k1")
+        .abandon_idempotency_key("grader:other", "k1", "holder-2")
         .await
         .unwrap();
     assert_eq!(
@@ -237,7 +248,7 @@ async fn exercise(store: Store) {
     // A failed transaction records neither the attempt nor the answer.
     assert_eq!(
         store
-            .claim_idempotency_key("grader:ta", "k2", "fp", stale)
+            .claim_idempotency_key_as("holder-3", "grader:ta", "k2", "fp", stale)
             .await
             .unwrap(),
         Claim::Started
@@ -250,6 +261,7 @@ async fn exercise(store: Store) {
             Some(&IdempotentAnswer {
                 caller: "grader:ta",
                 key: "k2",
+                owner: "holder-3",
                 status: 201,
                 body: &err_body
             })

@@ -141,8 +141,25 @@ async fn get<T: for<'de> Deserialize<'de>>(url: &str) -> Result<T, ApiError> {
     read(fetch("GET", url, None).await?)
 }
 
+/// Starts this browser's session, or answers the one it has. The app calls it once when it
+/// starts: it is the only call that makes a session (and sets its cookie).
 pub async fn session() -> Result<Session, ApiError> {
-    get("/api/session").await
+    read(fetch("POST", "/api/session", None).await?)
+}
+
+/// A request that needs the student's session: when the server answers 401 (the session
+/// was never made, or has expired), the session is started and the request sent once more.
+async fn with_session(
+    method: &str,
+    url: &str,
+    body: Option<String>,
+) -> Result<(u16, String), ApiError> {
+    let answer = fetch(method, url, body.clone()).await?;
+    if answer.0 != 401 {
+        return Ok(answer);
+    }
+    session().await?;
+    fetch(method, url, body).await
 }
 
 pub async fn catalogue() -> Result<Vec<CatalogueEntry>, ApiError> {
@@ -169,7 +186,7 @@ struct DraftBody<'a> {
 pub async fn submit(scenario: &str, design: &Design) -> Result<(Verdict, String), ApiError> {
     let body = serde_json::to_string(&SubmissionBody { scenario, design })
         .map_err(|e| ApiError::new(e.to_string(), false))?;
-    let (status, text) = fetch("POST", "/api/submissions", Some(body)).await?;
+    let (status, text) = with_session("POST", "/api/submissions", Some(body)).await?;
     if !(200..300).contains(&status) {
         return Err(refusal(status, &text));
     }
@@ -192,7 +209,7 @@ struct Draft {
 
 /// The saved draft, `Ok(None)` when there is none.
 pub async fn draft(scenario: &str) -> Result<Option<Json>, ApiError> {
-    let answer = fetch("GET", &format!("/api/drafts/{scenario}"), None).await?;
+    let answer = with_session("GET", &format!("/api/drafts/{scenario}"), None).await?;
     if answer.0 == 404 {
         return Ok(None);
     }
@@ -211,12 +228,17 @@ pub async fn answered_ok(request: Promise) -> bool {
     matches!(answer(Some(request)).await, Ok((200..=299, _)))
 }
 
-/// Saves the draft on the server; the same request as [`save_draft_keepalive`], awaited.
+/// Saves the draft on the server and waits for the answer, starting the session if the
+/// server has none for this browser.
 pub async fn save_draft(scenario: &str, design: &Design) -> bool {
-    match save_draft_keepalive(scenario, design) {
-        Some(sent) => answered_ok(sent).await,
-        None => false,
-    }
+    let Ok(body) = serde_json::to_string(&DraftBody { design }) else {
+        return false;
+    };
+    let url = format!("/api/drafts/{scenario}");
+    matches!(
+        with_session("PUT", &url, Some(body)).await,
+        Ok((200..=299, _))
+    )
 }
 
 /// The browser's own copy of drafts, for when the server cannot be reached.
