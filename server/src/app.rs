@@ -104,14 +104,16 @@ pub fn router(state: AppState) -> Router {
         .layer(RequestBodyLimitLayer::new(config.grade_body_limit_bytes));
     let mut app = small.merge(grade).layer(DefaultBodyLimit::disable());
 
-    app = match config
+    let static_dir = config
         .static_dir
         .as_ref()
-        .filter(|d| d.join("index.html").is_file())
-    {
+        .filter(|d| d.join("index.html").is_file());
+    let embedded = static_dir.is_none() && config.embedded_app;
+    app = match static_dir {
         // Client-side routes such as /scenarios/safe-retry get index.html with status 200.
         Some(dir) => app
             .fallback_service(ServeDir::new(dir).fallback(ServeFile::new(dir.join("index.html")))),
+        None if embedded => app.fallback(crate::embedded::serve),
         None => app.fallback(operations::not_found),
     };
 
@@ -138,7 +140,11 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), auth::https_layer));
     let mut app = app.layer(layers);
     // Outermost, so that every answer carries them: pages, errors, panics and timeouts.
-    let csp = headers::content_security_policy(config.static_dir.as_deref());
+    let csp = if embedded {
+        headers::content_security_policy_of(crate::embedded::index_html())
+    } else {
+        headers::content_security_policy(config.static_dir.as_deref())
+    };
     for (name, value) in headers::security_headers(&csp) {
         app = app.layer(SetResponseHeaderLayer::overriding(name, value));
     }

@@ -66,6 +66,10 @@ pub struct Config {
     pub idempotency_lease: Duration,
     /// The built web app, served for every path that is not the API.
     pub static_dir: Option<PathBuf>,
+    /// Without a `static_dir` holding a built app, serve the app built into the binary
+    /// (`crate::embedded`), or the page that says how to build it. `serve` sets it; off by
+    /// default, so that a test's router serves the API only.
+    pub embedded_app: bool,
     /// How far one check may go before it is answered with `check_too_large`.
     pub check_limits: shared::Limits,
     /// How far a check may go on the request's own thread before it is handed to the blocking
@@ -122,6 +126,7 @@ impl Default for Config {
             request_timeout: Duration::from_secs(DEFAULT_REQUEST_TIMEOUT_SECONDS),
             idempotency_lease: Duration::from_secs(DEFAULT_IDEMPOTENCY_LEASE_SECONDS),
             static_dir: None,
+            embedded_app: false,
             check_limits: shared::Limits::default(),
             inline_check_limits: shared::Limits {
                 max_schedules: 10_000,

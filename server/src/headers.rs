@@ -44,6 +44,16 @@ pub fn content_security_policy(static_dir: Option<&Path>) -> String {
             }
         }
     }
+    policy(&hashes)
+}
+
+/// The Content-Security-Policy for an app whose `index.html` is `page` (the app built into
+/// the binary; none: the API only).
+pub fn content_security_policy_of(page: Option<&str>) -> String {
+    policy(&page.map(inline_script_hashes).unwrap_or_default())
+}
+
+fn policy(hashes: &[String]) -> String {
     POLICY
         .iter()
         .map(|(directive, sources)| {

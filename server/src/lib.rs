@@ -29,6 +29,7 @@ pub mod bounds;
 pub mod catalogue;
 pub mod checker;
 pub mod config;
+pub mod embedded;
 pub mod error;
 pub mod headers;
 pub mod limit;

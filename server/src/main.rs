@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::str::FromStr;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -40,6 +41,32 @@ enum Command {
     /// Grade one Gradescope submission offline and write its results.json (exit 0 whenever
     /// a result was written: a design that fails or is invalid is a grade, not an error).
     Autograde(AutogradeArgs),
+    /// Copy a SQLite database to FILE while the server runs (one consistent snapshot; an
+    /// existing FILE is never overwritten). On PostgreSQL, print the pg_dump line and exit 1.
+    Backup(BackupArgs),
+    /// Manage students.
+    #[command(subcommand)]
+    Student(StudentCommand),
+}
+
+#[derive(Args)]
+struct BackupArgs {
+    /// Where to write the copy; it must not exist.
+    file: PathBuf,
+    #[command(flatten)]
+    database: DatabaseArg,
+}
+
+#[derive(Subcommand)]
+enum StudentCommand {
+    /// Delete a student with their attempts, drafts and memberships, in one transaction, and
+    /// print how many of each were removed (exit 1 when there is no such student).
+    Delete {
+        /// The student's id, as GET /api/session or a grader's submission names it.
+        id: String,
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
 }
 
 #[derive(Args)]
@@ -135,9 +162,10 @@ struct ServeArgs {
     /// The folder of scenario files.
     #[arg(long, env = "SCENARIOS_DIR", default_value = "scenarios")]
     scenarios: PathBuf,
-    /// The built web app; served when it exists.
-    #[arg(long, env = "STATIC_DIR", default_value = "web/dist")]
-    static_dir: PathBuf,
+    /// Serve the web app from this folder (cargo xtask dist builds web/dist) instead of the
+    /// one built into the binary; for development.
+    #[arg(long, env = "STATIC_DIR")]
+    static_dir: Option<PathBuf>,
     /// The largest request body, in bytes (POST /api/grade accepts 64 times as much).
     #[arg(long, env = "BODY_LIMIT_BYTES", default_value_t = config::DEFAULT_BODY_LIMIT_BYTES)]
     body_limit_bytes: usize,
@@ -300,6 +328,10 @@ fn main() -> ExitCode {
         Command::Load(args) => runtime().block_on(load(args)),
         Command::Sweep(args) => runtime().block_on(sweep(args)),
         Command::Autograde(args) => autograde(args),
+        Command::Backup(args) => runtime().block_on(backup(args)),
+        Command::Student(StudentCommand::Delete { id, database }) => {
+            runtime().block_on(delete_student(&id, &database.database_url))
+        }
     }
 }
 
@@ -353,13 +385,21 @@ async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let static_dir = args
-        .static_dir
-        .join("index.html")
-        .is_file()
-        .then(|| args.static_dir.clone());
+    let static_dir = match &args.static_dir {
+        Some(dir) if dir.join("index.html").is_file() => Some(dir.clone()),
+        Some(dir) => {
+            tracing::warn!(dir = %dir.display(), "no built web app there (no index.html); serving the one built into the binary");
+            None
+        }
+        None => None,
+    };
     if static_dir.is_none() {
-        tracing::warn!(dir = %args.static_dir.display(), "no built web app there; serving the API only (cargo xtask run builds it)");
+        if server::embedded::is_built() {
+            let (files, bytes) = server::embedded::summary();
+            tracing::info!(files, bytes, "serving the web app built into the binary");
+        } else {
+            tracing::warn!("this binary was built without the web app: / says how to build it (cargo xtask dist, then build the server again), or pass --static-dir web/dist");
+        }
     }
     let config = Config {
         body_limit_bytes: args.body_limit_bytes,
@@ -377,6 +417,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         https: args.https,
         trust_forwarded_proto: !args.ignore_forwarded_proto,
         static_dir,
+        embedded_app: true,
         check_limits: shared::Limits {
             max_schedules: args.check_max_schedules,
             ..Config::default().check_limits
@@ -422,6 +463,90 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("the server stopped: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn backup(args: BackupArgs) -> ExitCode {
+    let url = &args.database.database_url;
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        eprintln!("the database is PostgreSQL; back it up with pg_dump, for example:");
+        println!(
+            "pg_dump --format=custom --file={} --dbname=\"$DATABASE_URL\"",
+            args.file.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    // Connecting would create a missing database: an empty copy is no backup.
+    match sqlx::sqlite::SqliteConnectOptions::from_str(url) {
+        Ok(options) if !options.get_filename().exists() => {
+            eprintln!(
+                "there is no database at {}",
+                options.get_filename().display()
+            );
+            return ExitCode::FAILURE;
+        }
+        Ok(_) => {}
+        Err(e) => {
+            eprintln!("bad database URL: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if args.file.exists() {
+        eprintln!(
+            "{}: the file exists already; a backup never overwrites one",
+            args.file.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    let store = match Store::connect(url).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = store.backup_sqlite(&args.file).await;
+    store.close().await;
+    match result {
+        Ok(()) => {
+            let bytes = std::fs::metadata(&args.file).map(|m| m.len()).unwrap_or(0);
+            println!("backed up to {} ({bytes} bytes)", args.file.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{}: {e}", args.file.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn delete_student(id: &str, database_url: &str) -> ExitCode {
+    let store = match Store::connect(database_url).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = store.delete_student(id).await;
+    store.close().await;
+    match result {
+        Ok(Some(removed)) => {
+            let counts: Vec<String> = removed
+                .iter()
+                .map(|(what, n)| format!("{n} {what}"))
+                .collect();
+            println!("deleted student {id}: removed {}", counts.join(", "));
+            ExitCode::SUCCESS
+        }
+        Ok(None) => {
+            eprintln!("there is no student {id}; nothing was removed");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("database error: {e}; nothing was removed");
             ExitCode::FAILURE
         }
     }

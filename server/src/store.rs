@@ -756,3 +756,97 @@ const WORKLESS_SESSION_SWEEP: &[&str] = &[
 pub fn new_claim_owner() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
+
+/// What `pipeline-builder student delete ID` removes, in order, in one transaction: what each
+/// statement removes (as the command reports it) and the statement, which gets the student's
+/// id as `$1`. A table that refers to students (class memberships, session secrets) gets its
+/// `DELETE … WHERE student = $1` here, before the last one, which removes the student.
+pub const STUDENT_DELETE: &[(&str, &str)] = &[
+    ("attempts", "DELETE FROM attempts WHERE student = $1"),
+    ("drafts", "DELETE FROM drafts WHERE student = $1"),
+    ("sessions", "DELETE FROM sessions WHERE student = $1"),
+    (
+        "idempotency records",
+        "DELETE FROM idempotency_keys WHERE caller = 'student:' || $1",
+    ),
+    ("students", "DELETE FROM students WHERE id = $1"),
+];
+
+impl Store {
+    /// Removes the student `id` and everything that is theirs ([`STUDENT_DELETE`]) in one
+    /// transaction. Returns how many rows of each kind were removed, in the list's order, or
+    /// `None` when there is no such student (and nothing was removed).
+    pub async fn delete_student(&self, id: &str) -> StoreResult<Option<Vec<(&'static str, u64)>>> {
+        let _turn = self.write_turn().await;
+        with_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let found: Option<String> = sqlx::query_scalar("SELECT id FROM students WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if found.is_none() {
+                tx.rollback().await?;
+                return Ok(None);
+            }
+            let mut removed = Vec::with_capacity(STUDENT_DELETE.len());
+            for (what, statement) in STUDENT_DELETE {
+                let n = sqlx::query(statement).bind(id).execute(&mut *tx).await?.rows_affected();
+                removed.push((*what, n));
+            }
+            tx.commit().await?;
+            Ok(Some(removed))
+        })
+    }
+
+    /// Writes a consistent copy of a SQLite database to `file` with `VACUUM INTO`, while the
+    /// server keeps running (readers and writers go on; the copy is one snapshot). Refuses a
+    /// `file` that exists. On PostgreSQL it does nothing and returns [`BackupError::Postgres`]:
+    /// `pg_dump` makes that backup.
+    pub async fn backup_sqlite(&self, file: &Path) -> Result<(), BackupError> {
+        let Store::Sqlite(pool, _) = self else {
+            return Err(BackupError::Postgres);
+        };
+        if file.exists() {
+            return Err(BackupError::Exists);
+        }
+        let Some(target) = file.to_str() else {
+            return Err(BackupError::Path);
+        };
+        // VACUUM INTO takes a file name, not a bound parameter: quote it as an SQL string.
+        let statement = format!("VACUUM INTO '{}'", target.replace('\'', "''"));
+        sqlx::query(&statement)
+            .execute(pool)
+            .await
+            .map(|_| ())
+            .map_err(BackupError::Database)
+    }
+}
+
+/// Why a backup was not made.
+#[derive(Debug)]
+pub enum BackupError {
+    /// The target file exists already; a backup never overwrites one.
+    Exists,
+    /// The target's path is not valid UTF-8.
+    Path,
+    /// The database is PostgreSQL: use `pg_dump`.
+    Postgres,
+    Database(sqlx::Error),
+}
+
+impl std::fmt::Display for BackupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BackupError::Exists => {
+                write!(f, "the file exists already; a backup never overwrites one")
+            }
+            BackupError::Path => write!(f, "the file's path is not valid UTF-8"),
+            BackupError::Postgres => {
+                write!(f, "the database is PostgreSQL: back it up with pg_dump")
+            }
+            BackupError::Database(e) => write!(f, "the backup failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BackupError {}

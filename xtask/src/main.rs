@@ -283,6 +283,8 @@ fn gzip_size(path: &Path) -> Option<u64> {
 // run
 // ---------------------------------------------------------------------------------------------
 
+/// Builds the app first, then the release server, which embeds it (`server/build.rs`), and
+/// serves the app built into the binary, as a deployment does.
 fn run(extra: &[String]) -> Result<(), String> {
     dist()?;
     step("serving the app and the API");
@@ -297,8 +299,6 @@ fn run(extra: &[String]) -> Result<(), String> {
                 "pipeline-builder",
                 "--",
                 "serve",
-                "--static-dir",
-                "web/dist",
             ])
             .args(extra),
     )
@@ -394,6 +394,16 @@ fn healthy(port: u16) -> bool {
 /// Starts the release server on a free port with a fresh SQLite database in `scratch` (its
 /// log goes to `scratch/server.log`) and waits until it answers /healthz.
 fn start_server(binary: &Path, scratch: &Path, extra: &[&str]) -> Result<(Server, u16), String> {
+    start_server_in(binary, scratch, &root(), extra)
+}
+
+/// [`start_server`] with the server's working folder `cwd`.
+fn start_server_in(
+    binary: &Path,
+    scratch: &Path,
+    cwd: &Path,
+    extra: &[&str],
+) -> Result<(Server, u16), String> {
     let port = free_port()?;
     std::fs::create_dir_all(scratch)
         .map_err(|e| format!("could not create {}: {e}", scratch.display()))?;
@@ -406,7 +416,7 @@ fn start_server(binary: &Path, scratch: &Path, extra: &[&str]) -> Result<(Server
     ));
     let log = std::fs::File::create(scratch.join("server.log")).map_err(|e| e.to_string())?;
     let child = Command::new(binary)
-        .current_dir(root())
+        .current_dir(cwd)
         .arg("serve")
         .args(extra)
         .arg("--bind")
@@ -453,7 +463,17 @@ fn browser_tests() -> Result<(), String> {
 
     let scratch =
         std::env::temp_dir().join(format!("pipeline-builder-browser-{}", std::process::id()));
-    let (server, port) = start_server(&binary, &scratch, &["--static-dir", "web/dist"])?;
+    // One-file deployment: the release binary, started from an empty folder with no
+    // --static-dir, serves the app built into it; the browser tests use that app.
+    let empty = scratch.join("empty");
+    std::fs::create_dir_all(&empty)
+        .map_err(|e| format!("could not create {}: {e}", empty.display()))?;
+    let scenarios = root().join("scenarios");
+    let scenarios = scenarios
+        .to_str()
+        .ok_or("the checkout's path is not UTF-8")?;
+    let (server, port) = start_server_in(&binary, &scratch, &empty, &["--scenarios", scenarios])?;
+    embedded_app_is_served(port)?;
 
     step("browser tests (Chromium)");
     let output = root().join("test-output").join("browser");
@@ -491,6 +511,25 @@ fn browser_tests() -> Result<(), String> {
         eprintln!("screenshots in {}", output.display());
     }
     result
+}
+
+/// The release server's `/` is the built app, not the page a binary without it answers.
+fn embedded_app_is_served(port: u16) -> Result<(), String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .map_err(|e| e.to_string())?;
+    let mut reply = String::new();
+    let _ = stream.read_to_string(&mut reply);
+    if !reply.starts_with("HTTP/1.1 200") || reply.contains("The app was not built") {
+        return Err(format!(
+            "the release server does not serve the app built into it:\n{}",
+            reply.lines().take(20).collect::<Vec<_>>().join("\n")
+        ));
+    }
+    step("the release binary serves the app built into it (no --static-dir)");
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
