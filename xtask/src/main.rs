@@ -151,6 +151,10 @@ fn dist() -> Result<u64, String> {
         .generate(&dist)
         .map_err(|e| format!("wasm-bindgen: {e}"))?;
     let out_wasm = dist.join("web_bg.wasm");
+    // A copy that keeps its function names, for `twiggy` (see docs/performance.md).
+    let named = wasm.with_file_name("web_bg.named.wasm");
+    std::fs::copy(&out_wasm, &named)
+        .map_err(|e| format!("could not copy {}: {e}", out_wasm.display()))?;
     strip_custom_sections(&out_wasm)?;
     optimize(&out_wasm);
     for file in ["index.html", "style.css"] {
