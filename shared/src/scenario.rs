@@ -268,6 +268,8 @@ pub enum RunKind {
 pub struct RunDef {
     pub id: String,
     /// The day the run is for.
+    #[serde(deserialize_with = "crate::value::deserialize_date")]
+    #[cfg_attr(feature = "schema", schemars(with = "NaiveDate"))]
     pub logical_date: NaiveDate,
     /// When the run starts (a run never starts before the previous one has finished).
     pub start: Instant,
