@@ -319,6 +319,7 @@ pub struct RunDef {
     )]
     pub id: String,
     /// The day the run is for, written as YYYY-MM-DD.
+    #[serde(deserialize_with = "crate::value::deserialize_date")]
     #[cfg_attr(
         feature = "schema",
         schemars(regex(pattern = r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$"))

@@ -83,19 +83,19 @@ impl Value {
                     "expected a decimal string such as \"25.00\", found {json}"
                 )),
             },
-            ColumnType::Date => {
-                match json {
-                    J::String(s) => s.parse::<NaiveDate>().map(Value::Date).map_err(|_| {
-                        match why_not_a_date(s) {
+            ColumnType::Date => match json {
+                J::String(s) => {
+                    parse_date(s)
+                        .map(Value::Date)
+                        .map_err(|_| match why_not_a_date(s) {
                             Some(why) => format!("\"{s}\" is not a date: {why}"),
                             None => format!("\"{s}\" is not a date written as YYYY-MM-DD"),
-                        }
-                    }),
-                    _ => Err(format!(
-                        "expected a date string such as \"2026-01-10\", found {json}"
-                    )),
+                        })
                 }
-            }
+                _ => Err(format!(
+                    "expected a date string such as \"2026-01-10\", found {json}"
+                )),
+            },
             ColumnType::Timestamp => match json {
                 J::String(s) => parse_timestamp(s).map(Value::Timestamp).ok_or_else(|| {
                     match why_not_a_date(s.split(['T', ' ']).next().unwrap_or(s)) {
@@ -254,11 +254,106 @@ pub fn why_not_a_date(s: &str) -> Option<String> {
     None
 }
 
+/// Why a date could not be read, in the words of chrono's `ParseError`, which authors see in
+/// the errors of a scenario file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DateError {
+    OutOfRange,
+    Invalid,
+    TooShort,
+    TooLong,
+}
+
+impl fmt::Display for DateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DateError::OutOfRange => "input is out of range",
+            DateError::Invalid => "input contains invalid characters",
+            DateError::TooShort => "premature end of input",
+            DateError::TooLong => "trailing input",
+        })
+    }
+}
+
+/// `YYYY-MM-DD`, read exactly as chrono's `NaiveDate::from_str` reads it (spaces before each
+/// number and each dash, a signed year of any length, one or two digits of month and day),
+/// with the same errors.
+pub fn parse_date(s: &str) -> Result<NaiveDate, DateError> {
+    use DateError::*;
+    fn number(s: &str, max: usize) -> Result<(&str, i64), DateError> {
+        let bytes = s.as_bytes();
+        if bytes.is_empty() {
+            return Err(TooShort);
+        }
+        let mut n = 0i64;
+        for (i, &c) in bytes.iter().take(max).enumerate() {
+            if !c.is_ascii_digit() {
+                return if i == 0 {
+                    Err(Invalid)
+                } else {
+                    Ok((&s[i..], n))
+                };
+            }
+            n = n
+                .checked_mul(10)
+                .and_then(|n| n.checked_add(i64::from(c - b'0')))
+                .ok_or(OutOfRange)?;
+        }
+        Ok((&s[max.min(bytes.len())..], n))
+    }
+    fn dash(s: &str) -> Result<&str, DateError> {
+        let s = s.trim_start();
+        if s.is_empty() {
+            return Err(TooShort);
+        }
+        s.strip_prefix('-').ok_or(Invalid)
+    }
+    let s = s.trim_start();
+    let (s, year) = if let Some(rest) = s.strip_prefix('-') {
+        let (s, v) = number(rest, usize::MAX)?;
+        (s, 0i64.checked_sub(v).ok_or(OutOfRange)?)
+    } else if let Some(rest) = s.strip_prefix('+') {
+        number(rest, usize::MAX)?
+    } else {
+        number(s, 4)?
+    };
+    let year = i32::try_from(year).map_err(|_| OutOfRange)?;
+    let (s, month) = number(dash(s)?.trim_start(), 2)?;
+    if !(1..=12).contains(&month) {
+        return Err(OutOfRange);
+    }
+    let (s, day) = number(dash(s)?.trim_start(), 2)?;
+    if !(1..=31).contains(&day) {
+        return Err(OutOfRange);
+    }
+    if !s.trim_start().is_empty() {
+        return Err(TooLong);
+    }
+    NaiveDate::from_ymd_opt(year, month as u32, day as u32).ok_or(OutOfRange)
+}
+
+/// A date in a scenario file, read by [`parse_date`] as chrono's serde reads it.
+pub(crate) fn deserialize_date<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<NaiveDate, D::Error> {
+    struct DateVisitor;
+    impl serde::de::Visitor<'_> for DateVisitor {
+        type Value = NaiveDate;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a formatted date string")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<NaiveDate, E> {
+            parse_date(v).map_err(E::custom)
+        }
+    }
+    d.deserialize_str(DateVisitor)
+}
+
 /// `YYYY-MM-DDTHH:MM:SS`, or with a space for the `T`, with an optional `Z`.
 pub fn parse_timestamp(s: &str) -> Option<NaiveDateTime> {
     let s = s.strip_suffix('Z').unwrap_or(s);
     let (date, time) = s.split_once(['T', ' '])?;
-    let date: NaiveDate = date.parse().ok()?;
+    let date = parse_date(date).ok()?;
     let mut parts = time.split(':').map(|p| {
         (p.len() <= 2 && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
             .then(|| p.parse::<u32>().ok())
@@ -296,6 +391,105 @@ fn format_sql_time(t: NaiveDateTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn same_as_chrono(s: &str) {
+        let chrono = s.parse::<NaiveDate>().map_err(|e| e.to_string());
+        assert_eq!(parse_date(s).map_err(|e| e.to_string()), chrono, "{s:?}");
+    }
+
+    #[test]
+    fn dates_read_as_chrono_reads_them() {
+        for s in [
+            "2026-01-10",
+            "2026-1-5",
+            " 2026 - 01 - 10 ",
+            "2026-01-10 ",
+            "2026-01-10x",
+            "2026-02-30",
+            "2026-13-01",
+            "2026-00-01",
+            "2026-01-00",
+            "2026-01-32",
+            "+2026-01-10",
+            "-0001-01-01",
+            "+99999999999-01-01",
+            "-",
+            "+",
+            "",
+            " ",
+            "2026",
+            "2026-",
+            "2026-01",
+            "2026-01-",
+            "20261-01-10",
+            "2026-001-10",
+            "2026-01-100",
+            "2026/01/10",
+            "x",
+            "٢٠٢٦-01-10",
+            "2026-01-10T00:00:00",
+            "99999999999999999999-01-01",
+            "-99999999999999999999-01-01",
+            "2026-\u{a0}01-10",
+            "\u{2003}2026-01-10",
+        ] {
+            same_as_chrono(s);
+        }
+    }
+
+    #[test]
+    fn dates_deserialise_as_chrono_deserialises_them() {
+        #[derive(Deserialize)]
+        struct Mine {
+            #[serde(deserialize_with = "deserialize_date")]
+            d: NaiveDate,
+        }
+        #[derive(Deserialize)]
+        struct Theirs {
+            d: NaiveDate,
+        }
+        for text in [
+            r#"{"d":"2026-01-10"}"#,
+            r#"{"d":" 2026-1-5 "}"#,
+            r#"{"d":"2026-02-30"}"#,
+            r#"{"d":"2026-01-10T00:00:00Z"}"#,
+            r#"{"d":"x"}"#,
+            r#"{"d":5}"#,
+            r#"{"d":null}"#,
+            r#"{"d":["2026-01-10"]}"#,
+        ] {
+            let mine = serde_json::from_str::<Mine>(text).map(|m| m.d);
+            let theirs = serde_json::from_str::<Theirs>(text).map(|t| t.d);
+            assert_eq!(
+                mine.map_err(|e| e.to_string()),
+                theirs.map_err(|e| e.to_string()),
+                "{text}"
+            );
+            let json: serde_json::Value = serde_json::from_str(text).unwrap();
+            let mine = serde_json::from_value::<Mine>(json.clone()).map(|m| m.d);
+            let theirs = serde_json::from_value::<Theirs>(json).map(|t| t.d);
+            assert_eq!(
+                mine.map_err(|e| e.to_string()),
+                theirs.map_err(|e| e.to_string()),
+                "{text}"
+            );
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_date_text_reads_as_chrono_reads_it(s in "[0-9 +\\-x]{0,16}") {
+            same_as_chrono(&s);
+        }
+
+        #[test]
+        fn date_like_text_reads_as_chrono_reads_it(
+            s in "[ ]?[+-]?[0-9]{0,6}[ ]?-?[ ]?[0-9]{0,3}[ ]?-?[ ]?[0-9]{0,3}[ x]?"
+        ) {
+            same_as_chrono(&s);
+        }
+    }
 
     #[test]
     fn timestamps_read_and_write_as_the_scenario_files_and_sql_have_them() {

@@ -9,6 +9,15 @@ use shared::Scenario;
 use crate::canvas::allowed_values;
 use crate::words::{kind_title, option_title, value_label};
 
+/// A path into the body the server was sent (`$.design.nodes[2]`) as a path into the design
+/// (`$.nodes[2]`), as the browser's own checks write it; any other path as it is.
+pub fn in_design(path: &str) -> String {
+    match path.strip_prefix("$.design") {
+        Some(rest) if rest.is_empty() || rest.starts_with(['.', '[']) => format!("${rest}"),
+        _ => path.to_string(),
+    }
+}
+
 /// The node a path such as `$.nodes[2].options.write` points at, and the option, if any. A
 /// submission's answer points into its body, where the design sits under `design`
 /// (`$.design.nodes[2]…`); the check's body is the design itself.
@@ -108,6 +117,19 @@ pub fn problem_words(scenario: &Scenario, design: &Design, error: &DesignError) 
 mod tests {
     use super::*;
     use serde_json::Value as Json;
+
+    #[test]
+    fn paths_into_a_submission_read_as_paths_into_its_design() {
+        assert_eq!(in_design("$.design.nodes[1]"), "$.nodes[1]");
+        assert_eq!(
+            in_design("$.design.nodes[1].options.write"),
+            "$.nodes[1].options.write"
+        );
+        assert_eq!(in_design("$.design"), "$");
+        assert_eq!(in_design("$.nodes[1]"), "$.nodes[1]");
+        assert_eq!(in_design("$.designer"), "$.designer");
+        assert_eq!(in_design("$.scenario"), "$.scenario");
+    }
 
     fn scenario(name: &str) -> Scenario {
         let text = std::fs::read_to_string(format!(

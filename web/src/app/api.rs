@@ -118,7 +118,15 @@ fn refusal(status: u16, text: &str) -> ApiError {
     match serde_json::from_str::<ErrorBody>(text) {
         Ok(body) => ApiError {
             message: body.error.message,
-            details: body.error.details,
+            details: body
+                .error
+                .details
+                .into_iter()
+                .map(|mut d| {
+                    d.path = crate::problems::in_design(&d.path);
+                    d
+                })
+                .collect(),
             offline: false,
         },
         Err(_) => ApiError::new(format!("the server answered {status}"), false),

@@ -35,7 +35,9 @@ fn preview(scenario: &Scenario, design: &Design) -> Preview {
                 max_schedules: 20_000,
                 max_steps: 20_000_000,
             };
-            match shared::check_with(scenario, &valid, limits) {
+            // The preview shows no scenario hash: without one, the app carries neither the
+            // scenario's serialisation nor sha256.
+            match shared::check::check_hashed(scenario, "", &valid, limits) {
                 Ok(verdict) => Preview::Verdict(verdict),
                 Err(shared::CheckError::TooLarge { .. }) => Preview::TooLarge,
                 Err(e) => Preview::Failed(e.to_string()),
