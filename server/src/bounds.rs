@@ -71,7 +71,7 @@ pub fn clip_details(details: &[DesignError]) -> Vec<DesignError> {
         .take(MAX_DETAILS)
         .map(|d| DesignError {
             path: clip_path(&d.path),
-            code: clip(&d.code, MAX_ECHO_CHARS),
+            code: d.code,
             message: clip_message(&d.message),
         })
         .collect()
