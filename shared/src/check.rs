@@ -235,6 +235,22 @@ pub fn check_hashed(
     Ok(verdict)
 }
 
+/// As `check_with`, without the verdict's `coverage` and `advisories` (left empty): the graded
+/// part alone, for comparing the two.
+#[doc(hidden)]
+pub fn check_graded(
+    scenario: &Scenario,
+    design: &ValidDesign,
+    limits: Limits,
+) -> Result<Verdict, CheckError> {
+    let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
+    let clean = clean_run(&model);
+    let (explored, best) = Search::run(&model, &clean, limits)?;
+    let mut verdict = verdict(scenario, &model, &clean, explored, &best);
+    verdict.scenario_hash = scenario_hash(scenario);
+    Ok(verdict)
+}
+
 /// As `check_with`, but runs every schedule from the start, one after the other, with nothing
 /// shared between them: the plain enumeration the search must agree with, byte for byte.
 #[doc(hidden)]
