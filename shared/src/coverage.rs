@@ -218,7 +218,15 @@ fn coverage(
                 untested.push(UntestedOption {
                     node: node.id.clone(),
                     option: spec.name.to_string(),
-                    why: why_untested(&scenario.failures, node.kind, spec.name, &tried),
+                    why: why_untested(
+                        &scenario.failures,
+                        spec.name,
+                        node.options
+                            .get("table")
+                            .and_then(Json::as_str)
+                            .unwrap_or("the table"),
+                        &tried,
+                    ),
                     value: current,
                     others: tried,
                 });
@@ -256,32 +264,45 @@ fn set_palette(
 }
 
 /// What an option decides, in the chapter's words, and the failures that tell its values
-/// apart.
-fn option_words(option: &str) -> (&'static str, &'static [&'static str]) {
-    match option {
-        "offset_commit" => ("when it commits its offset", &["consumer_crash"]),
+/// apart. `table` is the sink table a table node writes.
+fn option_words(option: &str, table: &str) -> (String, &'static [&'static str]) {
+    let (what, kinds): (String, &'static [&'static str]) = match option {
+        "offset_commit" => (
+            "when the consumer commits its offset".into(),
+            &["consumer_crash"],
+        ),
         "dedupe" => (
-            "whether it removes repeated messages it remembers",
+            "whether the consumer skips repeated messages it remembers".into(),
             &["consumer_crash", "ack_lost", "redelivery"],
         ),
-        "dedupe_window" => ("how many recent keys it remembers", &["redelivery"]),
+        "dedupe_window" => (
+            "how many recent keys the consumer remembers".into(),
+            &["redelivery"],
+        ),
         "on_timeout" => (
-            "what the sender does after silence",
+            "what the sender does after silence".into(),
             &["message_lost", "ack_lost"],
         ),
-        "idempotency_key" => ("the sender's idempotency key", &["ack_lost"]),
-        "transaction" => ("whether the job runs in one transaction", &["job_crash"]),
-        "date_filter" => (
-            "which day the job loads (the logical date or the clock)",
+        "idempotency_key" => ("the sender's idempotency key".into(), &["ack_lost"]),
+        "transaction" => (
+            "whether the job runs in one transaction".into(),
             &["job_crash"],
         ),
-        "loaded_at" => ("the time the job writes as loaded_at", &["job_crash"]),
+        "date_filter" => (
+            "which day the job loads (the logical date or the clock)".into(),
+            &["job_crash"],
+        ),
+        "loaded_at" => (
+            "the time the job writes as loaded_at".into(),
+            &["job_crash"],
+        ),
         "write" => (
-            "how the table is written",
+            format!("how {table} is written"),
             &["job_crash", "consumer_crash", "ack_lost", "redelivery"],
         ),
-        _ => ("this option", &[]),
-    }
+        other => (format!("the option {other}"), &[]),
+    };
+    (what, kinds)
 }
 
 fn never_phrase(kind: &str) -> &'static str {
@@ -294,15 +315,8 @@ fn never_phrase(kind: &str) -> &'static str {
     }
 }
 
-fn why_untested(failures: &FailureSpec, kind: NodeKind, option: &str, others: &[String]) -> String {
-    let (what, testing) = option_words(option);
-    let what = match (kind, option) {
-        (NodeKind::StreamConsumer, "offset_commit") => {
-            "when the consumer commits its offset".to_string()
-        }
-        (NodeKind::StreamConsumer, _) => format!("{what} (the consumer)"),
-        _ => what.to_string(),
-    };
+fn why_untested(failures: &FailureSpec, option: &str, table: &str, others: &[String]) -> String {
+    let (what, testing) = option_words(option, table);
     let on = kinds_of(failures);
     let none_on = failures.bound == 0 || !testing.iter().any(|k| on.contains(k));
     if none_on && !testing.is_empty() {

@@ -26,6 +26,14 @@ pub struct Verdict {
     pub advisories: Advisories,
 }
 
+impl Verdict {
+    /// True when part of `coverage` or `advisories` was left out with a note, because a
+    /// variant went past the check's limits: a check with larger limits may say more.
+    pub fn cut_short(&self) -> bool {
+        !self.coverage.notes.is_empty() || self.advisories.note.is_some()
+    }
+}
+
 /// What a scenario puts to the test in a design (see `docs/verdict.md`).
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
