@@ -170,11 +170,13 @@ fn coverage(
                 };
             let mut others: Vec<String> =
                 candidates.into_iter().filter(|v| *v != current).collect();
-            let mut widened = scenario.clone();
+            let widened;
             let in_scenario = if others.is_empty() {
                 // The palette offers this value only: try every value the format has.
                 others = all_values.into_iter().filter(|v| *v != current).collect();
-                set_palette(&mut widened, node.kind, spec.name, &current, &others);
+                let mut wide = scenario.clone();
+                set_palette(&mut wide, node.kind, spec.name, &current, &others);
+                widened = wide;
                 &widened
             } else {
                 scenario
