@@ -236,8 +236,8 @@ pub fn check_hashed(
 }
 
 /// As `check_with`, without the verdict's `coverage` and `advisories` (left empty): the graded
-/// part alone, for comparing the two.
-#[doc(hidden)]
+/// part alone, at the cost of one search. For a preview that shows only the score, and for
+/// comparing the two.
 pub fn check_graded(
     scenario: &Scenario,
     design: &ValidDesign,

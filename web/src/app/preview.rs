@@ -35,7 +35,9 @@ fn preview(scenario: &Scenario, design: &Design) -> Preview {
                 max_schedules: 20_000,
                 max_steps: 20_000_000,
             };
-            match shared::check_with(scenario, &valid, limits) {
+            // The preview shows the score only, so it leaves out coverage and advisories,
+            // which cost a search per variant (and their code stays out of the app).
+            match shared::check::check_graded(scenario, &valid, limits) {
                 Ok(verdict) => Preview::Verdict(verdict),
                 Err(shared::CheckError::TooLarge { .. }) => Preview::TooLarge,
                 Err(e) => Preview::Failed(e.to_string()),
