@@ -107,8 +107,9 @@ impl Checker {
     }
 
     /// Runs the simulator and keeps the verdict under `key`. A check first runs where the
-    /// request is, within the inline limits; one that goes past them starts again off the
-    /// async threads, at most one per core at a time, within the server's limits.
+    /// request is, within the inline limits; one that goes past them (its coverage or
+    /// advisories included) starts again off the async threads, at most one per core at a
+    /// time, within the server's limits.
     async fn anew(
         &self,
         entry: Arc<Entry>,
@@ -126,19 +127,26 @@ impl Checker {
                 shared::validate_json(&entry.scenario, design).map_err(CheckError::Design)?;
             shared::check::check_hashed(&entry.scenario, &entry.hash, &valid, limits)
         }
-        let result = match check(&entry, &design, inline) {
-            Err(CheckError::TooLarge { .. })
-                if (inline.max_schedules, inline.max_steps)
-                    != (limits.max_schedules, limits.max_steps) =>
-            {
-                let permit = self.permit().await;
-                tokio::task::spawn_blocking(move || {
-                    let _permit = permit;
-                    check(&entry, &design, limits)
-                })
-                .await
-            }
-            done => Ok(done),
+        let larger =
+            (inline.max_schedules, inline.max_steps) != (limits.max_schedules, limits.max_steps);
+        let first = check(&entry, &design, inline);
+        // A verdict whose coverage or advisories were cut short by the inline limits starts
+        // again too, so that it is the verdict the server's limits give.
+        let again = larger
+            && match &first {
+                Err(CheckError::TooLarge { .. }) => true,
+                Ok(verdict) => verdict.cut_short(),
+                Err(_) => false,
+            };
+        let result = if again {
+            let permit = self.permit().await;
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                check(&entry, &design, limits)
+            })
+            .await
+        } else {
+            Ok(first)
         };
         let metrics = &self.0.metrics;
         match result {

@@ -27,6 +27,97 @@ pub fn verdict_text(scenario: &Scenario, verdict: &Verdict) -> String {
         "{outcome}: score {}/{}, {} schedules explored ({})",
         verdict.score, verdict.max_score, verdict.schedules_explored, verdict.scenario_hash
     );
+    for line in not_graded_lines(verdict) {
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+/// The verdict's coverage and advisories, briefly, as lines: a "Not tested here" list and an
+/// "Under other failures" list, both marked as not graded. No line when both are empty.
+fn not_graded_lines(verdict: &Verdict) -> Vec<String> {
+    let mut lines = Vec::new();
+    let coverage = &verdict.coverage;
+    if !coverage.untested.is_empty() {
+        lines.push("Not tested here (not graded):".to_string());
+        for u in &coverage.untested {
+            lines.push(format!(
+                "  - {}.{} = {}: {}",
+                u.node, u.option, u.value, u.why
+            ));
+        }
+    }
+    let advisories = &verdict.advisories;
+    if !advisories.missed.is_empty() || advisories.note.is_some() {
+        lines.push(format!(
+            "Under other failures (not graded; {}, at most {} per schedule):",
+            advisories.failures.join(", "),
+            advisories.bound
+        ));
+        for a in &advisories.missed {
+            let c = &a.counterexample;
+            let learn = if a.learn_in.is_empty() {
+                String::new()
+            } else {
+                format!(" (taught in {})", a.learn_in.join(", "))
+            };
+            lines.push(format!(
+                "  - {} would be missed: {}; expected {}, actual {}{learn}",
+                a.id,
+                c.failures.join("; "),
+                c.expected,
+                c.actual
+            ));
+        }
+        if let Some(note) = &advisories.note {
+            lines.push(format!("  - {note}"));
+        }
+    }
+    lines
+}
+
+/// The same lists in Markdown, for the top of a Gradescope result; empty when there is none.
+fn not_graded_markdown(verdict: &Verdict) -> String {
+    let mut out = String::new();
+    let coverage = &verdict.coverage;
+    if !coverage.untested.is_empty() {
+        out.push_str("\n\n**Not tested here** (not graded):\n\n");
+        for u in &coverage.untested {
+            let _ = writeln!(
+                out,
+                "- `{}.{}` = `{}`: {}",
+                u.node, u.option, u.value, u.why
+            );
+        }
+    }
+    let advisories = &verdict.advisories;
+    if !advisories.missed.is_empty() || advisories.note.is_some() {
+        let _ = write!(
+            out,
+            "\n**Under other failures** (not graded; {}, at most {} per schedule):\n\n",
+            advisories.failures.join(", "),
+            advisories.bound
+        );
+        for a in &advisories.missed {
+            let c = &a.counterexample;
+            let learn = if a.learn_in.is_empty() {
+                String::new()
+            } else {
+                format!(" Taught in {}.", a.learn_in.join(", "))
+            };
+            let _ = writeln!(
+                out,
+                "- `{}` would be missed: {}; expected `{}`, actual `{}`.{learn}",
+                a.id,
+                c.failures.join("; "),
+                c.expected,
+                c.actual
+            );
+        }
+        if let Some(note) = &advisories.note {
+            let _ = writeln!(out, "- {note}");
+        }
+    }
     out
 }
 
@@ -163,6 +254,7 @@ pub fn gradescope(scenario: &Scenario, verdict: &Verdict, extra: Json) -> Json {
             verdict.schedules_explored
         )
     };
+    let output = output + &not_graded_markdown(verdict);
     json!({
         "score": verdict.score,
         "output": output,

@@ -125,6 +125,8 @@ mod tests {
             max_score: 1,
             schedules_explored: 1,
             requirements: Vec::new(),
+            coverage: Default::default(),
+            advisories: Default::default(),
         };
         Arc::new(Checked::new(verdict).unwrap())
     }

@@ -223,6 +223,25 @@ pub fn check_hashed(
     let (explored, best) = Search::run(&model, &clean, limits)?;
     let mut verdict = verdict(scenario, &model, &clean, explored, &best);
     verdict.scenario_hash = hash.to_string();
+    crate::coverage::annotate(scenario, design, &mut verdict, &Variants { limits });
+    Ok(verdict)
+}
+
+/// As `check_hashed`, without the verdict's `coverage` and `advisories` (left empty): the
+/// graded part alone, at the cost of one search. For a preview that shows only the score (it
+/// passes no hash, so the app carries neither the scenario's serialisation nor sha256), and
+/// for comparing the two.
+pub fn check_graded(
+    scenario: &Scenario,
+    hash: &str,
+    design: &ValidDesign,
+    limits: Limits,
+) -> Result<Verdict, CheckError> {
+    let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
+    let clean = clean_run(&model);
+    let (explored, best) = Search::run(&model, &clean, limits)?;
+    let mut verdict = verdict(scenario, &model, &clean, explored, &best);
+    verdict.scenario_hash = hash.to_string();
     Ok(verdict)
 }
 
@@ -249,6 +268,9 @@ pub fn check_every_schedule(
     })?;
     let mut verdict = verdict(scenario, &model, &clean, explored, &best);
     verdict.scenario_hash = scenario_hash(scenario);
+    // Coverage and advisories come from the search in both checks: they are the same either
+    // way, and the plain enumeration would repeat each variant schedule by schedule.
+    crate::coverage::annotate(scenario, design, &mut verdict, &Variants { limits });
     Ok(verdict)
 }
 
@@ -313,6 +335,38 @@ fn verdict(
         max_score,
         schedules_explored: explored,
         requirements,
+        coverage: Default::default(),
+        advisories: Default::default(),
+    }
+}
+
+/// The check of a variant (another option value, other failures) for coverage and
+/// advisories: the search with the check's limits, and the verdict without coverage.
+struct Variants {
+    limits: Limits,
+}
+
+impl crate::coverage::Checker for Variants {
+    fn misses(
+        &self,
+        scenario: &Scenario,
+        design: &ValidDesign,
+    ) -> Result<(u64, Vec<bool>), String> {
+        let model =
+            Model::compile(scenario, design).map_err(|e| CheckError::Scenario(e).to_string())?;
+        let clean = clean_run(&model);
+        let (explored, best) =
+            Search::run(&model, &clean, self.limits).map_err(|e| e.to_string())?;
+        Ok((explored, best.iter().map(Option::is_some).collect()))
+    }
+
+    fn verdict(&self, scenario: &Scenario, design: &ValidDesign) -> Result<Verdict, String> {
+        let model =
+            Model::compile(scenario, design).map_err(|e| CheckError::Scenario(e).to_string())?;
+        let clean = clean_run(&model);
+        let (explored, best) =
+            Search::run(&model, &clean, self.limits).map_err(|e| e.to_string())?;
+        Ok(verdict(scenario, &model, &clean, explored, &best))
     }
 }
 

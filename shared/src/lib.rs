@@ -19,6 +19,8 @@
 //! - `model`: a scenario and a design compiled together into what the simulator runs.
 //! - [`sql`]: the SQL a design amounts to, for the trace and the canvas.
 //! - `run`: the run of one failure schedule on a compiled model, with its trace.
+//! - [`coverage`]: what a scenario puts to the test in a design, and what the design would
+//!   miss under the chapter's other failures; the check hands it the search to run.
 //! - [`check`]: the exhaustive check over every schedule, which answers with a
 //!   [`verdict::Verdict`].
 //! - [`authoring`]: the checks on scenario files for course authors.
@@ -42,6 +44,8 @@ mod model;
 pub mod sql;
 
 mod run;
+
+pub mod coverage;
 
 pub mod check;
 

@@ -15,6 +15,95 @@ pub struct Verdict {
     /// How many failure schedules were run to the end (the clean run included).
     pub schedules_explored: u64,
     pub requirements: Vec<RequirementVerdict>,
+    /// What this scenario puts to the test: the failures explored and the options of this
+    /// design that no failure of the scenario tells apart. Never graded.
+    #[serde(default)]
+    pub coverage: Coverage,
+    /// The design under the chapter's other failures that fit its shape: each requirement
+    /// it would then miss. Never graded: `passed`, the scores and `requirements` are what
+    /// the scenario's own failures give.
+    #[serde(default)]
+    pub advisories: Advisories,
+}
+
+impl Verdict {
+    /// True when part of `coverage` or `advisories` was left out with a note, because a
+    /// variant went past the check's limits: a check with larger limits may say more.
+    pub fn cut_short(&self) -> bool {
+        !self.coverage.notes.is_empty() || self.advisories.note.is_some()
+    }
+}
+
+/// What a scenario puts to the test in a design (see `docs/verdict.md`).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// The failure kinds the scenario explores, in the verdict's order of kinds.
+    pub failures: Vec<FailureCoverage>,
+    /// The options of this design's nodes that the scenario does not put to the test, in the
+    /// order of the design's nodes and of each kind's options.
+    pub untested: Vec<UntestedOption>,
+    /// Options that could not be compared (another value exceeded the check's limits).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// One failure kind a scenario explores.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureCoverage {
+    /// `job_crash`, `consumer_crash`, `message_lost`, `ack_lost` or `redelivery`.
+    pub kind: String,
+    /// How many of the explored schedules have at least one failure of this kind.
+    pub schedules: u64,
+}
+
+/// An option of the design whose every other value gives the same result for every
+/// requirement under the scenario's failures.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UntestedOption {
+    /// The design node's id.
+    pub node: String,
+    pub option: String,
+    /// The design's value (its default when the design leaves it out).
+    pub value: String,
+    /// The other values that were tried, each giving the same result.
+    pub others: Vec<String>,
+    /// Why, in one sentence.
+    pub why: String,
+}
+
+/// The design under failures the scenario does not explore. Never graded.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Advisories {
+    /// The failure kinds the variant explores: every kind the model has for the design's
+    /// shape. Empty when no variant was run.
+    pub failures: Vec<String>,
+    /// The most failures in one schedule of the variant.
+    pub bound: u32,
+    /// Each requirement the design passes here but misses under the variant's failures, in
+    /// the scenario's order.
+    pub missed: Vec<Advisory>,
+    /// Why no advisory was given, when the variant could not be checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub note: Option<String>,
+}
+
+/// A requirement the design would miss under other failures.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Advisory {
+    /// The requirement's id.
+    pub id: String,
+    pub text: String,
+    /// The shipped scenarios that teach the failures of the counterexample, one per kind in
+    /// the order the kinds first happen; this scenario itself is left out.
+    pub learn_in: Vec<String>,
+    /// The shortest schedule of the variant that breaks the requirement.
+    pub counterexample: Counterexample,
 }
 
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -513,6 +513,43 @@ async fn a_design_checked_again_gets_the_same_answer_without_running_the_simulat
 }
 
 #[tokio::test]
+async fn a_check_whose_advisories_pass_the_inline_limits_starts_again_with_the_same_verdict() {
+    let scenario = shared::Scenario::from_json(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scenarios/exactly-once.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let design = scenario.reference_designs[0].design.clone();
+    let whole = spawn_app()
+        .await
+        .post("/api/scenarios/exactly-once/check", &As::nobody(), &design)
+        .await;
+    let verdict: shared::Verdict = serde_json::from_str(&whole.text).unwrap();
+    assert!(!verdict.advisories.missed.is_empty(), "{}", whole.text);
+    // Enough for the graded check, not for the advisory's wider failures.
+    let inline_check_limits = shared::Limits {
+        max_schedules: verdict.schedules_explored,
+        max_steps: u64::MAX,
+    };
+    let valid = shared::validate_json(&scenario, &design).unwrap();
+    let cut = shared::check_with(&scenario, &valid, inline_check_limits).unwrap();
+    assert!(cut.cut_short(), "{:?}", cut.advisories);
+    let pooled = spawn_app_with(Config {
+        inline_check_limits,
+        ..Config::default()
+    })
+    .await;
+    let answer = pooled
+        .post("/api/scenarios/exactly-once/check", &As::nobody(), &design)
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    assert_eq!(answer.text, whole.text);
+}
+
+#[tokio::test]
 async fn a_check_past_the_inline_limits_starts_again_in_the_pool_with_the_same_verdict() {
     let design = passing_design("safe-retry");
     let inline = spawn_app()

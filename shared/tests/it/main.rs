@@ -1,6 +1,7 @@
 //! Tests through the public API: scenario and design in, verdict out.
 
 mod chapter;
+mod coverage;
 mod designs;
 mod golden;
 mod pipelines;

@@ -35,9 +35,10 @@ fn preview(scenario: &Scenario, design: &Design) -> Preview {
                 max_schedules: 20_000,
                 max_steps: 20_000_000,
             };
-            // The preview shows no scenario hash: without one, the app carries neither the
-            // scenario's serialisation nor sha256.
-            match shared::check::check_hashed(scenario, "", &valid, limits) {
+            // The preview shows the score only, so it leaves out coverage and advisories,
+            // which cost a search per variant (their code stays out of the app), and shows no
+            // scenario hash (so the app carries neither the scenario's serialisation nor sha256).
+            match shared::check::check_graded(scenario, "", &valid, limits) {
                 Ok(verdict) => Preview::Verdict(verdict),
                 Err(shared::CheckError::TooLarge { .. }) => Preview::TooLarge,
                 Err(e) => Preview::Failed(e.to_string()),

@@ -1,0 +1,459 @@
+//! What a scenario puts to the test in a design, and what the design would miss under the
+//! chapter's other failures: the verdict's `coverage` and `advisories` (`docs/verdict.md`).
+//!
+//! Both are found by checking variants: the design with one option set to another value,
+//! and the scenario with other failures switched on. Neither is graded: the verdict's
+//! `passed`, scores and requirements stay what the scenario's own failures give.
+//!
+//! This module does not run the search itself: the check hands it a [`Checker`], so that the
+//! check can call it at the end of building its verdict.
+
+use serde_json::Value as Json;
+
+use crate::design::{validate, NodeKind, OptionValues, Pipeline, ValidDesign};
+use crate::scenario::{
+    ConsumerCrashSpec, Enabled, FailureSpec, JobCrashSpec, RedeliverySpec, Scenario,
+};
+use crate::verdict::{Advisories, Advisory, Coverage, FailureCoverage, UntestedOption, Verdict};
+
+/// The most failures in one schedule of an advisory's variant.
+pub const ADVISORY_BOUND: u32 = 2;
+
+/// The failure kinds, in the verdict's order.
+pub const KINDS: [&str; 5] = [
+    "job_crash",
+    "consumer_crash",
+    "message_lost",
+    "ack_lost",
+    "redelivery",
+];
+
+/// Which shipped scenario teaches each failure kind.
+pub const TEACHES: [(&str, &str); 5] = [
+    ("job_crash", "safe-retry"),
+    ("consumer_crash", "offset-commit"),
+    ("message_lost", "delivery-promise"),
+    ("ack_lost", "delivery-promise"),
+    ("redelivery", "dedupe-by-key"),
+];
+
+/// The check, as the variants need it. Errors are in words, for a note.
+pub(crate) trait Checker {
+    /// How many schedules, and per requirement whether some schedule misses it.
+    fn misses(&self, scenario: &Scenario, design: &ValidDesign)
+        -> Result<(u64, Vec<bool>), String>;
+    /// The verdict, without coverage or advisories.
+    fn verdict(&self, scenario: &Scenario, design: &ValidDesign) -> Result<Verdict, String>;
+}
+
+/// Fills in the verdict's `coverage` and `advisories`; nothing else of it changes.
+pub(crate) fn annotate(
+    scenario: &Scenario,
+    design: &ValidDesign,
+    verdict: &mut Verdict,
+    checker: &dyn Checker,
+) {
+    let missed: Vec<bool> = verdict.requirements.iter().map(|r| !r.passed).collect();
+    verdict.coverage = coverage(
+        scenario,
+        design,
+        verdict.schedules_explored,
+        &missed,
+        checker,
+    );
+    verdict.advisories = advisories(scenario, design, &missed, checker);
+}
+
+/// The kinds a failure spec switches on, in the verdict's order.
+pub fn kinds_of(failures: &FailureSpec) -> Vec<&'static str> {
+    let on = [
+        failures.job_crash.is_some(),
+        failures.consumer_crash.is_some(),
+        failures.message_lost.is_some(),
+        failures.ack_lost.is_some(),
+        failures.redelivery.is_some(),
+    ];
+    KINDS
+        .iter()
+        .zip(on)
+        .filter(|(_, on)| *on)
+        .map(|(k, _)| *k)
+        .collect()
+}
+
+fn without_kind(failures: &FailureSpec, kind: &str) -> FailureSpec {
+    let mut f = failures.clone();
+    match kind {
+        "job_crash" => f.job_crash = None,
+        "consumer_crash" => f.consumer_crash = None,
+        "message_lost" => f.message_lost = None,
+        "ack_lost" => f.ack_lost = None,
+        _ => f.redelivery = None,
+    }
+    f
+}
+
+fn coverage(
+    scenario: &Scenario,
+    design: &ValidDesign,
+    schedules: u64,
+    missed: &[bool],
+    checker: &dyn Checker,
+) -> Coverage {
+    let mut notes = Vec::new();
+    // Per kind: the schedules with at least one failure of it are all of them but those of
+    // the scenario without that kind.
+    let kinds = kinds_of(&scenario.failures);
+    let mut failures = Vec::new();
+    for &kind in &kinds {
+        let count = if scenario.failures.bound == 0 {
+            Ok(0)
+        } else if kinds.len() == 1 {
+            Ok(schedules.saturating_sub(1))
+        } else {
+            let mut variant = scenario.clone();
+            variant.failures = without_kind(&scenario.failures, kind);
+            checker
+                .misses(&variant, design)
+                .map(|(without, _)| schedules.saturating_sub(without))
+        };
+        match count {
+            Ok(schedules) => failures.push(FailureCoverage {
+                kind: kind.to_string(),
+                schedules,
+            }),
+            Err(e) => notes.push(format!("{kind}: its schedules were not counted: {e}")),
+        }
+    }
+
+    let mut untested = Vec::new();
+    for node in &design.design().nodes {
+        let palette = scenario.palette.kind(node.kind);
+        for spec in node.kind.options() {
+            // The values to try, and the scenario they are valid in.
+            let (current, candidates, all_values): (String, Vec<String>, Vec<String>) =
+                match spec.values {
+                    OptionValues::Choice(values) => {
+                        let allowed = palette.and_then(|p| p.get(spec.name));
+                        let default = match allowed {
+                            Some(allowed) if !allowed.iter().any(|a| a == values[0]) => values
+                                .iter()
+                                .copied()
+                                .find(|v| allowed.iter().any(|a| a == v))
+                                .unwrap_or(values[0]),
+                            _ => values[0],
+                        };
+                        let current = match node.options.get(spec.name) {
+                            Some(Json::String(s)) => s.clone(),
+                            _ => default.to_string(),
+                        };
+                        let all: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+                        let candidates = allowed.cloned().unwrap_or_else(|| all.clone());
+                        (current, candidates, all)
+                    }
+                    // A window only matters to a consumer that removes repeats in memory,
+                    // and only the values the palette lists are tried.
+                    OptionValues::Count { default, .. } if spec.name == "dedupe_window" => {
+                        if node.options.get("dedupe").and_then(Json::as_str) != Some("in_memory") {
+                            continue;
+                        }
+                        let Some(allowed) = palette.and_then(|p| p.get(spec.name)) else {
+                            continue;
+                        };
+                        let current = match node.options.get(spec.name) {
+                            Some(Json::Number(n)) => n.to_string(),
+                            _ => default.to_string(),
+                        };
+                        (current, allowed.clone(), Vec::new())
+                    }
+                    _ => continue,
+                };
+            let mut others: Vec<String> =
+                candidates.into_iter().filter(|v| *v != current).collect();
+            let widened;
+            let in_scenario = if others.is_empty() {
+                // The palette offers this value only: try every value the format has.
+                others = all_values.into_iter().filter(|v| *v != current).collect();
+                let mut wide = scenario.clone();
+                set_palette(&mut wide, node.kind, spec.name, &current, &others);
+                widened = wide;
+                &widened
+            } else {
+                scenario
+            };
+            let mut tried = Vec::new();
+            let mut tested = false;
+            for other in &others {
+                let mut changed = design.design().clone();
+                let value = match spec.values {
+                    OptionValues::Count { .. } => match other.parse::<u64>() {
+                        Ok(n) => Json::from(n),
+                        Err(_) => continue,
+                    },
+                    _ => Json::String(other.clone()),
+                };
+                if let Some(n) = changed.nodes.iter_mut().find(|n| n.id == node.id) {
+                    n.options.insert(spec.name.to_string(), value);
+                }
+                let Ok(valid) = validate(in_scenario, changed) else {
+                    continue;
+                };
+                match checker.misses(in_scenario, &valid) {
+                    Ok((_, theirs)) => {
+                        tried.push(other.clone());
+                        if theirs != missed {
+                            tested = true;
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        notes.push(format!(
+                            "{}.{} = {other} was not compared: {e}",
+                            node.id, spec.name
+                        ));
+                        tested = true;
+                        break;
+                    }
+                }
+            }
+            if !tested && !tried.is_empty() {
+                untested.push(UntestedOption {
+                    node: node.id.clone(),
+                    option: spec.name.to_string(),
+                    why: why_untested(
+                        &scenario.failures,
+                        spec.name,
+                        node.options
+                            .get("table")
+                            .and_then(Json::as_str)
+                            .unwrap_or("the table"),
+                        &tried,
+                    ),
+                    value: current,
+                    others: tried,
+                });
+            }
+        }
+    }
+    Coverage {
+        failures,
+        untested,
+        notes,
+    }
+}
+
+fn set_palette(
+    scenario: &mut Scenario,
+    kind: NodeKind,
+    option: &str,
+    current: &str,
+    others: &[String],
+) {
+    let p = &mut scenario.palette;
+    let field = match kind {
+        NodeKind::SourceTable => &mut p.source_table,
+        NodeKind::Stream => &mut p.stream,
+        NodeKind::Sender => &mut p.sender,
+        NodeKind::BatchJob => &mut p.batch_job,
+        NodeKind::StreamConsumer => &mut p.stream_consumer,
+        NodeKind::Table => &mut p.table,
+    };
+    if let Some(options) = field {
+        let mut values = vec![current.to_string()];
+        values.extend(others.iter().cloned());
+        options.insert(option.to_string(), values);
+    }
+}
+
+/// What an option decides, in the chapter's words, and the failures that tell its values
+/// apart. `table` is the sink table a table node writes.
+fn option_words(option: &str, table: &str) -> (String, &'static [&'static str]) {
+    let (what, kinds): (String, &'static [&'static str]) = match option {
+        "offset_commit" => (
+            "when the consumer commits its offset".into(),
+            &["consumer_crash"],
+        ),
+        "dedupe" => (
+            "whether the consumer skips repeated messages it remembers".into(),
+            &["consumer_crash", "ack_lost", "redelivery"],
+        ),
+        "dedupe_window" => (
+            "how many recent keys the consumer remembers".into(),
+            &["redelivery"],
+        ),
+        "on_timeout" => (
+            "what the sender does after silence".into(),
+            &["message_lost", "ack_lost"],
+        ),
+        "idempotency_key" => ("the sender's idempotency key".into(), &["ack_lost"]),
+        "transaction" => (
+            "whether the job runs in one transaction".into(),
+            &["job_crash"],
+        ),
+        "date_filter" => (
+            "which day the job loads (the logical date or the clock)".into(),
+            &["job_crash"],
+        ),
+        "loaded_at" => (
+            "the time the job writes as loaded_at".into(),
+            &["job_crash"],
+        ),
+        "write" => (
+            format!("how {table} is written"),
+            &["job_crash", "consumer_crash", "ack_lost", "redelivery"],
+        ),
+        other => (format!("the option {other}"), &[]),
+    };
+    (what, kinds)
+}
+
+fn never_phrase(kind: &str) -> &'static str {
+    match kind {
+        "job_crash" => "crashes the job",
+        "consumer_crash" => "crashes the consumer",
+        "message_lost" => "loses a message",
+        "ack_lost" => "loses an ack",
+        _ => "delivers a late duplicate",
+    }
+}
+
+fn why_untested(failures: &FailureSpec, option: &str, table: &str, others: &[String]) -> String {
+    let (what, testing) = option_words(option, table);
+    let on = kinds_of(failures);
+    let none_on = failures.bound == 0 || !testing.iter().any(|k| on.contains(k));
+    if none_on && !testing.is_empty() {
+        let phrases: Vec<&str> = testing.iter().map(|k| never_phrase(k)).collect();
+        format!(
+            "this scenario never {}, so {what} is not tested here",
+            phrases.join(" or ")
+        )
+    } else {
+        format!(
+            "under this scenario's failures {} gives the same result for every requirement, so {what} is not tested here",
+            others.join(" or ")
+        )
+    }
+}
+
+/// The failures the model has for a design's shape, each as wide as it goes, at
+/// `ADVISORY_BOUND`.
+pub(crate) fn advisory_failures(scenario: &Scenario, design: &ValidDesign) -> FailureSpec {
+    let mut f = FailureSpec {
+        bound: ADVISORY_BOUND,
+        ..FailureSpec::default()
+    };
+    match design.pipeline() {
+        Pipeline::Batch { .. } => {
+            f.job_crash = Some(JobCrashSpec {
+                max_per_run: ADVISORY_BOUND,
+                retry_delay_minutes: scenario
+                    .failures
+                    .job_crash
+                    .as_ref()
+                    .map_or(0, |j| j.retry_delay_minutes),
+                runs: None,
+            });
+        }
+        Pipeline::Stream { topic, .. } => {
+            let messages = scenario
+                .streams
+                .iter()
+                .find(|s| &s.name == topic)
+                .map_or(1, |s| s.messages.len() as u32);
+            f.consumer_crash = Some(ConsumerCrashSpec { offsets: None });
+            f.redelivery = Some(RedeliverySpec {
+                after_min: 1,
+                after_max: messages.max(1),
+            });
+        }
+        Pipeline::Sender { .. } => {
+            f.message_lost = Some(Enabled {});
+            f.ack_lost = Some(Enabled {});
+        }
+    }
+    f
+}
+
+/// True when every schedule of `wider` is a schedule of `f`: then a variant finds nothing new.
+fn covers(f: &FailureSpec, wider: &FailureSpec) -> bool {
+    if f.bound < wider.bound {
+        return false;
+    }
+    let job = match (&f.job_crash, &wider.job_crash) {
+        (_, None) => true,
+        (Some(a), Some(b)) => {
+            a.runs.is_none()
+                && a.max_per_run >= b.max_per_run
+                && a.retry_delay_minutes == b.retry_delay_minutes
+        }
+        (None, Some(_)) => false,
+    };
+    let consumer = match (&f.consumer_crash, &wider.consumer_crash) {
+        (_, None) => true,
+        (Some(a), Some(_)) => a.offsets.is_none(),
+        (None, Some(_)) => false,
+    };
+    let redelivery = match (&f.redelivery, &wider.redelivery) {
+        (_, None) => true,
+        (Some(a), Some(b)) => a.after_min.max(1) <= b.after_min && a.after_max >= b.after_max,
+        (None, Some(_)) => false,
+    };
+    job && consumer
+        && redelivery
+        && (wider.message_lost.is_none() || f.message_lost.is_some())
+        && (wider.ack_lost.is_none() || f.ack_lost.is_some())
+}
+
+fn advisories(
+    scenario: &Scenario,
+    design: &ValidDesign,
+    missed: &[bool],
+    checker: &dyn Checker,
+) -> Advisories {
+    let failures = advisory_failures(scenario, design);
+    let mut out = Advisories {
+        failures: kinds_of(&failures).iter().map(|k| k.to_string()).collect(),
+        bound: failures.bound,
+        missed: Vec::new(),
+        note: None,
+    };
+    if covers(&scenario.failures, &failures) || missed.iter().all(|m| *m) {
+        return out;
+    }
+    let mut variant = scenario.clone();
+    variant.failures = failures;
+    let verdict = match checker.verdict(&variant, design) {
+        Ok(verdict) => verdict,
+        Err(e) => {
+            out.note = Some(format!("no advisory: {e}"));
+            return out;
+        }
+    };
+    for (i, req) in verdict.requirements.into_iter().enumerate() {
+        let Some(counterexample) = req.counterexample else {
+            continue;
+        };
+        if missed[i] {
+            continue;
+        }
+        let mut learn_in: Vec<String> = Vec::new();
+        for fault in &counterexample.faults {
+            let teaches = TEACHES
+                .iter()
+                .find(|(k, _)| *k == fault.kind)
+                .map(|(_, s)| s.to_string());
+            if let Some(s) = teaches {
+                if s != scenario.id && !learn_in.contains(&s) {
+                    learn_in.push(s);
+                }
+            }
+        }
+        out.missed.push(Advisory {
+            id: req.id,
+            text: req.text,
+            learn_in,
+            counterexample,
+        });
+    }
+    out
+}

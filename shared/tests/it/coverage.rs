@@ -1,0 +1,224 @@
+//! The verdict's `coverage` and `advisories`: present, deterministic, never graded, and true
+//! to what the scenarios put to the test.
+
+use serde_json::json;
+use shared::coverage::TEACHES;
+use shared::verdict::Verdict;
+use shared::{Limits, Scenario};
+
+const SCENARIOS: [&str; 8] = [
+    "safe-retry",
+    "safe-rerun",
+    "logical-date",
+    "delivery-promise",
+    "dedupe-by-key",
+    "idempotency-key",
+    "offset-commit",
+    "exactly-once",
+];
+
+/// Every reference and wrong design of a shipped scenario, with its name.
+fn designs(s: &Scenario) -> Vec<(String, serde_json::Value)> {
+    let refs = s
+        .reference_designs
+        .iter()
+        .map(|d| (format!("reference {}", d.name), d.design.clone()));
+    let wrongs = s
+        .wrong_designs
+        .iter()
+        .map(|d| (format!("wrong {}", d.name), d.design.clone()));
+    refs.chain(wrongs).collect()
+}
+
+fn graded(s: &Scenario, design: &serde_json::Value) -> Verdict {
+    let valid = shared::validate_json(s, design).expect("a shipped design is valid");
+    shared::check::check_graded(s, &shared::scenario_hash(s), &valid, Limits::default()).unwrap()
+}
+
+#[test]
+fn coverage_and_advisories_are_deterministic_and_never_graded() {
+    for name in SCENARIOS {
+        let s = crate::scenario_file(name);
+        for (label, design) in designs(&s) {
+            let a = crate::verdict(&s, design.clone());
+            let b = crate::verdict(&s, design.clone());
+            let (ja, jb) = (
+                serde_json::to_string(&a).unwrap(),
+                serde_json::to_string(&b).unwrap(),
+            );
+            assert_eq!(ja, jb, "{name}: {label}: two checks differ");
+            let value: serde_json::Value = serde_json::from_str(&ja).unwrap();
+            assert!(value.get("coverage").is_some(), "{name}: {label}");
+            assert!(value.get("advisories").is_some(), "{name}: {label}");
+            assert_eq!(
+                a.coverage
+                    .failures
+                    .iter()
+                    .map(|f| f.kind.as_str())
+                    .collect::<Vec<_>>(),
+                shared::coverage::kinds_of(&s.failures),
+                "{name}: {label}: the kinds explored"
+            );
+
+            let without = graded(&s, &design);
+            assert_eq!(a.passed, without.passed, "{name}: {label}: passed");
+            assert_eq!(a.score, without.score, "{name}: {label}: score");
+            assert_eq!(a.max_score, without.max_score, "{name}: {label}: max_score");
+            assert_eq!(a.requirements, without.requirements, "{name}: {label}");
+            assert_eq!(a.schedules_explored, without.schedules_explored);
+            // An advisory is only for a requirement the scenario's own failures pass.
+            for adv in &a.advisories.missed {
+                let r = crate::requirement(&a, &adv.id);
+                assert!(
+                    r.passed,
+                    "{name}: {label}: advisory on a missed requirement"
+                );
+                assert!(!adv.counterexample.faults.is_empty());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_verdict_stored_before_coverage_still_reads() {
+    let old = json!({
+        "scenario": "offset-commit",
+        "scenario_hash": "sha256:00",
+        "passed": true,
+        "score": 3,
+        "max_score": 3,
+        "schedules_explored": 4,
+        "requirements": []
+    });
+    let v: Verdict = serde_json::from_value(old).unwrap();
+    assert!(v.coverage.untested.is_empty() && v.advisories.missed.is_empty());
+}
+
+#[test]
+fn every_failure_kind_is_taught_by_a_shipped_scenario_that_explores_it() {
+    for kind in shared::coverage::KINDS {
+        let (_, id) = TEACHES.iter().find(|(k, _)| *k == kind).expect(kind);
+        let s = crate::scenario_file(id);
+        assert!(
+            shared::coverage::kinds_of(&s.failures).contains(&kind),
+            "{id} does not explore {kind}"
+        );
+    }
+}
+
+/// delivery-promise's palette only offers a consumer that commits before it writes, and a
+/// sender pipeline has no consumer crash in the model: coverage says the commit is not tested.
+#[test]
+fn delivery_promise_says_the_offset_commit_is_not_tested() {
+    let s = crate::scenario_file("delivery-promise");
+    for d in &s.reference_designs {
+        let v = crate::verdict(&s, d.design.clone());
+        assert!(v.passed);
+        let u = v
+            .coverage
+            .untested
+            .iter()
+            .find(|u| u.node == "consumer" && u.option == "offset_commit")
+            .unwrap_or_else(|| panic!("{}: {:?}", d.name, v.coverage));
+        assert_eq!(u.value, "before_write");
+        assert_eq!(u.others, ["after_write", "with_write"]);
+        assert_eq!(
+            u.why,
+            "this scenario never crashes the consumer, so when the consumer commits its offset is not tested here"
+        );
+        assert_eq!(v.advisories.failures, ["message_lost", "ack_lost"]);
+        assert!(v.advisories.missed.is_empty());
+    }
+}
+
+/// A stream consumer that commits before it writes passes when nothing crashes it; the
+/// advisory finds the lost order under a consumer crash and names offset-commit.
+#[test]
+fn a_consumer_committing_before_it_writes_gets_an_advisory_under_a_crash() {
+    let mut s = crate::scenario_file("dedupe-by-key");
+    s.failures.consumer_crash = None;
+    s.failures.bound = 1;
+    let design = json!({
+        "nodes": [
+            {"id": "stream", "kind": "stream", "options": {"topic": "orders_paid"}},
+            {"id": "consumer", "kind": "stream_consumer", "options": {"offset_commit": "before_write"}},
+            {"id": "paid", "kind": "table", "options": {"table": "paid_orders", "write": "insert_ignore", "key": ["order_id"]}}
+        ],
+        "edges": [{"from": "stream", "to": "consumer"}, {"from": "consumer", "to": "paid"}]
+    });
+    let v = crate::verdict(&s, design.clone());
+    assert!(v.passed, "{v:?}");
+    assert!(v
+        .coverage
+        .untested
+        .iter()
+        .any(|u| u.option == "offset_commit"
+            && u.why
+                .starts_with("this scenario never crashes the consumer")));
+    let lost = v
+        .advisories
+        .missed
+        .iter()
+        .find(|a| {
+            a.counterexample
+                .faults
+                .iter()
+                .any(|f| f.kind == "consumer_crash")
+        })
+        .unwrap_or_else(|| panic!("{:?}", v.advisories));
+    assert_eq!(lost.learn_in, ["offset-commit"]);
+    assert_eq!(lost.counterexample.faults.len(), 1);
+    assert!(lost.counterexample.failures[0]
+        .contains("after it committed the offset, before it wrote the row"));
+    // Never graded.
+    let without = graded(&s, &design);
+    assert_eq!((v.passed, v.score), (without.passed, without.score));
+}
+
+/// safe-retry's merge-by-key design passes without a transaction: every crash and retry the
+/// scenario explores gives the same result in one, so coverage says so; the advisory's
+/// failures (job crashes, two per schedule) are the scenario's own, so there is none.
+#[test]
+fn safe_retry_without_a_transaction_is_reported_as_untested() {
+    let s = crate::scenario_file("safe-retry");
+    let d = s
+        .reference_designs
+        .iter()
+        .find(|d| d.design["nodes"][1]["options"]["transaction"] != "per_run")
+        .expect("a reference design without a transaction");
+    let v = crate::verdict(&s, d.design.clone());
+    assert!(v.passed);
+    let u = v
+        .coverage
+        .untested
+        .iter()
+        .find(|u| u.option == "transaction")
+        .unwrap_or_else(|| panic!("{:?}", v.coverage));
+    assert_eq!(
+        (u.value.as_str(), u.others.clone()),
+        ("none", vec!["per_run".to_string()])
+    );
+    assert_eq!(v.advisories.failures, ["job_crash"]);
+    assert!(v.advisories.missed.is_empty());
+}
+
+/// A variant beyond the limits is skipped with a note; the graded verdict is unchanged.
+#[test]
+fn a_variant_beyond_the_limits_is_skipped_with_a_note() {
+    let s = crate::scenario_file("exactly-once");
+    let design = s.reference_designs[0].design.clone();
+    let valid = shared::validate_json(&s, &design).unwrap();
+    let full = shared::check(&s, &valid).unwrap();
+    let limits = Limits {
+        max_schedules: full.schedules_explored,
+        ..Limits::default()
+    };
+    let v = shared::check_with(&s, &valid, limits).unwrap();
+    assert_eq!(v.requirements, full.requirements);
+    assert!(v.advisories.missed.is_empty());
+    assert!(
+        v.advisories.note.as_deref().unwrap_or("").contains("limit"),
+        "{:?}",
+        v.advisories
+    );
+}
