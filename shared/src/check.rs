@@ -218,11 +218,7 @@ pub fn check_hashed(
     design: &ValidDesign,
     limits: Limits,
 ) -> Result<Verdict, CheckError> {
-    let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
-    let clean = clean_run(&model);
-    let (explored, best) = Search::run(&model, &clean, limits)?;
-    let mut verdict = verdict(scenario, &model, &clean, explored, &best);
-    verdict.scenario_hash = hash.to_string();
+    let mut verdict = check_graded(scenario, hash, design, limits)?;
     crate::coverage::annotate(scenario, design, &mut verdict, &Variants { limits });
     Ok(verdict)
 }

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{cargo, root, start_server, status, step, target_dir};
+use crate::{release_server, root, start_server, status, step, target_dir};
 
 /// The schemathesis release the contract run is pinned to.
 const SCHEMATHESIS: &str = "schemathesis==4.32.5";
@@ -70,16 +70,7 @@ fn token(binary: &Path, database: &str) -> Result<String, String> {
 
 pub fn contract() -> Result<(), String> {
     let st = schemathesis()?;
-    step("building the server (release)");
-    status(cargo().args([
-        "build",
-        "--release",
-        "-p",
-        "server",
-        "--bin",
-        "pipeline-builder",
-    ]))?;
-    let binary = target_dir().join("release").join("pipeline-builder");
+    let binary = release_server()?;
     let scratch =
         std::env::temp_dir().join(format!("pipeline-builder-contract-{}", std::process::id()));
     // Rate limits off: the run sends hundreds of requests from one address on purpose.

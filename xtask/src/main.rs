@@ -450,12 +450,8 @@ fn start_server_in(
     Ok((server, port))
 }
 
-fn browser_tests() -> Result<(), String> {
-    let chromium = install::chromium()?;
-    install::node()?;
-    let tests = root().join("tests").join("browser");
-    ensure_node_modules(&tests)?;
-    dist()?;
+/// Builds the release server and answers the path of its binary.
+fn release_server() -> Result<PathBuf, String> {
     step("building the server (release)");
     status(cargo().args([
         "build",
@@ -465,7 +461,16 @@ fn browser_tests() -> Result<(), String> {
         "--bin",
         "pipeline-builder",
     ]))?;
-    let binary = target_dir().join("release").join("pipeline-builder");
+    Ok(target_dir().join("release").join("pipeline-builder"))
+}
+
+fn browser_tests() -> Result<(), String> {
+    let chromium = install::chromium()?;
+    install::node()?;
+    let tests = root().join("tests").join("browser");
+    ensure_node_modules(&tests)?;
+    dist()?;
+    let binary = release_server()?;
 
     let scratch =
         std::env::temp_dir().join(format!("pipeline-builder-browser-{}", std::process::id()));
