@@ -155,8 +155,8 @@ pub fn Toolbar() -> impl IntoView {
                     page.selected.set(None);
                     page.say("Back to the starting design (Undo brings your design back).", false);
                 }>"Reset"</button>
-                <button class="secondary" title="Save this design as a file, the one to upload for grading" on:click=move |_| download_design(page)>"Download design"</button>
-                <button class="secondary" title="Open a design file you downloaded" on:click=move |_| {
+                <button class="secondary download-design" title="Save this design as a file, the one to upload for grading" on:click=move |_| download_design(page)>"Download design"</button>
+                <button class="secondary open-design" title="Open a design file you downloaded" on:click=move |_| {
                     if let Some(input) = file_input.get() {
                         input.click();
                     }
