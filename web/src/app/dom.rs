@@ -97,8 +97,7 @@ pub fn download(name: &str, text: &str) -> bool {
     saved.is_some()
 }
 
-/// The first file chosen in a file input, its size in bytes, and a promise of its text.
-pub fn chosen_file(input: &web_sys::HtmlInputElement) -> Option<(String, f64, js_sys::Promise)> {
-    let file = input.files()?.get(0)?;
-    Some((file.name(), file.size(), file.text()))
+/// The first file chosen in a file input.
+pub fn chosen_file(input: &web_sys::HtmlInputElement) -> Option<web_sys::File> {
+    input.files()?.get(0)
 }

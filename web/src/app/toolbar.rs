@@ -47,10 +47,11 @@ fn open_design(page: Page, input: web_sys::HtmlInputElement) {
     let chosen = dom::chosen_file(&input);
     // Choosing the same file again must be a change too.
     input.set_value("");
-    let Some((name, size, text)) = chosen else {
+    let Some(file) = chosen else {
         return;
     };
-    if size > MAX_FILE_BYTES {
+    let name = file.name();
+    if file.size() > MAX_FILE_BYTES {
         page.say(
             format!("{name} is too large to be a design (a design is a few kilobytes)."),
             true,
@@ -59,7 +60,7 @@ fn open_design(page: Page, input: web_sys::HtmlInputElement) {
     }
     let id = page.scenario.with_value(|s| s.id.clone());
     leptos::task::spawn_local(async move {
-        let text = wasm_bindgen_futures::JsFuture::from(text)
+        let text = wasm_bindgen_futures::JsFuture::from(file.text())
             .await
             .ok()
             .and_then(|t| t.as_string());
@@ -69,10 +70,17 @@ fn open_design(page: Page, input: web_sys::HtmlInputElement) {
         };
         match design_file::open(&text, &id) {
             Ok(design) => {
+                let same = page
+                    .editor
+                    .with_untracked(|e| canvas::same_meaning(e.design(), &design));
                 page.editor.update(|e| e.replace(design));
                 page.selected.set(None);
                 page.say(
-                    format!("Opened {name} (Undo brings back the design you had)."),
+                    if same {
+                        format!("{name} holds the design already on the canvas.")
+                    } else {
+                        format!("Opened {name} (Undo brings back the design you had).")
+                    },
                     false,
                 );
             }
