@@ -74,7 +74,7 @@ test('the design downloads as the file the autograder takes', async () => {
       page.locator('button.check').click(),
     ]);
     const hash = (await answer.json()).verdict.scenario_hash;
-    assert.match(hash, /^[0-9a-f]{16,}$/);
+    assert.match(hash, /^sha256:[0-9a-f]{64}$/);
     await page.locator('.verdict-summary').waitFor();
     // From Check, the button is a few Shift+Tabs back.
     saved = await download(page, 'design.json', true);
