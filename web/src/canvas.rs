@@ -662,7 +662,8 @@ impl Editor {
         }
     }
 
-    /// Replaces the whole design (reset to the starting design) as one undoable edit.
+    /// Replaces the whole design (reset to the starting design, a design file opened) as one
+    /// undoable edit.
     pub fn replace(&mut self, mut design: Design) {
         lay_out(&mut design);
         if design != self.design {

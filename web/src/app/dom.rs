@@ -68,3 +68,36 @@ pub fn icon(path: &'static str) -> impl IntoView {
         <svg class="ico" viewBox="0 0 16 16" aria-hidden="true" focusable="false"><path d=path /></svg>
     }
 }
+
+/// Saves `text` as a file called `name`, as the browser saves a download: a Blob behind an
+/// object URL, and a temporary `<a download>` clicked. False if the browser refused.
+pub fn download(name: &str, text: &str) -> bool {
+    let saved = (|| {
+        let options = web_sys::BlobPropertyBag::new();
+        options.set_type("application/json");
+        let parts = js_sys::Array::of1(&text.into());
+        let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options).ok()?;
+        let url = web_sys::Url::create_object_url_with_blob(&blob).ok()?;
+        let document = web_sys::window()?.document()?;
+        let link = document.create_element("a").ok()?;
+        link.set_attribute("href", &url).ok()?;
+        link.set_attribute("download", name).ok()?;
+        document.body()?.append_child(&link).ok()?;
+        link.dyn_ref::<web_sys::HtmlElement>()?.click();
+        link.remove();
+        // The download has started from the URL by now; give it a moment before letting go.
+        set_timeout(
+            move || {
+                let _ = web_sys::Url::revoke_object_url(&url);
+            },
+            std::time::Duration::from_secs(10),
+        );
+        Some(())
+    })();
+    saved.is_some()
+}
+
+/// The first file chosen in a file input.
+pub fn chosen_file(input: &web_sys::HtmlInputElement) -> Option<web_sys::File> {
+    input.files()?.get(0)
+}

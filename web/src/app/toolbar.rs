@@ -1,13 +1,102 @@
-//! The toolbar above the canvas: the palette that adds nodes, undo, redo and reset, where the
-//! draft stands, and the Check that asks the server for the graded verdict.
+//! The toolbar above the canvas: the palette that adds nodes, undo, redo and reset, the design
+//! file (download it, open one), where the draft stands, and the Check that asks the server
+//! for the graded verdict.
 
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 
 use super::api;
-use super::dom::{icon, scroll_into_view, REDO, UNDO};
+use super::dom::{self, icon, scroll_into_view, REDO, UNDO};
 use super::page::{DraftState, Page, Selection};
 use crate::canvas::{self, Editor};
+use crate::design_file::{self, Refused};
 use crate::words;
+
+/// The largest file opened as a design, as the autograder reads it: a design is a few
+/// kilobytes.
+const MAX_FILE_BYTES: f64 = 1024.0 * 1024.0;
+
+/// Downloads the design as the file Gradescope's autograder takes. The scenario's hash is the
+/// one the server gave with the last verdict; without a verdict the file has none.
+fn download_design(page: Page) {
+    let id = page.scenario.with_value(|s| s.id.clone());
+    let hash = page
+        .verdict
+        .with_untracked(|v| v.as_ref().map(|v| v.scenario_hash.clone()))
+        .or_else(|| {
+            let (_, answer) = api::local::last_verdict(&id)?;
+            Some(api::verdict_of(&answer)?.scenario_hash)
+        });
+    let text = page
+        .editor
+        .with_untracked(|e| design_file::export(&id, hash.as_deref(), e.design()));
+    let name = design_file::file_name(&id);
+    if dom::download(&name, &text) {
+        page.say(
+            format!("Downloaded {name}: this is the file to upload for grading."),
+            false,
+        );
+    } else {
+        page.say("The browser did not let the design be downloaded.", true);
+    }
+}
+
+/// Opens the file chosen in the input: its design replaces the canvas's, as one edit that Undo
+/// takes back; a file that is no design for this scenario is refused with the reason.
+fn open_design(page: Page, input: web_sys::HtmlInputElement) {
+    let chosen = dom::chosen_file(&input);
+    // Choosing the same file again must be a change too.
+    input.set_value("");
+    let Some(file) = chosen else {
+        return;
+    };
+    let name = file.name();
+    if file.size() > MAX_FILE_BYTES {
+        page.say(
+            format!("{name} is too large to be a design (a design is a few kilobytes)."),
+            true,
+        );
+        return;
+    }
+    let id = page.scenario.with_value(|s| s.id.clone());
+    leptos::task::spawn_local(async move {
+        let text = wasm_bindgen_futures::JsFuture::from(file.text())
+            .await
+            .ok()
+            .and_then(|t| t.as_string());
+        let Some(text) = text else {
+            page.say(format!("{name} could not be read."), true);
+            return;
+        };
+        match design_file::open(&text, &id) {
+            Ok(design) => {
+                let same = page
+                    .editor
+                    .with_untracked(|e| canvas::same_meaning(e.design(), &design));
+                page.editor.update(|e| e.replace(design));
+                page.selected.set(None);
+                page.say(
+                    if same {
+                        format!("{name} holds the design already on the canvas.")
+                    } else {
+                        format!("Opened {name} (Undo brings back the design you had).")
+                    },
+                    false,
+                );
+            }
+            Err(Refused::OtherScenario(other)) => {
+                // The file names its scenario by id; the student knows it by its title.
+                let title = api::catalogue()
+                    .await
+                    .ok()
+                    .and_then(|list| list.into_iter().find(|s| s.id == other))
+                    .map_or(other, |s| s.title);
+                page.say(design_file::other_scenario(&title), true);
+            }
+            Err(Refused::Unreadable(why)) => page.say(why, true),
+        }
+    });
+}
 
 /// The palette, undo and redo, reset, where the draft stands, and Check.
 #[component]
@@ -39,6 +128,7 @@ pub fn Toolbar() -> impl IntoView {
             page.checking.set(false);
         });
     };
+    let file_input = NodeRef::<leptos::html::Input>::new();
     view! {
         <div class="toolbar">
             <div class="palette" role="group" aria-label="Palette: add a node">
@@ -73,6 +163,18 @@ pub fn Toolbar() -> impl IntoView {
                     page.selected.set(None);
                     page.say("Back to the starting design (Undo brings your design back).", false);
                 }>"Reset"</button>
+                <button class="secondary download-design" title="Save this design as a file, the one to upload for grading" on:click=move |_| download_design(page)>"Download design"</button>
+                <button class="secondary open-design" title="Open a design file you downloaded" on:click=move |_| {
+                    if let Some(input) = file_input.get() {
+                        input.click();
+                    }
+                }>"Open design"</button>
+                <input type="file" class="file-input" accept=".json,application/json" hidden aria-label="Design file to open" node_ref=file_input
+                    on:change=move |ev| {
+                        if let Some(input) = dom::event_element(&ev).and_then(|e| e.dyn_into().ok()) {
+                            open_design(page, input);
+                        }
+                    } />
                 <span class="saved" role="status" aria-live="polite">{move || match page.saved.get() {
                     DraftState::Unchanged => "",
                     DraftState::Saving => "Saving…",
