@@ -79,6 +79,22 @@ async fn cross_site_writes_are_refused(app: &TestApp) {
             ],
             StatusCode::FORBIDDEN,
         ),
+        (
+            vec![
+                ("content-type", "application/x-www-form-urlencoded"),
+                ("origin", "https://evil.example"),
+                ("sec-fetch-site", "cross-site"),
+            ],
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            vec![
+                ("content-type", "multipart/form-data; boundary=x"),
+                ("origin", "https://evil.example"),
+                ("sec-fetch-site", "cross-site"),
+            ],
+            StatusCode::FORBIDDEN,
+        ),
         // JSON, which a page of another site can send with fetch(): refused by where it
         // comes from.
         (
