@@ -219,7 +219,7 @@ pub fn check_hashed(
     limits: Limits,
 ) -> Result<Verdict, CheckError> {
     let mut verdict = check_graded(scenario, hash, design, limits)?;
-    crate::coverage::annotate(scenario, design, &mut verdict, &Variants { limits });
+    crate::coverage::annotate(scenario, design, &mut verdict, &Variants::within(limits));
     Ok(verdict)
 }
 
@@ -266,7 +266,7 @@ pub fn check_every_schedule(
     verdict.scenario_hash = scenario_hash(scenario);
     // Coverage and advisories come from the search in both checks: they are the same either
     // way, and the plain enumeration would repeat each variant schedule by schedule.
-    crate::coverage::annotate(scenario, design, &mut verdict, &Variants { limits });
+    crate::coverage::annotate(scenario, design, &mut verdict, &Variants::within(limits));
     Ok(verdict)
 }
 
@@ -340,6 +340,24 @@ fn verdict(
 /// advisories: the search with the check's limits, and the verdict without coverage.
 struct Variants {
     limits: Limits,
+}
+
+/// The most one search for coverage or an advisory may cover. They are never graded, so they
+/// may not make a check cost more than a bounded amount of work, whatever the check's own
+/// limits (a variant adds failures, and at a large bound its schedules grow much faster than
+/// the scenario's own); a variant past them is reported as not explored.
+const VARIANT_SCHEDULES_MAX: u64 = 100_000;
+const VARIANT_STEPS_MAX: u64 = 1_000_000;
+
+impl Variants {
+    fn within(limits: Limits) -> Variants {
+        Variants {
+            limits: Limits {
+                max_schedules: limits.max_schedules.min(VARIANT_SCHEDULES_MAX),
+                max_steps: limits.max_steps.min(VARIANT_STEPS_MAX),
+            },
+        }
+    }
 }
 
 impl crate::coverage::Checker for Variants {
