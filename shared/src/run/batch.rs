@@ -285,17 +285,7 @@ impl Sim<'_> {
                             outcome: format!("error: {message}"),
                             changed: false,
                         });
-                        if self.rollback() {
-                            self.log(|_| Step {
-                                actor: "database",
-                                node: None,
-                                edge: None,
-                                action: "rolls back the open transaction".into(),
-                                sql: Some("ROLLBACK;".into()),
-                                outcome: "rolled back".into(),
-                                changed: false,
-                            });
-                        }
+                        self.rollback_in_trace("rolled back", false);
                         return AttemptEnd::Failed;
                     }
                     Ok(affected) => {
@@ -392,17 +382,7 @@ impl Sim<'_> {
             outcome: "crashed".into(),
             changed: false,
         });
-        if self.rollback() {
-            self.log(|_| Step {
-                actor: "database",
-                node: None,
-                edge: None,
-                action: "rolls back the open transaction".into(),
-                sql: Some("ROLLBACK;".into()),
-                outcome: "rolled back: nothing of this attempt is kept".into(),
-                changed: true,
-            });
-        }
+        self.rollback_in_trace("rolled back: nothing of this attempt is kept", true);
     }
 
     fn sql_ctx(

@@ -434,6 +434,22 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Rolls back the open transaction, if there is one, and says so in the trace with
+    /// `outcome`; `changed` when what readers see may have changed with it.
+    fn rollback_in_trace(&mut self, outcome: &'static str, changed: bool) {
+        if self.rollback() {
+            self.log(|_| Step {
+                actor: "database",
+                node: None,
+                edge: None,
+                action: "rolls back the open transaction".into(),
+                sql: Some("ROLLBACK;".into()),
+                outcome: outcome.into(),
+                changed,
+            });
+        }
+    }
+
     fn now(&self) -> NaiveDateTime {
         chrono::DateTime::from_timestamp(self.clock_s, 0)
             .map(|t| t.naive_utc())

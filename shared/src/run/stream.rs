@@ -241,17 +241,7 @@ impl Sim<'_> {
                         outcome: "crashed; its memory is lost".into(),
                         changed: false,
                     });
-                    if self.rollback() {
-                        self.log(|_| Step {
-                            actor: "database",
-                            node: None,
-                            edge: None,
-                            action: "rolls back the open transaction".into(),
-                            sql: Some("ROLLBACK;".into()),
-                            outcome: "rolled back".into(),
-                            changed: true,
-                        });
-                    }
+                    self.rollback_in_trace("rolled back", true);
                     memory.clear();
                     pos = if with_write {
                         self.wh.stored_offset as usize
