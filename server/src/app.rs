@@ -37,7 +37,7 @@ use crate::limit;
 use crate::metrics::Metrics;
 use crate::openapi;
 use crate::routes::operations::{self, ApiDocument};
-use crate::routes::{drafts, grading, scenarios, session, submissions};
+use crate::routes::{author, drafts, grading, scenarios, session, submissions};
 use crate::state::AppState;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -94,6 +94,15 @@ pub fn router(state: AppState) -> Router {
         .route("/api", any(operations::api_not_found));
     if config.floor_route {
         small = small.route("/api/floor", post(operations::floor));
+    }
+    if config.author {
+        // The files change under an author's hands: never cached.
+        small = small.merge(
+            Router::new()
+                .route("/api/author/status", get(author::status))
+                .route("/api/author/scenarios/{id}", get(author::scenario))
+                .route_layer(middleware::from_fn(auth::no_store)),
+        );
     }
     let small = small.layer(RequestBodyLimitLayer::new(config.body_limit_bytes));
     let grade = Router::new()

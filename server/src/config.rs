@@ -115,6 +115,9 @@ pub struct Config {
     /// Believe `X-Forwarded-Proto: https`: the server sits behind a proxy that sets it (and
     /// drops a client's own). Off, only `https` above says the request came over TLS.
     pub trust_forwarded_proto: bool,
+    /// Mounts the author page's API (`crate::routes::author`): every scenario with its
+    /// answers. `serve --author` sets it, on a loopback address only.
+    pub author: bool,
 }
 
 impl Default for Config {
@@ -152,6 +155,7 @@ impl Default for Config {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             https: false,
             trust_forwarded_proto: true,
+            author: false,
         }
     }
 }

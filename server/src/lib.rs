@@ -14,7 +14,8 @@
 //! - [`openapi`]: the OpenAPI document, from the handlers and the types themselves.
 //! - [`auth`]: student sessions (a cookie) and grader tokens.
 //! - [`store`]: the database, one type over a SQLite and a PostgreSQL pool.
-//! - [`catalogue`]: loading and validating the scenario files.
+//! - [`catalogue`]: loading and validating the scenario files; [`watch`]: the catalogue being
+//!   served, and `serve --watch`, which replaces it when the files change.
 //! - [`report`]: verdicts in words, in Gradescope's shape and as CSV rows.
 //! - [`autograde`]: `pipeline-builder autograde`, Gradescope's autograder contract, offline.
 //! - [`limit`]: per-client rate limits; [`headers`]: the security headers of every answer.
@@ -43,6 +44,7 @@ pub mod state;
 pub mod store;
 pub mod sweep;
 pub mod verdicts;
+pub mod watch;
 
 pub use app::router;
 pub use catalogue::Catalogue;

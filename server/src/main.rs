@@ -4,10 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use server::config::{self, Config};
+use server::watch::LiveCatalogue;
 use server::{catalogue, report, AppState, Store};
 
 #[derive(Parser)]
@@ -248,6 +250,16 @@ struct ServeArgs {
     /// believed.
     #[arg(long, env = "IGNORE_FORWARDED_PROTO")]
     ignore_forwarded_proto: bool,
+    /// Watch the scenarios folder and serve each change once it validates, without a
+    /// restart; a change with problems is logged and not served. Also starts on a folder
+    /// with problems, serving nothing until they are fixed.
+    #[arg(long, env = "WATCH")]
+    watch: bool,
+    /// Serve the author page (/author): every scenario with its reference and wrong designs,
+    /// their verdicts and the files' problems. It shows the answers, so only on a loopback
+    /// address.
+    #[arg(long, env = "AUTHOR")]
+    author: bool,
 }
 
 #[derive(Subcommand)]
@@ -360,18 +372,26 @@ fn runtime() -> tokio::runtime::Runtime {
 async fn serve(args: ServeArgs) -> ExitCode {
     let scenarios_dir = args.scenarios.clone();
     let loaded = tokio::task::spawn_blocking(move || catalogue::load(&scenarios_dir)).await;
-    let catalogue = match loaded {
-        Ok(Ok(c)) => c,
+    let live = match loaded {
+        Ok(Ok(c)) => Arc::new(LiveCatalogue::new(c)),
         Ok(Err(problems)) => {
             for p in &problems {
                 eprintln!("{p}");
             }
+            if !args.watch {
+                eprintln!(
+                    "refusing to start: {} problem(s) in the scenario files under {}",
+                    problems.len(),
+                    args.scenarios.display()
+                );
+                return ExitCode::FAILURE;
+            }
             eprintln!(
-                "refusing to start: {} problem(s) in the scenario files under {}",
+                "{} problem(s) in the scenario files under {}: serving no scenario until they are fixed",
                 problems.len(),
                 args.scenarios.display()
             );
-            return ExitCode::FAILURE;
+            Arc::new(LiveCatalogue::broken(problems))
         }
         Err(e) => {
             eprintln!("loading the scenarios failed: {e}");
@@ -436,6 +456,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         header_timeout: Duration::from_secs(args.header_timeout_seconds.max(1)),
         body_timeout: Duration::from_secs(args.body_timeout_seconds.max(1)),
         max_connections: args.max_connections.max(1),
+        author: args.author,
         ..args.expiry.apply(Config::default())
     };
     let listener = match tokio::net::TcpListener::bind(&args.bind).await {
@@ -445,19 +466,40 @@ async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if args.author && !listener.local_addr().is_ok_and(|a| a.ip().is_loopback()) {
+        eprintln!("refusing to start: --author shows every scenario's answers, so it is served on a loopback address only (for example --bind 127.0.0.1:3000), not on {}", args.bind);
+        return ExitCode::FAILURE;
+    }
+    let watcher = if args.watch {
+        match server::watch::spawn(Arc::clone(&live), args.scenarios.clone()) {
+            Ok(task) => Some(task),
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        None
+    };
     let address = listener
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|_| args.bind.clone());
     tracing::info!(
-        scenarios = catalogue.len(),
+        scenarios = live.current().len(),
         database = store.backend(),
         "ready"
     );
     // Scripts and tests read this line to learn the port.
     println!("pipeline-builder listening on http://{address}");
-    let state = AppState::new(store.clone(), catalogue, config);
+    if args.author {
+        println!("the author page: http://{address}/author");
+    }
+    let state = AppState::live(store.clone(), live, config);
     let result = server::app::serve(listener, state).await;
+    if let Some(task) = watcher {
+        task.abort();
+    }
     store.close().await;
     match result {
         Ok(()) => ExitCode::SUCCESS,

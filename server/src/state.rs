@@ -2,8 +2,10 @@
 //!
 //! [`AppState`] owns the parts; axum's `FromRef` gives a handler, an extractor or a middleware
 //! just the part it uses (`State<Store>`, `State<Arc<Catalogue>>`, `State<Checker>`,
-//! `State<Arc<Metrics>>`, `State<Arc<Config>>`, `State<Option<RateLimiter>>`). So the modules
-//! that use a part depend on that part's module, never on this one.
+//! `State<Arc<Metrics>>`, `State<Arc<Config>>`, `State<Option<RateLimiter>>`,
+//! `State<Arc<LiveCatalogue>>`). So the modules that use a part depend on that part's module,
+//! never on this one. `State<Arc<Catalogue>>` is the catalogue being served when the request
+//! started, which `serve --watch` may replace while the request runs.
 
 use std::sync::Arc;
 
@@ -16,6 +18,7 @@ use crate::config::Config;
 use crate::limit::RateLimiter;
 use crate::metrics::Metrics;
 use crate::store::Store;
+use crate::watch::LiveCatalogue;
 
 /// What every handler shares. Cheap to clone.
 #[derive(Clone)]
@@ -23,7 +26,7 @@ pub struct AppState(Arc<Inner>);
 
 struct Inner {
     store: Store,
-    catalogue: Arc<Catalogue>,
+    catalogue: Arc<LiveCatalogue>,
     metrics: Arc<Metrics>,
     config: Arc<Config>,
     checker: Checker,
@@ -32,6 +35,11 @@ struct Inner {
 
 impl AppState {
     pub fn new(store: Store, catalogue: Catalogue, config: Config) -> AppState {
+        AppState::live(store, Arc::new(LiveCatalogue::new(catalogue)), config)
+    }
+
+    /// The state of a server whose catalogue may be replaced while it runs.
+    pub fn live(store: Store, catalogue: Arc<LiveCatalogue>, config: Config) -> AppState {
         let metrics = Arc::new(Metrics::default());
         let checker = Checker::new(
             Arc::clone(&metrics),
@@ -42,7 +50,7 @@ impl AppState {
         let rate_limiter = RateLimiter::from_config(&config);
         AppState(Arc::new(Inner {
             store,
-            catalogue: Arc::new(catalogue),
+            catalogue,
             metrics,
             config: Arc::new(config),
             checker,
@@ -52,7 +60,11 @@ impl AppState {
     pub fn store(&self) -> &Store {
         &self.0.store
     }
-    pub fn catalogue(&self) -> &Catalogue {
+    /// The catalogue being served now.
+    pub fn catalogue(&self) -> Arc<Catalogue> {
+        self.0.catalogue.current()
+    }
+    pub fn live_catalogue(&self) -> &Arc<LiveCatalogue> {
         &self.0.catalogue
     }
     pub fn metrics(&self) -> &Metrics {
@@ -82,6 +94,12 @@ impl FromRef<AppState> for Store {
 
 impl FromRef<AppState> for Arc<Catalogue> {
     fn from_ref(state: &AppState) -> Arc<Catalogue> {
+        state.0.catalogue.current()
+    }
+}
+
+impl FromRef<AppState> for Arc<LiveCatalogue> {
+    fn from_ref(state: &AppState) -> Arc<LiveCatalogue> {
         Arc::clone(&state.0.catalogue)
     }
 }

@@ -473,6 +473,9 @@ pub struct Editor {
     /// The node the last edit moved, while no other edit has come since: further moves of
     /// it join that edit, so a run of moves is undone in one step.
     moving: Option<String>,
+    /// A design shown, not edited (an author's reference design, an attempt under review):
+    /// every edit is refused.
+    locked: bool,
 }
 
 impl Editor {
@@ -482,7 +485,20 @@ impl Editor {
             design,
             history: History::default(),
             moving: None,
+            locked: false,
         }
+    }
+
+    /// An editor that shows `design` and refuses every edit.
+    pub fn read_only(design: Design) -> Editor {
+        Editor {
+            locked: true,
+            ..Editor::new(design)
+        }
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.locked
     }
 
     pub fn design(&self) -> &Design {
@@ -512,6 +528,9 @@ impl Editor {
 
     /// Adds a node of a kind with its default options, at `at` (snapped) or a free spot.
     pub fn add_node(&mut self, scenario: &Scenario, kind: NodeKind, at: Option<Point>) -> String {
+        if self.locked {
+            return String::new();
+        }
         let options = default_options(scenario, &self.design, kind);
         // A table node is named after its table, so traces and the drawing speak alike.
         let hint = if kind == NodeKind::Table {
@@ -538,6 +557,9 @@ impl Editor {
 
     /// Moves a node without recording it: a drag records once, through [`Editor::finish_move`].
     pub fn place(&mut self, id: &str, p: Point) {
+        if self.locked {
+            return;
+        }
         let p = snap_point(p);
         if let Some(node) = self.node_mut(id) {
             node.position = Some(Position { x: p.x, y: p.y });
@@ -561,6 +583,9 @@ impl Editor {
 
     /// Moves a node by whole grid steps (the arrow keys).
     pub fn nudge(&mut self, id: &str, steps_x: i32, steps_y: i32) {
+        if self.locked {
+            return;
+        }
         let Some(node) = self.node(id) else { return };
         let p = position(node);
         let target = snap_point(Point::new(
@@ -608,6 +633,9 @@ impl Editor {
     }
 
     pub fn connect(&mut self, source: &str, target: &str) -> Result<(), String> {
+        if self.locked {
+            return Err("this design is shown read-only".into());
+        }
         if let Some(why) = self.connection_refusal(source, target) {
             return Err(why);
         }
@@ -621,6 +649,9 @@ impl Editor {
 
     /// Deletes a node and every connection it has.
     pub fn delete_node(&mut self, id: &str) -> bool {
+        if self.locked {
+            return false;
+        }
         if self.node(id).is_none() {
             return false;
         }
@@ -631,6 +662,9 @@ impl Editor {
     }
 
     pub fn delete_edge(&mut self, source: &str, target: &str) -> bool {
+        if self.locked {
+            return false;
+        }
         if !self
             .design
             .edges
@@ -648,6 +682,9 @@ impl Editor {
 
     /// Sets one option; `Json::Null` removes it (so the default applies).
     pub fn set_option(&mut self, id: &str, option: &str, value: Json) {
+        if self.locked {
+            return;
+        }
         let Some(node) = self.node(id) else { return };
         if node.options.get(option).unwrap_or(&Json::Null) == &value {
             return;
@@ -665,6 +702,9 @@ impl Editor {
     /// Replaces the whole design (reset to the starting design, a design file opened) as one
     /// undoable edit.
     pub fn replace(&mut self, mut design: Design) {
+        if self.locked {
+            return;
+        }
         lay_out(&mut design);
         if design != self.design {
             self.record();
@@ -725,6 +765,34 @@ mod tests {
 
     fn starting(scenario: &Scenario) -> Design {
         shared::design::design_from_json(scenario.starting_design.as_ref().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_read_only_editor_refuses_every_edit() {
+        let scenario = scenario();
+        let design = starting(&scenario);
+        let mut editor = Editor::read_only(design.clone());
+        let shown = editor.design().clone();
+        let job = shown.nodes.iter().find(|n| n.id == "job").unwrap().clone();
+        assert!(editor.add_node(&scenario, NodeKind::Table, None).is_empty());
+        editor.place("job", Point::new(400.0, 400.0));
+        editor.nudge("job", 3, 3);
+        assert!(editor.connect("job", "src").is_err());
+        assert!(!editor.delete_node("job"));
+        let edge = shown.edges[0].clone();
+        assert!(!editor.delete_edge(&edge.from, &edge.to));
+        editor.set_option("job", "transaction", Json::from("none"));
+        editor.replace(Design {
+            nodes: Vec::new(),
+            edges: Vec::new(),
+        });
+        assert_eq!(editor.design(), &shown);
+        assert_eq!(editor.node("job"), Some(&job));
+        assert!(editor.is_read_only() && !editor.can_undo());
+        // The same edits change an editable one.
+        let mut editable = Editor::new(design);
+        assert!(editable.delete_node("job"));
+        assert!(!editable.is_read_only() && editable.can_undo());
     }
 
     #[test]

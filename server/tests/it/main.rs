@@ -24,3 +24,4 @@ mod security;
 mod sessions;
 mod socket;
 mod storage;
+mod watch;

@@ -203,6 +203,72 @@ pub async fn submit(scenario: &str, design: &Design) -> Result<(Verdict, String)
     Ok((verdict, text))
 }
 
+/// The verdict on a design without recording an attempt (`POST /api/scenarios/{id}/check`),
+/// for an author trying a design.
+pub async fn check(scenario: &str, design: &Design) -> Result<Verdict, ApiError> {
+    let body = serde_json::to_string(design).map_err(|e| ApiError::new(e.to_string(), false))?;
+    read(
+        fetch(
+            "POST",
+            &format!("/api/scenarios/{scenario}/check"),
+            Some(body),
+        )
+        .await?,
+    )
+}
+
+/// The author page's view of the scenario files (`serve --author`).
+pub mod author {
+    use serde::Deserialize;
+    use serde_json::Value as Json;
+    use shared::authoring::Diagnostic;
+
+    use super::{get, ApiError};
+
+    #[derive(Clone, Debug, PartialEq, Deserialize)]
+    pub struct Status {
+        pub generation: u64,
+        pub reads: u64,
+        pub read_at: String,
+        pub problems: Vec<Diagnostic>,
+        pub warnings: Vec<Diagnostic>,
+        pub scenarios: Vec<Line>,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Deserialize)]
+    pub struct Line {
+        pub id: String,
+        pub title: String,
+        pub hash: String,
+        pub reference_designs: usize,
+        pub wrong_designs: usize,
+    }
+
+    #[derive(Clone, Debug, Deserialize)]
+    pub struct Scenario {
+        pub scenario: Json,
+        pub designs: Vec<NamedDesign>,
+    }
+
+    #[derive(Clone, Debug, Deserialize)]
+    pub struct NamedDesign {
+        pub kind: String,
+        pub name: String,
+        #[serde(default)]
+        pub misses: Vec<String>,
+        pub design: Json,
+        pub verdict: shared::Verdict,
+    }
+
+    pub async fn status() -> Result<Status, ApiError> {
+        get("/api/author/status").await
+    }
+
+    pub async fn scenario(id: &str) -> Result<Scenario, ApiError> {
+        get(&format!("/api/author/scenarios/{id}")).await
+    }
+}
+
 /// The verdict in the text of a submission's answer.
 pub fn verdict_of(text: &str) -> Option<Verdict> {
     serde_json::from_str::<Submission>(text)

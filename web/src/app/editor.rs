@@ -10,7 +10,7 @@ use super::canvas_view::CanvasView;
 use super::dom::load_once;
 use super::drafts::{self, Loaded};
 use super::inspector::Inspector;
-use super::page::Page;
+use super::page::{Mode, Page};
 use super::preview::{self, Requirements, SqlView};
 use super::results::{ReplayPanel, ResultsPanel};
 use super::router::Link;
@@ -32,21 +32,23 @@ pub fn ScenarioPage(id: String) -> impl IntoView {
                     <p><Link href="/".to_string()>"Back to the scenarios"</Link></p>
                 </section>
             }.into_any(),
-            Some(Ok(loaded)) => view! { <Workspace loaded=loaded /> }.into_any(),
+            Some(Ok(loaded)) => view! { <Workspace loaded=loaded mode=Mode::Student back=("/".to_string(), "← All scenarios") /> }.into_any(),
         }}
     }
 }
 
 /// The page once the scenario is open: the task and requirements, the toolbar and canvas, the
-/// results and SQL tabs, and the inspector or the replay beside them.
+/// results and SQL tabs, and the inspector or the replay beside them. `back` is the link above
+/// the title and its words.
 #[component]
-fn Workspace(loaded: Rc<Loaded>) -> impl IntoView {
+pub fn Workspace(loaded: Rc<Loaded>, mode: Mode, back: (String, &'static str)) -> impl IntoView {
     let id = loaded.scenario.id.clone();
     let page = Page::new(
         loaded.scenario.clone(),
         loaded.start.clone(),
         loaded.design.clone(),
         loaded.restored,
+        mode,
     );
     if let Some((verdict, checked)) = loaded.verdict.clone() {
         page.verdict.set(Some(verdict));
@@ -70,7 +72,9 @@ fn Workspace(loaded: Rc<Loaded>) -> impl IntoView {
         open
     });
     preview::follow_design(page);
-    drafts::autosave(page, id);
+    if mode == Mode::Student {
+        drafts::autosave(page, id);
+    }
 
     // Undo and redo work wherever the focus is on this page.
     let keys = window_event_listener(leptos::ev::keydown, move |ev: leptos::ev::KeyboardEvent| {
@@ -101,7 +105,7 @@ fn Workspace(loaded: Rc<Loaded>) -> impl IntoView {
     view! {
         <div class="workspace">
             <aside class="brief" aria-label="The task">
-                <p class="crumbs"><Link href="/".to_string()>"← All scenarios"</Link></p>
+                <p class="crumbs"><Link href=back.0>{back.1}</Link></p>
                 <h1>{title}</h1>
                 <p class="scenario-id"><code>{scenario.id.clone()}</code></p>
                 <div class="task">{render_markdown(blocks)}</div>

@@ -47,7 +47,7 @@ pub fn Inspector() -> impl IntoView {
                         <CloseSheet />
                         <h2 id="inspector-heading">"Connection"</h2>
                         <p><code>{a.clone()}</code>" → "<code>{b.clone()}</code></p>
-                        <button class="danger" aria-label=label on:click=move |_| page.delete_selection()>"Delete connection"</button>
+                        {(!page.read_only()).then(|| view! { <button class="danger" aria-label=label on:click=move |_| page.delete_selection()>"Delete connection"</button> })}
                     }.into_any()
                 }
                 _ => view! {
@@ -216,7 +216,11 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
         <CloseSheet />
         <h2 id="inspector-heading">{words::kind_title(kind)}" "<code>{id.clone()}</code></h2>
         <p class="kind-line">{words::kind_line(kind)}</p>
-        <div class="options">{options}</div>
+        // Shown, not editable, when the design is read-only.
+        <fieldset class="options" disabled=page.read_only()>
+            <legend class="visually-hidden">"Options"</legend>
+            {options}
+        </fieldset>
         <div class="connections">
             <h3>"Connections"</h3>
             {move || {
@@ -230,14 +234,14 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
                         let (ra, rb) = (a.clone(), b.clone());
                         view! {
                             <li><code>{a}</code>" → "<code>{b}</code>
-                                <button class="link-button" aria-label=label on:click=move |_| page.remove_connection(&ra, &rb)>"Remove"</button>
+                                {(!page.read_only()).then(|| view! { <button class="link-button" aria-label=label on:click=move |_| page.remove_connection(&ra, &rb)>"Remove"</button> })}
                             </li>
                         }
                     }).collect_view()}</ul>
                 }.into_any()
             }}
         </div>
-        <div class="inspector-actions">
+        <div class="inspector-actions" class:hidden=page.read_only()>
             {connectable.then(|| view! {
                 <button class="secondary" on:click=move |_| { page.start_connecting(&cid); focus(&format!("g.node[data-node=\"{cid}\"]")); }>"Connect from here"</button>
             })}

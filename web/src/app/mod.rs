@@ -6,10 +6,13 @@
 //! - the views (`canvas_view`, `inspector`, `toolbar`, `preview`, `results`) and the draft's
 //!   upkeep (`drafts`) build on `page` and never on one another;
 //! - `editor` composes them into the scenario page, as `catalogue` is the list of scenarios;
+//! - `author` is the author page: the files' problems, and a scenario's designs shown on the
+//!   scenario page's workspace, read-only, or tried without recording an attempt;
 //! - underneath everything: `api` (every HTTP call), `router` (routes and links), `dom`
 //!   (small DOM helpers) and `debounce` (work that waits for a quiet moment).
 
 mod api;
+mod author;
 mod canvas_view;
 mod catalogue;
 mod debounce;
@@ -56,6 +59,8 @@ fn App() -> impl IntoView {
         let title = match route.get() {
             Route::Catalogue => "Pipeline Builder".to_string(),
             Route::Scenario(id) => format!("{id} · Pipeline Builder"),
+            Route::Author => "Author page · Pipeline Builder".to_string(),
+            Route::AuthorScenario(id) => format!("{id} · Author page · Pipeline Builder"),
             Route::NotFound => "Not found · Pipeline Builder".to_string(),
         };
         if let Some(doc) = web_sys::window().and_then(|w| w.document()) {
@@ -77,6 +82,8 @@ fn App() -> impl IntoView {
             {move || if !ready.get() { view! { <p class="page muted" role="status">"Loading…"</p> }.into_any() } else { match route.get() {
                 Route::Catalogue => view! { <catalogue::Catalogue /> }.into_any(),
                 Route::Scenario(id) => view! { <editor::ScenarioPage id=id /> }.into_any(),
+                Route::Author => view! { <author::AuthorHome /> }.into_any(),
+                Route::AuthorScenario(id) => view! { <author::AuthorScenario id=id /> }.into_any(),
                 Route::NotFound => view! {
                     <section class="page narrow"><h1>"Nothing here"</h1><p><Link href="/".to_string()>"Back to the scenarios"</Link></p></section>
                 }.into_any(),

@@ -56,9 +56,23 @@ pub enum DraftState {
     Local,
 }
 
+/// Whose page this is, which decides what Check does and what is kept.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// A student's: Check records a graded attempt, and the draft is kept.
+    #[default]
+    Student,
+    /// An author trying a design: Check asks for the verdict without recording anything, and
+    /// no draft is kept.
+    Try,
+    /// A design shown, not edited: no edit, no Check, no draft; its verdict and replay only.
+    ReadOnly,
+}
+
 /// The page's state: every piece is a signal, so the struct is `Copy` and shared by context.
 #[derive(Clone, Copy)]
 pub struct Page {
+    pub mode: Mode,
     pub scenario: StoredValue<Arc<Scenario>>,
     pub start: StoredValue<Design>,
     pub editor: RwSignal<Editor>,
@@ -86,11 +100,17 @@ impl Page {
         start: Design,
         design: Design,
         restored: Option<&'static str>,
+        mode: Mode,
     ) -> Self {
         Page {
+            mode,
             scenario: StoredValue::new(scenario),
             start: StoredValue::new(start),
-            editor: RwSignal::new(Editor::new(design)),
+            editor: RwSignal::new(if mode == Mode::ReadOnly {
+                Editor::read_only(design)
+            } else {
+                Editor::new(design)
+            }),
             selected: RwSignal::new(None),
             connecting: RwSignal::new(None),
             notice: RwSignal::new(restored.map(|words| (words.to_string(), false))),
@@ -144,6 +164,10 @@ impl Page {
 
     /// Starts a connection that the next chosen node finishes, for keyboards and taps.
     pub fn start_connecting(&self, source: &str) {
+        if self.read_only() {
+            self.say("This design is shown read-only.", true);
+            return;
+        }
         self.connecting.set(Some(source.to_string()));
         self.say(format!("Connecting from \"{source}\": choose the node it feeds (Tab to it and press Enter, or tap it). Esc cancels."), false);
     }
@@ -151,6 +175,10 @@ impl Page {
     /// Deletes what is selected. The focus goes back to the canvas, because the deleted node
     /// may have held it and the keyboard must not be left on nothing.
     pub fn delete_selection(&self) {
+        if self.read_only() {
+            self.say("This design is shown read-only.", true);
+            return;
+        }
         match self.selected.get_untracked() {
             Some(Selection::Node(id)) => {
                 self.editor.update(|e| {
@@ -219,6 +247,10 @@ impl Page {
         if let Some(shown) = shown.filter(|v| *v != view) {
             self.view.set(shown);
         }
+    }
+
+    pub fn read_only(&self) -> bool {
+        self.mode == Mode::ReadOnly
     }
 
     /// The replay frame the drawing shows, if a replay is on.

@@ -8,6 +8,9 @@ use leptos::prelude::*;
 pub enum Route {
     Catalogue,
     Scenario(String),
+    /// The author page (`serve --author`).
+    Author,
+    AuthorScenario(String),
     NotFound,
 }
 
@@ -16,6 +19,8 @@ pub fn parse_route(path: &str) -> Route {
     match parts.as_slice() {
         [] => Route::Catalogue,
         ["scenarios", id] => Route::Scenario((*id).to_string()),
+        ["author"] => Route::Author,
+        ["author", id] => Route::AuthorScenario((*id).to_string()),
         _ => Route::NotFound,
     }
 }

@@ -7,7 +7,7 @@ use wasm_bindgen::JsCast;
 
 use super::api;
 use super::dom::{self, icon, scroll_into_view, REDO, UNDO};
-use super::page::{DraftState, Page, Selection};
+use super::page::{DraftState, Mode, Page, Selection};
 use crate::canvas::{self, Editor};
 use crate::design_file::{self, Refused};
 use crate::words;
@@ -113,10 +113,18 @@ pub fn Toolbar() -> impl IntoView {
         page.check_error.set(None);
         page.tab.set("results");
         // The server's verdict is the graded one; a new verdict ends the replay of the old.
+        // An author's try is checked without recording an attempt.
         leptos::task::spawn_local(async move {
-            match api::submit(&id, &design).await {
-                Ok((verdict, answer)) => {
+            let answer = if page.mode == Mode::Try {
+                api::check(&id, &design).await
+            } else {
+                api::submit(&id, &design).await.map(|(verdict, answer)| {
                     api::local::store_verdict(&id, &design, &answer);
+                    verdict
+                })
+            };
+            match answer {
+                Ok(verdict) => {
                     page.replay.set(None);
                     page.verdict.set(Some(verdict));
                     page.checked_design.set(Some(design));
@@ -129,6 +137,14 @@ pub fn Toolbar() -> impl IntoView {
         });
     };
     let file_input = NodeRef::<leptos::html::Input>::new();
+    if page.read_only() {
+        return view! {
+            <div class="toolbar">
+                <p class="read-only-note" role="note">"Shown read-only, as the file has it: select a node to see its options, or replay a missed requirement."</p>
+            </div>
+        }
+        .into_any();
+    }
     view! {
         <div class="toolbar">
             <div class="palette" role="group" aria-label="Palette: add a node">
@@ -187,4 +203,5 @@ pub fn Toolbar() -> impl IntoView {
             </div>
         </div>
     }
+    .into_any()
 }

@@ -1,0 +1,121 @@
+//! The author page's API, mounted only by `serve --author` on a loopback address: the state of
+//! the scenario files (with `--watch`, as they change) and every scenario whole — its reference
+//! and wrong designs with their verdicts, which students never see.
+//!
+//! These routes are a local authoring tool rather than part of the public API, so the OpenAPI
+//! document leaves them out; docs/authoring.md describes them.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde::Serialize;
+use serde_json::Value as Json_;
+
+use crate::catalogue::Catalogue;
+use crate::checker::Checker;
+use crate::error::AppError;
+use crate::watch::{CatalogueStatus, LiveCatalogue};
+
+/// `GET /api/author/status`: what the last reading of the files found, and the scenarios
+/// being served.
+#[derive(Serialize)]
+pub struct Status {
+    #[serde(flatten)]
+    pub files: CatalogueStatus,
+    pub scenarios: Vec<ScenarioLine>,
+}
+
+#[derive(Serialize)]
+pub struct ScenarioLine {
+    pub id: String,
+    pub title: String,
+    pub order: u32,
+    pub hash: String,
+    pub reference_designs: usize,
+    pub wrong_designs: usize,
+}
+
+pub async fn status(State(live): State<Arc<LiveCatalogue>>) -> Json<Status> {
+    // The catalogue and the status are read apart; a swap between the two reads shows at the
+    // next poll.
+    let catalogue = live.current();
+    Json(Status {
+        files: (*live.status()).clone(),
+        scenarios: catalogue
+            .entries()
+            .iter()
+            .map(|e| ScenarioLine {
+                id: e.scenario.id.clone(),
+                title: e.scenario.title.clone(),
+                order: e.scenario.order,
+                hash: e.hash.clone(),
+                reference_designs: e.scenario.reference_designs.len(),
+                wrong_designs: e.scenario.wrong_designs.len(),
+            })
+            .collect(),
+    })
+}
+
+/// `GET /api/author/scenarios/{id}`: the whole scenario and each of its designs' verdicts.
+#[derive(Serialize)]
+pub struct AuthorScenario {
+    pub hash: String,
+    /// The scenario file as the server read it, answers included.
+    pub scenario: Json_,
+    pub designs: Vec<AuthorDesign>,
+}
+
+#[derive(Serialize)]
+pub struct AuthorDesign {
+    /// `reference` (must pass every requirement) or `wrong` (must miss `misses`).
+    pub kind: &'static str,
+    pub name: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub misses: Vec<String>,
+    pub design: Json_,
+    /// The server's verdict of the design, as `POST /api/scenarios/{id}/check` gives it.
+    pub verdict: Json_,
+}
+
+pub async fn scenario(
+    State(catalogue): State<Arc<Catalogue>>,
+    State(checker): State<Checker>,
+    Path(id): Path<String>,
+) -> Result<Json<AuthorScenario>, AppError> {
+    let Some(entry) = catalogue.get(&id) else {
+        return Err(AppError::unknown_scenario_in_url(
+            &id,
+            format!("/api/author/scenarios/{id}"),
+        ));
+    };
+    let s = &entry.scenario;
+    let named = s
+        .reference_designs
+        .iter()
+        .map(|d| ("reference", d.name.clone(), Vec::new(), d.design.clone()))
+        .chain(
+            s.wrong_designs
+                .iter()
+                .map(|d| ("wrong", d.name.clone(), d.misses.clone(), d.design.clone())),
+        )
+        .collect::<Vec<_>>();
+    let mut designs = Vec::with_capacity(named.len());
+    for (kind, name, misses, design) in named {
+        // The catalogue validated every one of these designs; a check that fails here is
+        // answered as the check route would answer it.
+        let checked = checker.check(Arc::clone(&entry), design.clone()).await?;
+        designs.push(AuthorDesign {
+            kind,
+            name,
+            misses,
+            design,
+            verdict: serde_json::from_slice(&checked.json).map_err(AppError::internal)?,
+        });
+    }
+    Ok(Json(AuthorScenario {
+        hash: entry.hash.clone(),
+        scenario: serde_json::to_value(s).map_err(AppError::internal)?,
+        designs,
+    }))
+}

@@ -1,0 +1,233 @@
+//! The catalogue a running server serves, and `serve --watch`, which replaces it while the
+//! server runs.
+//!
+//! A request takes the catalogue once, as an `Arc`, when it starts ([`LiveCatalogue::current`]),
+//! so a request in flight finishes on the catalogue it started with while a newer one is
+//! swapped in beside it. A reload validates every file of the folder as `serve` does at start;
+//! only a folder with no problem replaces the catalogue, so a broken edit never reaches
+//! students: the last good catalogue stays, and the problems are kept for the log and the
+//! author page ([`LiveCatalogue::status`]). Verdicts need no flushing: the verdict cache is
+//! keyed by the scenario's hash, which every change of a scenario changes.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use serde::Serialize;
+use shared::authoring::Diagnostic;
+use tokio::sync::mpsc;
+
+use crate::catalogue::{self, Catalogue};
+
+/// How long the folder must be quiet after a change before it is read again: an editor's save
+/// is often several events (a temporary file, a rename, a change of times).
+pub const SETTLE: Duration = Duration::from_millis(150);
+
+/// What the last reading of the scenario files found.
+#[derive(Clone, Debug, Serialize)]
+pub struct CatalogueStatus {
+    /// The catalogue being served: 1 for the one read at start, one more at each swap.
+    pub generation: u64,
+    /// How many times the files were read, the first time included.
+    pub reads: u64,
+    /// When the files were last read (RFC 3339, UTC).
+    pub read_at: String,
+    /// The problems of the files as they are now. When there is any, the catalogue being
+    /// served is the last one without problems (or, if the server started on a broken
+    /// folder under `--watch`, an empty one).
+    pub problems: Vec<Diagnostic>,
+    /// Warnings of the files as they are now; they never keep a file out.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// The catalogue being served, and what the last reading of its files found.
+pub struct LiveCatalogue {
+    current: RwLock<Arc<Catalogue>>,
+    status: RwLock<Arc<CatalogueStatus>>,
+}
+
+impl LiveCatalogue {
+    /// A catalogue read at start, without problems.
+    pub fn new(catalogue: Catalogue) -> LiveCatalogue {
+        LiveCatalogue {
+            current: RwLock::new(Arc::new(catalogue)),
+            status: RwLock::new(Arc::new(CatalogueStatus {
+                generation: 1,
+                reads: 1,
+                read_at: now(),
+                problems: Vec::new(),
+                warnings: Vec::new(),
+            })),
+        }
+    }
+
+    /// The catalogue to serve a request with; it stays the same for that request whatever
+    /// is swapped in meanwhile.
+    pub fn current(&self) -> Arc<Catalogue> {
+        Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    pub fn status(&self) -> Arc<CatalogueStatus> {
+        Arc::clone(&self.status.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Reads and validates the folder again; replaces the catalogue when it has no problem,
+    /// keeps it otherwise. Blocking: the validation simulates every design of every file.
+    pub fn reload(&self, dir: &Path) -> Arc<CatalogueStatus> {
+        let (result, warnings) = if dir.is_dir() {
+            catalogue::validate_paths_with_warnings(&[dir.to_path_buf()])
+        } else {
+            let missing = Diagnostic {
+                file: dir.display().to_string(),
+                path: "$".into(),
+                message: "the scenarios folder does not exist".into(),
+            };
+            (Err(vec![missing]), Vec::new())
+        };
+        let before = self.status();
+        let status = match result {
+            Ok(scenarios) => {
+                let next = Catalogue::new(scenarios);
+                let changed = changes(&self.current(), &next);
+                *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
+                tracing::info!(
+                    scenarios = self.current().len(),
+                    changed = %changed,
+                    "the scenario files changed; serving them now"
+                );
+                CatalogueStatus {
+                    generation: before.generation + 1,
+                    reads: before.reads + 1,
+                    read_at: now(),
+                    problems: Vec::new(),
+                    warnings,
+                }
+            }
+            Err(problems) => {
+                for p in &problems {
+                    tracing::warn!(file = %p.file, path = %p.path, "{}", p.message);
+                }
+                tracing::warn!(
+                    problems = problems.len(),
+                    "the scenario files have problems; still serving the catalogue read before"
+                );
+                CatalogueStatus {
+                    generation: before.generation,
+                    reads: before.reads + 1,
+                    read_at: now(),
+                    problems,
+                    warnings,
+                }
+            }
+        };
+        for w in &status.warnings {
+            tracing::warn!(file = %w.file, path = %w.path, "{}", w.message);
+        }
+        let status = Arc::new(status);
+        *self.status.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&status);
+        status
+    }
+
+    /// A server started under `--watch` on a folder with problems: nothing to serve yet, and
+    /// the problems to show until they are fixed.
+    pub fn broken(problems: Vec<Diagnostic>) -> LiveCatalogue {
+        let live = LiveCatalogue::new(Catalogue::default());
+        *live.status.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(CatalogueStatus {
+            generation: 0,
+            problems,
+            ..(*live.status()).clone()
+        });
+        live
+    }
+}
+
+/// The scenarios added, changed and removed between two catalogues, in words for the log.
+fn changes(before: &Catalogue, after: &Catalogue) -> String {
+    let mut words = Vec::new();
+    for entry in after.entries() {
+        match before.get(&entry.scenario.id) {
+            None => words.push(format!("+{}", entry.scenario.id)),
+            Some(old) if old.hash != entry.hash => words.push(format!("~{}", entry.scenario.id)),
+            Some(_) => {}
+        }
+    }
+    for entry in before.entries() {
+        if after.get(&entry.scenario.id).is_none() {
+            words.push(format!("-{}", entry.scenario.id));
+        }
+    }
+    if words.is_empty() {
+        "nothing".into()
+    } else {
+        words.join(" ")
+    }
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Watches `dir` and reloads `live` after each change of a scenario file, until the server
+/// stops. Fails only when the folder cannot be watched.
+pub fn spawn(
+    live: Arc<LiveCatalogue>,
+    dir: PathBuf,
+) -> Result<tokio::task::JoinHandle<()>, String> {
+    use notify::Watcher;
+    let (tx, mut rx) = mpsc::unbounded_channel::<()>();
+    let mut watcher =
+        notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
+            Ok(event) if event.paths.iter().any(|p| is_watched(p)) => {
+                let _ = tx.send(());
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("watching the scenario files: {e}"),
+        })
+        .map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
+    watcher
+        .watch(&dir, notify::RecursiveMode::NonRecursive)
+        .map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
+    tracing::info!(dir = %dir.display(), "watching the scenario files");
+    Ok(tokio::spawn(async move {
+        // The watcher lives as long as this task.
+        let _watcher = watcher;
+        while rx.recv().await.is_some() {
+            // Let the burst of events of one save settle.
+            loop {
+                match tokio::time::timeout(SETTLE, rx.recv()).await {
+                    Ok(Some(())) => continue,
+                    Ok(None) => return,
+                    Err(_) => break,
+                }
+            }
+            let (live, dir) = (Arc::clone(&live), dir.clone());
+            if let Err(e) = tokio::task::spawn_blocking(move || live.reload(&dir)).await {
+                tracing::error!("reloading the scenario files stopped: {e}");
+            }
+        }
+    }))
+}
+
+/// A change of these paths may change the catalogue: scenario files, not editors' swap files
+/// or the schema.
+fn is_watched(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "json")
+        && !path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(".schema.json") || n.starts_with('.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_scenario_files_are_watched() {
+        assert!(is_watched(Path::new("scenarios/safe-retry.json")));
+        assert!(!is_watched(Path::new("scenarios/scenario.schema.json")));
+        assert!(!is_watched(Path::new("scenarios/.safe-retry.json.swp")));
+        assert!(!is_watched(Path::new("scenarios/.#safe-retry.json")));
+        assert!(!is_watched(Path::new("scenarios/4913")));
+    }
+}
