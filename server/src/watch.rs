@@ -177,7 +177,12 @@ pub fn spawn(
     let (tx, mut rx) = mpsc::unbounded_channel::<()>();
     let mut watcher =
         notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
-            Ok(event) if event.paths.iter().any(|p| is_watched(p)) => {
+            // Reading a file is an event too (the reload itself reads every file): only a
+            // change counts.
+            Ok(event)
+                if !matches!(event.kind, notify::EventKind::Access(_))
+                    && event.paths.iter().any(|p| is_watched(p)) =>
+            {
                 let _ = tx.send(());
             }
             Ok(_) => {}

@@ -1,7 +1,9 @@
 // Starts Debian's Chromium for the browser tests and keeps screenshots in one folder.
 // `cargo xtask test` starts the server and sets BASE_URL, CHROMIUM and SCREENSHOT_DIR.
 
+import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -69,4 +71,20 @@ export async function centre(locator) {
   const box = await locator.boundingBox();
   if (!box) throw new Error('the element is not visible');
   return { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+}
+
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+/** Runs axe-core on the page and fails on any serious or critical violation, naming each.
+ * The page's Content-Security-Policy forbids the injected script: open the browser with
+ * `bypassCSP: true`. */
+export async function axe(page, where) {
+  await page.addScriptTag({ path: AXE });
+  const violations = await page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(' ')) }));
+  });
+  const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  for (const v of violations) console.log(`# axe (${where}): ${v.impact} ${v.id}: ${v.help} — ${v.targets.slice(0, 5).join(', ')}`);
+  assert.deepEqual(bad.map((v) => `${v.impact} ${v.id}: ${v.targets.join(', ')}`), [], `axe-core on ${where}`);
 }

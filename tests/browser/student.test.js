@@ -4,11 +4,8 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { openBrowser, screenshot, tabTo, centre, SHOTS } from './harness.js';
-
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+import { openBrowser, screenshot, tabTo, centre, axe, SHOTS } from './harness.js';
 
 const helpers = (page) => {
   const node = (id) => page.locator(`g.node[data-node="${id}"]`);
@@ -238,18 +235,6 @@ test('a phone: offset-commit solved with taps only', async () => {
     await browser.close();
   }
 });
-
-/** Runs axe-core on the page and fails on any serious or critical violation, naming each. */
-async function axe(page, where) {
-  await page.addScriptTag({ path: AXE });
-  const violations = await page.evaluate(async () => {
-    const result = await window.axe.run(document, { resultTypes: ['violations'] });
-    return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(' ')) }));
-  });
-  const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  for (const v of violations) console.log(`# axe (${where}): ${v.impact} ${v.id}: ${v.help} — ${v.targets.slice(0, 5).join(', ')}`);
-  assert.deepEqual(bad.map((v) => `${v.impact} ${v.id}: ${v.targets.join(', ')}`), [], `axe-core on ${where}`);
-}
 
 test('axe-core finds nothing serious: the catalogue, a missed verdict, a replay', async () => {
   // The test injects axe-core as a script, which the page's Content-Security-Policy forbids.

@@ -36,13 +36,14 @@ fn main() -> ExitCode {
         Some("dist") => dist().map(|_| ()),
         Some("run") => run(&args[1..]),
         Some("test") => test(&args[1..]),
+        Some("browser") => browser_tests(&args[1..]),
         Some("conformance") => conformance(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("lint") => lint::lint(),
         Some("deps") => lint::deps(),
         Some("contract") => contract::contract(),
         _ => {
-            eprintln!("usage: cargo xtask <dist|run|test|lint|deps|contract|conformance|bench>\n  dist         build the browser app into web/dist\n  run          build everything and serve it (extra arguments go to the server)\n  test         run every test, the lint gate first (--no-browser skips the browser tests)\n  lint         cargo fmt --check, clippy -D warnings (host and wasm32), no circle of module imports\n  deps         print every crate's module graph and its circles\n  contract     check the running server against its OpenAPI document (schemathesis)\n  conformance  replay every schedule on SQLite and PostgreSQL (--sqlite, --postgres)\n  bench        measure the check, the simulator against SQLite, the server and the app\n               (--quick: under two minutes; --smoke: tiny sizes, for CI; --max-messages N)");
+            eprintln!("usage: cargo xtask <dist|run|test|browser|lint|deps|contract|conformance|bench>\n  dist         build the browser app into web/dist\n  run          build everything and serve it (extra arguments go to the server)\n  test         run every test, the lint gate first (--no-browser skips the browser tests)\n  browser      only the browser tests (names of files in tests/browser pick some)\n  lint         cargo fmt --check, clippy -D warnings (host and wasm32), no circle of module imports\n  deps         print every crate's module graph and its circles\n  contract     check the running server against its OpenAPI document (schemathesis)\n  conformance  replay every schedule on SQLite and PostgreSQL (--sqlite, --postgres)\n  bench        measure the check, the simulator against SQLite, the server and the app\n               (--quick: under two minutes; --smoke: tiny sizes, for CI; --max-messages N)");
             return ExitCode::from(2);
         }
     };
@@ -335,7 +336,7 @@ fn test(args: &[String]) -> Result<(), String> {
     if args.iter().any(|a| a == "--no-browser") {
         return Ok(());
     }
-    browser_tests()
+    browser_tests(&[])
 }
 
 fn ensure_node_modules(dir: &Path) -> Result<(), String> {
@@ -464,7 +465,9 @@ fn release_server() -> Result<PathBuf, String> {
     Ok(target_dir().join("release").join("pipeline-builder"))
 }
 
-fn browser_tests() -> Result<(), String> {
+/// The browser tests in Chromium against the release binary; `only` names test files to run
+/// (all of them when empty).
+fn browser_tests(only: &[String]) -> Result<(), String> {
     let chromium = install::chromium()?;
     install::node()?;
     let tests = root().join("tests").join("browser");
@@ -485,6 +488,17 @@ fn browser_tests() -> Result<(), String> {
         .ok_or("the checkout's path is not UTF-8")?;
     let (server, port) = start_server_in(&binary, &scratch, &empty, &["--scenarios", scenarios])?;
     embedded_app_is_served(port)?;
+    // The author page's server watches a copy of the scenarios, which its test edits.
+    let authoring = scratch.join("author");
+    let watched = authoring.join("scenarios");
+    copy_scenarios(&root().join("scenarios"), &watched)?;
+    let watched_text = watched.to_str().ok_or("the scratch path is not UTF-8")?;
+    let (author_server, author_port) = start_server_in(
+        &binary,
+        &authoring,
+        &empty,
+        &["--scenarios", watched_text, "--watch", "--author"],
+    )?;
 
     step("browser tests (Chromium)");
     let output = root().join("test-output").join("browser");
@@ -496,8 +510,16 @@ fn browser_tests() -> Result<(), String> {
             p.extension().is_some_and(|x| x == "js" || x == "mjs")
                 && p.file_name()
                     .is_some_and(|n| n.to_string_lossy().contains(".test."))
+                && (only.is_empty()
+                    || only.iter().any(|o| {
+                        p.file_name()
+                            .is_some_and(|n| n.to_string_lossy() == o.as_str())
+                    }))
         })
         .collect();
+    if files.is_empty() {
+        return Err(format!("no browser test file matches {}", only.join(", ")));
+    }
     files.sort();
     let result = status(
         Command::new("node")
@@ -506,10 +528,13 @@ fn browser_tests() -> Result<(), String> {
             .args(&files)
             .current_dir(&tests)
             .env("BASE_URL", format!("http://127.0.0.1:{port}"))
+            .env("AUTHOR_BASE_URL", format!("http://127.0.0.1:{author_port}"))
+            .env("AUTHOR_SCENARIOS", &watched)
             .env("CHROMIUM", &chromium)
             .env("SCREENSHOT_DIR", &output),
     );
     drop(server);
+    drop(author_server);
     if result.is_err() {
         let log = std::fs::read_to_string(scratch.join("server.log")).unwrap_or_default();
         let tail: Vec<&str> = log.lines().rev().take(30).collect();
@@ -522,6 +547,20 @@ fn browser_tests() -> Result<(), String> {
         eprintln!("screenshots in {}", output.display());
     }
     result
+}
+
+/// Copies the scenario files of `from` into a fresh folder `to`.
+fn copy_scenarios(from: &Path, to: &Path) -> Result<(), String> {
+    let _ = std::fs::remove_dir_all(to);
+    std::fs::create_dir_all(to).map_err(|e| format!("could not create {}: {e}", to.display()))?;
+    for entry in std::fs::read_dir(from).map_err(|e| e.to_string())? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if path.extension().is_some_and(|x| x == "json") {
+            let name = path.file_name().ok_or("a file without a name")?;
+            std::fs::copy(&path, to.join(name)).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
 }
 
 /// The release server's `/` is the built app, not the page a binary without it answers.

@@ -117,6 +117,11 @@ async fn the_catalogue_follows_the_files_and_a_broken_edit_never_reaches_student
     .await;
     assert_eq!(status["generation"], 2);
     assert_eq!(status["problems"], json!([]));
+    // Reading the files is no change: with nothing saved, nothing is read again.
+    let reads = status["reads"].as_u64().unwrap();
+    tokio::time::sleep(server::watch::SETTLE * 4).await;
+    let quiet = app.get("/api/author/status", &As::nobody()).await;
+    assert_eq!(quiet.body["reads"].as_u64(), Some(reads), "{}", quiet.text);
     let listed = app
         .get("/api/scenarios/safe-retry-again", &As::nobody())
         .await;
@@ -415,14 +420,17 @@ async fn under_watch_a_broken_folder_starts_the_server_with_its_problems() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    // The server's output is read to its end, so that it never writes into a closed pipe.
     let stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut base = None;
-    for line in stdout.lines().map_while(Result::ok) {
-        if let Some(address) = line.strip_prefix("pipeline-builder listening on ") {
-            base = Some(address.to_string());
-            break;
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            if let Some(address) = line.strip_prefix("pipeline-builder listening on ") {
+                let _ = sender.send(address.to_string());
+            }
         }
-    }
+    });
+    let base = receiver.recv_timeout(Duration::from_secs(120)).ok();
     let base = base.expect("the server listens");
     let client = reqwest::Client::new();
     let status: Value = client

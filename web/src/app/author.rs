@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use leptos::prelude::*;
 use shared::design::{design_from_json, Design};
-use shared::Scenario;
 
 use super::api::{author, ApiError};
 use super::drafts::Loaded;
@@ -261,7 +260,7 @@ fn design_words(d: &author::NamedDesign) -> (String, bool) {
 
 /// The canvas with the chosen design and its verdict, or a design to try.
 fn workspace(a: &author::Scenario, shown: Shown) -> impl IntoView {
-    let Ok(scenario) = serde_json::from_value::<Scenario>(a.scenario.clone()) else {
+    let Ok(scenario) = crate::student_view::scenario(a.scenario.clone()) else {
         return view! { <p class="error" role="alert">"The server's scenario could not be read."</p> }.into_any();
     };
     let start = scenario
