@@ -87,6 +87,15 @@ pub fn router(state: AppState) -> Router {
             "/api/openapi.json",
             get_service(operations::openapi.with_state(document)),
         )
+        // LTI: the launch is a cross-site form post by design, protected by its state and
+        // nonce; it is outside the routes the cross-site guard covers.
+        .route(
+            "/lti/login",
+            get(crate::lti::login_get).post(crate::lti::login_post),
+        )
+        .route("/lti/launch", post(crate::lti::launch))
+        .route("/lti/jwks", get(crate::lti::jwks))
+        .route("/lti/config", get(crate::lti::config))
         .route("/healthz", get(operations::healthz))
         .route("/readyz", get(operations::readyz))
         .route("/metrics", get(operations::metrics))
@@ -197,7 +206,8 @@ async fn json_errors(request: Request, next: Next) -> Response {
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
+    // A page that explains itself (an LTI launch refused in the learner's browser) stays one.
     if is_json {
         return response;
     }

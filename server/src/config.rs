@@ -118,6 +118,9 @@ pub struct Config {
     /// Mounts the author page's API (`crate::routes::author`): every scenario with its
     /// answers. `serve --author` sets it, on a loopback address only.
     pub author: bool,
+    /// The URL students reach the server at (`--public-url`, for example
+    /// `https://pipelines.example.edu`): LTI platforms are sent back to it.
+    pub public_url: Option<String>,
 }
 
 impl Default for Config {
@@ -156,6 +159,7 @@ impl Default for Config {
             https: false,
             trust_forwarded_proto: true,
             author: false,
+            public_url: None,
         }
     }
 }

@@ -21,6 +21,7 @@
 //! - [`limit`]: per-client rate limits; [`headers`]: the security headers of every answer.
 //! - [`load`]: the load generator behind `pipeline-builder load`.
 //! - [`bounds`]: how much of a client's input answers repeat and the store keeps.
+//! - [`lti`]: LTI 1.3 launches from a learning platform: login, launch, the tool's keys.
 //! - [`sweep`]: removing expired idempotency records and sessions with no work.
 
 pub mod app;
@@ -35,6 +36,7 @@ pub mod error;
 pub mod headers;
 pub mod limit;
 pub mod load;
+pub mod lti;
 pub mod metrics;
 pub mod net;
 pub mod openapi;

@@ -49,6 +49,9 @@ enum Command {
     /// Manage students.
     #[command(subcommand)]
     Student(StudentCommand),
+    /// LTI 1.3: the learning platforms that launch this tool, and its signing key.
+    #[command(subcommand)]
+    Lti(server::lti::cli::LtiCommand),
 }
 
 #[derive(Args)]
@@ -260,6 +263,10 @@ struct ServeArgs {
     /// address.
     #[arg(long, env = "AUTHOR")]
     author: bool,
+    /// The URL students reach this server at, for example https://pipelines.example.edu:
+    /// learning platforms send LTI launches back to it (GET /lti/config lists the URLs).
+    #[arg(long, env = "PUBLIC_URL")]
+    public_url: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -341,6 +348,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => runtime().block_on(sweep(args)),
         Command::Autograde(args) => autograde(args),
         Command::Backup(args) => runtime().block_on(backup(args)),
+        Command::Lti(command) => runtime().block_on(server::lti::cli::run(command)),
         Command::Student(StudentCommand::Delete { id, database }) => {
             runtime().block_on(delete_student(&id, &database.database_url))
         }
@@ -457,6 +465,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         body_timeout: Duration::from_secs(args.body_timeout_seconds.max(1)),
         max_connections: args.max_connections.max(1),
         author: args.author,
+        public_url: args.public_url.clone(),
         ..args.expiry.apply(Config::default())
     };
     let listener = match tokio::net::TcpListener::bind(&args.bind).await {

@@ -50,6 +50,8 @@ macro_rules! with_pool {
         }
     };
 }
+/// For the stores of other modules (`crate::lti::store`).
+pub(crate) use with_pool;
 
 pub type StoreResult<T> = Result<T, sqlx::Error>;
 
@@ -243,7 +245,7 @@ impl Store {
     }
 
     /// A turn to write, on SQLite; held for the whole write (a transaction included).
-    async fn write_turn(&self) -> Option<SemaphorePermit<'_>> {
+    pub(crate) async fn write_turn(&self) -> Option<SemaphorePermit<'_>> {
         match self {
             // The gate is never closed, so `acquire` cannot fail.
             Store::Sqlite(_, gate) => gate.acquire().await.ok(),

@@ -14,6 +14,7 @@ mod fuzz;
 mod grading;
 mod limits;
 mod load;
+mod lti;
 mod openapi;
 mod operations;
 mod outage;

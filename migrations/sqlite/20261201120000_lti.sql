@@ -1,0 +1,51 @@
+-- LTI 1.3: the tool's signing keys, the platforms registered with it, the logins in flight
+-- (state and nonce, each used once), and which student a platform's user is.
+
+-- The tool's RSA keys. The newest key that is not retired signs; every key retired less
+-- than a day ago is still published, so tokens it signed can still be verified.
+CREATE TABLE lti_keys (
+    kid         TEXT PRIMARY KEY NOT NULL,
+    -- PKCS#8 PEM of the private key.
+    private_pem TEXT NOT NULL,
+    -- The public key's modulus and exponent, base64url, as the JWKS publishes them.
+    n           TEXT NOT NULL,
+    e           TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    retired_at  TEXT
+);
+
+CREATE TABLE lti_platforms (
+    id          TEXT PRIMARY KEY NOT NULL,
+    issuer      TEXT NOT NULL,
+    client_id   TEXT NOT NULL,
+    auth_url    TEXT NOT NULL,
+    token_url   TEXT NOT NULL,
+    jwks_url    TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    UNIQUE (issuer, client_id)
+);
+
+CREATE TABLE lti_deployments (
+    platform      TEXT NOT NULL REFERENCES lti_platforms (id) ON DELETE CASCADE,
+    deployment_id TEXT NOT NULL,
+    PRIMARY KEY (platform, deployment_id)
+);
+
+-- A login started by a platform: the launch that follows must carry this state, and a token
+-- with this nonce; both are spent by the first launch that uses them.
+CREATE TABLE lti_logins (
+    state       TEXT PRIMARY KEY NOT NULL,
+    nonce       TEXT NOT NULL,
+    platform    TEXT NOT NULL REFERENCES lti_platforms (id) ON DELETE CASCADE,
+    created_at  TEXT NOT NULL,
+    used_at     TEXT
+);
+CREATE INDEX lti_logins_by_created ON lti_logins (created_at);
+
+-- A platform's user (`sub`) and the student they are here.
+CREATE TABLE lti_users (
+    platform    TEXT NOT NULL REFERENCES lti_platforms (id) ON DELETE CASCADE,
+    sub         TEXT NOT NULL,
+    student     TEXT NOT NULL,
+    PRIMARY KEY (platform, sub)
+);

@@ -1,0 +1,603 @@
+//! LTI 1.3 core launch: a learning platform starts a login (`/lti/login`), the browser is sent
+//! to the platform's authorization endpoint with a `state` and a `nonce` the tool keeps, and the
+//! platform posts back an `id_token` (`/lti/launch`) that is verified before anyone is signed
+//! in. The tool's public keys are at `/lti/jwks`; `/lti/config` lists every URL a platform's
+//! administrator registers.
+//!
+//! Nothing cryptographic is written here: `jsonwebtoken` (on `ring`) verifies and signs, and
+//! the `rsa` crate only generates the tool's keys. Every refusal is a page with a 4xx status
+//! that says what was wrong, is logged, and creates nothing: the login is spent, and the
+//! student and session made, only after every check has passed.
+
+pub mod cli;
+pub mod keys;
+pub mod store;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Form, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use chrono::Utc;
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json_;
+
+use crate::auth;
+use crate::catalogue::Catalogue;
+use crate::config::Config;
+use crate::store::Store;
+use store::Platform;
+
+/// The claims' namespace.
+const LTI: &str = "https://purl.imsglobal.org/spec/lti/claim/";
+/// How long a login may wait for its launch.
+pub const LOGIN_TTL: Duration = Duration::from_secs(10 * 60);
+/// How far a token's times may be off the tool's clock.
+pub const LEEWAY_SECONDS: u64 = 60;
+/// How long a platform's key set is trusted before it is fetched again.
+const JWKS_TTL: Duration = Duration::from_secs(10 * 60);
+/// The least time between two fetches of one key set for an unknown `kid`, so that tokens
+/// with made-up key ids cannot make the tool hammer a platform.
+const JWKS_REFETCH_MIN: Duration = Duration::from_secs(5);
+
+/// A refused login or launch: the status, what was wrong in words, and the page that says it.
+#[derive(Debug)]
+pub struct Refusal {
+    pub status: StatusCode,
+    pub why: String,
+}
+
+impl Refusal {
+    fn bad(why: impl Into<String>) -> Refusal {
+        Refusal {
+            status: StatusCode::BAD_REQUEST,
+            why: why.into(),
+        }
+    }
+    fn forbidden(why: impl Into<String>) -> Refusal {
+        Refusal {
+            status: StatusCode::FORBIDDEN,
+            why: why.into(),
+        }
+    }
+    fn unavailable(why: impl Into<String>) -> Refusal {
+        Refusal {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            why: why.into(),
+        }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        tracing::warn!(status = self.status.as_u16(), why = %self.why, "LTI request refused");
+        let page = format!(
+            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>The launch was refused · Pipeline Builder</title></head>\
+             <body><main><h1>The launch was refused</h1><p>{}</p><p>Go back to your course and open the activity again. If this keeps happening, tell your instructor what this page says.</p></main></body></html>",
+            escape(&self.why)
+        );
+        (
+            self.status,
+            [
+                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            page,
+        )
+            .into_response()
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn internal(e: impl std::fmt::Display) -> Refusal {
+    tracing::error!(%e, "LTI: internal error");
+    Refusal {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        why: "the tool could not finish the launch; try again in a moment".into(),
+    }
+}
+
+/// The tool's own URL, which platforms call back: `--public-url`.
+fn public_url(config: &Config) -> Result<&str, Refusal> {
+    config
+        .public_url
+        .as_deref()
+        .map(|u| u.trim_end_matches('/'))
+        .ok_or_else(|| {
+            Refusal::unavailable(
+                "this server was started without --public-url, which LTI launches need",
+            )
+        })
+}
+
+// The login.
+
+/// The parameters of a third-party login initiation, by query (GET) or form (POST).
+#[derive(Debug, Default, Deserialize)]
+pub struct LoginParams {
+    iss: Option<String>,
+    login_hint: Option<String>,
+    target_link_uri: Option<String>,
+    lti_message_hint: Option<String>,
+    client_id: Option<String>,
+    lti_deployment_id: Option<String>,
+}
+
+pub async fn login_get(
+    State(store): State<Store>,
+    State(config): State<Arc<Config>>,
+    Query(params): Query<LoginParams>,
+) -> Result<Response, Refusal> {
+    login(&store, &config, params).await
+}
+
+pub async fn login_post(
+    State(store): State<Store>,
+    State(config): State<Arc<Config>>,
+    Form(params): Form<LoginParams>,
+) -> Result<Response, Refusal> {
+    login(&store, &config, params).await
+}
+
+async fn login(store: &Store, config: &Config, p: LoginParams) -> Result<Response, Refusal> {
+    let base = public_url(config)?;
+    let (Some(iss), Some(login_hint), Some(target)) = (p.iss, p.login_hint, p.target_link_uri)
+    else {
+        return Err(Refusal::bad(
+            "a login needs iss, login_hint and target_link_uri",
+        ));
+    };
+    if !target.starts_with(base) {
+        return Err(Refusal::bad(format!(
+            "target_link_uri {target} is not a page of this tool ({base})"
+        )));
+    }
+    let platforms = store.lti_platforms().await.map_err(internal)?;
+    let matching: Vec<&Platform> = platforms
+        .iter()
+        .filter(|x| x.issuer == iss && p.client_id.as_ref().is_none_or(|c| *c == x.client_id))
+        .collect();
+    let platform = match matching.as_slice() {
+        [one] => *one,
+        [] => {
+            return Err(Refusal::forbidden(format!(
+                "no platform with issuer {iss}{} is registered with this tool",
+                p.client_id
+                    .as_ref()
+                    .map(|c| format!(" and client id {c}"))
+                    .unwrap_or_default()
+            )))
+        }
+        _ => {
+            return Err(Refusal::bad(format!(
+                "several registrations of {iss}: the login must name its client_id"
+            )))
+        }
+    };
+    if let Some(d) = &p.lti_deployment_id {
+        if !platform.deployments.contains(d) {
+            return Err(Refusal::forbidden(format!(
+                "deployment {d} of {iss} is not registered with this tool"
+            )));
+        }
+    }
+    let (state, nonce) = (random().map_err(internal)?, random().map_err(internal)?);
+    store
+        .start_lti_login(&state, &nonce, &platform.id)
+        .await
+        .map_err(internal)?;
+    let mut url = reqwest::Url::parse(&platform.auth_url).map_err(internal)?;
+    {
+        let mut q = url.query_pairs_mut();
+        q.append_pair("scope", "openid")
+            .append_pair("response_type", "id_token")
+            .append_pair("response_mode", "form_post")
+            .append_pair("prompt", "none")
+            .append_pair("client_id", &platform.client_id)
+            .append_pair("redirect_uri", &format!("{base}/lti/launch"))
+            .append_pair("login_hint", &login_hint)
+            .append_pair("state", &state)
+            .append_pair("nonce", &nonce);
+        if let Some(hint) = &p.lti_message_hint {
+            q.append_pair("lti_message_hint", hint);
+        }
+    }
+    Ok((
+        StatusCode::FOUND,
+        [
+            (header::LOCATION, url.to_string()),
+            (header::CACHE_CONTROL, "no-store".to_string()),
+        ],
+    )
+        .into_response())
+}
+
+/// 32 random bytes, base64url.
+fn random() -> Result<String, getrandom::Error> {
+    use base64::Engine;
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
+// The launch.
+
+#[derive(Debug, Deserialize)]
+pub struct LaunchForm {
+    id_token: Option<String>,
+    state: Option<String>,
+}
+
+/// `aud` is a string or an array of strings.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Audience {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Deserialize)]
+struct Claims {
+    sub: Option<String>,
+    aud: Audience,
+    azp: Option<String>,
+    iat: i64,
+    nonce: Option<String>,
+    name: Option<String>,
+    given_name: Option<String>,
+    family_name: Option<String>,
+    #[serde(flatten)]
+    rest: serde_json::Map<String, Json_>,
+}
+
+impl Claims {
+    fn lti(&self, name: &str) -> Option<&Json_> {
+        self.rest.get(&format!("{LTI}{name}"))
+    }
+    fn lti_str(&self, name: &str) -> Option<&str> {
+        self.lti(name).and_then(Json_::as_str)
+    }
+}
+
+/// Who launched, and where they go.
+#[derive(Debug)]
+pub struct Launch {
+    pub platform: String,
+    pub sub: String,
+    pub name: Option<String>,
+    pub instructor: bool,
+    pub scenario: Option<String>,
+}
+
+pub async fn launch(
+    State(store): State<Store>,
+    State(config): State<Arc<Config>>,
+    State(catalogue): State<Arc<Catalogue>>,
+    headers: HeaderMap,
+    Form(form): Form<LaunchForm>,
+) -> Result<Response, Refusal> {
+    let launch = verify_launch(&store, &form).await?;
+    // Every check passed: now the login is spent (once), and the student signed in.
+    let state = form.state.as_deref().unwrap_or_default();
+    if !store.use_lti_login(state).await.map_err(internal)? {
+        return Err(Refusal::forbidden(
+            "this login was used already: a launch is accepted once",
+        ));
+    }
+    let secret = auth::new_session_secret().map_err(internal)?;
+    let secret_hash = auth::hash_token(&secret);
+    let student = match store
+        .lti_student(&launch.platform, &launch.sub)
+        .await
+        .map_err(internal)?
+    {
+        Some(student) => {
+            store
+                .add_session(&student, &secret_hash)
+                .await
+                .map_err(internal)?;
+            student
+        }
+        None => {
+            let student = store
+                .create_session(&auth::new_student_id(), &secret_hash)
+                .await
+                .map_err(internal)?;
+            store
+                .link_lti_user(&launch.platform, &launch.sub, &student.id)
+                .await
+                .map_err(internal)?;
+            student.id
+        }
+    };
+    if let Some(name) = &launch.name {
+        let name: String = name.chars().take(80).collect();
+        store
+            .set_display_name(&student, Some(name.trim()))
+            .await
+            .map_err(internal)?;
+    }
+    let target = match &launch.scenario {
+        Some(id) if !launch.instructor && catalogue.get(id).is_some() => format!("/scenarios/{id}"),
+        _ => "/".to_string(),
+    };
+    tracing::info!(student = %student, platform = %launch.platform, instructor = launch.instructor, "LTI launch");
+    let cookie = HeaderValue::from_str(&auth::session_cookie(&headers, &config, &secret))
+        .map_err(internal)?;
+    let mut response = (
+        StatusCode::SEE_OTHER,
+        [
+            (
+                header::LOCATION,
+                HeaderValue::from_str(&target).map_err(internal)?,
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+    )
+        .into_response();
+    response.headers_mut().append(header::SET_COOKIE, cookie);
+    Ok(response)
+}
+
+/// Every check of a launch, in order; creates nothing.
+async fn verify_launch(store: &Store, form: &LaunchForm) -> Result<Launch, Refusal> {
+    let (Some(token), Some(state)) = (form.id_token.as_deref(), form.state.as_deref()) else {
+        return Err(Refusal::bad("a launch needs id_token and state"));
+    };
+    let login = store
+        .lti_login(state)
+        .await
+        .map_err(internal)?
+        .ok_or_else(|| {
+            Refusal::forbidden("the state is not one this tool set, or its login was used already")
+        })?;
+    let age = Utc::now().signed_duration_since(login.created_at);
+    if age.to_std().is_ok_and(|a| a > LOGIN_TTL) {
+        return Err(Refusal::forbidden(
+            "the login is too old: open the activity from the course again",
+        ));
+    }
+    let platforms = store.lti_platforms().await.map_err(internal)?;
+    let platform = platforms
+        .into_iter()
+        .find(|p| p.id == login.platform)
+        .ok_or_else(|| Refusal::forbidden("the platform of this login is no longer registered"))?;
+    let header = jsonwebtoken::decode_header(token)
+        .map_err(|e| Refusal::bad(format!("the id_token is not a JWT: {e}")))?;
+    if header.alg != Algorithm::RS256 {
+        return Err(Refusal::bad(format!(
+            "the id_token is signed with {:?}; LTI uses RS256",
+            header.alg
+        )));
+    }
+    let kid = header
+        .kid
+        .ok_or_else(|| Refusal::bad("the id_token's header names no key (kid)"))?;
+    let key = platform_key(&platform.jwks_url, &kid).await?;
+    let mut validation = Validation::new(Algorithm::RS256);
+    validation.set_issuer(&[&platform.issuer]);
+    validation.set_audience(&[&platform.client_id]);
+    validation.leeway = LEEWAY_SECONDS;
+    validation.set_required_spec_claims(&["exp", "iat", "iss", "aud"]);
+    let claims = jsonwebtoken::decode::<Claims>(token, &key, &validation)
+        .map_err(|e| Refusal::forbidden(format!("the id_token was refused: {}", token_error(&e))))?
+        .claims;
+    let now = Utc::now().timestamp();
+    if claims.iat > now + LEEWAY_SECONDS as i64 {
+        return Err(Refusal::forbidden("the id_token was issued in the future"));
+    }
+    let audiences = match &claims.aud {
+        Audience::One(a) => vec![a.clone()],
+        Audience::Many(a) => a.clone(),
+    };
+    match &claims.azp {
+        Some(azp) if *azp != platform.client_id => {
+            return Err(Refusal::forbidden(format!(
+                "the id_token's azp is {azp}, not this tool's client id"
+            )))
+        }
+        None if audiences.len() > 1 => {
+            return Err(Refusal::forbidden(
+                "the id_token has several audiences and no azp",
+            ))
+        }
+        _ => {}
+    }
+    if claims.nonce.as_deref() != Some(login.nonce.as_str()) {
+        return Err(Refusal::forbidden(
+            "the id_token's nonce is not the one this login sent",
+        ));
+    }
+    let deployment = claims
+        .lti_str("deployment_id")
+        .ok_or_else(|| Refusal::bad("the id_token has no deployment_id"))?;
+    if !platform.deployments.iter().any(|d| d == deployment) {
+        return Err(Refusal::forbidden(format!(
+            "deployment {deployment} is not registered with this tool"
+        )));
+    }
+    match claims.lti_str("message_type") {
+        Some("LtiResourceLinkRequest") => {}
+        Some(other) => {
+            return Err(Refusal::bad(format!(
+                "message type {other} is not one this tool takes (LtiResourceLinkRequest)"
+            )))
+        }
+        None => return Err(Refusal::bad("the id_token has no message_type")),
+    }
+    if claims.lti_str("version") != Some("1.3.0") {
+        return Err(Refusal::bad("the id_token's LTI version is not 1.3.0"));
+    }
+    let sub = claims
+        .sub
+        .clone()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| Refusal::bad("the id_token names no user (sub)"))?;
+    let roles: Vec<&str> = claims
+        .lti("roles")
+        .and_then(Json_::as_array)
+        .map(|a| a.iter().filter_map(Json_::as_str).collect())
+        .unwrap_or_default();
+    let instructor = roles.iter().any(|r| {
+        r.ends_with("membership#Instructor")
+            || r.ends_with("membership/Instructor#TeachingAssistant")
+            || r.ends_with("membership#ContentDeveloper")
+    });
+    let name = claims.name.clone().or_else(|| {
+        let parts: Vec<&str> = [&claims.given_name, &claims.family_name]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(" "))
+    });
+    let scenario = claims
+        .lti("custom")
+        .and_then(|c| c.get("scenario"))
+        .and_then(Json_::as_str)
+        .map(str::to_string);
+    Ok(Launch {
+        platform: platform.id,
+        sub,
+        name,
+        instructor,
+        scenario,
+    })
+}
+
+/// A verification error in words.
+fn token_error(e: &jsonwebtoken::errors::Error) -> String {
+    use jsonwebtoken::errors::ErrorKind as K;
+    match e.kind() {
+        K::InvalidSignature => "its signature does not verify with the platform's key".into(),
+        K::ExpiredSignature => "it has expired".into(),
+        K::InvalidAudience => "its audience is not this tool's client id".into(),
+        K::InvalidIssuer => "its issuer is not the platform that started the login".into(),
+        K::ImmatureSignature => "it is not valid yet".into(),
+        K::MissingRequiredClaim(c) => format!("it has no {c} claim"),
+        other => format!("{other:?}"),
+    }
+}
+
+// Platforms' keys.
+
+struct CachedSet {
+    set: JwkSet,
+    fetched: Instant,
+}
+
+fn jwks_cache() -> &'static Mutex<HashMap<String, CachedSet>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, CachedSet>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The platform's key `kid`: from the cached key set, or from the set fetched again when the
+/// cached one is old or does not have it.
+async fn platform_key(jwks_url: &str, kid: &str) -> Result<DecodingKey, Refusal> {
+    let cached = {
+        let cache = jwks_cache().lock().unwrap_or_else(|e| e.into_inner());
+        cache.get(jwks_url).map(|c| {
+            (
+                c.set.find(kid).cloned(),
+                c.fetched.elapsed() < JWKS_TTL,
+                c.fetched.elapsed() < JWKS_REFETCH_MIN,
+            )
+        })
+    };
+    let jwk = match cached {
+        Some((Some(jwk), true, _)) => jwk,
+        Some((None, _, true)) => {
+            return Err(Refusal::forbidden(format!(
+                "the platform's key set has no key {kid}"
+            )))
+        }
+        _ => {
+            let set = fetch_jwks(jwks_url).await?;
+            let found = set.find(kid).cloned();
+            jwks_cache()
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(
+                    jwks_url.to_string(),
+                    CachedSet {
+                        set,
+                        fetched: Instant::now(),
+                    },
+                );
+            found.ok_or_else(|| {
+                Refusal::forbidden(format!("the platform's key set has no key {kid}"))
+            })?
+        }
+    };
+    DecodingKey::from_jwk(&jwk)
+        .map_err(|e| Refusal::forbidden(format!("the platform's key {kid} cannot be used: {e}")))
+}
+
+async fn fetch_jwks(url: &str) -> Result<JwkSet, Refusal> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .map_err(internal)?;
+    let answer = client.get(url).send().await.map_err(|e| {
+        Refusal::unavailable(format!(
+            "the platform's key set ({url}) cannot be fetched: {e}"
+        ))
+    })?;
+    if !answer.status().is_success() {
+        return Err(Refusal::unavailable(format!(
+            "the platform's key set ({url}) answered {}",
+            answer.status()
+        )));
+    }
+    answer.json::<JwkSet>().await.map_err(|e| {
+        Refusal::unavailable(format!("the platform's key set ({url}) is not a JWKS: {e}"))
+    })
+}
+
+// The tool's keys and configuration.
+
+pub async fn jwks(State(store): State<Store>) -> Result<Response, Refusal> {
+    let set = keys::published(&store).await.map_err(internal)?;
+    Ok(([(header::CACHE_CONTROL, "public, max-age=300")], Json(set)).into_response())
+}
+
+/// `GET /lti/config`: what a platform's administrator registers.
+#[derive(Serialize)]
+pub struct ToolConfig {
+    pub title: &'static str,
+    pub description: &'static str,
+    pub oidc_initiation_url: String,
+    pub target_link_uri: String,
+    pub redirect_uris: Vec<String>,
+    pub public_jwk_url: String,
+    pub custom_parameters: serde_json::Map<String, Json_>,
+}
+
+pub async fn config(State(config): State<Arc<Config>>) -> Result<Json<ToolConfig>, Refusal> {
+    let base = public_url(&config)?;
+    let mut custom = serde_json::Map::new();
+    custom.insert(
+        "scenario".into(),
+        Json_::from("the scenario id a resource link opens, for example safe-retry"),
+    );
+    Ok(Json(ToolConfig {
+        title: "Pipeline Builder",
+        description: "Design data pipelines that survive retries, crashes and reruns; each design is checked under every failure its scenario allows.",
+        oidc_initiation_url: format!("{base}/lti/login"),
+        target_link_uri: format!("{base}/lti/launch"),
+        redirect_uris: vec![format!("{base}/lti/launch")],
+        public_jwk_url: format!("{base}/lti/jwks"),
+        custom_parameters: custom,
+    }))
+}

@@ -1,0 +1,588 @@
+//! LTI 1.3 launches against a test platform on a loopback port (its own RSA key and JWKS, which
+//! the tool fetches over HTTP): a learner's login and launch, on SQLite and PostgreSQL; every
+//! refusal, one case at a time, each creating nothing; the tool's keys and configuration.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use axum::http::{Method, StatusCode};
+use jsonwebtoken::{EncodingKey, Header};
+use serde_json::{json, Value};
+use server::config::Config;
+use server::lti::store::Platform;
+use server::Store;
+
+use crate::common::{spawn_app_on, As, TempDir, TestApp};
+
+const LTI: &str = "https://purl.imsglobal.org/spec/lti/claim/";
+const PUBLIC: &str = "https://tool.example.edu";
+const CLIENT: &str = "tool-client-1";
+const DEPLOYMENT: &str = "deployment-1";
+const KID: &str = "platform-key-1";
+
+/// The test platform: its issuer (its own URL), its keys and how often its JWKS was fetched.
+struct TestPlatform {
+    issuer: String,
+    key: String,
+    /// A key the platform never published.
+    stranger: String,
+    jwks_fetches: Arc<AtomicUsize>,
+}
+
+fn rsa_pem() -> (String, String, String) {
+    use base64::Engine;
+    use rsa::pkcs8::{EncodePrivateKey, LineEnding};
+    use rsa::traits::PublicKeyParts;
+    let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).unwrap();
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    (
+        key.to_pkcs8_pem(LineEnding::LF).unwrap().to_string(),
+        b64.encode(key.n().to_bytes_be()),
+        b64.encode(key.e().to_bytes_be()),
+    )
+}
+
+/// Starts the platform: an axum app on a loopback port whose `/jwks` publishes one key.
+async fn start_platform() -> TestPlatform {
+    let (pem, n, e) = rsa_pem();
+    let (stranger, _, _) = rsa_pem();
+    let fetches = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&fetches);
+    let jwks =
+        json!({"keys": [{"kty": "RSA", "kid": KID, "alg": "RS256", "use": "sig", "n": n, "e": e}]});
+    let app = axum::Router::new().route(
+        "/jwks",
+        axum::routing::get(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let jwks = jwks.clone();
+            async move { axum::Json(jwks) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    TestPlatform {
+        issuer: format!("http://{address}"),
+        key: pem,
+        stranger,
+        jwks_fetches: fetches,
+    }
+}
+
+impl TestPlatform {
+    fn registration(&self) -> Platform {
+        Platform {
+            id: "test-platform".into(),
+            issuer: self.issuer.clone(),
+            client_id: CLIENT.into(),
+            auth_url: format!("{}/auth", self.issuer),
+            token_url: format!("{}/token", self.issuer),
+            jwks_url: format!("{}/jwks", self.issuer),
+            deployments: vec![DEPLOYMENT.into()],
+        }
+    }
+
+    /// The claims of a learner's resource link launch.
+    fn claims(&self, nonce: &str, sub: &str) -> Value {
+        let now = chrono::Utc::now().timestamp();
+        json!({
+            "iss": self.issuer, "aud": CLIENT, "sub": sub, "exp": now + 300, "iat": now,
+            "nonce": nonce, "name": "Ada Lovelace",
+            format!("{LTI}message_type"): "LtiResourceLinkRequest",
+            format!("{LTI}version"): "1.3.0",
+            format!("{LTI}deployment_id"): DEPLOYMENT,
+            format!("{LTI}target_link_uri"): format!("{PUBLIC}/lti/launch"),
+            format!("{LTI}resource_link"): {"id": "resource-link-1"},
+            format!("{LTI}roles"): ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"],
+            format!("{LTI}custom"): {"scenario": "safe-retry"},
+        })
+    }
+
+    fn sign(&self, claims: &Value, kid: &str, pem: &str) -> String {
+        let mut header = Header::new(jsonwebtoken::Algorithm::RS256);
+        header.kid = Some(kid.into());
+        jsonwebtoken::encode(
+            &header,
+            claims,
+            &EncodingKey::from_rsa_pem(pem.as_bytes()).unwrap(),
+        )
+        .unwrap()
+    }
+}
+
+async fn tool_on(store: Store) -> TestApp {
+    spawn_app_on(
+        store,
+        Config {
+            public_url: Some(PUBLIC.into()),
+            ..Config::default()
+        },
+        TempDir::new("lti"),
+    )
+}
+
+/// Starts a login as the platform does; answers the state and nonce the tool sent to the
+/// platform's authorization endpoint.
+async fn login(app: &TestApp, platform: &TestPlatform) -> (String, String) {
+    let uri = format!(
+        "/lti/login?iss={}&login_hint=user-hint&target_link_uri={}&client_id={CLIENT}&lti_message_hint=m1",
+        urlencode(&platform.issuer),
+        urlencode(&format!("{PUBLIC}/lti/launch"))
+    );
+    let answer = app.get(&uri, &As::nobody()).await;
+    assert_eq!(answer.status, StatusCode::FOUND, "{}", answer.text);
+    let location = reqwest::Url::parse(answer.header("location").unwrap()).unwrap();
+    assert!(location
+        .as_str()
+        .starts_with(&format!("{}/auth?", platform.issuer)));
+    let q: std::collections::HashMap<String, String> =
+        location.query_pairs().into_owned().collect();
+    assert_eq!(q["redirect_uri"], format!("{PUBLIC}/lti/launch"));
+    assert_eq!(q["client_id"], CLIENT);
+    assert_eq!(q["response_mode"], "form_post");
+    assert_eq!(q["scope"], "openid");
+    assert_eq!(q["lti_message_hint"], "m1");
+    (q["state"].clone(), q["nonce"].clone())
+}
+
+fn urlencode(text: &str) -> String {
+    reqwest::Url::parse_with_params("http://x/", &[("v", text)])
+        .unwrap()
+        .query()
+        .unwrap()
+        .trim_start_matches("v=")
+        .to_string()
+}
+
+async fn launch(app: &TestApp, id_token: &str, state: &str) -> crate::common::Answer {
+    let body = format!(
+        "id_token={}&state={}",
+        urlencode(id_token),
+        urlencode(state)
+    );
+    app.send(
+        Method::POST,
+        "/lti/launch",
+        &As::nobody(),
+        &[
+            ("content-type", "application/x-www-form-urlencoded"),
+            ("origin", "https://platform.example"),
+            ("sec-fetch-site", "cross-site"),
+        ],
+        Some(body.into_bytes()),
+    )
+    .await
+}
+
+fn session_cookie(answer: &crate::common::Answer) -> String {
+    answer.cookie().expect("the launch sets the session cookie")
+}
+
+async fn a_learner_launches_signed_in_on_the_scenario(store: Store) {
+    let platform = start_platform().await;
+    assert!(store
+        .add_lti_platform(&platform.registration())
+        .await
+        .unwrap());
+    let app = tool_on(store.clone()).await;
+    let (state, nonce) = login(&app, &platform).await;
+    let token = platform.sign(&platform.claims(&nonce, "learner-1"), KID, &platform.key);
+    let answer = launch(&app, &token, &state).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
+    assert_eq!(answer.header("location"), Some("/scenarios/safe-retry"));
+    let cookie = session_cookie(&answer);
+    let me = app.get("/api/session", &As::student(&cookie)).await;
+    assert_eq!(me.status, StatusCode::OK, "{}", me.text);
+    assert_eq!(me.body["display_name"], "Ada Lovelace");
+    let student = me.body["student"].as_str().unwrap_or_default().to_string();
+    assert!(!student.is_empty(), "{}", me.text);
+    // The launched student works as any: an attempt is theirs.
+    let attempt = app
+        .post(
+            "/api/submissions",
+            &As::student(&cookie),
+            &json!({"scenario": "safe-retry", "design": crate::common::passing_design("safe-retry")}),
+        )
+        .await;
+    assert_eq!(attempt.status, StatusCode::CREATED, "{}", attempt.text);
+    assert_eq!(attempt.body["student"], student.as_str());
+
+    // The same token and state again: the login was spent.
+    let replay = launch(&app, &token, &state).await;
+    assert_eq!(replay.status, StatusCode::FORBIDDEN);
+    assert!(replay.cookie().is_none());
+
+    // A later launch of the same user is the same student.
+    let (state, nonce) = login(&app, &platform).await;
+    let token = platform.sign(&platform.claims(&nonce, "learner-1"), KID, &platform.key);
+    let again = launch(&app, &token, &state).await;
+    assert_eq!(again.status, StatusCode::SEE_OTHER);
+    let me = app
+        .get("/api/session", &As::student(&session_cookie(&again)))
+        .await;
+    assert_eq!(me.body["student"], student.as_str());
+    assert_eq!(
+        platform.jwks_fetches.load(Ordering::SeqCst),
+        1,
+        "the key set is cached"
+    );
+
+    // With the launch cookie, a cross-site write to any other route is still refused.
+    let cross = app
+        .send(
+            Method::POST,
+            "/api/submissions",
+            &As::student(&cookie),
+            &[("origin", "https://platform.example"), ("sec-fetch-site", "cross-site")],
+            Some(
+                serde_json::to_vec(&json!({"scenario": "safe-retry", "design": crate::common::passing_design("safe-retry")}))
+                    .unwrap(),
+            ),
+        )
+        .await;
+    assert_eq!(cross.status, StatusCode::FORBIDDEN, "{}", cross.text);
+    let mine = app.get("/api/submissions", &As::student(&cookie)).await;
+    assert_eq!(
+        mine.body.as_array().unwrap().len(),
+        1,
+        "the refused write recorded nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_learner_launches_signed_in_on_the_scenario_on_sqlite() {
+    let dir = TempDir::new("lti-sqlite");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    a_learner_launches_signed_in_on_the_scenario(store).await;
+}
+
+#[tokio::test]
+async fn a_learner_launches_signed_in_on_the_scenario_on_postgres() {
+    let Some(db) = crate::postgres::database("lti_launch").await else {
+        return;
+    };
+    let store = Store::connect(&db.url).await.unwrap();
+    a_learner_launches_signed_in_on_the_scenario(store).await;
+}
+
+/// What each refused launch changes in a valid one.
+enum Change {
+    /// The claims, before signing.
+    Claims(fn(&mut Value, &str)),
+    /// Signed by a key the platform never published, under the published key's id.
+    StrangerKey,
+    /// A key id the platform's key set does not have.
+    UnknownKid,
+    /// Signed with a shared secret (HS256).
+    Hs256,
+    /// A state the tool never set.
+    MadeUpState,
+    /// The nonce of another login.
+    OtherNonce,
+}
+
+#[tokio::test]
+async fn every_refused_launch_says_why_and_creates_nothing() {
+    let dir = TempDir::new("lti-refusals");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let platform = start_platform().await;
+    store
+        .add_lti_platform(&platform.registration())
+        .await
+        .unwrap();
+    let app = tool_on(store.clone()).await;
+    let cases: Vec<(&str, Change, StatusCode, &str)> = vec![
+        (
+            "a wrong signature",
+            Change::StrangerKey,
+            StatusCode::FORBIDDEN,
+            "signature does not verify",
+        ),
+        (
+            "an unknown kid",
+            Change::UnknownKid,
+            StatusCode::FORBIDDEN,
+            "has no key",
+        ),
+        (
+            "a wrong audience",
+            Change::Claims(|c, _| c["aud"] = json!("another-tool")),
+            StatusCode::FORBIDDEN,
+            "audience",
+        ),
+        (
+            "an azp that is not the client id",
+            Change::Claims(|c, _| {
+                c["aud"] = json!([CLIENT, "x"]);
+                c["azp"] = json!("x");
+            }),
+            StatusCode::FORBIDDEN,
+            "azp",
+        ),
+        (
+            "several audiences without azp",
+            Change::Claims(|c, _| c["aud"] = json!([CLIENT, "x"])),
+            StatusCode::FORBIDDEN,
+            "several audiences",
+        ),
+        (
+            "an expired token",
+            Change::Claims(|c, _| {
+                let now = chrono::Utc::now().timestamp();
+                c["exp"] = json!(now - 3600);
+                c["iat"] = json!(now - 4000);
+            }),
+            StatusCode::FORBIDDEN,
+            "expired",
+        ),
+        (
+            "a token issued in the future",
+            Change::Claims(|c, _| c["iat"] = json!(chrono::Utc::now().timestamp() + 3600)),
+            StatusCode::FORBIDDEN,
+            "future",
+        ),
+        (
+            "another issuer",
+            Change::Claims(|c, _| c["iss"] = json!("https://elsewhere.example")),
+            StatusCode::FORBIDDEN,
+            "issuer",
+        ),
+        (
+            "a replayed nonce",
+            Change::OtherNonce,
+            StatusCode::FORBIDDEN,
+            "nonce",
+        ),
+        (
+            "no nonce",
+            Change::Claims(|c, _| {
+                c.as_object_mut().unwrap().remove("nonce");
+            }),
+            StatusCode::FORBIDDEN,
+            "nonce",
+        ),
+        (
+            "a wrong state",
+            Change::MadeUpState,
+            StatusCode::FORBIDDEN,
+            "state",
+        ),
+        (
+            "an unknown deployment",
+            Change::Claims(|c, _| c[format!("{LTI}deployment_id")] = json!("deployment-9")),
+            StatusCode::FORBIDDEN,
+            "deployment-9",
+        ),
+        (
+            "no deployment",
+            Change::Claims(|c, _| {
+                c.as_object_mut()
+                    .unwrap()
+                    .remove(&format!("{LTI}deployment_id"));
+            }),
+            StatusCode::BAD_REQUEST,
+            "deployment_id",
+        ),
+        (
+            "a missing message type",
+            Change::Claims(|c, _| {
+                c.as_object_mut()
+                    .unwrap()
+                    .remove(&format!("{LTI}message_type"));
+            }),
+            StatusCode::BAD_REQUEST,
+            "message_type",
+        ),
+        (
+            "another message type",
+            Change::Claims(|c, _| {
+                c[format!("{LTI}message_type")] = json!("LtiSubmissionReviewRequest")
+            }),
+            StatusCode::BAD_REQUEST,
+            "LtiSubmissionReviewRequest",
+        ),
+        (
+            "a wrong version",
+            Change::Claims(|c, _| c[format!("{LTI}version")] = json!("1.1")),
+            StatusCode::BAD_REQUEST,
+            "1.3.0",
+        ),
+        (
+            "no user",
+            Change::Claims(|c, _| {
+                c.as_object_mut().unwrap().remove("sub");
+            }),
+            StatusCode::BAD_REQUEST,
+            "sub",
+        ),
+        ("HS256", Change::Hs256, StatusCode::BAD_REQUEST, "RS256"),
+    ];
+    for (i, (name, change, status, words)) in cases.into_iter().enumerate() {
+        let sub = format!("refused-{i}");
+        let (mut state, nonce) = login(&app, &platform).await;
+        let mut claims = platform.claims(&nonce, &sub);
+        let token = match change {
+            Change::Claims(f) => {
+                f(&mut claims, &nonce);
+                platform.sign(&claims, KID, &platform.key)
+            }
+            Change::StrangerKey => platform.sign(&claims, KID, &platform.stranger),
+            Change::UnknownKid => platform.sign(&claims, "no-such-key", &platform.key),
+            Change::Hs256 => {
+                let mut header = Header::new(jsonwebtoken::Algorithm::HS256);
+                header.kid = Some(KID.into());
+                jsonwebtoken::encode(&header, &claims, &EncodingKey::from_secret(b"secret"))
+                    .unwrap()
+            }
+            Change::MadeUpState => {
+                state = "made-up-state".into();
+                platform.sign(&claims, KID, &platform.key)
+            }
+            Change::OtherNonce => {
+                let (_, other) = login(&app, &platform).await;
+                claims["nonce"] = json!(other);
+                platform.sign(&claims, KID, &platform.key)
+            }
+        };
+        let answer = launch(&app, &token, &state).await;
+        assert_eq!(answer.status, status, "{name}: {}", answer.text);
+        assert!(
+            answer.text.contains(words),
+            "{name}: the page says {}",
+            answer.text
+        );
+        assert!(
+            answer
+                .header("content-type")
+                .unwrap()
+                .starts_with("text/html"),
+            "{name}"
+        );
+        assert!(answer.cookie().is_none(), "{name}: no session");
+        assert_eq!(
+            store.lti_student("test-platform", &sub).await.unwrap(),
+            None,
+            "{name}: no student"
+        );
+        // The login was not spent: a refusal creates nothing and uses nothing.
+        if state != "made-up-state" {
+            assert!(
+                store.lti_login(&state).await.unwrap().is_some(),
+                "{name}: the login is still there"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_refused_login_says_why() {
+    let dir = TempDir::new("lti-login");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let platform = start_platform().await;
+    store
+        .add_lti_platform(&platform.registration())
+        .await
+        .unwrap();
+    let app = tool_on(store.clone()).await;
+    let target = urlencode(&format!("{PUBLIC}/lti/launch"));
+    let cases = [
+        ("/lti/login?login_hint=u".to_string(), StatusCode::BAD_REQUEST, "iss"),
+        (format!("/lti/login?iss=https%3A%2F%2Funknown.example&login_hint=u&target_link_uri={target}"), StatusCode::FORBIDDEN, "no platform"),
+        (format!("/lti/login?iss={}&login_hint=u&target_link_uri=https%3A%2F%2Fevil.example%2F", urlencode(&platform.issuer)), StatusCode::BAD_REQUEST, "not a page of this tool"),
+        (format!("/lti/login?iss={}&login_hint=u&target_link_uri={target}&lti_deployment_id=nine", urlencode(&platform.issuer)), StatusCode::FORBIDDEN, "deployment nine"),
+    ];
+    for (uri, status, words) in cases {
+        let answer = app.get(&uri, &As::nobody()).await;
+        assert_eq!(answer.status, status, "{uri}: {}", answer.text);
+        assert!(answer.text.contains(words), "{uri}: {}", answer.text);
+    }
+    // A login by form post works as by query.
+    let body = format!(
+        "iss={}&login_hint=u&target_link_uri={target}&client_id={CLIENT}",
+        urlencode(&platform.issuer)
+    );
+    let posted = app
+        .send(
+            Method::POST,
+            "/lti/login",
+            &As::nobody(),
+            &[("content-type", "application/x-www-form-urlencoded")],
+            Some(body.into_bytes()),
+        )
+        .await;
+    assert_eq!(posted.status, StatusCode::FOUND, "{}", posted.text);
+    // Without --public-url the tool says what it lacks.
+    let dir2 = TempDir::new("lti-no-url");
+    let bare = spawn_app_on(
+        Store::connect(&dir2.sqlite_url()).await.unwrap(),
+        Config::default(),
+        TempDir::new("lti-bare"),
+    );
+    let answer = bare.get("/lti/config", &As::nobody()).await;
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(answer.text.contains("--public-url"));
+}
+
+#[tokio::test]
+async fn the_tool_publishes_its_keys_and_the_urls_to_register() {
+    let dir = TempDir::new("lti-keys");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let app = tool_on(store.clone()).await;
+    let config = app.get("/lti/config", &As::nobody()).await;
+    assert_eq!(config.status, StatusCode::OK);
+    assert_eq!(
+        config.body["oidc_initiation_url"],
+        format!("{PUBLIC}/lti/login")
+    );
+    assert_eq!(
+        config.body["redirect_uris"],
+        json!([format!("{PUBLIC}/lti/launch")])
+    );
+    assert_eq!(config.body["public_jwk_url"], format!("{PUBLIC}/lti/jwks"));
+    let jwks = app.get("/lti/jwks", &As::nobody()).await;
+    let keys = jwks.body["keys"].as_array().unwrap().clone();
+    assert_eq!(keys.len(), 1, "{}", jwks.text);
+    assert_eq!(keys[0]["kty"], "RSA");
+    assert_eq!(keys[0]["alg"], "RS256");
+    // The key is made once: asked again, the same.
+    let again = app.get("/lti/jwks", &As::nobody()).await;
+    assert_eq!(again.body["keys"], json!(keys));
+    // What the tool signs verifies with what it publishes.
+    let current = server::lti::keys::current(&store).await.unwrap();
+    let mut header = Header::new(jsonwebtoken::Algorithm::RS256);
+    header.kid = Some(current.kid.clone());
+    let token = jsonwebtoken::encode(
+        &header,
+        &json!({"iss": CLIENT, "exp": chrono::Utc::now().timestamp() + 60}),
+        &EncodingKey::from_rsa_pem(current.private_pem.as_bytes()).unwrap(),
+    )
+    .unwrap();
+    let set: jsonwebtoken::jwk::JwkSet = serde_json::from_value(jwks.body.clone()).unwrap();
+    let jwk = set.find(&current.kid).unwrap();
+    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+    validation.set_required_spec_claims(&["exp"]);
+    jsonwebtoken::decode::<Value>(
+        &token,
+        &jsonwebtoken::DecodingKey::from_jwk(jwk).unwrap(),
+        &validation,
+    )
+    .expect("the tool's token verifies with its published key");
+    // Rotated: the new key signs, the old one is still published.
+    let new_kid = server::lti::keys::rotate(&store).await.unwrap();
+    assert_ne!(new_kid, current.kid);
+    let rotated = app.get("/lti/jwks", &As::nobody()).await;
+    let kids: Vec<&str> = rotated.body["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kid"].as_str().unwrap())
+        .collect();
+    assert!(
+        kids.contains(&new_kid.as_str()) && kids.contains(&current.kid.as_str()),
+        "{kids:?}"
+    );
+    assert_eq!(
+        server::lti::keys::current(&store).await.unwrap().kid,
+        new_kid
+    );
+}
