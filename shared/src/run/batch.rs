@@ -7,6 +7,7 @@ use chrono::{Duration, NaiveDate, NaiveDateTime};
 use rust_decimal::Decimal;
 
 use super::{format_rows, Cursor, Fault, Miss, Sim, Step};
+use crate::diff::table_diff;
 use crate::design::{DateFilter, LoadedAt, Transaction, WriteMode};
 use crate::model::{eval, BatchModel, CCheck, CStep, StepKind};
 use crate::sql;
@@ -187,6 +188,9 @@ impl Sim<'_> {
                         ),
                         step: self.step_no(),
                         tables: self.tracing.then(|| self.view()),
+                        diff: self.tracing.then(|| {
+                            table_diff(&t.name, &t.columns, &self.m.table_keys[*table], &rows, &after)
+                        }),
                     });
                 }
             }
