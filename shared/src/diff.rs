@@ -146,6 +146,42 @@ pub fn table_diff(
     }
 }
 
+/// One sentence on a table diff: what differs, and how rows were paired.
+pub fn summary(diff: &TableDiff) -> String {
+    let count = |rows: &[DiffRow], status: RowStatus| {
+        rows.iter().filter(|r| r.status == status).count()
+    };
+    let rows = |n: usize| if n == 1 { "row" } else { "rows" };
+    let mut parts = Vec::new();
+    let differing = count(&diff.expected, RowStatus::Differing);
+    if differing > 0 {
+        parts.push(format!(
+            "{differing} {} {} in the marked cells",
+            rows(differing),
+            if differing == 1 { "differs" } else { "differ" }
+        ));
+    }
+    let missing = count(&diff.expected, RowStatus::Missing);
+    if missing > 0 {
+        parts.push(format!("{missing} expected {} missing", rows(missing)));
+    }
+    let extra = count(&diff.actual, RowStatus::Extra);
+    if extra > 0 {
+        parts.push(format!("{extra} extra {}", rows(extra)));
+    }
+    let what = if parts.is_empty() {
+        format!("{} holds the expected rows.", diff.table)
+    } else {
+        format!("In {}: {}.", diff.table, parts.join("; "))
+    };
+    let paired = if diff.key.is_empty() {
+        "Rows are paired by their most equal cells.".to_string()
+    } else {
+        format!("Rows are paired by {}.", diff.key.join(", "))
+    };
+    format!("{what} {paired}")
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -317,6 +353,43 @@ mod tests {
         ];
         let word = prop_oneof![Just(text("a")), Just(text("b"))];
         (id, amount, word).prop_map(|(i, a, w)| vec![i, a, w])
+    }
+
+    #[test]
+    fn a_diff_in_one_sentence() {
+        let row = |status, differs: Vec<u32>| DiffRow {
+            status,
+            cells: Vec::new(),
+            pair: None,
+            differs,
+        };
+        let mut diff = TableDiff {
+            table: "orders".into(),
+            columns: vec!["order_id".into(), "loaded_at".into()],
+            key: vec!["order_id".into()],
+            expected: vec![
+                row(RowStatus::Same, vec![]),
+                row(RowStatus::Differing, vec![1]),
+            ],
+            actual: vec![
+                row(RowStatus::Same, vec![]),
+                row(RowStatus::Differing, vec![1]),
+            ],
+        };
+        assert_eq!(
+            summary(&diff),
+            "In orders: 1 row differs in the marked cells. Rows are paired by order_id."
+        );
+        diff.key.clear();
+        diff.expected.push(row(RowStatus::Missing, vec![]));
+        diff.actual.push(row(RowStatus::Extra, vec![]));
+        diff.actual.push(row(RowStatus::Extra, vec![]));
+        assert_eq!(
+            summary(&diff),
+            "In orders: 1 row differs in the marked cells; 1 expected row missing; 2 extra rows. \
+             Rows are paired by their most equal cells."
+        );
+        assert_eq!((RowStatus::Missing.symbol(), RowStatus::Missing.word()), ("−", "missing"));
     }
 
     proptest! {

@@ -204,6 +204,29 @@ pub enum RowStatus {
     Differing,
 }
 
+impl RowStatus {
+    /// The mark in a word, as the canvas and the Gradescope output show it beside the row, so
+    /// that it never rests on colour alone.
+    pub fn word(self) -> &'static str {
+        match self {
+            RowStatus::Same => "same",
+            RowStatus::Missing => "missing",
+            RowStatus::Extra => "extra",
+            RowStatus::Differing => "differs",
+        }
+    }
+
+    /// A symbol for the eye, shown before the word.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            RowStatus::Same => "=",
+            RowStatus::Missing => "−",
+            RowStatus::Extra => "+",
+            RowStatus::Differing => "≠",
+        }
+    }
+}
+
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultAt {
