@@ -15,7 +15,7 @@
 //!    cells first (ties to the earlier expected row, then the earlier actual row), and only
 //!    when at least half of the columns are equal.
 //!
-//! What is left is `missing` (expected) or `extra` (actual). Both sides are sorted in the
+//! What is left is `missing` (expected) or `extra` (actual). Both sides come sorted in the
 //! order the requirement compares them, so the diff is as deterministic as the verdict: the
 //! same rows always give the same diff. Its every row is `same` exactly when the sorted rows
 //! are equal, that is exactly when the requirement holds.
@@ -27,7 +27,9 @@ use crate::verdict::{DiffRow, RowStatus, TableDiff};
 use crate::warehouse::Row;
 
 /// The diff of `expected` against `actual` rows of a table with `columns`, paired by `key`
-/// (column indices; empty for a table with no key). The rows may come in any order.
+/// (column indices; empty for a table with no key). Both sides come sorted as
+/// [`Table::sorted_rows`](crate::warehouse::Table::sorted_rows) sorts them, which is how the
+/// requirements hold them already.
 pub fn table_diff(
     table: &str,
     columns: &[String],
@@ -35,17 +37,21 @@ pub fn table_diff(
     expected: &[Row],
     actual: &[Row],
 ) -> TableDiff {
-    let mut expected: Vec<&Row> = expected.iter().collect();
-    let mut actual: Vec<&Row> = actual.iter().collect();
-    expected.sort_by(|a, b| row_content_cmp(a, b));
-    actual.sort_by(|a, b| row_content_cmp(a, b));
+    let sorted = |rows: &[Row]| {
+        rows.windows(2)
+            .all(|w| row_content_cmp(&w[0], &w[1]).is_le())
+    };
+    assert!(
+        sorted(expected) && sorted(actual),
+        "a table diff is given sorted rows"
+    );
     let mut pair_e: Vec<Option<usize>> = vec![None; expected.len()];
     let mut pair_a: Vec<Option<usize>> = vec![None; actual.len()];
 
     // 1. Equal rows, by a merge of the two sorted sides.
     let (mut i, mut j) = (0, 0);
     while i < expected.len() && j < actual.len() {
-        match row_content_cmp(expected[i], actual[j]) {
+        match row_content_cmp(&expected[i], &actual[j]) {
             Ordering::Less => i += 1,
             Ordering::Greater => j += 1,
             Ordering::Equal => {
@@ -60,64 +66,51 @@ pub fn table_diff(
     if !key.is_empty() {
         // 2. By key: each unpaired expected row takes the first unpaired actual row with the
         // same key values. Both sides are sorted, so rows of one key pair in sorted order.
-        let key_of = |r: &Row| -> Option<Vec<Value>> {
+        // A NULL in the key pairs with nothing (and only NULL is content-equal to NULL).
+        let same_key = |e: &Row, a: &Row| {
             key.iter()
-                .map(|&c| (!r[c].is_null()).then(|| r[c].clone()))
-                .collect()
+                .all(|&c| !e[c].is_null() && e[c].content_cmp(&a[c]).is_eq())
         };
         for e in 0..expected.len() {
             if pair_e[e].is_some() {
                 continue;
             }
-            let Some(k) = key_of(expected[e]) else {
-                continue;
-            };
-            let found = (0..actual.len()).find(|&a| {
-                pair_a[a].is_none()
-                    && key_of(actual[a]).is_some_and(|ka| {
-                        ka.iter().zip(&k).all(|(x, y)| x.content_cmp(y).is_eq())
-                    })
-            });
+            let found = (0..actual.len())
+                .find(|&a| pair_a[a].is_none() && same_key(&expected[e], &actual[a]));
             if let Some(a) = found {
                 pair_e[e] = Some(a);
                 pair_a[a] = Some(e);
             }
         }
     } else {
-        // 3. By the most equal cells, at least half of the columns.
+        // 3. By the most equal cells, at least half of the columns: the most first, and at
+        // each count in the order of the expected rows, then of the actual rows. (Counting
+        // down instead of sorting the pairs keeps the app's code small.)
         let equal_cells = |e: &Row, a: &Row| e.iter().zip(a).filter(|(x, y)| x == y).count();
-        let mut candidates: Vec<(usize, usize, usize)> = Vec::new();
-        for (e, re) in expected.iter().enumerate() {
-            if pair_e[e].is_some() {
-                continue;
-            }
-            for (a, ra) in actual.iter().enumerate() {
-                if pair_a[a].is_some() {
+        let least = columns.len().div_ceil(2).max(1);
+        for n in (least..=columns.len()).rev() {
+            for e in 0..expected.len() {
+                if pair_e[e].is_some() {
                     continue;
                 }
-                let n = equal_cells(re, ra);
-                if n > 0 && 2 * n >= columns.len() {
-                    candidates.push((n, e, a));
+                let found = (0..actual.len())
+                    .find(|&a| pair_a[a].is_none() && equal_cells(&expected[e], &actual[a]) == n);
+                if let Some(a) = found {
+                    pair_e[e] = Some(a);
+                    pair_a[a] = Some(e);
                 }
-            }
-        }
-        candidates.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2)));
-        for (_, e, a) in candidates {
-            if pair_e[e].is_none() && pair_a[a].is_none() {
-                pair_e[e] = Some(a);
-                pair_a[a] = Some(e);
             }
         }
     }
 
-    let side = |rows: &[&Row], pairs: &[Option<usize>], others: &[&Row], alone: RowStatus| {
+    let side = |rows: &[Row], pairs: &[Option<usize>], others: &[Row], alone: RowStatus| {
         rows.iter()
             .zip(pairs)
             .map(|(row, pair)| {
                 let differs: Vec<u32> = match pair {
                     Some(p) => row
                         .iter()
-                        .zip(others[*p])
+                        .zip(&others[*p])
                         .enumerate()
                         .filter(|(_, (x, y))| x != y)
                         .map(|(c, _)| c as u32)
@@ -141,16 +134,15 @@ pub fn table_diff(
         table: table.to_string(),
         columns: columns.to_vec(),
         key: key.iter().map(|&c| columns[c].clone()).collect(),
-        expected: side(&expected, &pair_e, &actual, RowStatus::Missing),
-        actual: side(&actual, &pair_a, &expected, RowStatus::Extra),
+        expected: side(expected, &pair_e, actual, RowStatus::Missing),
+        actual: side(actual, &pair_a, expected, RowStatus::Extra),
     }
 }
 
 /// One sentence on a table diff: what differs, and how rows were paired.
 pub fn summary(diff: &TableDiff) -> String {
-    let count = |rows: &[DiffRow], status: RowStatus| {
-        rows.iter().filter(|r| r.status == status).count()
-    };
+    let count =
+        |rows: &[DiffRow], status: RowStatus| rows.iter().filter(|r| r.status == status).count();
     let rows = |n: usize| if n == 1 { "row" } else { "rows" };
     let mut parts = Vec::new();
     let differing = count(&diff.expected, RowStatus::Differing);
@@ -187,8 +179,27 @@ mod tests {
     use proptest::prelude::*;
     use rust_decimal::Decimal;
 
-    use super::*;
+    use super::{summary, DiffRow, Row, RowStatus, TableDiff, Value};
     use crate::warehouse::Table;
+
+    /// The diff of two sides given in any order, sorted first as the requirements sort them.
+    fn table_diff(
+        table: &str,
+        columns: &[String],
+        key: &[usize],
+        expected: &[Row],
+        actual: &[Row],
+    ) -> TableDiff {
+        let sorted = |rows: &[Row]| {
+            Table {
+                name: table.into(),
+                columns: columns.to_vec(),
+                rows: rows.to_vec(),
+            }
+            .sorted_rows()
+        };
+        super::table_diff(table, columns, key, &sorted(expected), &sorted(actual))
+    }
 
     fn dec(s: &str) -> Value {
         Value::Decimal(s.parse().expect("a decimal"))
@@ -225,7 +236,10 @@ mod tests {
 
     #[test]
     fn equal_tables_in_any_order_are_all_same() {
-        let e = vec![vec![Value::Int(1), text("a")], vec![Value::Int(2), text("b")]];
+        let e = vec![
+            vec![Value::Int(1), text("a")],
+            vec![Value::Int(2), text("b")],
+        ];
         let a = vec![e[1].clone(), e[0].clone()];
         let d = table_diff("t", &cols(&["id", "v"]), &[0], &e, &a);
         assert!(d.is_same());
@@ -236,8 +250,14 @@ mod tests {
 
     #[test]
     fn a_missing_and_an_extra_row() {
-        let e = vec![vec![Value::Int(1), text("a")], vec![Value::Int(2), text("b")]];
-        let a = vec![vec![Value::Int(1), text("a")], vec![Value::Int(3), text("c")]];
+        let e = vec![
+            vec![Value::Int(1), text("a")],
+            vec![Value::Int(2), text("b")],
+        ];
+        let a = vec![
+            vec![Value::Int(1), text("a")],
+            vec![Value::Int(3), text("c")],
+        ];
         let d = table_diff("t", &cols(&["id", "v"]), &[0], &e, &a);
         assert_eq!(marks(&d), ("sm".into(), "sx".into()));
         assert_eq!(d.expected[1].pair, None);
@@ -258,7 +278,13 @@ mod tests {
         };
         let e = vec![cells("2026-01-11T23:55:00Z")];
         let a = vec![cells("2026-01-15T09:00:00Z")];
-        let d = table_diff("orders", &cols(&["id", "amount", "loaded_at", "s"]), &[0], &e, &a);
+        let d = table_diff(
+            "orders",
+            &cols(&["id", "amount", "loaded_at", "s"]),
+            &[0],
+            &e,
+            &a,
+        );
         assert_eq!(marks(&d), ("d".into(), "d".into()));
         assert_eq!(d.expected[0].differs, vec![2]);
         assert_eq!(d.actual[0].differs, vec![2]);
@@ -267,8 +293,14 @@ mod tests {
 
     #[test]
     fn a_null_cell_equals_null_and_differs_from_a_value() {
-        let e = vec![vec![Value::Int(1), Value::Null], vec![Value::Int(2), Value::Null]];
-        let a = vec![vec![Value::Int(1), Value::Null], vec![Value::Int(2), text("x")]];
+        let e = vec![
+            vec![Value::Int(1), Value::Null],
+            vec![Value::Int(2), Value::Null],
+        ];
+        let a = vec![
+            vec![Value::Int(1), Value::Null],
+            vec![Value::Int(2), text("x")],
+        ];
         let d = table_diff("t", &cols(&["id", "v"]), &[0], &e, &a);
         assert_eq!(marks(&d), ("sd".into(), "sd".into()));
         assert_eq!(d.expected[1].differs, vec![1]);
@@ -389,7 +421,10 @@ mod tests {
             "In orders: 1 row differs in the marked cells; 1 expected row missing; 2 extra rows. \
              Rows are paired by their most equal cells."
         );
-        assert_eq!((RowStatus::Missing.symbol(), RowStatus::Missing.word()), ("−", "missing"));
+        assert_eq!(
+            (RowStatus::Missing.symbol(), RowStatus::Missing.word()),
+            ("−", "missing")
+        );
     }
 
     proptest! {

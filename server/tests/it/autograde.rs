@@ -182,15 +182,17 @@ fn a_missed_whole_table_requirement_shows_its_table_diff() {
         .iter()
         .find(|d| d.name.contains("NOW()"))
         .expect("logical-date has a design that stamps NOW()");
-    let grader = Autograder::new(&[(
-        "design.json",
-        export("logical-date", &wrong.design),
-    )]);
+    let grader = Autograder::new(&[("design.json", export("logical-date", &wrong.design))]);
     let (_, result) = grader.run(Some("logical-date"));
     let tests = result["tests"].as_array().unwrap();
     let revenue = tests
         .iter()
-        .find(|t| t["name"].as_str().unwrap().starts_with("rerun-keeps-revenue"))
+        .find(|t| {
+            t["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("rerun-keeps-revenue")
+        })
         .expect("a test per requirement");
     assert_eq!(revenue["status"], "failed");
     let md = revenue["output"].as_str().unwrap();
@@ -203,7 +205,10 @@ fn a_missed_whole_table_requirement_shows_its_table_diff() {
     // A table per side, the row's mark in words, the differing cell bold between marks.
     assert!(md.contains("**Expected `daily_revenue`:**"), "{md}");
     assert!(md.contains("**Actual `daily_revenue`:**"), "{md}");
-    assert!(md.contains("| row | order\\_date | paid\\_revenue | loaded\\_at |\n|---|---|---|---|\n"), "{md}");
+    assert!(
+        md.contains("| row | order\\_date | paid\\_revenue | loaded\\_at |\n|---|---|---|---|\n"),
+        "{md}"
+    );
     assert!(
         md.contains("| = same | 2026-01-03 | 40.00 | 2026-01-03T00:00:00Z |"),
         "{md}"
@@ -233,16 +238,18 @@ fn duplicates_are_extra_rows_in_the_diff() {
         .iter()
         .find(|d| d.name.contains("append-only"))
         .expect("logical-date has the append-only job");
-    let grader = Autograder::new(&[(
-        "design.json",
-        export("logical-date", &wrong.design),
-    )]);
+    let grader = Autograder::new(&[("design.json", export("logical-date", &wrong.design))]);
     let (_, result) = grader.run(Some("logical-date"));
     let orders = result["tests"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["name"].as_str().unwrap().starts_with("rerun-keeps-orders"))
+        .find(|t| {
+            t["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("rerun-keeps-orders")
+        })
         .unwrap();
     let md = orders["output"].as_str().unwrap();
     assert!(md.contains("3 extra rows"), "{md}");

@@ -26,7 +26,10 @@ fn assert_diff(scenario: &Scenario, id: &str, ce: &Counterexample, label: &str) 
                 compares_a_whole_table(scenario, id),
                 "{label}: {id} has a diff but compares no whole table"
             );
-            assert!(!diff.is_same(), "{label}: {id} is missed but its diff is all same");
+            assert!(
+                !diff.is_same(),
+                "{label}: {id} is missed but its diff is all same"
+            );
             assert!(
                 ce.tables.contains_key(&diff.table),
                 "{label}: {id} diffs {}, not among the counterexample's tables",
