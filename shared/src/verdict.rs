@@ -276,13 +276,15 @@ pub struct TableView {
 /// The schemas of what the Rust types do not say by themselves.
 #[cfg(feature = "openapi")]
 mod openapi {
-    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
-    use utoipa::openapi::Array;
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, SchemaType, Type};
+    use utoipa::openapi::{Array, RefOr};
 
     /// `TableView.rows`: an array of rows, each an array of cells that are strings, numbers
     /// or null (a cell is never an object, an array or a boolean).
     pub fn rows() -> Array {
-        ArrayBuilder::new().items(cells()).build()
+        ArrayBuilder::new()
+            .items(RefOr::T(Schema::Array(cells())))
+            .build()
     }
 
     /// One row's cells (`DiffRow.cells`, each row of `TableView.rows`).
