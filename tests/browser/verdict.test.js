@@ -36,7 +36,8 @@ async function markedCell(table) {
 }
 
 test('logical-date: the rerun that stamps the clock shows the one differing cell, marked', async () => {
-  const browser = await openBrowser();
+  // A wide desktop, where the results panel has room for both sides of a small table.
+  const browser = await openBrowser({ viewport: { width: 1600, height: 1000 } });
   const { page } = browser;
   const { node, choice } = helpers(page);
   try {
@@ -63,11 +64,15 @@ test('logical-date: the rerun that stamps the clock shows the one differing cell
     });
     assert.equal(look.outline, 'solid');
     assert.ok(look.weight >= 700, `a marked cell's weight is ${look.weight}`);
-    // Side by side on a desktop.
-    const left = await expected.boundingBox();
-    const right = await actual.boundingBox();
+    // Side by side on a desktop, each whole in its box.
+    const wraps = diff.locator('.table-wrap');
+    const left = await wraps.nth(0).boundingBox();
+    const right = await wraps.nth(1).boundingBox();
     assert.ok(right.x >= left.x + left.width && Math.abs(right.y - left.y) < 2,
       `expected at ${JSON.stringify(left)}, actual at ${JSON.stringify(right)}`);
+    for (const i of [0, 1]) {
+      assert.ok(await wraps.nth(i).evaluate((w) => w.scrollWidth <= w.clientWidth), `side ${i} is clipped`);
+    }
     // The orders table differs in three rows, each in loaded_at only.
     const orders = await diffOf(page, 'rerun-keeps-orders');
     assert.equal(await orders.expected.locator('tbody tr.diff-differs mark').count(), 3);
