@@ -10,8 +10,8 @@ use crate::error::{ErrorBody, ErrorCode, ErrorDetail};
 use crate::routes::{drafts, grading, operations, scenarios, session, submissions};
 use shared::design::{Design, DesignError, Edge, Node, NodeKind, Position};
 use shared::verdict::{
-    Advisories, Advisory, Counterexample, Coverage, FailureCoverage, FaultAt, RequirementVerdict,
-    TableView, TraceEntry, UntestedOption, Verdict,
+    Advisories, Advisory, Counterexample, Coverage, DiffRow, FailureCoverage, FaultAt,
+    RequirementVerdict, RowStatus, TableDiff, TableView, TraceEntry, UntestedOption, Verdict,
 };
 
 #[derive(OpenApi)]
@@ -28,7 +28,7 @@ use shared::verdict::{
     components(schemas(
         ErrorBody, ErrorDetail, ErrorCode, DesignError,
         Verdict, RequirementVerdict, Counterexample, TraceEntry, FaultAt, TableView,
-        Coverage, FailureCoverage, UntestedOption, Advisories, Advisory,
+        TableDiff, DiffRow, RowStatus, Coverage, FailureCoverage, UntestedOption, Advisories, Advisory,
         Design, Node, Edge, Position, NodeKind,
         session::SessionBody, session::SessionUpdate, scenarios::ScenarioSummary, scenarios::ProgressState,
         submissions::SubmissionRequest, submissions::Submission, submissions::SubmissionSummary,

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use serde_json::{json, Value as Json};
-use shared::verdict::{Counterexample, RequirementVerdict};
+use shared::verdict::{Counterexample, RequirementVerdict, RowStatus, TableDiff};
 use shared::{Scenario, Verdict};
 
 /// The verdict as the `check` command prints it: each requirement ✓ or ✗ with its text, and
@@ -174,6 +174,9 @@ pub fn requirement_markdown(requirement: &RequirementVerdict, hint: Option<&str>
         "**Expected** `{}`, **actual** `{}`.\n",
         c.expected, c.actual
     );
+    if let Some(diff) = &c.diff {
+        diff_markdown(&mut out, diff);
+    }
     let _ = writeln!(out, "**Trace:**\n");
     out.push_str("```text\n");
     for t in &c.trace {
@@ -196,6 +199,72 @@ pub fn requirement_markdown(requirement: &RequirementVerdict, hint: Option<&str>
     out.push_str("```\n");
     if let Some(hint) = hint {
         let _ = writeln!(out, "\n**Hint:** {hint}");
+    }
+    out
+}
+
+/// A table diff in Markdown: the expected and the actual rows as two tables, each row's mark
+/// in its first column (`≠ differs`, `− missing`, `+ extra` in bold; `same` plain) and each
+/// differing cell in bold between `≠` marks, so the difference reads without colour.
+fn diff_markdown(out: &mut String, diff: &TableDiff) {
+    let _ = writeln!(out, "{}\n", shared::diff::summary(diff));
+    for (side, rows) in [("Expected", &diff.expected), ("Actual", &diff.actual)] {
+        let _ = writeln!(out, "**{side} `{}`:**\n", diff.table);
+        let _ = write!(out, "| row |");
+        for c in &diff.columns {
+            let _ = write!(out, " {} |", markdown_cell(c));
+        }
+        out.push_str("\n|---|");
+        out.push_str(&"---|".repeat(diff.columns.len()));
+        out.push('\n');
+        if rows.is_empty() {
+            let _ = write!(out, "| (no rows) |");
+            out.push_str(&" |".repeat(diff.columns.len()));
+            out.push('\n');
+        }
+        for row in rows.iter() {
+            let mark = format!("{} {}", row.status.symbol(), row.status.word());
+            if row.status == RowStatus::Same {
+                let _ = write!(out, "| {mark} |");
+            } else {
+                let _ = write!(out, "| **{mark}** |");
+            }
+            for (i, cell) in row.cells.iter().enumerate() {
+                let text = markdown_cell(&cell_text(cell));
+                if row.differs.contains(&(i as u32)) {
+                    let _ = write!(out, " **≠ {text} ≠** |");
+                } else {
+                    let _ = write!(out, " {text} |");
+                }
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+}
+
+/// A cell as text: NULL for null, a string as it is, a number as JSON writes it.
+fn cell_text(cell: &Json) -> String {
+    match cell {
+        Json::Null => "NULL".into(),
+        Json::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Text made safe inside a Markdown table cell: the characters that would end the cell or
+/// start emphasis or code are escaped, and a line break becomes a space.
+fn markdown_cell(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '|' | '*' | '_' | '`' | '\\' | '[' | ']' | '<' | '>' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(ch),
+        }
     }
     out
 }

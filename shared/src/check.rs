@@ -307,6 +307,7 @@ fn verdict(
                 expected: miss.expected,
                 actual: miss.actual,
                 tables: miss.tables.unwrap_or_default(),
+                diff: miss.diff,
             }
         });
         requirements.push(RequirementVerdict {

@@ -14,6 +14,7 @@
 //!   time format.
 //! - `fingerprint`: 128-bit fingerprints of tables and simulator states, for the search.
 //! - [`warehouse`]: the simulated database: tables, transactions and the SQL writes.
+//! - [`diff`]: the rows a table should hold beside the rows it holds, for a counterexample.
 //! - [`scenario`]: the scenario file format that course authors write.
 //! - [`design`]: the graph a student draws, and its validation against a scenario.
 //! - `model`: a scenario and a design compiled together into what the simulator runs.
@@ -34,6 +35,8 @@ pub mod value;
 
 mod fingerprint;
 pub mod warehouse;
+
+pub mod diff;
 
 pub mod scenario;
 

@@ -173,6 +173,25 @@ impl Value {
     pub fn key_eq(&self, other: &Value) -> bool {
         self.sql_cmp(other) == Some(Ordering::Equal)
     }
+
+    /// The order in which requirements compare whole tables: `Ord`, but with decimals by value
+    /// alone, so that two values are equal here exactly when they are `==` (25.0 and 25.00 are
+    /// the same amount; NULL equals NULL, as a row's contents do).
+    pub fn content_cmp(&self, other: &Value) -> Ordering {
+        match (self, other) {
+            (Value::Decimal(a), Value::Decimal(b)) => a.cmp(b),
+            _ => self.cmp(other),
+        }
+    }
+}
+
+/// Compares two rows cell by cell with [`Value::content_cmp`].
+pub fn row_content_cmp(a: &[Value], b: &[Value]) -> Ordering {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| x.content_cmp(y))
+        .find(|o| o.is_ne())
+        .unwrap_or_else(|| a.len().cmp(&b.len()))
 }
 
 /// A total order for sorting rows deterministically (NULL first). Decimals compare by

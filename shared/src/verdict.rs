@@ -134,6 +134,97 @@ pub struct Counterexample {
     pub actual: String,
     /// The warehouse tables at the moment it went wrong.
     pub tables: BTreeMap<String, TableView>,
+    /// For a requirement that compares a whole table with the rows it should hold
+    /// (`rerun_noop`, `same_as_clean_run`): the expected and the actual rows, paired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub diff: Option<TableDiff>,
+}
+
+/// A table as it should be and as it is, row by row (see `docs/verdict.md`). Rows are paired
+/// first when equal (a decimal compares by value, NULL equals NULL, as the requirement
+/// compares them), then by the table's key, or, for a table with no key, by the most equal
+/// cells. Every row is marked, so the diff has a `same` mark on every row exactly when the
+/// requirement holds.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableDiff {
+    pub table: String,
+    pub columns: Vec<String>,
+    /// The columns rows were paired by (the table's first key); empty when the table has no
+    /// key and rows were paired by their most equal cells.
+    pub key: Vec<String>,
+    /// The rows the table should hold, sorted; each is `same`, `missing` or `differing`.
+    pub expected: Vec<DiffRow>,
+    /// The rows the table holds, sorted; each is `same`, `extra` or `differing`.
+    pub actual: Vec<DiffRow>,
+}
+
+impl TableDiff {
+    /// True when every row on both sides is `same`: the table is as it should be.
+    pub fn is_same(&self) -> bool {
+        self.expected
+            .iter()
+            .chain(&self.actual)
+            .all(|r| r.status == RowStatus::Same)
+    }
+}
+
+/// One row of a [`TableDiff`] side.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiffRow {
+    pub status: RowStatus,
+    /// The row's cells in the order of `columns`, as in `TableView.rows`.
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::cells))]
+    pub cells: Vec<serde_json::Value>,
+    /// The index of the paired row on the other side (`same` and `differing` rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub pair: Option<u32>,
+    /// The indices in `columns` of the cells that differ from the paired row's (`differing`
+    /// rows only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differs: Vec<u32>,
+}
+
+/// How a row of a [`TableDiff`] compares with the other side.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowStatus {
+    /// An equal row is on the other side.
+    Same,
+    /// Expected, and absent from the table.
+    Missing,
+    /// In the table, and not expected.
+    Extra,
+    /// Paired with a row on the other side (the same key, or the most equal cells) whose
+    /// cells differ in `differs`.
+    Differing,
+}
+
+impl RowStatus {
+    /// The mark in a word, as the canvas and the Gradescope output show it beside the row, so
+    /// that it never rests on colour alone.
+    pub fn word(self) -> &'static str {
+        match self {
+            RowStatus::Same => "same",
+            RowStatus::Missing => "missing",
+            RowStatus::Extra => "extra",
+            RowStatus::Differing => "differs",
+        }
+    }
+
+    /// A symbol for the eye, shown before the word.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            RowStatus::Same => "=",
+            RowStatus::Missing => "−",
+            RowStatus::Extra => "+",
+            RowStatus::Differing => "≠",
+        }
+    }
 }
 
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -185,19 +276,24 @@ pub struct TableView {
 /// The schemas of what the Rust types do not say by themselves.
 #[cfg(feature = "openapi")]
 mod openapi {
-    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
-    use utoipa::openapi::Array;
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, SchemaType, Type};
+    use utoipa::openapi::{Array, RefOr};
 
     /// `TableView.rows`: an array of rows, each an array of cells that are strings, numbers
     /// or null (a cell is never an object, an array or a boolean).
     pub fn rows() -> Array {
+        ArrayBuilder::new()
+            .items(RefOr::T(Schema::Array(cells())))
+            .build()
+    }
+
+    /// One row's cells (`DiffRow.cells`, each row of `TableView.rows`).
+    pub fn cells() -> Array {
         let cell = ObjectBuilder::new().schema_type(SchemaType::from_iter([
             Type::String,
             Type::Number,
             Type::Null,
         ]));
-        ArrayBuilder::new()
-            .items(ArrayBuilder::new().items(cell))
-            .build()
+        ArrayBuilder::new().items(cell).build()
     }
 }

@@ -23,10 +23,12 @@ pub struct Table {
 }
 
 impl Table {
-    /// The rows sorted, for comparing contents in any order.
+    /// The rows sorted, for comparing contents in any order: two tables hold the same rows
+    /// exactly when their sorted rows are `==`, because the order's ties are `==` values
+    /// (`Value::content_cmp`). The sort is stable, so equal rows keep the table's order.
     pub fn sorted_rows(&self) -> Vec<Row> {
         let mut rows = self.rows.clone();
-        rows.sort();
+        rows.sort_by(|a, b| crate::value::row_content_cmp(a, b));
         rows
     }
 }

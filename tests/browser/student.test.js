@@ -236,7 +236,7 @@ test('a phone: offset-commit solved with taps only', async () => {
   }
 });
 
-test('axe-core finds nothing serious: the catalogue, a missed verdict, a replay', async () => {
+test('axe-core finds nothing serious: the catalogue, a missed verdict, a replay, a table diff', async () => {
   // The test injects axe-core as a script, which the page's Content-Security-Policy forbids.
   const browser = await openBrowser({ bypassCSP: true });
   const { page } = browser;
@@ -257,6 +257,14 @@ test('axe-core finds nothing serious: the catalogue, a missed verdict, a replay'
     await page.getByRole('button', { name: 'Next step' }).click();
     await page.locator('.replay-step').waitFor();
     await axe(page, 'a replay in progress');
+    // A table diff, and what the verdict does not grade under it.
+    await page.goto('/scenarios/logical-date');
+    await page.locator('g.node[data-node="job"]').click();
+    await page.locator('.inspector label.choice:has(input[name$="-date_filter"][value="logical_date"])').click();
+    await page.locator('button.check').click();
+    await page.locator('.result[data-requirement="rerun-keeps-revenue"] .table-diff').waitFor();
+    await page.locator('section.beyond').first().waitFor();
+    await axe(page, 'a table diff and what the verdict does not grade');
     assert.deepEqual(browser.problems, []);
   } finally {
     await browser.close();

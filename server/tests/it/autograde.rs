@@ -174,6 +174,90 @@ fn a_failing_bare_design_gets_its_counterexamples() {
 }
 
 #[test]
+fn a_missed_whole_table_requirement_shows_its_table_diff() {
+    // logical-date's design that stamps rows with NOW(): the rerun changes only loaded_at.
+    let logical_date = scenario("logical-date");
+    let wrong = logical_date
+        .wrong_designs
+        .iter()
+        .find(|d| d.name.contains("NOW()"))
+        .expect("logical-date has a design that stamps NOW()");
+    let grader = Autograder::new(&[("design.json", export("logical-date", &wrong.design))]);
+    let (_, result) = grader.run(Some("logical-date"));
+    let tests = result["tests"].as_array().unwrap();
+    let revenue = tests
+        .iter()
+        .find(|t| {
+            t["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("rerun-keeps-revenue")
+        })
+        .expect("a test per requirement");
+    assert_eq!(revenue["status"], "failed");
+    let md = revenue["output"].as_str().unwrap();
+    assert!(
+        md.contains(
+            "In daily_revenue: 1 row differs in the marked cells. Rows are paired by order_date."
+        ),
+        "{md}"
+    );
+    // A table per side, the row's mark in words, the differing cell bold between marks.
+    assert!(md.contains("**Expected `daily_revenue`:**"), "{md}");
+    assert!(md.contains("**Actual `daily_revenue`:**"), "{md}");
+    assert!(
+        md.contains("| row | order\\_date | paid\\_revenue | loaded\\_at |\n|---|---|---|---|\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| = same | 2026-01-03 | 40.00 | 2026-01-03T00:00:00Z |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| **≠ differs** | 2026-01-10 | 25.00 | **≠ 2026-01-11T23:55:00Z ≠** |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| **≠ differs** | 2026-01-10 | 25.00 | **≠ 2026-01-15T09:00:00Z ≠** |"),
+        "{md}"
+    );
+    // A requirement on one value has no table diff.
+    let value = tests
+        .iter()
+        .find(|t| t["name"].as_str().unwrap().starts_with("revenue-correct"))
+        .unwrap();
+    assert!(!value["output"].as_str().unwrap().contains("| row |"));
+}
+
+#[test]
+fn duplicates_are_extra_rows_in_the_diff() {
+    // The chapter's append-only job writes the day again on the rerun.
+    let logical_date = scenario("logical-date");
+    let wrong = logical_date
+        .wrong_designs
+        .iter()
+        .find(|d| d.name.contains("append-only"))
+        .expect("logical-date has the append-only job");
+    let grader = Autograder::new(&[("design.json", export("logical-date", &wrong.design))]);
+    let (_, result) = grader.run(Some("logical-date"));
+    let orders = result["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| {
+            t["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("rerun-keeps-orders")
+        })
+        .unwrap();
+    let md = orders["output"].as_str().unwrap();
+    assert!(md.contains("3 extra rows"), "{md}");
+    assert_eq!(md.matches("| **+ extra** | 10").count(), 3, "{md}");
+    assert!(!md.contains("− missing"), "{md}");
+}
+
+#[test]
 fn an_export_names_its_scenario_when_the_autograder_names_none() {
     let grader = Autograder::new(&[("d.json", export("safe-retry", &failing_design()))]);
     let (_, result) = grader.run(None);

@@ -174,6 +174,9 @@ pub struct Model {
     pub(crate) sink_tables: Vec<usize>,
     pub(crate) bound: u32,
     pub(crate) column_types: Vec<Vec<ColumnType>>,
+    /// Each table's first key as column indices (empty when it has none): a counterexample's
+    /// table diff pairs rows by it.
+    pub(crate) table_keys: Vec<Vec<usize>>,
 }
 
 impl Model {
@@ -468,6 +471,20 @@ impl Model {
             errors.dedup();
             return Err(errors);
         }
+        // A key naming a column the table lacks is reported where the key is compiled for a
+        // sink; here such a key just pairs nothing.
+        let table_keys = scenario
+            .tables
+            .iter()
+            .map(|def| {
+                let key: Option<Vec<usize>> = def
+                    .keys
+                    .first()
+                    .map(|k| k.iter().map(|c| def.column_index(c)).collect())
+                    .unwrap_or(Some(Vec::new()));
+                key.unwrap_or_default()
+            })
+            .collect();
         let sink_tables = scenario
             .tables
             .iter()
@@ -483,6 +500,7 @@ impl Model {
             sink_tables,
             bound: fs.bound,
             column_types,
+            table_keys,
         })
     }
 }

@@ -8,6 +8,7 @@ use rust_decimal::Decimal;
 
 use super::{format_rows, Cursor, Fault, Miss, Sim, Step};
 use crate::design::{DateFilter, LoadedAt, Transaction, WriteMode};
+use crate::diff::table_diff;
 use crate::model::{eval, BatchModel, CCheck, CStep, StepKind};
 use crate::sql;
 use crate::value::{format_time, ColumnType, Value};
@@ -187,6 +188,15 @@ impl Sim<'_> {
                         ),
                         step: self.step_no(),
                         tables: self.tracing.then(|| self.view()),
+                        diff: self.tracing.then(|| {
+                            table_diff(
+                                &t.name,
+                                &t.columns,
+                                &self.m.table_keys[*table],
+                                &rows,
+                                &after,
+                            )
+                        }),
                     });
                 }
             }

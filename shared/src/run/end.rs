@@ -4,6 +4,7 @@
 use rust_decimal::Decimal;
 
 use super::{describe_rows, format_rows, Clean, Miss, Sim};
+use crate::diff::table_diff;
 use crate::model::{eval, CCheck, Cond};
 use crate::value::Value;
 use crate::warehouse::Row;
@@ -19,6 +20,7 @@ impl Sim<'_> {
             if self.misses[i].is_some() {
                 continue;
             }
+            let mut diff = None;
             let miss = match check {
                 CCheck::NeverSeen { .. } | CCheck::RerunNoop { .. } => None,
                 CCheck::Finishes => self.unfinished.as_ref().map(|why| {
@@ -152,23 +154,29 @@ impl Sim<'_> {
                     })
                 }
                 CCheck::SameAsClean { tables } => clean.and_then(|c| {
-                    tables.iter().find_map(|&t| {
+                    let (t, now) = tables.iter().find_map(|&t| {
                         let now = self.wh.tables[t].sorted_rows();
-                        (now != c.tables[t]).then(|| {
-                            if !detail {
-                                return Default::default();
-                            }
-                            let cols = &self.wh.tables[t].columns;
-                            (
-                                format!(
-                                    "{} as after a run with no failure: {}",
-                                    self.wh.tables[t].name,
-                                    format_rows(cols, &c.tables[t])
-                                ),
-                                format!("{}: {}", self.wh.tables[t].name, format_rows(cols, &now)),
-                            )
-                        })
-                    })
+                        (now != c.tables[t]).then_some((t, now))
+                    })?;
+                    if !detail {
+                        return Some(Default::default());
+                    }
+                    let table = &self.wh.tables[t];
+                    diff = Some(table_diff(
+                        &table.name,
+                        &table.columns,
+                        &self.m.table_keys[t],
+                        &c.tables[t],
+                        &now,
+                    ));
+                    Some((
+                        format!(
+                            "{} as after a run with no failure: {}",
+                            table.name,
+                            format_rows(&table.columns, &c.tables[t])
+                        ),
+                        format!("{}: {}", table.name, format_rows(&table.columns, &now)),
+                    ))
                 }),
             };
             if let Some((expected, actual)) = miss {
@@ -177,6 +185,7 @@ impl Sim<'_> {
                     actual,
                     step,
                     tables: self.tracing.then(|| self.view()),
+                    diff,
                 });
             }
         }

@@ -20,7 +20,7 @@ use crate::design::WriteMode;
 use crate::model::{eval, CCheck, Model, Mutation, Shape, Sink};
 use crate::sql::Dialect;
 use crate::value::{format_time, Value};
-use crate::verdict::{FaultAt, TableView, TraceEntry};
+use crate::verdict::{FaultAt, TableDiff, TableView, TraceEntry};
 use crate::warehouse::{Affected, Row, SqlError, Table, Warehouse};
 
 mod batch;
@@ -60,6 +60,8 @@ pub(crate) struct Miss {
     /// The trace step at which it was seen (0 = at the end of the run).
     pub step: u32,
     pub tables: Option<BTreeMap<String, TableView>>,
+    /// The table's expected and actual rows, for a requirement that compares a whole table.
+    pub diff: Option<TableDiff>,
 }
 
 /// What the clean run (no failures) ended with, for `same_as_clean_run` and clean-run sums.
@@ -354,6 +356,7 @@ impl<'a> Sim<'a> {
                     actual: String::new(),
                     step: 0,
                     tables: None,
+                    diff: None,
                 });
             }
         }
@@ -569,6 +572,7 @@ impl<'a> Sim<'a> {
                     actual: format!("a reader saw {actual}"),
                     step: self.step_no(),
                     tables,
+                    diff: None,
                 });
             }
         }

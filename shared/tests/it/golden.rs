@@ -36,7 +36,7 @@ fn entry(scenario: &Scenario, label: String, design: &serde_json::Value) -> Entr
 }
 
 /// Every shipped scenario file, by name, sorted so that the test reads them in a fixed order.
-fn shipped_scenarios() -> Vec<(String, Scenario)> {
+pub(crate) fn shipped_scenarios() -> Vec<(String, Scenario)> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))

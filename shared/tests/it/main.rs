@@ -3,6 +3,7 @@
 mod chapter;
 mod coverage;
 mod designs;
+mod diff;
 mod golden;
 mod pipelines;
 mod points;

@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use leptos::prelude::*;
 
+use super::beyond::BeyondThisScenario;
 use super::canvas_view::CanvasView;
 use super::dom::load_once;
 use super::drafts::{self, Loaded};
@@ -121,7 +122,7 @@ pub fn Workspace(loaded: Rc<Loaded>, mode: Mode, back: (String, &'static str)) -
                         on:click=move |_| page.tab.set("sql")>"SQL"</button>
                 </div>
                 <div class="panel" role="tabpanel">
-                    {move || if page.tab.get() == "sql" { view! { <SqlView /> }.into_any() } else { view! { <ResultsPanel /> }.into_any() }}
+                    {move || if page.tab.get() == "sql" { view! { <SqlView /> }.into_any() } else { view! { <ResultsPanel /><BeyondThisScenario /> }.into_any() }}
                 </div>
             </section>
             // On a phone the inspector is a sheet over the drawing, open while something is

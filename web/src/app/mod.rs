@@ -3,19 +3,22 @@
 //! One concern per module, and imports only go down, so that a view can be read, changed or
 //! moved without the others:
 //! - `page` holds the scenario page's state and the operations on it;
-//! - the views (`canvas_view`, `inspector`, `toolbar`, `preview`, `results`) and the draft's
-//!   upkeep (`drafts`) build on `page` and never on one another;
+//! - the views (`canvas_view`, `inspector`, `toolbar`, `preview`, `results`, `beyond`) and
+//!   the draft's upkeep (`drafts`) build on `page` and never on one another;
 //! - `editor` composes them into the scenario page, as `catalogue` is the list of scenarios;
 //! - `author` is the author page: the files' problems, and a scenario's designs shown on the
 //!   scenario page's workspace, read-only, or tried without recording an attempt;
 //! - underneath everything: `api` (every HTTP call), `router` (routes and links), `dom`
-//!   (small DOM helpers) and `debounce` (work that waits for a quiet moment).
+//!   (small DOM helpers), `debounce` (work that waits for a quiet moment) and `diff_view` (a
+//!   counterexample's table diff, which needs no page).
 
 mod api;
 mod author;
+mod beyond;
 mod canvas_view;
 mod catalogue;
 mod debounce;
+mod diff_view;
 mod dom;
 mod drafts;
 mod editor;

@@ -1,5 +1,6 @@
 //! The server's verdict: every requirement with ✓ or ✗, and for a missed one what happened,
-//! the trace, expected against actual, the tables, a hint, and a replay on the drawing.
+//! the trace, expected against actual (with the table diff when the requirement compares a
+//! whole table), the tables, a hint, and a replay on the drawing.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use leptos::prelude::*;
 use shared::verdict::{RequirementVerdict, TableView, TraceEntry};
 
 use super::debounce::Debounce;
+use super::diff_view::TableDiffView;
 use super::dom::{icon, BACK, NEXT, PAUSE, PLAY};
 use super::page::{Page, Replay};
 use crate::canvas::same_meaning;
@@ -93,6 +95,7 @@ fn RequirementResult(index: usize, result: RequirementVerdict) -> impl IntoView 
                     <span class="versus">" against "</span>
                     <span class="actual">"actual "<strong>{ce.actual.clone()}</strong></span>
                 </p>
+                {ce.diff.clone().map(|diff| view! { <TableDiffView diff=diff /> })}
                 <div class="result-actions">
                     <button class="primary small replay-button" on:click=move |_| {
                         page.replay.set(Some(Replay { requirement: index, index: 0, playing: false }));
