@@ -24,10 +24,11 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
-/// The budget for the app's WASM, gzipped: the size it has (368,973 bytes, 360 KiB) plus
-/// about 40 KB for the pages of the next wave (an author page, instructor pages, a design
-/// export, a table diff). See docs/performance.md, "The app's size".
-const WASM_GZIP_BYTES_MAX: u64 = 400 * 1024;
+/// The budget for the app's WASM, gzipped: the author page, the table diff and the verdict's
+/// coverage took the app to 402 KiB, and the instructor pages add to it; the budget leaves
+/// room for them until the pages only authors and instructors open are a module of their
+/// own. See docs/performance.md, "The app's size".
+const WASM_GZIP_BYTES_MAX: u64 = 450 * 1024;
 const SERVER_START_SECONDS_MAX: u64 = 60;
 
 fn main() -> ExitCode {
