@@ -164,7 +164,13 @@ pub fn router(state: AppState) -> Router {
         headers::content_security_policy(config.static_dir.as_deref())
     };
     for (name, value) in headers::security_headers(&csp) {
-        app = app.layer(SetResponseHeaderLayer::overriding(name, value));
+        // A page with a policy of its own keeps it (the LTI deep linking page, which posts to
+        // the platform and is shown in its frame); every other answer gets the app's.
+        app = if name == header::CONTENT_SECURITY_POLICY {
+            app.layer(SetResponseHeaderLayer::if_not_present(name, value))
+        } else {
+            app.layer(SetResponseHeaderLayer::overriding(name, value))
+        };
     }
     app.with_state(state)
 }

@@ -586,3 +586,101 @@ async fn the_tool_publishes_its_keys_and_the_urls_to_register() {
         new_kid
     );
 }
+
+#[tokio::test]
+async fn an_instructor_places_a_scenario_by_deep_linking() {
+    let dir = TempDir::new("lti-deep");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let platform = start_platform().await;
+    store
+        .add_lti_platform(&platform.registration())
+        .await
+        .unwrap();
+    let app = tool_on(store.clone()).await;
+    let request = |nonce: &str, role: &str| {
+        let mut claims = platform.claims(nonce, "teacher-1");
+        claims[format!("{LTI}message_type")] = json!("LtiDeepLinkingRequest");
+        claims[format!("{LTI}roles")] = json!([format!(
+            "http://purl.imsglobal.org/vocab/lis/v2/membership#{role}"
+        )]);
+        claims["https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"] = json!({
+            "deep_link_return_url": format!("{}/deep-link-return", platform.issuer),
+            "accept_types": ["ltiResourceLink"],
+            "data": "opaque-platform-data",
+        });
+        claims
+    };
+    // A learner cannot place an activity.
+    let (state, nonce) = login(&app, &platform).await;
+    let refused = launch(
+        &app,
+        &platform.sign(&request(&nonce, "Learner"), KID, &platform.key),
+        &state,
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text);
+    assert!(refused.text.contains("only an instructor"));
+
+    let (state, nonce) = login(&app, &platform).await;
+    let page = launch(
+        &app,
+        &platform.sign(&request(&nonce, "Instructor"), KID, &platform.key),
+        &state,
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    let policy = page.header("content-security-policy").unwrap();
+    assert!(
+        policy.contains(&format!("form-action {}", platform.issuer)),
+        "{policy}"
+    );
+    assert!(
+        policy.contains(&format!("frame-ancestors {}", platform.issuer)),
+        "{policy}"
+    );
+    // One form per scenario, each posting its signed choice to the platform.
+    assert_eq!(page.text.matches("<form method=\"post\"").count(), 8);
+    let form = page
+        .text
+        .split("<form ")
+        .find(|f| f.contains("data-scenario=\"safe-retry\""))
+        .expect("a form for safe-retry");
+    assert!(form.contains(&format!("action=\"{}/deep-link-return\"", platform.issuer)));
+    let jwt = form
+        .split("name=\"JWT\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap();
+    // The platform verifies it with the tool's published keys.
+    let jwks: jsonwebtoken::jwk::JwkSet =
+        serde_json::from_value(app.get("/lti/jwks", &As::nobody()).await.body).unwrap();
+    let header = jsonwebtoken::decode_header(jwt).unwrap();
+    let key =
+        jsonwebtoken::DecodingKey::from_jwk(jwks.find(&header.kid.unwrap()).unwrap()).unwrap();
+    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+    validation.set_audience(&[&platform.issuer]);
+    validation.set_issuer(&[CLIENT]);
+    let claims = jsonwebtoken::decode::<Value>(jwt, &key, &validation)
+        .expect("the platform accepts the tool's signature")
+        .claims;
+    assert_eq!(
+        claims[format!("{LTI}message_type")],
+        "LtiDeepLinkingResponse"
+    );
+    assert_eq!(claims[format!("{LTI}version")], "1.3.0");
+    assert_eq!(claims[format!("{LTI}deployment_id")], DEPLOYMENT);
+    assert_eq!(
+        claims["https://purl.imsglobal.org/spec/lti-dl/claim/data"],
+        "opaque-platform-data"
+    );
+    let items = claims["https://purl.imsglobal.org/spec/lti-dl/claim/content_items"]
+        .as_array()
+        .unwrap();
+    assert_eq!(items.len(), 1);
+    let scenario = crate::common::scenario("safe-retry");
+    let points: u32 = scenario.requirements.iter().map(|r| r.points).sum();
+    assert_eq!(items[0]["type"], "ltiResourceLink");
+    assert_eq!(items[0]["custom"]["scenario"], "safe-retry");
+    assert_eq!(items[0]["lineItem"]["scoreMaximum"], points);
+    assert_eq!(items[0]["title"], scenario.title.as_str());
+}
