@@ -49,3 +49,24 @@ CREATE TABLE lti_users (
     student     TEXT NOT NULL,
     PRIMARY KEY (platform, sub)
 );
+
+-- Where a launched student's score for a scenario goes: the line item of the resource link
+-- they launched from. The score to send is derived from the attempts themselves (the best
+-- one), so it is as durable as they are; what was last accepted by the platform, and when
+-- to try again after a refusal, are kept here.
+CREATE TABLE lti_grade_targets (
+    student        TEXT NOT NULL,
+    scenario       TEXT NOT NULL,
+    platform       TEXT NOT NULL REFERENCES lti_platforms (id) ON DELETE CASCADE,
+    sub            TEXT NOT NULL,
+    lineitem       TEXT NOT NULL,
+    -- The score the platform accepted last, and the time of the newest attempt it counted.
+    sent_score     INTEGER,
+    sent_through   TIMESTAMPTZ,
+    -- The timestamp of the last score sent; each new one is later.
+    sent_timestamp TIMESTAMPTZ,
+    tries          INTEGER NOT NULL DEFAULT 0,
+    next_try_at    TIMESTAMPTZ,
+    last_error     TEXT,
+    PRIMARY KEY (student, scenario, lineitem)
+);

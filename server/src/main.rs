@@ -504,11 +504,14 @@ async fn serve(args: ServeArgs) -> ExitCode {
     if args.author {
         println!("the author page: http://{address}/author");
     }
+    // Scores of students launched from a learning platform go back to it.
+    let grades = server::lti::grades::spawn(store.clone(), Duration::from_secs(5));
     let state = AppState::live(store.clone(), live, config);
     let result = server::app::serve(listener, state).await;
     if let Some(task) = watcher {
         task.abort();
     }
+    grades.abort();
     store.close().await;
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,6 +10,7 @@
 //! student and session made, only after every check has passed.
 
 pub mod cli;
+pub mod grades;
 pub mod keys;
 pub mod store;
 
@@ -280,6 +281,9 @@ pub struct Launch {
     pub scenario: Option<String>,
     /// An instructor placing an activity (`LtiDeepLinkingRequest`): where to send the choice.
     pub deep_linking: Option<DeepLinking>,
+    /// The line item the resource link's scores go to, when the platform lets the tool post
+    /// scores.
+    pub lineitem: Option<String>,
 }
 
 /// What a deep linking request asks the tool to answer.
@@ -350,6 +354,17 @@ pub async fn launch(
                 .map_err(internal)?,
         );
         return Ok(response);
+    }
+    // The scores of the scenario this resource link opens go to its line item.
+    if let (Some(scenario), Some(lineitem), false) =
+        (&launch.scenario, &launch.lineitem, launch.instructor)
+    {
+        if catalogue.get(scenario).is_some() {
+            store
+                .set_grade_target(&student, scenario, &launch.platform, &launch.sub, lineitem)
+                .await
+                .map_err(internal)?;
+        }
     }
     let target = match &launch.scenario {
         Some(id) if !launch.instructor && catalogue.get(id).is_some() => format!("/scenarios/{id}"),
@@ -520,6 +535,17 @@ async fn verify_launch(store: &Store, form: &LaunchForm) -> Result<Launch, Refus
     } else {
         None
     };
+    let lineitem = claims
+        .rest
+        .get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint")
+        .filter(|e| {
+            e.get("scope")
+                .and_then(Json_::as_array)
+                .is_some_and(|s| s.iter().any(|x| x.as_str() == Some(grades::SCORE_SCOPE)))
+        })
+        .and_then(|e| e.get("lineitem"))
+        .and_then(Json_::as_str)
+        .map(str::to_string);
     Ok(Launch {
         platform: platform.id,
         sub,
@@ -527,6 +553,7 @@ async fn verify_launch(store: &Store, form: &LaunchForm) -> Result<Launch, Refus
         instructor,
         scenario,
         deep_linking,
+        lineitem,
     })
 }
 

@@ -27,6 +27,75 @@ struct TestPlatform {
     /// A key the platform never published.
     stranger: String,
     jwks_fetches: Arc<AtomicUsize>,
+    grades: Arc<Gradebook>,
+}
+
+/// The platform's side of grade passback: a token endpoint that checks the tool's client
+/// assertion against the tool's published keys, and a line item's score endpoint that can be
+/// down.
+#[derive(Default)]
+struct Gradebook {
+    tool_keys: std::sync::Mutex<Option<jsonwebtoken::jwk::JwkSet>>,
+    down: std::sync::atomic::AtomicBool,
+    refused: AtomicUsize,
+    accepted: std::sync::Mutex<Vec<Value>>,
+}
+
+async fn token_endpoint(
+    axum::extract::State(book): axum::extract::State<Arc<Gradebook>>,
+    axum::extract::Form(form): axum::extract::Form<std::collections::HashMap<String, String>>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let keys = book.tool_keys.lock().unwrap().clone();
+    let verified = (|| {
+        let assertion = form.get("client_assertion")?;
+        let header = jsonwebtoken::decode_header(assertion).ok()?;
+        let keys = keys?;
+        let key = jsonwebtoken::DecodingKey::from_jwk(keys.find(&header.kid?)?).ok()?;
+        let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+        v.set_issuer(&[CLIENT]);
+        v.set_audience(&[form.get("token_aud")?.as_str()]);
+        jsonwebtoken::decode::<Value>(assertion, &key, &v).ok()
+    })();
+    if verified.is_none()
+        || form.get("grant_type").map(String::as_str) != Some("client_credentials")
+        || form.get("scope").map(String::as_str) != Some(server::lti::grades::SCORE_SCOPE)
+    {
+        return (StatusCode::UNAUTHORIZED, "bad client assertion").into_response();
+    }
+    axum::Json(
+        json!({"access_token": "platform-token", "token_type": "Bearer", "expires_in": 3600}),
+    )
+    .into_response()
+}
+
+async fn score_endpoint(
+    axum::extract::State(book): axum::extract::State<Arc<Gradebook>>,
+    headers: axum::http::HeaderMap,
+    body: String,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if book.down.load(Ordering::SeqCst) {
+        book.refused.fetch_add(1, Ordering::SeqCst);
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [("retry-after", "1")],
+            "down",
+        )
+            .into_response();
+    }
+    let bearer = headers.get("authorization").and_then(|v| v.to_str().ok());
+    let typed = headers.get("content-type").and_then(|v| v.to_str().ok());
+    if bearer != Some("Bearer platform-token")
+        || typed != Some("application/vnd.ims.lis.v1.score+json")
+    {
+        return (StatusCode::UNAUTHORIZED, "no").into_response();
+    }
+    book.accepted
+        .lock()
+        .unwrap()
+        .push(serde_json::from_str(&body).unwrap());
+    StatusCode::NO_CONTENT.into_response()
 }
 
 fn rsa_pem() -> (String, String, String) {
@@ -50,22 +119,40 @@ async fn start_platform() -> TestPlatform {
     let counted = Arc::clone(&fetches);
     let jwks =
         json!({"keys": [{"kty": "RSA", "kid": KID, "alg": "RS256", "use": "sig", "n": n, "e": e}]});
-    let app = axum::Router::new().route(
-        "/jwks",
-        axum::routing::get(move || {
-            counted.fetch_add(1, Ordering::SeqCst);
-            let jwks = jwks.clone();
-            async move { axum::Json(jwks) }
-        }),
-    );
+    let grades = Arc::new(Gradebook::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
+    let token_url = format!("http://{address}/token");
+    let app = axum::Router::new()
+        .route(
+            "/jwks",
+            axum::routing::get(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let jwks = jwks.clone();
+                async move { axum::Json(jwks) }
+            }),
+        )
+        .route(
+            "/token",
+            axum::routing::post(
+                move |state: axum::extract::State<Arc<Gradebook>>,
+                      axum::extract::Form(mut form): axum::extract::Form<
+                    std::collections::HashMap<String, String>,
+                >| {
+                    form.insert("token_aud".into(), token_url.clone());
+                    token_endpoint(state, axum::extract::Form(form))
+                },
+            ),
+        )
+        .route("/lineitems/1/scores", axum::routing::post(score_endpoint))
+        .with_state(Arc::clone(&grades));
     tokio::spawn(async move { axum::serve(listener, app).await });
     TestPlatform {
         issuer: format!("http://{address}"),
         key: pem,
         stranger,
         jwks_fetches: fetches,
+        grades,
     }
 }
 
@@ -683,4 +770,133 @@ async fn an_instructor_places_a_scenario_by_deep_linking() {
     assert_eq!(items[0]["custom"]["scenario"], "safe-retry");
     assert_eq!(items[0]["lineItem"]["scoreMaximum"], points);
     assert_eq!(items[0]["title"], scenario.title.as_str());
+}
+
+#[tokio::test]
+async fn a_launched_learners_score_reaches_the_platform_once_on_sqlite() {
+    let dir = TempDir::new("lti-grades");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    a_launched_learners_score_reaches_the_platform_once_even_after_an_outage(store).await;
+}
+
+#[tokio::test]
+async fn a_launched_learners_score_reaches_the_platform_once_on_postgres() {
+    let Some(db) = crate::postgres::database("lti_grades").await else {
+        return;
+    };
+    let store = Store::connect(&db.url).await.unwrap();
+    a_launched_learners_score_reaches_the_platform_once_even_after_an_outage(store).await;
+}
+
+async fn a_launched_learners_score_reaches_the_platform_once_even_after_an_outage(store: Store) {
+    let platform = start_platform().await;
+    store
+        .add_lti_platform(&platform.registration())
+        .await
+        .unwrap();
+    let app = tool_on(store.clone()).await;
+    let jwks = app.get("/lti/jwks", &As::nobody()).await.body;
+    *platform.grades.tool_keys.lock().unwrap() = Some(serde_json::from_value(jwks).unwrap());
+    let lineitem = format!("{}/lineitems/1?type=score", platform.issuer);
+    let (state, nonce) = login(&app, &platform).await;
+    let mut claims = platform.claims(&nonce, "learner-7");
+    claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = json!({
+        "scope": [server::lti::grades::SCORE_SCOPE],
+        "lineitem": lineitem,
+    });
+    let answer = launch(&app, &platform.sign(&claims, KID, &platform.key), &state).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
+    let cookie = session_cookie(&answer);
+    // Nothing to send before an attempt.
+    let now = chrono::Utc::now();
+    assert_eq!(
+        server::lti::grades::send_due(&store, now).await.unwrap(),
+        server::lti::grades::Round::default()
+    );
+    // A missed attempt, then a passing one; the platform is down.
+    for design in [
+        crate::common::failing_design(),
+        crate::common::passing_design("safe-retry"),
+    ] {
+        let a = app
+            .post(
+                "/api/submissions",
+                &As::student(&cookie),
+                &json!({"scenario": "safe-retry", "design": design}),
+            )
+            .await;
+        assert_eq!(a.status, StatusCode::CREATED, "{}", a.text);
+    }
+    platform.grades.down.store(true, Ordering::SeqCst);
+    let round = server::lti::grades::send_due(&store, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(round, server::lti::grades::Round { sent: 0, failed: 1 });
+    assert_eq!(platform.grades.refused.load(Ordering::SeqCst), 1);
+    // Not due again before the platform's Retry-After.
+    let round = server::lti::grades::send_due(&store, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(round, server::lti::grades::Round::default());
+    // Back up: the score arrives, once.
+    platform.grades.down.store(false, Ordering::SeqCst);
+    let later = chrono::Utc::now() + chrono::Duration::seconds(5);
+    let round = server::lti::grades::send_due(&store, later).await.unwrap();
+    assert_eq!(round, server::lti::grades::Round { sent: 1, failed: 0 });
+    let round = server::lti::grades::send_due(&store, later + chrono::Duration::seconds(60))
+        .await
+        .unwrap();
+    assert_eq!(
+        round,
+        server::lti::grades::Round::default(),
+        "nothing is sent twice"
+    );
+    let accepted = platform.grades.accepted.lock().unwrap().clone();
+    assert_eq!(accepted.len(), 1, "{accepted:?}");
+    let score = &accepted[0];
+    let max: u32 = crate::common::scenario("safe-retry")
+        .requirements
+        .iter()
+        .map(|r| r.points)
+        .sum();
+    assert_eq!(score["userId"], "learner-7");
+    assert_eq!(score["scoreGiven"], max, "the best attempt's score");
+    assert_eq!(score["scoreMaximum"], max);
+    assert_eq!(score["gradingProgress"], "FullyGraded");
+    assert_eq!(score["activityProgress"], "Completed");
+    let first_time =
+        chrono::DateTime::parse_from_rfc3339(score["timestamp"].as_str().unwrap()).unwrap();
+    // A new attempt sends again, with a later timestamp.
+    let a = app
+        .post(
+            "/api/submissions",
+            &As::student(&cookie),
+            &json!({"scenario": "safe-retry", "design": crate::common::failing_design()}),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::CREATED);
+    let round =
+        server::lti::grades::send_due(&store, chrono::Utc::now() + chrono::Duration::seconds(120))
+            .await
+            .unwrap();
+    assert_eq!(round.sent, 1);
+    let accepted = platform.grades.accepted.lock().unwrap().clone();
+    assert_eq!(
+        accepted[1]["scoreGiven"], max,
+        "a later, lower attempt keeps the best score"
+    );
+    let second_time =
+        chrono::DateTime::parse_from_rfc3339(accepted[1]["timestamp"].as_str().unwrap()).unwrap();
+    assert!(second_time > first_time);
+}
+
+#[test]
+fn the_score_url_of_a_line_item_keeps_its_query() {
+    assert_eq!(
+        server::lti::grades::scores_url(
+            "https://lms.example/api/lti/courses/1/line_items/7?type=x"
+        )
+        .as_deref(),
+        Some("https://lms.example/api/lti/courses/1/line_items/7/scores?type=x")
+    );
 }

@@ -1,0 +1,348 @@
+//! Grade passback (LTI Assignment and Grade Services): a launched student's best score for a
+//! scenario goes to the line item of the resource link they launched from.
+//!
+//! Nothing is queued beside the attempt: the score to send is derived from the attempts
+//! themselves, which are durable before their answer, so a score cannot be lost between the
+//! attempt and the send. What the platform accepted last is recorded only after it accepted
+//! it; until then the send is retried with backoff (a platform's `Retry-After` is honoured).
+//! A crash between the platform's acceptance and the record sends the same score once more,
+//! which changes nothing in the gradebook.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use sqlx::Row;
+
+use super::keys;
+use super::store::Platform;
+use crate::store::{with_pool, Store, StoreResult};
+
+/// The scope of posting scores.
+pub const SCORE_SCOPE: &str = "https://purl.imsglobal.org/spec/lti-ags/scope/score";
+/// The longest wait between two tries.
+const BACKOFF_MAX: Duration = Duration::from_secs(15 * 60);
+
+/// A target whose best score the platform has not accepted yet.
+#[derive(Clone, Debug)]
+pub struct Due {
+    pub student: String,
+    pub scenario: String,
+    pub platform: String,
+    pub sub: String,
+    pub lineitem: String,
+    pub score: i32,
+    pub max_score: i32,
+    /// The newest attempt counted.
+    pub through: DateTime<Utc>,
+    pub last_timestamp: Option<DateTime<Utc>>,
+    pub tries: i32,
+}
+
+impl Store {
+    /// Records where `student`'s score for `scenario` goes (a launch with a line item).
+    pub async fn set_grade_target(
+        &self,
+        student: &str,
+        scenario: &str,
+        platform: &str,
+        sub: &str,
+        lineitem: &str,
+    ) -> StoreResult<()> {
+        let _turn = self.write_turn().await;
+        with_pool!(self, pool => sqlx::query(
+            "INSERT INTO lti_grade_targets (student, scenario, platform, sub, lineitem, tries) VALUES ($1, $2, $3, $4, $5, 0) \
+             ON CONFLICT (student, scenario, lineitem) DO NOTHING")
+            .bind(student).bind(scenario).bind(platform).bind(sub).bind(lineitem)
+            .execute(pool).await.map(|_| ()))
+    }
+
+    /// The targets with an attempt newer than what the platform accepted, whose next try is
+    /// due at `now`.
+    pub async fn due_grades(&self, now: DateTime<Utc>) -> StoreResult<Vec<Due>> {
+        with_pool!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT t.student, t.scenario, t.platform, t.sub, t.lineitem, t.sent_through, t.sent_timestamp, t.tries, \
+                        MAX(a.score) AS best, MAX(a.max_score) AS max_score, MAX(a.created_at) AS latest \
+                 FROM lti_grade_targets AS t JOIN attempts AS a ON a.student = t.student AND a.scenario = t.scenario \
+                 WHERE t.next_try_at IS NULL OR t.next_try_at <= $1 \
+                 GROUP BY t.student, t.scenario, t.platform, t.sub, t.lineitem, t.sent_through, t.sent_timestamp, t.tries")
+                .bind(now).fetch_all(pool).await?;
+            let mut due = Vec::new();
+            for r in rows {
+                let through: DateTime<Utc> = r.try_get("latest")?;
+                let sent: Option<DateTime<Utc>> = r.try_get("sent_through")?;
+                if sent.is_some_and(|s| s >= through) {
+                    continue;
+                }
+                due.push(Due {
+                    student: r.try_get("student")?,
+                    scenario: r.try_get("scenario")?,
+                    platform: r.try_get("platform")?,
+                    sub: r.try_get("sub")?,
+                    lineitem: r.try_get("lineitem")?,
+                    score: r.try_get("best")?,
+                    max_score: r.try_get("max_score")?,
+                    through,
+                    last_timestamp: r.try_get("sent_timestamp")?,
+                    tries: r.try_get("tries")?,
+                });
+            }
+            Ok(due)
+        })
+    }
+
+    async fn grade_sent(&self, d: &Due, timestamp: DateTime<Utc>) -> StoreResult<()> {
+        let _turn = self.write_turn().await;
+        with_pool!(self, pool => sqlx::query(
+            "UPDATE lti_grade_targets SET sent_score = $4, sent_through = $5, sent_timestamp = $6, tries = 0, next_try_at = NULL, last_error = NULL \
+             WHERE student = $1 AND scenario = $2 AND lineitem = $3")
+            .bind(&d.student).bind(&d.scenario).bind(&d.lineitem).bind(d.score).bind(d.through).bind(timestamp)
+            .execute(pool).await.map(|_| ()))
+    }
+
+    async fn grade_failed(
+        &self,
+        d: &Due,
+        next: DateTime<Utc>,
+        error: &str,
+        timestamp: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let _turn = self.write_turn().await;
+        with_pool!(self, pool => sqlx::query(
+            "UPDATE lti_grade_targets SET tries = tries + 1, next_try_at = $4, last_error = $5, sent_timestamp = $6 \
+             WHERE student = $1 AND scenario = $2 AND lineitem = $3")
+            .bind(&d.student).bind(&d.scenario).bind(&d.lineitem).bind(next).bind(error).bind(timestamp)
+            .execute(pool).await.map(|_| ()))
+    }
+}
+
+/// What one round of sending did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Round {
+    pub sent: usize,
+    pub failed: usize,
+}
+
+/// Sends every score due at `now`; failures are kept for a later round.
+pub async fn send_due(store: &Store, now: DateTime<Utc>) -> StoreResult<Round> {
+    let due = store.due_grades(now).await?;
+    if due.is_empty() {
+        return Ok(Round::default());
+    }
+    let platforms: HashMap<String, Platform> = store
+        .lti_platforms()
+        .await?
+        .into_iter()
+        .map(|p| (p.id.clone(), p))
+        .collect();
+    let mut round = Round::default();
+    for d in due {
+        // Each score carries a timestamp later than the last one sent for it.
+        let mut timestamp = Utc::now();
+        if let Some(last) = d.last_timestamp {
+            if timestamp <= last {
+                timestamp = last + chrono::Duration::milliseconds(1);
+            }
+        }
+        let result = match platforms.get(&d.platform) {
+            Some(p) => post_score(store, p, &d, timestamp).await,
+            None => Err(Failure::retry("the platform is no longer registered")),
+        };
+        match result {
+            Ok(()) => {
+                store.grade_sent(&d, timestamp).await?;
+                round.sent += 1;
+            }
+            Err(f) => {
+                let backoff = f.retry_after.unwrap_or_else(|| {
+                    Duration::from_secs(2u64.saturating_pow(d.tries.clamp(0, 20) as u32))
+                        .min(BACKOFF_MAX)
+                });
+                let next = now + chrono::Duration::from_std(backoff).unwrap_or_default();
+                tracing::warn!(student = %d.student, scenario = %d.scenario, error = %f.why, retry_in_s = backoff.as_secs(), "a score was not accepted; it is sent again later");
+                store.grade_failed(&d, next, &f.why, timestamp).await?;
+                round.failed += 1;
+            }
+        }
+    }
+    Ok(round)
+}
+
+/// Sends what is due every `period` until the server stops.
+pub fn spawn(store: Store, period: Duration) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(period);
+        loop {
+            tick.tick().await;
+            if let Err(e) = send_due(&store, Utc::now()).await {
+                tracing::warn!("sending scores: {e}");
+            }
+        }
+    })
+}
+
+struct Failure {
+    why: String,
+    retry_after: Option<Duration>,
+}
+
+impl Failure {
+    fn retry(why: impl Into<String>) -> Failure {
+        Failure {
+            why: why.into(),
+            retry_after: None,
+        }
+    }
+}
+
+/// The score endpoint of a line item: its URL with `/scores` added to the path.
+pub fn scores_url(lineitem: &str) -> Option<String> {
+    let mut url = reqwest::Url::parse(lineitem).ok()?;
+    let path = format!("{}/scores", url.path().trim_end_matches('/'));
+    url.set_path(&path);
+    Some(url.to_string())
+}
+
+async fn post_score(
+    store: &Store,
+    p: &Platform,
+    d: &Due,
+    timestamp: DateTime<Utc>,
+) -> Result<(), Failure> {
+    let token = access_token(store, p).await?;
+    let url =
+        scores_url(&d.lineitem).ok_or_else(|| Failure::retry("the line item is not a URL"))?;
+    let body = serde_json::json!({
+        "userId": d.sub,
+        "scoreGiven": d.score,
+        "scoreMaximum": d.max_score,
+        "activityProgress": "Completed",
+        "gradingProgress": "FullyGraded",
+        "timestamp": timestamp.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    });
+    let answer = client()
+        .post(&url)
+        .bearer_auth(&token)
+        .header("content-type", "application/vnd.ims.lis.v1.score+json")
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|e| Failure::retry(format!("{url}: {e}")))?;
+    let status = answer.status();
+    if status.is_success() {
+        return Ok(());
+    }
+    if status.as_u16() == 401 {
+        forget_token(p);
+    }
+    let retry_after = answer
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    Err(Failure {
+        why: format!("{url} answered {status}"),
+        retry_after,
+    })
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(15))
+        .build()
+        .unwrap_or_default()
+}
+
+struct CachedToken {
+    token: String,
+    until: std::time::Instant,
+}
+
+fn tokens() -> &'static Mutex<HashMap<String, CachedToken>> {
+    static TOKENS: OnceLock<Mutex<HashMap<String, CachedToken>>> = OnceLock::new();
+    TOKENS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn forget_token(p: &Platform) {
+    tokens()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&p.token_url);
+}
+
+#[derive(Deserialize)]
+struct TokenAnswer {
+    access_token: String,
+    #[serde(default)]
+    expires_in: Option<u64>,
+}
+
+/// An access token for posting scores: cached until shortly before it expires, else asked
+/// for with a client assertion signed by the tool's key (RFC 7523).
+async fn access_token(store: &Store, p: &Platform) -> Result<String, Failure> {
+    if let Some(t) = tokens()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&p.token_url)
+        .filter(|t| t.until > std::time::Instant::now())
+    {
+        return Ok(t.token.clone());
+    }
+    let key = keys::current(store).await.map_err(Failure::retry)?;
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    header.kid = Some(key.kid.clone());
+    let now = Utc::now().timestamp();
+    let jti = {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map_err(|e| Failure::retry(e.to_string()))?;
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    let assertion = jsonwebtoken::encode(
+        &header,
+        &serde_json::json!({
+            "iss": p.client_id, "sub": p.client_id, "aud": p.token_url,
+            "iat": now, "exp": now + 300, "jti": jti,
+        }),
+        &jsonwebtoken::EncodingKey::from_rsa_pem(key.private_pem.as_bytes())
+            .map_err(|e| Failure::retry(e.to_string()))?,
+    )
+    .map_err(|e| Failure::retry(e.to_string()))?;
+    let answer = client()
+        .post(&p.token_url)
+        .form(&[
+            ("grant_type", "client_credentials"),
+            (
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            ),
+            ("client_assertion", assertion.as_str()),
+            ("scope", SCORE_SCOPE),
+        ])
+        .send()
+        .await
+        .map_err(|e| Failure::retry(format!("{}: {e}", p.token_url)))?;
+    if !answer.status().is_success() {
+        return Err(Failure::retry(format!(
+            "the token endpoint {} answered {}",
+            p.token_url,
+            answer.status()
+        )));
+    }
+    let token: TokenAnswer = answer
+        .json()
+        .await
+        .map_err(|e| Failure::retry(format!("the token endpoint's answer: {e}")))?;
+    let lasts = Duration::from_secs(token.expires_in.unwrap_or(3600).saturating_sub(60).max(1));
+    tokens().lock().unwrap_or_else(|e| e.into_inner()).insert(
+        p.token_url.clone(),
+        CachedToken {
+            token: token.access_token.clone(),
+            until: std::time::Instant::now() + lasts,
+        },
+    );
+    Ok(token.access_token)
+}
