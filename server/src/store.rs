@@ -768,6 +768,14 @@ pub const STUDENT_DELETE: &[(&str, &str)] = &[
     ("drafts", "DELETE FROM drafts WHERE student = $1"),
     ("sessions", "DELETE FROM sessions WHERE student = $1"),
     (
+        "learning platform links",
+        "DELETE FROM lti_users WHERE student = $1",
+    ),
+    (
+        "grade passback records",
+        "DELETE FROM lti_grade_targets WHERE student = $1",
+    ),
+    (
         "idempotency records",
         "DELETE FROM idempotency_keys WHERE caller = 'student:' || $1",
     ),
