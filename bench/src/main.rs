@@ -13,6 +13,9 @@
 //!    `check_vs_floor_throughput_ratio`, `check_p99_ms`;
 //! 4. the app's WASM gzipped → `wasm_gzip_bytes`;
 //! 5. one stream consumer over 10 to 10,000 messages with one or two crashes → `scaling:`;
+//! 6. the instructions the machine executes to check every shipped design once (coverage and
+//!    advisories included), counted by valgrind's callgrind: a figure that does not move with
+//!    the machine's noise → `engine_instructions_total`;
 //!
 //! and last `bench_seconds`.
 
@@ -113,6 +116,8 @@ struct Options {
     server_bin: Option<PathBuf>,
     wasm_gzip_bytes: Option<u64>,
     max_messages: Option<usize>,
+    /// Run only the instructions' workload (true) or its baseline (false), for callgrind.
+    workload: Option<bool>,
 }
 
 const USAGE: &str = "usage: pipeline-builder-bench [--quick | --smoke] [--url URL --server-bin PATH] [--wasm-gzip-bytes N] [--max-messages N] [--scenarios DIR]\n  (cargo xtask bench builds everything, starts the server and runs this)";
@@ -129,12 +134,17 @@ fn options() -> Result<Options, String> {
         uncached_url: None,
         server_bin: None,
         wasm_gzip_bytes: None,
+        workload: None,
         max_messages: std::env::var("BENCH_MAX_MESSAGES")
             .ok()
             .and_then(|v| v.parse().ok()),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
+        if arg == WORKLOAD || arg == BASELINE {
+            o.workload = Some(arg == WORKLOAD);
+            continue;
+        }
         let mut value = |name: &str| {
             args.next()
                 .ok_or_else(|| format!("{name} needs a value\n{USAGE}"))
@@ -167,6 +177,11 @@ fn options() -> Result<Options, String> {
     Ok(o)
 }
 
+/// Under callgrind: check every shipped design once, then exit.
+const WORKLOAD: &str = "--instructions-workload";
+/// Under callgrind: load the scenarios and their designs as the workload does, and check none.
+const BASELINE: &str = "--instructions-baseline";
+
 fn main() -> ExitCode {
     let started = Instant::now();
     let o = match options() {
@@ -176,6 +191,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(check) = o.workload {
+        return instructions_workload(&o.scenarios, check);
+    }
     let plan = Plan::new(o.mode, o.max_messages);
     let scenarios = match conformance::load_scenarios(&o.scenarios) {
         Ok(s) if !s.is_empty() => s,
@@ -255,6 +273,14 @@ fn main() -> ExitCode {
     match scaling(&plan) {
         Ok(cases) => lines.extend(cases.iter().map(ScalingCase::line)),
         Err(e) => problems.push(format!("scaling: {e}")),
+    }
+
+    match instructions(&o.scenarios) {
+        Ok(n) => lines.push(line("engine_instructions_total", n)),
+        Err(e) => lines.push(line(
+            "engine_instructions_total",
+            format!("unavailable ({e})"),
+        )),
     }
 
     lines.push(line(
@@ -871,4 +897,61 @@ fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
         );
     }
     Ok(cases)
+}
+
+/// The workload whose instructions are counted: every reference and wrong design of every
+/// scenario checked once (`check` false: only loaded, for the baseline).
+fn instructions_workload(dir: &Path, check: bool) -> ExitCode {
+    let Ok(scenarios) = conformance::load_scenarios(dir) else {
+        return ExitCode::FAILURE;
+    };
+    let mut checked = 0usize;
+    for s in &scenarios {
+        for (_, _, design) in designs_of(s) {
+            if check {
+                drop(black_box(shared::check_json(s, black_box(&design))));
+                checked += 1;
+            } else {
+                black_box(&design);
+            }
+        }
+    }
+    black_box(checked);
+    ExitCode::SUCCESS
+}
+
+/// The instructions of checking every shipped design once: the workload under callgrind,
+/// less the same run that only loads the scenarios.
+fn instructions(dir: &Path) -> Result<u64, String> {
+    section("Instructions to check every shipped design once (valgrind --tool=callgrind)");
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let count = |mode: &str| -> Result<u64, String> {
+        let output = Command::new("valgrind")
+            .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+            .arg(&me)
+            .arg(mode)
+            .arg("--scenarios")
+            .arg(dir)
+            .output()
+            .map_err(|e| {
+                format!("valgrind cannot run: {e}; install it with apt-get install valgrind")
+            })?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() {
+            return Err(format!(
+                "valgrind failed: {}",
+                stderr.lines().last().unwrap_or("")
+            ));
+        }
+        stderr
+            .lines()
+            .find_map(|l| l.split("Collected :").nth(1))
+            .and_then(|n| n.trim().parse().ok())
+            .ok_or_else(|| "callgrind printed no count".to_string())
+    };
+    let all = count(WORKLOAD)?;
+    let baseline = count(BASELINE)?;
+    let engine = all.saturating_sub(baseline);
+    println!("workload {all} instructions, of which loading the scenarios {baseline}: the checks {engine}");
+    Ok(engine)
 }
