@@ -70,3 +70,14 @@ CREATE TABLE lti_grade_targets (
     last_error     TEXT,
     PRIMARY KEY (student, scenario, lineitem)
 );
+
+-- A launch's way out of a frame that cannot keep a session: a one-time code, given to the
+-- launched page in its URL's fragment, that opens a session of the same student in a new
+-- window (GET /lti/resume). Only the code's sha256 is kept.
+CREATE TABLE lti_handoffs (
+    code_hash   TEXT PRIMARY KEY,
+    student     TEXT NOT NULL,
+    target      TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    used_at     TEXT
+);

@@ -95,6 +95,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/lti/launch", post(crate::lti::launch))
         .route("/lti/jwks", get(crate::lti::jwks))
+        .route("/lti/resume", get(crate::lti::resume))
         .route("/lti/config", get(crate::lti::config))
         .route("/healthz", get(operations::healthz))
         .route("/readyz", get(operations::readyz))
@@ -172,6 +173,11 @@ pub fn router(state: AppState) -> Router {
             app.layer(SetResponseHeaderLayer::overriding(name, value))
         };
     }
+    // Outermost, so that it sees the headers above: pages a learning platform may frame.
+    app = app.layer(middleware::from_fn_with_state(
+        state.clone(),
+        crate::lti::frame_policy,
+    ));
     app.with_state(state)
 }
 

@@ -121,6 +121,9 @@ pub struct Config {
     /// The URL students reach the server at (`--public-url`, for example
     /// `https://pipelines.example.edu`): LTI platforms are sent back to it.
     pub public_url: Option<String>,
+    /// Origins that may show the app's pages in a frame (`--frame-ancestor`), besides the
+    /// registered LTI platforms' own.
+    pub frame_ancestors: Vec<String>,
 }
 
 impl Default for Config {
@@ -160,6 +163,7 @@ impl Default for Config {
             trust_forwarded_proto: true,
             author: false,
             public_url: None,
+            frame_ancestors: Vec::new(),
         }
     }
 }

@@ -267,6 +267,16 @@ struct ServeArgs {
     /// learning platforms send LTI launches back to it (GET /lti/config lists the URLs).
     #[arg(long, env = "PUBLIC_URL")]
     public_url: Option<String>,
+    /// An origin that may show the app in a frame, for example a learning platform's
+    /// https://school.instructure.com; repeat for several. Registered LTI platforms' issuer
+    /// and authorization origins may always.
+    #[arg(
+        long = "frame-ancestor",
+        env = "FRAME_ANCESTORS",
+        value_delimiter = ',',
+        value_name = "ORIGIN"
+    )]
+    frame_ancestors: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -429,6 +439,19 @@ async fn serve(args: ServeArgs) -> ExitCode {
             tracing::warn!("this binary was built without the web app: / says how to build it (cargo xtask dist, then build the server again), or pass --static-dir web/dist");
         }
     }
+    // Each origin as the policy writes it; anything else (a path, a `;`) is refused.
+    let mut frame_ancestors = Vec::new();
+    for given in &args.frame_ancestors {
+        match reqwest::Url::parse(given.trim()) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
+                frame_ancestors.push(u.origin().ascii_serialization())
+            }
+            _ => {
+                eprintln!("--frame-ancestor takes an origin such as https://school.instructure.com, not \"{given}\"");
+                return ExitCode::from(2);
+            }
+        }
+    }
     let config = Config {
         body_limit_bytes: args.body_limit_bytes,
         grade_body_limit_bytes: args
@@ -466,6 +489,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         max_connections: args.max_connections.max(1),
         author: args.author,
         public_url: args.public_url.clone(),
+        frame_ancestors,
         ..args.expiry.apply(Config::default())
     };
     let listener = match tokio::net::TcpListener::bind(&args.bind).await {

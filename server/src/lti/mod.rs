@@ -371,14 +371,28 @@ pub async fn launch(
         _ => "/".to_string(),
     };
     tracing::info!(student = %student, platform = %launch.platform, instructor = launch.instructor, "LTI launch");
-    let cookie = HeaderValue::from_str(&auth::session_cookie(&headers, &config, &secret))
+    // A frame that keeps no cookie of this site can still hand the student over to a new
+    // window: the launched page gets a one-time code in its URL's fragment (never sent to a
+    // server by the browser, never logged), which `/lti/resume` exchanges for a session.
+    let code = random().map_err(internal)?;
+    store
+        .add_lti_handoff(&auth::hash_token(&code), &student, &target)
+        .await
         .map_err(internal)?;
+    let location = format!("{target}#lti-handoff={code}");
+    let cookie =
+        HeaderValue::from_str(&launch_cookie(&headers, &config, &secret)).map_err(internal)?;
+    Ok(see_other(&location, cookie)?)
+}
+
+/// A 303 to `location` that sets `cookie`.
+fn see_other(location: &str, cookie: HeaderValue) -> Result<Response, Refusal> {
     let mut response = (
         StatusCode::SEE_OTHER,
         [
             (
                 header::LOCATION,
-                HeaderValue::from_str(&target).map_err(internal)?,
+                HeaderValue::from_str(location).map_err(internal)?,
             ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
         ],
@@ -386,6 +400,58 @@ pub async fn launch(
         .into_response();
     response.headers_mut().append(header::SET_COOKIE, cookie);
     Ok(response)
+}
+
+/// The session cookie a launch sets. Over HTTPS it is `SameSite=None; Secure; Partitioned`,
+/// so that a platform's frame keeps it (partitioned by the platform's site, as browsers that
+/// block third-party cookies still allow); over plain HTTP (a developer's machine) it is the
+/// ordinary session cookie, and a frame falls back to a new window.
+pub fn launch_cookie(headers: &HeaderMap, config: &Config, secret: &str) -> String {
+    let plain = auth::session_cookie(headers, config, secret);
+    if auth::over_https(headers, config) {
+        plain.replace("SameSite=Lax", "SameSite=None") + "; Partitioned"
+    } else {
+        plain
+    }
+}
+
+/// How long a handoff code may wait for its new window.
+pub const HANDOFF_TTL: Duration = Duration::from_secs(10 * 60);
+
+#[derive(Debug, Deserialize)]
+pub struct ResumeQuery {
+    code: Option<String>,
+}
+
+/// `GET /lti/resume?code=…`: a new window of a launch whose frame could not keep its session
+/// is signed in as the launched student (once per code, within ten minutes) and sent on.
+pub async fn resume(
+    State(store): State<Store>,
+    State(config): State<Arc<Config>>,
+    headers: HeaderMap,
+    Query(q): Query<ResumeQuery>,
+) -> Result<Response, Refusal> {
+    let code = q.code.filter(|c| !c.is_empty()).ok_or_else(|| {
+        Refusal::bad("the link has no code: open the activity from the course again")
+    })?;
+    let since = Utc::now() - chrono::Duration::from_std(HANDOFF_TTL).unwrap_or_default();
+    let (student, target) = store
+        .use_lti_handoff(&auth::hash_token(&code), since)
+        .await
+        .map_err(internal)?
+        .ok_or_else(|| {
+            Refusal::forbidden(
+                "this link was used already or is too old: open the activity from the course again",
+            )
+        })?;
+    let secret = auth::new_session_secret().map_err(internal)?;
+    store
+        .add_session(&student, &auth::hash_token(&secret))
+        .await
+        .map_err(internal)?;
+    let cookie = HeaderValue::from_str(&auth::session_cookie(&headers, &config, &secret))
+        .map_err(internal)?;
+    see_other(&target, cookie)
 }
 
 /// Every check of a launch, in order; creates nothing.
@@ -755,6 +821,64 @@ async fn fetch_jwks(url: &str) -> Result<JwkSet, Refusal> {
     answer.json::<JwkSet>().await.map_err(|e| {
         Refusal::unavailable(format!("the platform's key set ({url}) is not a JWKS: {e}"))
     })
+}
+
+// Frames.
+
+/// Lets the app's pages be shown in a learning platform's frame: an HTML answer whose policy
+/// forbids every frame (`frame-ancestors 'none'`, and `X-Frame-Options: DENY`) allows the
+/// origins of `--frame-ancestor` and of the registered platforms (their issuer and
+/// authorization URL) instead, when there are any. Every other answer is left as it is.
+pub async fn frame_policy(
+    State(store): State<Store>,
+    State(config): State<Arc<Config>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let mut response = next.run(request).await;
+    let html = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"));
+    let forbids = response
+        .headers()
+        .get(header::CONTENT_SECURITY_POLICY)
+        .and_then(|v| v.to_str().ok())
+        .filter(|p| p.contains("frame-ancestors 'none'"))
+        .map(str::to_string);
+    let (true, Some(policy)) = (html, forbids) else {
+        return response;
+    };
+    let mut origins: Vec<String> = config.frame_ancestors.clone();
+    match store.lti_platforms().await {
+        Ok(platforms) => {
+            for p in platforms {
+                for url in [&p.issuer, &p.auth_url] {
+                    if let Some(o) = reqwest::Url::parse(url)
+                        .ok()
+                        .map(|u| u.origin().ascii_serialization())
+                        .filter(|o| o != "null")
+                    {
+                        origins.push(o);
+                    }
+                }
+            }
+        }
+        Err(e) => tracing::warn!("the platforms that may frame the app: {e}"),
+    }
+    origins.sort();
+    origins.dedup();
+    if origins.is_empty() {
+        return response;
+    }
+    let allowed = format!("frame-ancestors 'self' {}", origins.join(" "));
+    if let Ok(value) = HeaderValue::from_str(&policy.replace("frame-ancestors 'none'", &allowed)) {
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_SECURITY_POLICY, value);
+        headers.remove(header::X_FRAME_OPTIONS);
+    }
+    response
 }
 
 // The tool's keys and configuration.

@@ -211,3 +211,49 @@ impl Store {
             .bind(secret_hash).bind(student).bind(now).execute(pool).await.map(|_| ()))
     }
 }
+
+impl Store {
+    // Handoffs out of a frame.
+
+    pub async fn add_lti_handoff(
+        &self,
+        code_hash: &str,
+        student: &str,
+        target: &str,
+    ) -> StoreResult<()> {
+        let _turn = self.write_turn().await;
+        let now = Utc::now();
+        with_pool!(self, pool => sqlx::query(
+            "INSERT INTO lti_handoffs (code_hash, student, target, created_at, used_at) VALUES ($1, $2, $3, $4, NULL)")
+            .bind(code_hash).bind(student).bind(target).bind(now).execute(pool).await.map(|_| ()))
+    }
+
+    /// Spends the handoff whose code hashes to `code_hash` if it is unused and was made after
+    /// `since`: its student and target, once.
+    pub async fn use_lti_handoff(
+        &self,
+        code_hash: &str,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Option<(String, String)>> {
+        let _turn = self.write_turn().await;
+        let now = Utc::now();
+        with_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let row = sqlx::query(
+                "SELECT student, target FROM lti_handoffs WHERE code_hash = $1 AND used_at IS NULL AND created_at > $2")
+                .bind(code_hash).bind(since).fetch_optional(&mut *tx).await?;
+            let Some(row) = row else {
+                tx.rollback().await?;
+                return Ok(None);
+            };
+            let spent = sqlx::query("UPDATE lti_handoffs SET used_at = $2 WHERE code_hash = $1 AND used_at IS NULL")
+                .bind(code_hash).bind(now).execute(&mut *tx).await?.rows_affected();
+            if spent != 1 {
+                tx.rollback().await?;
+                return Ok(None);
+            }
+            tx.commit().await?;
+            Ok(Some((row.try_get("student")?, row.try_get("target")?)))
+        })
+    }
+}

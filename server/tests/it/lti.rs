@@ -276,7 +276,11 @@ async fn a_learner_launches_signed_in_on_the_scenario(store: Store) {
     let token = platform.sign(&platform.claims(&nonce, "learner-1"), KID, &platform.key);
     let answer = launch(&app, &token, &state).await;
     assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
-    assert_eq!(answer.header("location"), Some("/scenarios/safe-retry"));
+    let location = answer.header("location").unwrap().to_string();
+    assert!(
+        location.starts_with("/scenarios/safe-retry#lti-handoff="),
+        "{location}"
+    );
     let cookie = session_cookie(&answer);
     let me = app.get("/api/session", &As::student(&cookie)).await;
     assert_eq!(me.status, StatusCode::OK, "{}", me.text);
@@ -899,4 +903,143 @@ fn the_score_url_of_a_line_item_keeps_its_query() {
         .as_deref(),
         Some("https://lms.example/api/lti/courses/1/line_items/7/scores?type=x")
     );
+}
+
+#[tokio::test]
+async fn a_frame_that_keeps_no_cookie_hands_the_student_to_a_new_window_once() {
+    let dir = TempDir::new("lti-handoff");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let platform = start_platform().await;
+    store
+        .add_lti_platform(&platform.registration())
+        .await
+        .unwrap();
+    let app = tool_on(store.clone()).await;
+    let (state, nonce) = login(&app, &platform).await;
+    let answer = launch(
+        &app,
+        &platform.sign(&platform.claims(&nonce, "framed-1"), KID, &platform.key),
+        &state,
+    )
+    .await;
+    let launched = app
+        .get("/api/session", &As::student(&session_cookie(&answer)))
+        .await
+        .body["student"]
+        .clone();
+    let location = answer.header("location").unwrap().to_string();
+    let code = location.split("#lti-handoff=").nth(1).unwrap().to_string();
+    // The new window: signed in as the same student, on the scenario.
+    let resumed = app
+        .get(&format!("/lti/resume?code={code}"), &As::nobody())
+        .await;
+    assert_eq!(resumed.status, StatusCode::SEE_OTHER, "{}", resumed.text);
+    assert_eq!(resumed.header("location"), Some("/scenarios/safe-retry"));
+    let me = app
+        .get("/api/session", &As::student(&resumed.cookie().unwrap()))
+        .await;
+    assert_eq!(me.body["student"], launched);
+    // Once only; an unknown code too is refused with a page that says so.
+    for uri in [
+        format!("/lti/resume?code={code}"),
+        "/lti/resume?code=made-up".to_string(),
+        "/lti/resume".to_string(),
+    ] {
+        let again = app.get(&uri, &As::nobody()).await;
+        assert!(again.status.is_client_error(), "{uri}: {}", again.status);
+        assert!(again.cookie().is_none(), "{uri}");
+        assert!(
+            again
+                .text
+                .contains("open the activity from the course again"),
+            "{uri}: {}",
+            again.text
+        );
+    }
+}
+
+#[tokio::test]
+async fn over_https_the_launch_cookie_lives_in_a_platforms_frame() {
+    let dir = TempDir::new("lti-https");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let platform = start_platform().await;
+    store
+        .add_lti_platform(&platform.registration())
+        .await
+        .unwrap();
+    let app = spawn_app_on(
+        store.clone(),
+        Config {
+            public_url: Some(PUBLIC.into()),
+            https: true,
+            frame_ancestors: vec!["https://school.example".into()],
+            ..Config::default()
+        },
+        TempDir::new("lti-https-app"),
+    );
+    let (state, nonce) = login(&app, &platform).await;
+    let answer = launch(
+        &app,
+        &platform.sign(&platform.claims(&nonce, "framed-2"), KID, &platform.key),
+        &state,
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
+    let set_cookie = answer.header("set-cookie").unwrap();
+    for part in [
+        "__Host-pb_session=",
+        "SameSite=None",
+        "Secure",
+        "Partitioned",
+        "HttpOnly",
+        "Path=/",
+    ] {
+        assert!(set_cookie.contains(part), "{set_cookie} lacks {part}");
+    }
+    // An ordinary session stays SameSite=Lax.
+    let plain = app.post("/api/session", &As::nobody(), &json!({})).await;
+    assert!(plain.header("set-cookie").unwrap().contains("SameSite=Lax"));
+}
+
+#[tokio::test]
+async fn the_app_may_be_framed_by_a_registered_platform_and_nobody_else() {
+    let dir = TempDir::new("lti-frames");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let static_dir = TempDir::new("lti-frames-static");
+    std::fs::write(
+        static_dir.path().join("index.html"),
+        "<!doctype html><title>app</title>",
+    )
+    .unwrap();
+    let app = spawn_app_on(
+        store.clone(),
+        Config {
+            static_dir: Some(static_dir.path().to_path_buf()),
+            ..Config::default()
+        },
+        TempDir::new("lti-frames-app"),
+    );
+    let page = app.get("/scenarios/safe-retry", &As::nobody()).await;
+    let policy = page.header("content-security-policy").unwrap().to_string();
+    assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    let platform = start_platform().await;
+    store
+        .add_lti_platform(&platform.registration())
+        .await
+        .unwrap();
+    let page = app.get("/scenarios/safe-retry", &As::nobody()).await;
+    let policy = page.header("content-security-policy").unwrap().to_string();
+    assert!(
+        policy.contains(&format!("frame-ancestors 'self' {}", platform.issuer)),
+        "{policy}"
+    );
+    assert!(!policy.contains("frame-ancestors 'none'"), "{policy}");
+    assert_eq!(page.header("x-frame-options"), None);
+    // The API's answers are not pages: their policy stays.
+    let api = app.get("/api/scenarios", &As::nobody()).await;
+    assert!(api
+        .header("content-security-policy")
+        .unwrap()
+        .contains("frame-ancestors 'none'"));
 }
