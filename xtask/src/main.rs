@@ -423,10 +423,15 @@ fn start_server_in(
         "starting the server on 127.0.0.1:{port} with a fresh database"
     ));
     let log = std::fs::File::create(scratch.join("server.log")).map_err(|e| e.to_string())?;
+    // `{port}` in an argument is the port chosen here (for --public-url).
+    let extra: Vec<String> = extra
+        .iter()
+        .map(|a| a.replace("{port}", &port.to_string()))
+        .collect();
     let child = Command::new(binary)
         .current_dir(cwd)
         .arg("serve")
-        .args(extra)
+        .args(&extra)
         .arg("--bind")
         .arg(format!("127.0.0.1:{port}"))
         .arg("--database-url")
@@ -487,8 +492,38 @@ fn browser_tests(only: &[String]) -> Result<(), String> {
     let scenarios = scenarios
         .to_str()
         .ok_or("the checkout's path is not UTF-8")?;
-    let (server, port) = start_server_in(&binary, &scratch, &empty, &["--scenarios", scenarios])?;
+    let (server, port) = start_server_in(
+        &binary,
+        &scratch,
+        &empty,
+        &[
+            "--scenarios",
+            scenarios,
+            "--public-url",
+            "http://localhost:{port}",
+        ],
+    )?;
     embedded_app_is_served(port)?;
+    // The LTI test's platform (started by the test itself, on this port) is registered with
+    // the server, as an administrator would.
+    let platform_port = free_port()?;
+    let platform = format!("http://127.0.0.1:{platform_port}");
+    status(
+        Command::new(&binary)
+            .args(["lti", "platform", "add", "--issuer", &platform])
+            .args([
+                "--client-id",
+                "browser-tool",
+                "--deployment-id",
+                "browser-deployment",
+            ])
+            .args(["--auth-url", &format!("{platform}/auth")])
+            .args(["--token-url", &format!("{platform}/token")])
+            .args(["--jwks-url", &format!("{platform}/jwks")])
+            .arg("--database-url")
+            .arg(format!("sqlite://{}", scratch.join("server.db").display()))
+            .stdout(Stdio::null()),
+    )?;
     // The author page's server watches a copy of the scenarios, which its test edits.
     let authoring = scratch.join("author");
     let watched = authoring.join("scenarios");
@@ -531,6 +566,8 @@ fn browser_tests(only: &[String]) -> Result<(), String> {
             .env("BASE_URL", format!("http://127.0.0.1:{port}"))
             .env("AUTHOR_BASE_URL", format!("http://127.0.0.1:{author_port}"))
             .env("AUTHOR_SCENARIOS", &watched)
+            .env("LTI_PLATFORM_PORT", platform_port.to_string())
+            .env("TOOL_URL", format!("http://localhost:{port}"))
             .env("CHROMIUM", &chromium)
             .env("SCREENSHOT_DIR", &output),
     );

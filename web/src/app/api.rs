@@ -152,7 +152,14 @@ async fn get<T: for<'de> Deserialize<'de>>(url: &str) -> Result<T, ApiError> {
 /// Starts this browser's session, or answers the one it has. The app calls it once when it
 /// starts: it is the only call that makes a session (and sets its cookie).
 pub async fn session() -> Result<Session, ApiError> {
-    read(fetch("POST", "/api/session", None).await?)
+    session_started().await.map(|(session, _)| session)
+}
+
+/// As [`session`], and whether the server made a new one (it had none for this browser).
+pub async fn session_started() -> Result<(Session, bool), ApiError> {
+    let answer = fetch("POST", "/api/session", None).await?;
+    let made = answer.0 == 201;
+    read(answer).map(|session| (session, made))
 }
 
 /// A request that needs the student's session: when the server answers 401 (the session

@@ -101,3 +101,36 @@ pub fn download(name: &str, text: &str) -> bool {
 pub fn chosen_file(input: &web_sys::HtmlInputElement) -> Option<web_sys::File> {
     input.files()?.get(0)
 }
+
+/// The value of `name=` in the URL's fragment, removed from the address bar (so that a reload,
+/// a bookmark or a shared link never carries it).
+pub fn take_fragment_value(name: &str) -> Option<String> {
+    let window = web_sys::window()?;
+    let location = window.location();
+    let hash = location.hash().ok()?;
+    let value = hash
+        .trim_start_matches('#')
+        .split('&')
+        .find_map(|part| part.strip_prefix(name)?.strip_prefix('='))
+        .map(str::to_string)?;
+    let clean = format!(
+        "{}{}",
+        location.pathname().unwrap_or_default(),
+        location.search().unwrap_or_default()
+    );
+    if let Ok(history) = window.history() {
+        let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&clean));
+    }
+    Some(value)
+}
+
+/// Whether the app is shown inside another page's frame.
+pub fn in_frame() -> bool {
+    let Some(window) = web_sys::window() else {
+        return false;
+    };
+    match window.top() {
+        Ok(Some(top)) => !js_sys::Object::is(&top, &window),
+        _ => false,
+    }
+}

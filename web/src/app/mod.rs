@@ -52,9 +52,17 @@ fn App() -> impl IntoView {
     // The session comes first, so that every later request carries the student's cookie.
     let student = RwSignal::new(String::new());
     let ready = RwSignal::new(false);
+    // A launch from a learning platform hands over a one-time code in the URL's fragment; in
+    // a frame that keeps no cookie of this site the session is not there, and the code opens
+    // it in a new window instead.
+    let handoff = dom::take_fragment_value("lti-handoff");
+    let frame_lost = RwSignal::new(None::<String>);
     leptos::task::spawn_local(async move {
-        if let Ok(session) = api::session().await {
+        if let Ok((session, made)) = api::session_started().await {
             student.set(session.display_name.unwrap_or_default());
+            if made && dom::in_frame() {
+                frame_lost.set(handoff);
+            }
         }
         ready.set(true);
     });
@@ -81,6 +89,13 @@ fn App() -> impl IntoView {
                 (!name.is_empty()).then(|| view! { <span class="visually-hidden">"Signed in as "</span>{name} })
             }}</span>
         </header>
+        {move || frame_lost.get().map(|code| view! {
+            <p class="frame-note" role="alert">
+                "This course page does not let Pipeline Builder keep you signed in inside it. "
+                <a href=format!("/lti/resume?code={code}") target="_blank" rel="noopener">"Open it in a new window"</a>
+                " to carry on as yourself."
+            </p>
+        })}
         <main id="main">
             {move || if !ready.get() { view! { <p class="page muted" role="status">"Loading…"</p> }.into_any() } else { match route.get() {
                 Route::Catalogue => view! { <catalogue::Catalogue /> }.into_any(),
