@@ -382,7 +382,7 @@ pub async fn launch(
     let location = format!("{target}#lti-handoff={code}");
     let cookie =
         HeaderValue::from_str(&launch_cookie(&headers, &config, &secret)).map_err(internal)?;
-    Ok(see_other(&location, cookie)?)
+    see_other(&location, cookie)
 }
 
 /// A 303 to `location` that sets `cookie`.
