@@ -21,6 +21,8 @@
 //! - [`load`]: the load generator behind `pipeline-builder load`.
 //! - [`bounds`]: how much of a client's input answers repeat and the store keeps.
 //! - [`sweep`]: removing expired idempotency records and sessions with no work.
+//! - [`dashboard`]: a class's matrix, most-missed requirements and a student's attempts.
+//! - [`regrade`]: checking stored attempts again against a changed scenario.
 
 pub mod app;
 pub mod auth;
@@ -29,6 +31,7 @@ pub mod bounds;
 pub mod catalogue;
 pub mod checker;
 pub mod config;
+pub mod dashboard;
 pub mod embedded;
 pub mod error;
 pub mod headers;
@@ -37,6 +40,7 @@ pub mod load;
 pub mod metrics;
 pub mod net;
 pub mod openapi;
+pub mod regrade;
 pub mod report;
 pub mod routes;
 pub mod state;

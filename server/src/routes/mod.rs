@@ -13,6 +13,7 @@ use serde_json::Value as Json;
 use crate::catalogue::{Catalogue, Entry};
 use crate::error::AppError;
 
+pub mod classes;
 pub mod csv;
 pub mod drafts;
 pub mod grading;
