@@ -183,6 +183,9 @@ pub async fn scenario(id: &str) -> Result<Scenario, ApiError> {
 struct SubmissionBody<'a> {
     scenario: &'a str,
     design: &'a Design,
+    /// The class the attempt is for, when the student works in one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    class: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -190,9 +193,18 @@ struct DraftBody<'a> {
     design: &'a Design,
 }
 
-/// The server's verdict on a design, and the answer's text, which the local store keeps.
-pub async fn submit(scenario: &str, design: &Design) -> Result<(Verdict, String), ApiError> {
-    let body = serde_json::to_string(&SubmissionBody { scenario, design })
+/// The server's verdict on a design, and the answer's text, which the local store keeps. The
+/// attempt is for `class` when given.
+pub async fn submit(
+    scenario: &str,
+    design: &Design,
+    class: Option<&str>,
+) -> Result<(Verdict, String), ApiError> {
+    let body = serde_json::to_string(&SubmissionBody {
+        scenario,
+        design,
+        class,
+    })
         .map_err(|e| ApiError::new(e.to_string(), false))?;
     let (status, text) = with_session("POST", "/api/submissions", Some(body)).await?;
     if !(200..300).contains(&status) {
@@ -247,6 +259,82 @@ pub async fn save_draft(scenario: &str, design: &Design) -> bool {
         with_session("PUT", &url, Some(body)).await,
         Ok((200..=299, _))
     )
+}
+
+/// A class the student belongs to, with what it lets the app show.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct StudentClass {
+    pub id: String,
+    pub name: String,
+    pub open: bool,
+    /// `everything`, `lacks` or `nothing`: what the live preview shows.
+    pub preview: String,
+    pub display_name: String,
+}
+
+/// The classes of this browser's student.
+pub async fn my_classes() -> Result<Vec<StudentClass>, ApiError> {
+    read(with_session("GET", "/api/session/classes", None).await?)
+}
+
+/// Joins the class of a join code under a display name.
+pub async fn join(code: &str, display_name: &str) -> Result<StudentClass, ApiError> {
+    let body = serde_json::json!({"code": code, "display_name": display_name}).to_string();
+    read(with_session("POST", "/api/classes/join", Some(body)).await?)
+}
+
+/// The instructor's calls: the grader cookie that `sign_in` sets goes with each of them.
+pub mod grader {
+    use serde_json::Value as Json;
+
+    use super::{fetch, get, read, ApiError};
+
+    /// Signs in with a grader token, which the server keeps in an HttpOnly cookie; the token
+    /// is not kept here. The token's name.
+    pub async fn sign_in(token: &str) -> Result<String, ApiError> {
+        let body = serde_json::json!({"token": token}).to_string();
+        let who: Json = read(fetch("POST", "/api/instructor/session", Some(body)).await?)?;
+        Ok(who["name"].as_str().unwrap_or_default().to_string())
+    }
+
+    /// The signed-in token's name, or an error when nobody is signed in.
+    pub async fn whoami() -> Result<String, ApiError> {
+        let who: Json = get("/api/instructor/session").await?;
+        Ok(who["name"].as_str().unwrap_or_default().to_string())
+    }
+
+    pub async fn sign_out() {
+        let _ = fetch("DELETE", "/api/instructor/session", None).await;
+    }
+
+    /// A grader route's JSON answer.
+    pub async fn get_json(url: &str) -> Result<Json, ApiError> {
+        get(url).await
+    }
+
+    /// A grader route's answer to a write.
+    pub async fn send_json(method: &str, url: &str, body: Option<Json>) -> Result<Json, ApiError> {
+        read(fetch(method, url, body.map(|b| b.to_string())).await?)
+    }
+}
+
+/// The class this browser works in, chosen when the student joined.
+pub mod class_choice {
+    const KEY: &str = "pipeline-builder.class";
+
+    fn storage() -> Option<web_sys::Storage> {
+        web_sys::window()?.local_storage().ok()?
+    }
+
+    pub fn get() -> Option<String> {
+        storage()?.get_item(KEY).ok()?
+    }
+
+    pub fn set(id: &str) {
+        if let Some(s) = storage() {
+            let _ = s.set_item(KEY, id);
+        }
+    }
 }
 
 /// The browser's own copy of drafts, for when the server cannot be reached.

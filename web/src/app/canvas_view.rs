@@ -88,6 +88,11 @@ pub fn CanvasView() -> impl IntoView {
         let hit = page
             .editor
             .with_untracked(|e| hit_test_at(e.design(), world, view.zoom));
+        // An attempt shown read-only can be panned and looked at, not changed.
+        let hit = match hit {
+            Hit::OutPort(_) | Hit::InPort(_) | Hit::Node(_) if page.read_only => Hit::Empty,
+            other => other,
+        };
         let next = match hit {
             Hit::OutPort(from) => {
                 let port = page
@@ -231,6 +236,9 @@ pub fn CanvasView() -> impl IntoView {
     };
     let on_drop = move |ev: leptos::ev::DragEvent| {
         ev.prevent_default();
+        if page.read_only {
+            return;
+        }
         let Some(kind) = ev
             .data_transfer()
             .and_then(|dt| dt.get_data("application/x-pipeline-kind").ok())
@@ -251,7 +259,7 @@ pub fn CanvasView() -> impl IntoView {
         page.say(format!("Added {} \"{id}\".", kind.describe()), false);
     };
     let on_key = move |ev: leptos::ev::KeyboardEvent| {
-        if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
+        if ev.ctrl_key() || ev.meta_key() || ev.alt_key() || page.read_only {
             return;
         }
         let selected = page.selected.get_untracked();

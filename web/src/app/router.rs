@@ -8,6 +8,15 @@ use leptos::prelude::*;
 pub enum Route {
     Catalogue,
     Scenario(String),
+    /// A student joins a class by its code.
+    Join(String),
+    /// The instructor's sign-in and classes.
+    Instructor,
+    InstructorClass(String),
+    /// A class and one of its students.
+    InstructorStudent(String, String),
+    /// A class and one of its attempts.
+    InstructorAttempt(String, String),
     NotFound,
 }
 
@@ -16,6 +25,15 @@ pub fn parse_route(path: &str) -> Route {
     match parts.as_slice() {
         [] => Route::Catalogue,
         ["scenarios", id] => Route::Scenario((*id).to_string()),
+        ["join", code] => Route::Join((*code).to_string()),
+        ["instructor"] => Route::Instructor,
+        ["instructor", "classes", id] => Route::InstructorClass((*id).to_string()),
+        ["instructor", "classes", id, "students", student] => {
+            Route::InstructorStudent((*id).to_string(), (*student).to_string())
+        }
+        ["instructor", "classes", id, "attempts", attempt] => {
+            Route::InstructorAttempt((*id).to_string(), (*attempt).to_string())
+        }
         _ => Route::NotFound,
     }
 }

@@ -7,7 +7,7 @@ use wasm_bindgen::JsCast;
 
 use super::api;
 use super::dom::{self, icon, scroll_into_view, REDO, UNDO};
-use super::page::{DraftState, Page, Selection};
+use super::page::{CurrentClass, DraftState, Page, Selection};
 use crate::canvas::{self, Editor};
 use crate::design_file::{self, Refused};
 use crate::words;
@@ -103,18 +103,20 @@ fn open_design(page: Page, input: web_sys::HtmlInputElement) {
 pub fn Toolbar() -> impl IntoView {
     let page = expect_context::<Page>();
     let kinds = page.scenario.with_value(|s| canvas::palette_kinds(s));
+    let current = use_context::<CurrentClass>();
     let check = move |_| {
         if page.checking.get_untracked() {
             return;
         }
         let id = page.scenario.with_value(|s| s.id.clone());
         let design = page.editor.with_untracked(|e| e.design().clone());
+        let class = current.and_then(|c| c.for_attempt());
         page.checking.set(true);
         page.check_error.set(None);
         page.tab.set("results");
         // The server's verdict is the graded one; a new verdict ends the replay of the old.
         leptos::task::spawn_local(async move {
-            match api::submit(&id, &design).await {
+            match api::submit(&id, &design, class.as_deref()).await {
                 Ok((verdict, answer)) => {
                     api::local::store_verdict(&id, &design, &answer);
                     page.replay.set(None);
