@@ -485,6 +485,9 @@ fn browser_tests() -> Result<(), String> {
         .ok_or("the checkout's path is not UTF-8")?;
     let (server, port) = start_server_in(&binary, &scratch, &empty, &["--scenarios", scenarios])?;
     embedded_app_is_served(port)?;
+    // The instructor's pages sign in with a grader token of the server's database.
+    let database = format!("sqlite://{}", scratch.join("server.db").display());
+    let token = contract::token(&binary, &database, "browser-tests")?;
 
     step("browser tests (Chromium)");
     let output = root().join("test-output").join("browser");
@@ -507,7 +510,8 @@ fn browser_tests() -> Result<(), String> {
             .current_dir(&tests)
             .env("BASE_URL", format!("http://127.0.0.1:{port}"))
             .env("CHROMIUM", &chromium)
-            .env("SCREENSHOT_DIR", &output),
+            .env("SCREENSHOT_DIR", &output)
+            .env("PB_GRADER_TOKEN", &token),
     );
     drop(server);
     if result.is_err() {

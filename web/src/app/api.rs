@@ -262,7 +262,7 @@ pub async fn save_draft(scenario: &str, design: &Design) -> bool {
 }
 
 /// A class the student belongs to, with what it lets the app show.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct StudentClass {
     pub id: String,
     pub name: String,
@@ -272,15 +272,48 @@ pub struct StudentClass {
     pub display_name: String,
 }
 
+/// A string as JSON text, quoted and escaped.
+fn quoted(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// `{"name": "value"}` as JSON text.
+pub fn one_field(name: &str, value: &str) -> String {
+    format!("{{{}:{}}}", quoted(name), quoted(value))
+}
+
+impl StudentClass {
+    /// The class as the server's JSON has it (read by hand: no derived decoder in the app).
+    fn of(v: &Json) -> StudentClass {
+        let text = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+        StudentClass {
+            id: text("id"),
+            name: text("name"),
+            open: v["open"].as_bool().unwrap_or(false),
+            preview: text("preview"),
+            display_name: text("display_name"),
+        }
+    }
+}
+
 /// The classes of this browser's student.
 pub async fn my_classes() -> Result<Vec<StudentClass>, ApiError> {
-    read(with_session("GET", "/api/session/classes", None).await?)
+    let list: Json = read(with_session("GET", "/api/session/classes", None).await?)?;
+    Ok(list
+        .as_array()
+        .map(|l| l.iter().map(StudentClass::of).collect())
+        .unwrap_or_default())
 }
 
 /// Joins the class of a join code under a display name.
 pub async fn join(code: &str, display_name: &str) -> Result<StudentClass, ApiError> {
-    let body = serde_json::json!({"code": code, "display_name": display_name}).to_string();
-    read(with_session("POST", "/api/classes/join", Some(body)).await?)
+    let body = format!(
+        "{{\"code\":{},\"display_name\":{}}}",
+        quoted(code),
+        quoted(display_name)
+    );
+    let class: Json = read(with_session("POST", "/api/classes/join", Some(body)).await?)?;
+    Ok(StudentClass::of(&class))
 }
 
 /// The instructor's calls: the grader cookie that `sign_in` sets goes with each of them.
@@ -292,7 +325,7 @@ pub mod grader {
     /// Signs in with a grader token, which the server keeps in an HttpOnly cookie; the token
     /// is not kept here. The token's name.
     pub async fn sign_in(token: &str) -> Result<String, ApiError> {
-        let body = serde_json::json!({"token": token}).to_string();
+        let body = super::one_field("token", token);
         let who: Json = read(fetch("POST", "/api/instructor/session", Some(body)).await?)?;
         Ok(who["name"].as_str().unwrap_or_default().to_string())
     }
@@ -307,14 +340,31 @@ pub mod grader {
         let _ = fetch("DELETE", "/api/instructor/session", None).await;
     }
 
+    /// One attempt of a class, as the instructor opens it: the answer, and its verdict.
+    pub async fn class_attempt(
+        class: &str,
+        attempt: &str,
+    ) -> Result<(Json, shared::Verdict), ApiError> {
+        let answer = fetch("GET", &format!("/api/classes/{class}/attempts/{attempt}"), None).await?;
+        let verdict = super::verdict_of(&answer.1);
+        let body: Json = read(answer)?;
+        let verdict = verdict
+            .ok_or_else(|| ApiError::new("the attempt's verdict cannot be read".into(), false))?;
+        Ok((body, verdict))
+    }
+
     /// A grader route's JSON answer.
     pub async fn get_json(url: &str) -> Result<Json, ApiError> {
         get(url).await
     }
 
     /// A grader route's answer to a write.
-    pub async fn send_json(method: &str, url: &str, body: Option<Json>) -> Result<Json, ApiError> {
-        read(fetch(method, url, body.map(|b| b.to_string())).await?)
+    pub async fn send_json(
+        method: &str,
+        url: &str,
+        body: Option<String>,
+    ) -> Result<Json, ApiError> {
+        read(fetch(method, url, body).await?)
     }
 }
 

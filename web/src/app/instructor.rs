@@ -16,13 +16,15 @@ use super::canvas_view::CanvasView;
 use super::dom::load_once;
 use super::page::Page;
 use super::results::{ReplayPanel, ResultsPanel};
-use super::router::Link;
+use super::router::{Link, Navigator};
 
+/// A string or a whole number of an answer as text (nothing else is shown as it is).
 fn text(v: &Json) -> String {
     match v {
         Json::String(s) => s.clone(),
-        Json::Null => String::new(),
-        other => other.to_string(),
+        Json::Number(n) => n.as_u64().map(|n| n.to_string()).unwrap_or_default(),
+        Json::Bool(b) => b.to_string(),
+        _ => String::new(),
     }
 }
 
@@ -30,138 +32,175 @@ fn when(v: &Json) -> String {
     text(v).replace('T', " ").chars().take(16).collect()
 }
 
-/// `/instructor`: the sign-in form, or the classes once signed in.
+/// The value of the input `selector` of the page, emptied.
+fn take_input(selector: &str) -> String {
+    let input = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.query_selector(selector).ok().flatten())
+        .and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlInputElement>(e).ok());
+    match input {
+        Some(input) => {
+            let value = input.value();
+            input.set_value("");
+            value
+        }
+        None => String::new(),
+    }
+}
+
+const SIGN_IN: &str = "<h1>Instructor sign-in</h1><p>Sign in with a grader token (<code>pipeline-builder token create --name NAME</code> makes one). \
+    The server keeps it in a cookie this page cannot read.</p><form class=\"sign-in\" id=\"sign-in\"><label for=\"grader-token\">Grader token</label> \
+    <input id=\"grader-token\" type=\"password\" autocomplete=\"off\" required> <button class=\"primary\" type=\"submit\">Sign in</button></form>";
+
+/// `/instructor`: the sign-in form, or the classes once signed in. One piece of markup whose
+/// forms, buttons and links are handled where their events bubble up to. `who` is `None`
+/// while loading, the empty name when nobody is signed in.
 #[component]
 pub fn InstructorHome() -> impl IntoView {
-    let who = RwSignal::new(None::<Option<String>>);
-    leptos::task::spawn_local(async move {
-        who.set(Some(grader::whoami().await.ok()));
-    });
-    view! {
-        <section class="page instructor">
-            {move || match who.get() {
-                None => view! { <p class="muted" role="status">"Loading…"</p> }.into_any(),
-                Some(None) => view! { <SignIn who=who /> }.into_any(),
-                Some(Some(name)) => view! { <Classes name=name who=who /> }.into_any(),
-            }}
-        </section>
-    }
-}
-
-#[component]
-fn SignIn(who: RwSignal<Option<Option<String>>>) -> impl IntoView {
-    let token = NodeRef::<leptos::html::Input>::new();
-    let error = RwSignal::new(None::<String>);
-    let submit = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        let Some(input) = token.get_untracked() else {
-            return;
-        };
-        let typed = input.value();
-        // The token leaves the page's memory with the request: the field is emptied.
-        input.set_value("");
-        leptos::task::spawn_local(async move {
-            match grader::sign_in(typed.trim()).await {
-                Ok(name) => who.set(Some(Some(name))),
-                Err(e) => error.set(Some(e.message)),
-            }
-        });
-    };
-    view! {
-        <h1>"Instructor sign-in"</h1>
-        <p>"Sign in with a grader token ("<code>"pipeline-builder token create --name NAME"</code>" makes one). The server keeps it in a cookie this page cannot read."</p>
-        <form class="sign-in" on:submit=submit>
-            <label for="grader-token">"Grader token"</label>
-            <input id="grader-token" type="password" autocomplete="off" required=true node_ref=token />
-            <button class="primary" type="submit">"Sign in"</button>
-        </form>
-        {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
-    }
-}
-
-#[component]
-fn Classes(name: String, who: RwSignal<Option<Option<String>>>) -> impl IntoView {
-    let classes = RwSignal::new(None::<Result<Vec<Json>, String>>);
+    let nav = expect_context::<Navigator>();
+    let who = RwSignal::new(None::<String>);
+    let table = RwSignal::new(None::<String>);
+    let error = RwSignal::new(String::new());
     let reload = move || {
         leptos::task::spawn_local(async move {
-            let answer = grader::get_json("/api/classes").await;
-            classes.set(Some(
-                answer
-                    .map(|v| v.as_array().cloned().unwrap_or_default())
-                    .map_err(|e| e.message),
-            ));
-        });
-    };
-    reload();
-    let new_name = RwSignal::new(String::new());
-    let error = RwSignal::new(None::<String>);
-    let act = move |method: &'static str, url: String, body: Option<Json>| {
-        leptos::task::spawn_local(async move {
-            match grader::send_json(method, &url, body).await {
-                Ok(_) => {
-                    error.set(None);
-                    reload();
-                }
-                Err(e) => error.set(Some(e.message)),
+            match grader::get_json("/api/classes").await {
+                Ok(v) => table.set(Some(classes_html(&list(&v)))),
+                Err(e) => error.set(e.message),
             }
         });
     };
-    let create = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        let name = new_name.get_untracked();
-        new_name.set(String::new());
-        act(
-            "POST",
-            "/api/classes".into(),
-            Some(serde_json::json!({ "name": name })),
-        );
-    };
-    let sign_out = move |_| {
+    leptos::task::spawn_local(async move {
+        let name = grader::whoami().await.unwrap_or_default();
+        if !name.is_empty() {
+            reload();
+        }
+        who.set(Some(name));
+    });
+    let act = move |url: String, body: Option<String>| {
         leptos::task::spawn_local(async move {
-            grader::sign_out().await;
-            who.set(Some(None));
+            match grader::send_json("POST", &url, body).await {
+                Ok(_) => {
+                    error.set(String::new());
+                    reload();
+                }
+                Err(e) => error.set(e.message),
+            }
         });
     };
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        if who.get_untracked().is_some_and(|n| n.is_empty()) {
+            // The token leaves the page with the request: the field is emptied.
+            let token = take_input("#grader-token");
+            leptos::task::spawn_local(async move {
+                match grader::sign_in(token.trim()).await {
+                    Ok(name) => {
+                        error.set(String::new());
+                        reload();
+                        who.set(Some(name));
+                    }
+                    Err(e) => error.set(e.message),
+                }
+            });
+        } else {
+            let name = take_input("#class-name");
+            act("/api/classes".into(), Some(api::one_field("name", &name)));
+        }
+    };
+    let on_click = move |ev: leptos::ev::MouseEvent| {
+        if follow_link(&ev, nav) {
+            return;
+        }
+        if let Some(url) = clicked(&ev, "data-post") {
+            act(url, None);
+        } else if clicked(&ev, "data-sign-out").is_some() {
+            leptos::task::spawn_local(async move {
+                grader::sign_out().await;
+                who.set(Some(String::new()));
+            });
+        }
+    };
+    let html = move || {
+        let error = error.get();
+        let error = if error.is_empty() {
+            String::new()
+        } else {
+            format!("<p class=\"error\" role=\"alert\">{}</p>", esc(&error))
+        };
+        match who.get() {
+            None => "<p class=\"muted\" role=\"status\">Loading…</p>".to_string(),
+            Some(name) if name.is_empty() => format!("{SIGN_IN}{error}"),
+            Some(name) => format!(
+                "<h1>Classes</h1><p class=\"muted\">Signed in as {}. <button class=\"link-button\" data-sign-out=\"1\">Sign out</button></p>\
+                 <form class=\"new-class\" id=\"new-class\"><label for=\"class-name\">New class</label> \
+                 <input id=\"class-name\" type=\"text\" maxlength=\"100\" required> <button class=\"primary\" type=\"submit\">Create the class</button></form>{error}{}",
+                esc(&name),
+                table.get().unwrap_or_else(|| "<p class=\"muted\" role=\"status\">Loading the classes…</p>".into())
+            ),
+        }
+    };
     view! {
-        <h1>"Classes"</h1>
-        <p class="muted">{format!("Signed in as {name}. ")}<button class="link-button" on:click=sign_out>"Sign out"</button></p>
-        <form class="new-class" on:submit=create>
-            <label for="class-name">"New class"</label>
-            <input id="class-name" type="text" maxlength="100" required=true
-                prop:value=move || new_name.get() on:input=move |ev| new_name.set(event_target_value(&ev)) />
-            <button class="primary" type="submit">"Create the class"</button>
-        </form>
-        {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
-        {move || match classes.get() {
-            None => view! { <p class="muted" role="status">"Loading the classes…"</p> }.into_any(),
-            Some(Err(e)) => view! { <p class="error" role="alert">{e}</p> }.into_any(),
-            Some(Ok(list)) if list.is_empty() => view! { <p>"No class yet."</p> }.into_any(),
-            Some(Ok(list)) => view! {
-                <table class="data classes">
-                    <caption>"Your classes"</caption>
-                    <thead><tr><th scope="col">"Class"</th><th scope="col">"Join code and page"</th><th scope="col">"Members"</th><th scope="col">"State"</th></tr></thead>
-                    <tbody>{list.into_iter().map(|c| {
-                        let id = text(&c["id"]);
-                        let open = c["open"].as_bool().unwrap_or(false);
-                        let url = format!("/api/classes/{id}/{}", if open { "close" } else { "reopen" });
-                        let name = text(&c["name"]);
-                        view! {
-                            <tr data-class=id.clone()>
-                                <td><Link href=format!("/instructor/classes/{id}")>{name}</Link></td>
-                                <td><code>{text(&c["join_code"])}</code>" "<span class="join-url">{text(&c["join_url"])}</span></td>
-                                <td>{text(&c["members"])}</td>
-                                <td>{if open { "Open " } else { "Closed " }}
-                                    <button class="secondary small" on:click=move |_| act("POST", url.clone(), None)>
-                                        {if open { "Close" } else { "Reopen" }}
-                                    </button>
-                                </td>
-                            </tr>
-                        }
-                    }).collect_view()}</tbody>
-                </table>
-            }.into_any(),
-        }}
+        <section class="page instructor" on:submit=on_submit on:click=on_click inner_html=html></section>
     }
+}
+
+/// The classes as a table; each row's button names the route it posts to (`data-post`).
+fn classes_html(list: &[Json]) -> String {
+    if list.is_empty() {
+        return "<p>No class yet.</p>".to_string();
+    }
+    let mut out = String::from("<table class=\"data classes\"><caption>Your classes</caption><thead><tr><th scope=\"col\">Class</th><th scope=\"col\">Join code and page</th><th scope=\"col\">Members</th><th scope=\"col\">State</th></tr></thead><tbody>");
+    for c in list {
+        let id = t(&c["id"]);
+        let open = c["open"] == Json::Bool(true);
+        out.push_str(&format!(
+            "<tr data-class=\"{id}\"><td><a href=\"/instructor/classes/{id}\">{}</a></td><td><code>{}</code> <span class=\"join-url\">{}</span></td><td>{}</td><td>{} <button class=\"secondary small\" data-post=\"/api/classes/{id}/{}\">{}</button></td></tr>",
+            t(&c["name"]),
+            t(&c["join_code"]),
+            t(&c["join_url"]),
+            t(&c["members"]),
+            if open { "Open" } else { "Closed" },
+            if open { "close" } else { "reopen" },
+            if open { "Close" } else { "Reopen" },
+        ));
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+/// The `data-` attribute `name` of the element an event reached, or of its nearest ancestor
+/// that has it.
+fn clicked(ev: &leptos::ev::MouseEvent, name: &str) -> Option<String> {
+    ev.target()
+        .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+        .and_then(|e| e.closest(&format!("[{name}]")).ok().flatten())
+        .and_then(|b| b.get_attribute(name))
+}
+
+/// Text made safe to put in HTML: the pages below write their tables as markup, which keeps
+/// the app small; everything that came from the server goes through here.
+fn esc(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A JSON value as escaped text.
+fn t(v: &Json) -> String {
+    esc(&text(v))
+}
+
+fn list(v: &Json) -> Vec<Json> {
+    v.as_array().cloned().unwrap_or_default()
 }
 
 fn state_words(state: &str) -> &'static str {
@@ -172,214 +211,350 @@ fn state_words(state: &str) -> &'static str {
     }
 }
 
+/// The matrix's rows sorted by a column: `name`, `passed`, or a scenario id.
+fn sorted_rows(students: &[Json], by: &str, down: bool) -> Vec<Json> {
+    let rank = |row: &Json| -> (u8, u64) {
+        list(&row["cells"])
+            .iter()
+            .find(|c| c["scenario"] == by)
+            .map(|c| {
+                let state = match c["state"].as_str() {
+                    Some("passed") => 2,
+                    Some("tried") => 1,
+                    _ => 0,
+                };
+                (state, c["attempts"].as_u64().unwrap_or(0))
+            })
+            .unwrap_or_default()
+    };
+    let order = |a: &Json, b: &Json| {
+        let order = match by {
+            "name" => text(&a["display_name"])
+                .to_ascii_lowercase()
+                .cmp(&text(&b["display_name"]).to_ascii_lowercase()),
+            "passed" => a["passed"].as_u64().cmp(&b["passed"].as_u64()),
+            _ => rank(a).cmp(&rank(b)),
+        };
+        if down {
+            order.reverse()
+        } else {
+            order
+        }
+    };
+    // A stable insertion sort: a class is a few hundred rows at most, and it keeps the app
+    // smaller than the standard library's sort would.
+    let mut rows: Vec<Json> = Vec::with_capacity(students.len());
+    for row in students {
+        let at = rows
+            .iter()
+            .position(|r| order(row, r) == std::cmp::Ordering::Less)
+            .unwrap_or(rows.len());
+        rows.insert(at, row.clone());
+    }
+    rows
+}
+
+/// The matrix as a table whose column headers are sort buttons (`data-sort`).
+fn matrix_html(class: &str, matrix: &Json, by: &str, down: bool) -> String {
+    let scenarios = list(&matrix["scenarios"]);
+    let header = |key: &str, label: &str| {
+        let sort = if key == by {
+            if down {
+                "descending"
+            } else {
+                "ascending"
+            }
+        } else {
+            "none"
+        };
+        format!(
+            "<th scope=\"col\" aria-sort=\"{sort}\"><button class=\"link-button sort\" data-sort=\"{}\">{}</button></th>",
+            esc(key),
+            esc(label)
+        )
+    };
+    let mut out = String::from("<table class=\"data matrix\"><caption>Students by scenario: state and attempts; sort by any column</caption><thead><tr>");
+    out.push_str(&header("name", "Student"));
+    out.push_str(&header("passed", "Passed"));
+    for s in &scenarios {
+        out.push_str(&header(&text(&s["scenario"]), &text(&s["title"])));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for row in sorted_rows(&list(&matrix["students"]), by, down) {
+        let student = t(&row["student"]);
+        out.push_str(&format!(
+            "<tr data-student=\"{student}\"><th scope=\"row\"><a href=\"/instructor/classes/{}/students/{student}\">{}</a></th><td>{}</td>",
+            esc(class),
+            t(&row["display_name"]),
+            t(&row["passed"])
+        ));
+        for c in list(&row["cells"]) {
+            let state = text(&c["state"]);
+            let attempts = c["attempts"].as_u64().unwrap_or(0);
+            let mut words = state_words(&state).to_string();
+            if attempts > 0 {
+                words.push_str(&format!(" · {attempts} attempt(s)"));
+            }
+            if let Some(n) = c["attempts_before_first_pass"].as_u64() {
+                words.push_str(&format!(", {n} before the first pass"));
+            }
+            if let Some(at) = c["last_attempt_at"].as_str() {
+                words.push_str(&format!(", last {}", when(&Json::String(at.into()))));
+            }
+            if c["outdated_attempts"].as_u64().unwrap_or(0) > 0 {
+                words.push_str(" · older version");
+            }
+            out.push_str(&format!(
+                "<td class=\"cell {}\" data-scenario=\"{}\">{}</td>",
+                esc(&state),
+                t(&c["scenario"]),
+                esc(&words)
+            ));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+/// Progress per scenario, and the requirements missed most with who missed them.
+fn progress_html(class: &str, matrix: &Json, missed: &Json) -> String {
+    let mut out = format!(
+        "<h2>Progress</h2><table class=\"data progress\"><caption>{} students</caption><thead><tr><th scope=\"col\">Scenario</th><th scope=\"col\">Passed</th><th scope=\"col\">Tried</th><th scope=\"col\">Not tried</th><th scope=\"col\">Results from an older version</th></tr></thead><tbody>",
+        t(&matrix["members"])
+    );
+    for s in list(&matrix["scenarios"]) {
+        out.push_str(&format!(
+            "<tr data-scenario=\"{}\"><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            t(&s["scenario"]),
+            t(&s["title"]),
+            t(&s["passed"]),
+            t(&s["tried"]),
+            t(&s["not_tried"]),
+            t(&s["outdated_attempts"])
+        ));
+    }
+    out.push_str("</tbody></table><h2>Requirements missed most</h2>");
+    let mut any = false;
+    for s in list(missed) {
+        let requirements = list(&s["requirements"]);
+        if requirements.is_empty() {
+            continue;
+        }
+        any = true;
+        out.push_str(&format!("<h3>{}</h3><ul class=\"missed\">", t(&s["title"])));
+        for r in requirements {
+            // In whole percent; an integer, so that no float formatting comes into the app.
+            let share = (r["share"].as_f64().unwrap_or(0.0) * 100.0 + 0.5) as u64;
+            let who: Vec<String> = list(&r["missed_by"])
+                .iter()
+                .map(|m| {
+                    format!(
+                        "<a href=\"/instructor/classes/{}/students/{}\">{}</a>",
+                        esc(class),
+                        t(&m["student"]),
+                        t(&m["display_name"])
+                    )
+                })
+                .collect();
+            out.push_str(&format!(
+                "<li data-requirement=\"{}\"><strong>{}</strong> — missed by {} ({share}% of those who tried), {} still missing: {}</li>",
+                t(&r["requirement"]),
+                t(&r["text"]),
+                t(&r["students"]),
+                t(&r["still_missing"]),
+                who.join(", ")
+            ));
+        }
+        out.push_str("</ul>");
+    }
+    if !any {
+        out.push_str("<p>No requirement missed yet.</p>");
+    }
+    out
+}
+
+/// Follows a link of this app inside it (no reload), as `Link` does; false for anything else.
+fn follow_link(ev: &leptos::ev::MouseEvent, nav: Navigator) -> bool {
+    if ev.button() != 0 || ev.ctrl_key() || ev.meta_key() || ev.shift_key() {
+        return false;
+    }
+    match clicked(ev, "href") {
+        Some(href) if href.starts_with('/') && !href.starts_with("/api/") => {
+            ev.prevent_default();
+            nav.go(&href);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The class page's markup: the heading, the join page, the downloads, the preview setting,
+/// progress, the requirements missed most, and the matrix sorted by `sort`.
+fn class_html(id: &str, class: &Json, matrix: &Json, missed: &Json, sort: &str, saved: &str) -> String {
+    let preview = text(&class["preview"]);
+    let options: String = [
+        ("everything", "every requirement"),
+        ("lacks", "only what the design lacks"),
+        ("nothing", "none"),
+    ]
+    .iter()
+    .map(|(value, words)| {
+        let selected = if preview == *value { " selected" } else { "" };
+        format!("<option value=\"{value}\"{selected}>{words}</option>")
+    })
+    .collect();
+    let (by, down) = match sort.strip_prefix('-') {
+        Some(key) => (key, true),
+        None => (sort, false),
+    };
+    format!(
+        "<p class=\"crumbs\"><a href=\"/instructor\">← Classes</a></p><h1>{name}</h1>\
+         <p>Join page: <span class=\"join-url\">{url}</span> · code <code>{code}</code> · {state}</p>\
+         <p class=\"exports\">Download: <a href=\"/api/classes/{id}/matrix?format=csv\" download=\"matrix.csv\">the matrix (CSV)</a> · \
+         <a href=\"/api/classes/{id}/attempts?format=csv\" download=\"attempts.csv\">every attempt (CSV)</a></p>\
+         <p><label for=\"preview-setting\">Live preview for students: </label><select id=\"preview-setting\">{options}</select> \
+         <span role=\"status\" class=\"muted\">{saved}</span></p>{progress}<h2>Students</h2><div class=\"table-wrap\">{table}</div>",
+        name = t(&class["name"]),
+        url = t(&class["join_url"]),
+        code = t(&class["join_code"]),
+        state = if class["open"] == Json::Bool(true) { "open" } else { "closed" },
+        id = esc(id),
+        saved = esc(saved),
+        progress = progress_html(id, matrix, missed),
+        table = matrix_html(id, matrix, by, down),
+    )
+}
+
 /// `/instructor/classes/{id}`: the matrix, sortable; progress per scenario; the requirements
 /// missed most, each with the students who missed it; the CSV exports; the preview setting.
+/// The page is one piece of markup; its links, sort buttons and setting are handled where
+/// they bubble up to.
 #[component]
 pub fn ClassPage(id: String) -> impl IntoView {
+    let nav = expect_context::<Navigator>();
     let key = id.clone();
     let loaded = load_once(async move {
         let class = grader::get_json(&format!("/api/classes/{key}")).await?;
         let matrix = grader::get_json(&format!("/api/classes/{key}/matrix")).await?;
         let missed = grader::get_json(&format!("/api/classes/{key}/missed")).await?;
-        Ok::<_, api::ApiError>((class, matrix, missed))
+        Ok::<_, api::ApiError>(Json::Array(vec![class, matrix, missed]))
     });
+    // The column sorted by (`-` before it: going down), and what the setting's save said.
+    let sort = RwSignal::new("name".to_string());
+    let saved = RwSignal::new(String::new());
+    let cid = id.clone();
+    let html = move || match loaded.get() {
+        None => "<p class=\"muted\" role=\"status\">Loading the class…</p>".to_string(),
+        Some(Err(e)) => format!(
+            "<p class=\"error\" role=\"alert\">The class could not be loaded: {}</p><p><a href=\"/instructor\">Sign in</a></p>",
+            esc(&e.message)
+        ),
+        Some(Ok(all)) => class_html(&cid, &all[0], &all[1], &all[2], &sort.get(), &saved.get()),
+    };
+    let on_click = move |ev: leptos::ev::MouseEvent| {
+        if follow_link(&ev, nav) {
+            return;
+        }
+        if let Some(key) = clicked(&ev, "data-sort") {
+            // The same column again goes the other way.
+            sort.update(|by| *by = if *by == key { format!("-{key}") } else { key.clone() });
+            // The table is drawn anew: the focus goes back to the same header's button.
+            request_animation_frame(move || {
+                super::dom::focus(&format!("button[data-sort=\"{}\"]", esc(&key)));
+            });
+        }
+    };
+    let pid = id.clone();
+    let on_change = move |ev: leptos::ev::Event| {
+        let value = event_target_value(&ev);
+        let url = format!("/api/classes/{pid}");
+        leptos::task::spawn_local(async move {
+            let done = grader::send_json("PATCH", &url, Some(api::one_field("preview", &value))).await;
+            // The page is drawn again with the class as the server now has it.
+            if let Ok(class) = &done {
+                loaded.update(|l| {
+                    if let Some(Ok(all)) = l {
+                        all[0] = class.clone();
+                    }
+                });
+            }
+            saved.set(match done {
+                Ok(_) => "Saved: students see it when they next open the app.".to_string(),
+                Err(e) => e.message,
+            });
+            request_animation_frame(|| {
+                super::dom::focus("#preview-setting");
+            });
+        });
+    };
     view! {
-        <section class="page wide instructor">
-            <p class="crumbs"><Link href="/instructor".to_string()>"← Classes"</Link></p>
-            {move || match loaded.get() {
-                None => view! { <p class="muted" role="status">"Loading the class…"</p> }.into_any(),
-                Some(Err(e)) => view! { <p class="error" role="alert">{format!("The class could not be loaded: {}", e.message)}</p>
-                    <p><Link href="/instructor".to_string()>"Sign in"</Link></p> }.into_any(),
-                Some(Ok((class, matrix, missed))) => view! { <Dashboard id=id.clone() class=class matrix=matrix missed=missed /> }.into_any(),
-            }}
-        </section>
+        <section class="page wide instructor" on:click=on_click on:change=on_change inner_html=html></section>
     }
 }
 
-#[component]
-fn Dashboard(id: String, class: Json, matrix: Json, missed: Json) -> impl IntoView {
-    let scenarios: Vec<Json> = matrix["scenarios"].as_array().cloned().unwrap_or_default();
-    let students: Vec<Json> = matrix["students"].as_array().cloned().unwrap_or_default();
-    // The column sorted by (`name`, `passed`, or a scenario id) and whether it goes down.
-    let sort = RwSignal::new(("name".to_string(), false));
-    let rank = |state: &str| match state {
-        "passed" => 2,
-        "tried" => 1,
-        _ => 0,
-    };
-    let sorted = move || {
-        let (by, down) = sort.get();
-        let mut rows = students.clone();
-        rows.sort_by(|a, b| {
-            let order = match by.as_str() {
-                "name" => text(&a["display_name"]).to_lowercase().cmp(&text(&b["display_name"]).to_lowercase()),
-                "passed" => a["passed"].as_u64().cmp(&b["passed"].as_u64()),
-                scenario => {
-                    let of = |row: &Json| {
-                        row["cells"].as_array().and_then(|cells| {
-                            cells.iter().find(|c| c["scenario"] == scenario).map(|c| {
-                                (rank(c["state"].as_str().unwrap_or("")), c["attempts"].as_u64())
-                            })
-                        })
-                    };
-                    of(a).cmp(&of(b))
-                }
+/// A student's attempts for the class, as markup.
+fn attempts_html(class: &str, body: &Json) -> String {
+        let attempts = list(&body["attempts"]);
+        let mut out = format!(
+            "<h1>{}</h1><p class=\"muted\">{} attempt(s), oldest first</p><ol class=\"attempts\">",
+            t(&body["display_name"]),
+            attempts.len()
+        );
+        for a in attempts {
+            let missed: Vec<String> = list(&a["missed"]).iter().map(text).collect();
+            let verdict = if a["passed"] == Json::Bool(true) {
+                " · ✓ passed".to_string()
+            } else {
+                format!(" · ✗ missed {}", missed.join(", "))
             };
-            if down { order.reverse() } else { order }
-        });
-        rows
-    };
-    let header = move |key: String, label: String| {
-        let k = key.clone();
-        let aria = move || {
-            let (by, down) = sort.get();
-            if by == k { if down { "descending" } else { "ascending" } } else { "none" }
-        };
-        view! {
-            <th scope="col" aria-sort=aria>
-                <button class="link-button sort" on:click=move |_| sort.update(|(by, down)| {
-                    if *by == key { *down = !*down } else { *by = key.clone(); *down = false }
-                })>{label}</button>
-            </th>
-        }
-    };
-    let preview = RwSignal::new(text(&class["preview"]));
-    let saved = RwSignal::new(None::<String>);
-    let pid = id.clone();
-    let set_preview = move |ev: leptos::ev::Event| {
-        let value = event_target_value(&ev);
-        let url = format!("/api/classes/{pid}");
-        preview.set(value.clone());
-        leptos::task::spawn_local(async move {
-            let done = grader::send_json("PATCH", &url, Some(serde_json::json!({ "preview": value }))).await;
-            saved.set(Some(match done {
-                Ok(_) => "Saved: students see it when they next open the app.".to_string(),
-                Err(e) => e.message,
-            }));
-        });
-    };
-    let columns: Vec<(String, String)> = scenarios
-        .iter()
-        .map(|s| (text(&s["scenario"]), text(&s["title"])))
-        .collect();
-    let cid = id.clone();
-    view! {
-        <h1>{text(&class["name"])}</h1>
-        <p>"Join page: "<span class="join-url">{text(&class["join_url"])}</span>" · code "<code>{text(&class["join_code"])}</code>
-            {if class["open"] == Json::Bool(true) { " · open" } else { " · closed" }}</p>
-        <p class="exports">"Download: "
-            <a href=format!("/api/classes/{id}/matrix?format=csv") download="matrix.csv">"the matrix (CSV)"</a>" · "
-            <a href=format!("/api/classes/{id}/attempts?format=csv") download="attempts.csv">"every attempt (CSV)"</a></p>
-        <p>
-            <label for="preview-setting">"Live preview for students: "</label>
-            <select id="preview-setting" on:change=set_preview prop:value=move || preview.get()>
-                <option value="everything">"every requirement"</option>
-                <option value="lacks">"only what the design lacks"</option>
-                <option value="nothing">"none"</option>
-            </select>
-            <span role="status" class="muted">{move || saved.get()}</span>
-        </p>
-        <h2>"Progress"</h2>
-        <table class="data progress">
-            <caption>{format!("{} students", text(&matrix["members"]))}</caption>
-            <thead><tr><th scope="col">"Scenario"</th><th scope="col">"Passed"</th><th scope="col">"Tried"</th><th scope="col">"Not tried"</th><th scope="col">"Results from an older version"</th></tr></thead>
-            <tbody>{scenarios.iter().map(|s| view! {
-                <tr data-scenario=text(&s["scenario"])><th scope="row">{text(&s["title"])}</th>
-                    <td>{text(&s["passed"])}</td><td>{text(&s["tried"])}</td><td>{text(&s["not_tried"])}</td><td>{text(&s["outdated_attempts"])}</td></tr>
-            }).collect_view()}</tbody>
-        </table>
-        <h2>"Students"</h2>
-        <div class="table-wrap">
-        <table class="data matrix">
-            <caption>"Students by scenario: state and attempts; sort by any column"</caption>
-            <thead><tr>
-                {header("name".into(), "Student".into())}
-                {header("passed".into(), "Passed".into())}
-                {columns.iter().map(|(id, title)| header(id.clone(), title.clone())).collect_view()}
-            </tr></thead>
-            <tbody>{move || sorted().into_iter().map(|row| {
-                let student = text(&row["student"]);
-                let cells = row["cells"].as_array().cloned().unwrap_or_default();
-                let name = text(&row["display_name"]);
-                view! {
-                    <tr data-student=student.clone()>
-                        <th scope="row"><Link href=format!("/instructor/classes/{cid}/students/{student}")>{name}</Link></th>
-                        <td>{text(&row["passed"])}</td>
-                        {cells.into_iter().map(|c| {
-                            let state = text(&c["state"]);
-                            let attempts = c["attempts"].as_u64().unwrap_or(0);
-                            let mut words = state_words(&state).to_string();
-                            if attempts > 0 { words.push_str(&format!(" · {attempts} attempt(s)")); }
-                            if let Some(n) = c["attempts_before_first_pass"].as_u64() { words.push_str(&format!(", {n} before the first pass")); }
-                            if c["outdated_attempts"].as_u64().unwrap_or(0) > 0 { words.push_str(" · older version"); }
-                            view! { <td class=format!("cell {state}") data-scenario=text(&c["scenario"]) title=when(&c["last_attempt_at"])>{words}</td> }
-                        }).collect_view()}
-                    </tr>
-                }
-            }).collect_view()}</tbody>
-        </table>
-        </div>
-        <h2>"Requirements missed most"</h2>
-        {missed.as_array().cloned().unwrap_or_default().into_iter().filter(|s| s["requirements"].as_array().is_some_and(|r| !r.is_empty())).map(|s| {
-            let cid = id.clone();
-            view! {
-                <h3>{text(&s["title"])}</h3>
-                <ul class="missed">{s["requirements"].as_array().cloned().unwrap_or_default().into_iter().map(|r| {
-                    let share = (r["share"].as_f64().unwrap_or(0.0) * 100.0).round();
-                    let cid = cid.clone();
-                    view! {
-                        <li data-requirement=text(&r["requirement"])>
-                            <strong>{text(&r["text"])}</strong>
-                            {format!(" — missed by {} ({share}% of those who tried), {} still missing: ", text(&r["students"]), text(&r["still_missing"]))}
-                            {r["missed_by"].as_array().cloned().unwrap_or_default().into_iter().map(|m| {
-                                let student = text(&m["student"]);
-                                let name = text(&m["display_name"]);
-                                view! { <Link href=format!("/instructor/classes/{cid}/students/{student}")>{name}</Link>" " }
-                            }).collect_view()}
-                        </li>
-                    }
-                }).collect_view()}</ul>
+            out.push_str(&format!(
+                "<li class=\"attempt\" data-attempt=\"{}\"><p><strong>{}</strong> · {} · {} of {}{}</p>",
+                t(&a["id"]),
+                t(&a["scenario"]),
+                esc(&when(&a["created_at"])),
+                t(&a["score"]),
+                t(&a["max_score"]),
+                esc(&verdict)
+            ));
+            if a["outdated"] == Json::Bool(true) {
+                out.push_str("<p class=\"muted\">This verdict is from an older version of the scenario.</p>");
             }
-        }).collect_view()}
-    }
+            for g in list(&a["regrades"]).iter().filter(|g| g["current"] == Json::Bool(true)) {
+                out.push_str(&format!(
+                    "<p class=\"muted\">Regraded against the current version: {} of {}{}.</p>",
+                    t(&g["score"]),
+                    t(&g["max_score"]),
+                    if g["passed"] == Json::Bool(true) { ", passed" } else { "" }
+                ));
+            }
+            out.push_str(&format!(
+                "<p><a href=\"/instructor/classes/{}/attempts/{}\">Open the design and its replay</a></p></li>",
+                esc(&class),
+                t(&a["id"])
+            ));
+        }
+        out.push_str("</ol>");
+        out
 }
 
 /// `/instructor/classes/{id}/students/{student}`: a student's attempts with their verdicts.
 #[component]
 pub fn StudentPage(class: String, student: String) -> impl IntoView {
+    let nav = expect_context::<Navigator>();
     let url = format!("/api/classes/{class}/students/{student}/attempts");
     let loaded = load_once(async move { grader::get_json(&url).await });
+    let html = move || {
+        let crumbs = format!("<p class=\"crumbs\"><a href=\"/instructor/classes/{}\">← The class</a></p>", esc(&class));
+        crumbs
+            + &match loaded.get() {
+                None => "<p class=\"muted\" role=\"status\">Loading the attempts…</p>".to_string(),
+                Some(Err(e)) => format!("<p class=\"error\" role=\"alert\">{}</p>", esc(&e.message)),
+                Some(Ok(body)) => attempts_html(&class, &body),
+            }
+    };
     view! {
-        <section class="page instructor">
-            <p class="crumbs"><Link href=format!("/instructor/classes/{class}")>"← The class"</Link></p>
-            {move || match loaded.get() {
-                None => view! { <p class="muted" role="status">"Loading the attempts…"</p> }.into_any(),
-                Some(Err(e)) => view! { <p class="error" role="alert">{e.message}</p> }.into_any(),
-                Some(Ok(body)) => {
-                    let attempts = body["attempts"].as_array().cloned().unwrap_or_default();
-                    let class = class.clone();
-                    view! {
-                        <h1>{text(&body["display_name"])}</h1>
-                        <p class="muted">{format!("{} attempt(s), oldest first", attempts.len())}</p>
-                        <ol class="attempts">{attempts.into_iter().map(|a| {
-                            let missed: Vec<String> = a["missed"].as_array().map(|m| m.iter().map(text).collect()).unwrap_or_default();
-                            let regraded = a["regrades"].as_array().and_then(|r| r.iter().find(|g| g["current"] == Json::Bool(true))).map(|g| {
-                                format!("Regraded against the current version: {} of {}{}.", text(&g["score"]), text(&g["max_score"]), if g["passed"] == Json::Bool(true) { ", passed" } else { "" })
-                            });
-                            view! {
-                                <li class="attempt" data-attempt=text(&a["id"])>
-                                    <p><strong>{text(&a["scenario"])}</strong>{format!(" · {} · {} of {}", when(&a["created_at"]), text(&a["score"]), text(&a["max_score"]))}
-                                        {if a["passed"] == Json::Bool(true) { " · ✓ passed".to_string() } else { format!(" · ✗ missed {}", missed.join(", ")) }}</p>
-                                    {(a["outdated"] == Json::Bool(true)).then(|| view! { <p class="muted">"This verdict is from an older version of the scenario."</p> })}
-                                    {regraded.map(|r| view! { <p class="muted">{r}</p> })}
-                                    <p><Link href=format!("/instructor/classes/{class}/attempts/{}", text(&a["id"]))>"Open the design and its replay"</Link></p>
-                                </li>
-                            }
-                        }).collect_view()}</ol>
-                    }.into_any()
-                }
-            }}
-        </section>
+        <section class="page instructor" on:click=move |ev| { follow_link(&ev, nav); } inner_html=html></section>
     }
 }
 
@@ -387,28 +562,28 @@ pub fn StudentPage(class: String, student: String) -> impl IntoView {
 /// with its verdict and the replay of each missed requirement.
 #[component]
 pub fn AttemptPage(class: String, attempt: String) -> impl IntoView {
-    let url = format!("/api/classes/{class}/attempts/{attempt}");
+    let (c, a) = (class.clone(), attempt.clone());
     let loaded = load_once(async move {
-        let body = grader::get_json(&url).await.map_err(|e| e.message)?;
+        let (body, verdict) = grader::class_attempt(&c, &a).await.map_err(|e| e.message)?;
         let scenario = api::scenario(&text(&body["scenario"])).await.map_err(|e| e.message)?;
-        let design = serde_json::from_value(body["design"].clone()).map_err(|e| e.to_string())?;
-        let verdict = serde_json::from_value(body["verdict"].clone()).map_err(|e| e.to_string())?;
-        Ok::<_, String>((body, Arc::new(scenario), design, verdict))
+        let design = shared::design::design_from_json(&body["design"])
+            .map_err(|_| "the stored design cannot be read".to_string())?;
+        Ok::<_, String>((text(&body["student"]), text(&body["created_at"]), Arc::new(scenario), design, verdict))
     });
     view! {
         {move || match loaded.get() {
             None => view! { <section class="page"><p class="muted" role="status">"Loading the attempt…"</p></section> }.into_any(),
             Some(Err(e)) => view! { <section class="page"><p class="error" role="alert">{format!("The attempt could not be opened: {e}")}</p></section> }.into_any(),
-            Some(Ok((body, scenario, design, verdict))) => {
+            Some(Ok((student, created_at, scenario, design, verdict))) => {
                 let page = Page::viewer(scenario.clone(), design, verdict);
                 provide_context(page);
-                let back = format!("/instructor/classes/{class}/students/{}", text(&body["student"]));
+                let back = format!("/instructor/classes/{class}/students/{student}");
                 view! {
                     <div class="workspace viewer">
                         <aside class="brief" aria-label="The attempt">
                             <p class="crumbs"><Link href=back>"← The student's attempts"</Link></p>
                             <h1>{scenario.title.clone()}</h1>
-                            <p class="muted">{format!("Attempt of {} · read-only", when(&body["created_at"]))}</p>
+                            <p class="muted">{format!("Attempt of {} · read-only", when(&Json::String(created_at)))}</p>
                         </aside>
                         <section class="stage" aria-label="The design">
                             <CanvasView />

@@ -10,7 +10,7 @@ use super::router::Link;
 #[component]
 pub fn JoinPage(code: String) -> impl IntoView {
     let current = expect_context::<CurrentClass>();
-    let name = RwSignal::new(String::new());
+    let name = NodeRef::<leptos::html::Input>::new();
     let error = RwSignal::new(None::<String>);
     let joined = RwSignal::new(None::<String>);
     let busy = RwSignal::new(false);
@@ -21,7 +21,7 @@ pub fn JoinPage(code: String) -> impl IntoView {
             return;
         }
         let code = code.clone();
-        let typed = name.get_untracked();
+        let typed = name.get_untracked().map(|i| i.value()).unwrap_or_default();
         busy.set(true);
         error.set(None);
         leptos::task::spawn_local(async move {
@@ -48,8 +48,7 @@ pub fn JoinPage(code: String) -> impl IntoView {
                     <p>"Class code "<code>{shown.clone()}</code></p>
                     <form class="join-form" on:submit=submit.clone()>
                         <label for="display-name">"Your name, as your instructor will see it"</label>
-                        <input id="display-name" type="text" maxlength="60" required=true autocomplete="name"
-                            prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev)) />
+                        <input id="display-name" type="text" maxlength="60" required=true autocomplete="name" node_ref=name />
                         <button class="primary" type="submit" disabled=move || busy.get()>"Join"</button>
                     </form>
                     {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
