@@ -45,14 +45,22 @@ pub struct Outcome {
 
 /// The result of `attempt`: the regraded verdict against `current_hash` when there is one,
 /// else the attempt's own.
-pub fn outcome(attempt: &ClassAttempt, regrades: &[&Regrade], current_hash: Option<&str>) -> Outcome {
+pub fn outcome(
+    attempt: &ClassAttempt,
+    regrades: &[&Regrade],
+    current_hash: Option<&str>,
+) -> Outcome {
     let regraded = current_hash
         .filter(|h| *h != attempt.summary.scenario_hash)
         .and_then(|h| regrades.iter().find(|g| g.scenario_hash == h));
     match regraded {
         Some(g) => Outcome {
             passed: g.passed,
-            missed: g.verdict.as_ref().map(CsvRow::missed_of).unwrap_or_default(),
+            missed: g
+                .verdict
+                .as_ref()
+                .map(CsvRow::missed_of)
+                .unwrap_or_default(),
             scenario_hash: g.scenario_hash.clone(),
             regraded: true,
             error: g.error.clone(),
@@ -171,8 +179,14 @@ impl ClassData<'_> {
         let regrades = self.regrades_by_attempt();
         let mut by: BTreeMap<(&str, &str), Vec<(&ClassAttempt, Outcome)>> = BTreeMap::new();
         for a in self.attempts {
-            let current = self.catalogue.get(&a.summary.scenario).map(|e| e.hash.clone());
-            let of = regrades.get(a.summary.id.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+            let current = self
+                .catalogue
+                .get(&a.summary.scenario)
+                .map(|e| e.hash.clone());
+            let of = regrades
+                .get(a.summary.id.as_str())
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
             let result = outcome(a, of, current.as_deref());
             by.entry((a.summary.student.as_str(), a.summary.scenario.as_str()))
                 .or_default()
@@ -213,7 +227,10 @@ pub fn matrix(data: &ClassData<'_>) -> Matrix {
                 .map(Vec::as_slice)
                 .unwrap_or(&[]);
             let first_pass = list.iter().position(|(_, o)| o.passed);
-            let outdated = list.iter().filter(|(_, o)| o.scenario_hash != e.hash).count();
+            let outdated = list
+                .iter()
+                .filter(|(_, o)| o.scenario_hash != e.hash)
+                .count();
             let state = if first_pass.is_some() {
                 CellState::Passed
             } else if !list.is_empty() || drafts.contains(&(m.student.as_str(), id)) {
@@ -241,7 +258,12 @@ pub fn matrix(data: &ClassData<'_>) -> Matrix {
             student: m.student.clone(),
             display_name: m.display_name.clone(),
             joined_at: time(m.joined_at),
-            passed: count(cells.iter().filter(|c| c.state == CellState::Passed).count()),
+            passed: count(
+                cells
+                    .iter()
+                    .filter(|c| c.state == CellState::Passed)
+                    .count(),
+            ),
             cells,
         });
     }
@@ -445,8 +467,14 @@ pub fn student_attempts(data: &ClassData<'_>, student: &str) -> Vec<AttemptRow> 
         .iter()
         .filter(|a| a.summary.student == student)
         .map(|a| {
-            let current = data.catalogue.get(&a.summary.scenario).map(|e| e.hash.clone());
-            let of = regrades.get(a.summary.id.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+            let current = data
+                .catalogue
+                .get(&a.summary.scenario)
+                .map(|e| e.hash.clone());
+            let of = regrades
+                .get(a.summary.id.as_str())
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
             let result = outcome(a, of, current.as_deref());
             AttemptRow {
                 id: a.summary.id.clone(),
@@ -467,7 +495,11 @@ pub fn student_attempts(data: &ClassData<'_>, student: &str) -> Vec<AttemptRow> 
                         score: u32::try_from(g.score).unwrap_or(0),
                         max_score: u32::try_from(g.max_score).unwrap_or(0),
                         passed: g.passed,
-                        missed: g.verdict.as_ref().map(CsvRow::missed_of).unwrap_or_default(),
+                        missed: g
+                            .verdict
+                            .as_ref()
+                            .map(CsvRow::missed_of)
+                            .unwrap_or_default(),
                         error: g.error.clone(),
                         created_at: time(g.created_at),
                     })

@@ -6,8 +6,8 @@
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::error::{ErrorBody, ErrorCode, ErrorDetail};
 use crate::dashboard;
+use crate::error::{ErrorBody, ErrorCode, ErrorDetail};
 use crate::regrade;
 use crate::routes::{classes, drafts, grading, operations, scenarios, session, submissions};
 use shared::design::{Design, DesignError, Edge, Node, NodeKind, Position};

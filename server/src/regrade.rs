@@ -166,10 +166,9 @@ pub async fn regrade(
             break;
         }
         let for_check = Arc::clone(&entry);
-        let checked =
-            tokio::task::spawn_blocking(move || check_batch(&for_check, &batch, limits))
-                .await
-                .map_err(|e| RegradeError::Check(format!("the check stopped: {e}")))??;
+        let checked = tokio::task::spawn_blocking(move || check_batch(&for_check, &batch, limits))
+            .await
+            .map_err(|e| RegradeError::Check(format!("the check stopped: {e}")))??;
         let added = store.record_regrades(&checked).await?;
         let added = u32::try_from(added).unwrap_or(u32::MAX);
         now += added;
@@ -209,10 +208,12 @@ pub async fn report(
             if b == a {
                 continue;
             }
-            let change = changes.entry(id.clone()).or_insert_with(|| RequirementChange {
-                requirement: id.clone(),
-                ..RequirementChange::default()
-            });
+            let change = changes
+                .entry(id.clone())
+                .or_insert_with(|| RequirementChange {
+                    requirement: id.clone(),
+                    ..RequirementChange::default()
+                });
             change.changed += 1;
             match (b, a) {
                 (Some(false), Some(true)) => change.now_met += 1,

@@ -930,7 +930,8 @@ pub struct StoredDesign {
     pub design: Json,
 }
 
-const CLASS_COLUMNS: &str = "c.id, c.name, c.join_code, c.open, c.preview, c.created_by, c.created_at, \
+const CLASS_COLUMNS: &str =
+    "c.id, c.name, c.join_code, c.open, c.preview, c.created_by, c.created_at, \
      (SELECT COUNT(*) FROM memberships AS m WHERE m.class_id = c.id) AS members";
 
 fn class_of(r: &impl ClassRow) -> StoreResult<Class> {
@@ -996,7 +997,8 @@ impl Store {
 
     /// Every class, newest first.
     pub async fn list_classes(&self) -> StoreResult<Vec<Class>> {
-        let query = format!("SELECT {CLASS_COLUMNS} FROM classes AS c ORDER BY c.created_at DESC, c.id");
+        let query =
+            format!("SELECT {CLASS_COLUMNS} FROM classes AS c ORDER BY c.created_at DESC, c.id");
         with_pool!(self, pool => {
             let rows = sqlx::query(&query).fetch_all(pool).await?;
             rows.iter().map(class_of).collect()

@@ -329,7 +329,11 @@ pub async fn create_class(
             .await?
         {
             tracing::info!(class = %class.id, grader = %grader.name, "class made");
-            return Ok((StatusCode::CREATED, Json(class_body(class, &headers, &config))).into_response());
+            return Ok((
+                StatusCode::CREATED,
+                Json(class_body(class, &headers, &config)),
+            )
+                .into_response());
         }
     }
     Err(AppError::internal("no free join code after 8 draws"))
@@ -526,9 +530,7 @@ pub async fn my_classes(
 ) -> Result<Json<Vec<StudentClass>>, AppError> {
     let list = store.student_classes(&student.id).await?;
     Ok(Json(
-        list.into_iter()
-            .map(|(c, m)| student_class(c, m))
-            .collect(),
+        list.into_iter().map(|(c, m)| student_class(c, m)).collect(),
     ))
 }
 
@@ -655,10 +657,7 @@ pub async fn student_attempts(
         AppError::new(
             StatusCode::NOT_FOUND,
             ErrorCode::UnknownStudent,
-            format!(
-                "the class has no member \"{}\"",
-                student.escape_default()
-            ),
+            format!("the class has no member \"{}\"", student.escape_default()),
         )
     })?;
     let loaded = Loaded::of(&store, &id, Some(&student)).await?;
@@ -691,10 +690,7 @@ pub async fn class_attempt(
         AppError::new(
             StatusCode::NOT_FOUND,
             ErrorCode::UnknownSubmission,
-            format!(
-                "the class has no attempt \"{}\"",
-                attempt.escape_default()
-            ),
+            format!("the class has no attempt \"{}\"", attempt.escape_default()),
         )
     };
     let found = if attempt.len() > 64 {
@@ -806,9 +802,11 @@ pub async fn regrade_route(
     .await
     .map_err(|e| match e {
         regrade::RegradeError::Database(e) => AppError::from(e),
-        regrade::RegradeError::Check(m) => {
-            AppError::new(StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::CheckTooLarge, m)
-        }
+        regrade::RegradeError::Check(m) => AppError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::CheckTooLarge,
+            m,
+        ),
     })?;
     Ok(Json(report))
 }
@@ -832,17 +830,16 @@ pub async fn sign_in(
     let token = body.token.trim();
     let shaped = !token.is_empty()
         && token.len() <= 256
-        && token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_');
     let found = if shaped {
         auth::verify_token(&store, token).await?
     } else {
         None
     };
     let Some((name, _)) = found else {
-        return Err(AppError::unauthorized(
-            "the grader token is unknown or revoked",
-        )
-        .at("$.token"));
+        return Err(AppError::unauthorized("the grader token is unknown or revoked").at("$.token"));
     };
     let mut response = Json(Instructor { name }).into_response();
     let cookie = HeaderValue::from_str(&auth::grader_cookie(&headers, &config, token))
@@ -870,4 +867,43 @@ pub async fn sign_out(State(config): State<Arc<Config>>, headers: HeaderMap) -> 
         response.headers_mut().append(header::SET_COOKIE, v);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_join_code_is_eight_readable_characters_and_codes_differ() {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut counts = [0u32; 31];
+        for _ in 0..2000 {
+            let code = new_join_code().unwrap();
+            assert_eq!(code.len(), JOIN_CODE_LENGTH);
+            for b in code.bytes() {
+                let at = JOIN_CODE_ALPHABET.iter().position(|&a| a == b);
+                assert!(at.is_some(), "{code} has {}", char::from(b));
+                counts[at.unwrap()] += 1;
+                assert!(!b"0O1lIL".contains(&b));
+            }
+            seen.insert(code);
+        }
+        assert_eq!(seen.len(), 2000, "2000 codes from 31^8 never repeat in practice");
+        // 16,000 characters over 31: every character turns up, none far more than its share
+        // (516 expected; the bounds are beyond six standard deviations).
+        for (i, n) in counts.iter().enumerate() {
+            assert!(
+                (380..=660).contains(n),
+                "{} drawn {n} times",
+                char::from(JOIN_CODE_ALPHABET[i])
+            );
+        }
+    }
+
+    #[test]
+    fn a_typed_code_is_read_as_the_same_code() {
+        assert_eq!(normal_code(" k7qm-3xhp "), "K7QM3XHP");
+        assert_eq!(normal_code("K7QM 3XHP"), "K7QM3XHP");
+        assert_eq!(normal_code(""), "");
+    }
 }

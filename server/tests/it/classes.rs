@@ -28,7 +28,10 @@ async fn on_sqlite(label: &str) -> (TestApp, String) {
 async fn on_postgres(label: &str) -> Option<(TestApp, postgres::PgDatabase)> {
     let db = postgres::database(label).await?;
     let store = Store::connect(&db.url).await.expect("PostgreSQL connects");
-    Some((spawn_app_on(store, Config::default(), TempDir::new(label)), db))
+    Some((
+        spawn_app_on(store, Config::default(), TempDir::new(label)),
+        db,
+    ))
 }
 
 /// A class made by `token`: its id and join code.
@@ -117,7 +120,10 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
             Method::POST,
             "/api/classes",
             &grader,
-            &[("host", "pipelines.example.edu"), ("x-forwarded-proto", "https")],
+            &[
+                ("host", "pipelines.example.edu"),
+                ("x-forwarded-proto", "https"),
+            ],
             Some(serde_json::to_vec(&json!({"name": "  Data 101  "})).unwrap()),
         )
         .await;
@@ -191,8 +197,14 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
         join(app, &ada_cookie, &typed, "  Ada L.  ").await,
         StatusCode::CREATED
     );
-    assert_eq!(join(app, &bob_cookie, &code, "Bob").await, StatusCode::CREATED);
-    assert_eq!(join(app, &cy_cookie, &code, "Cy").await, StatusCode::CREATED);
+    assert_eq!(
+        join(app, &bob_cookie, &code, "Bob").await,
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        join(app, &cy_cookie, &code, "Cy").await,
+        StatusCode::CREATED
+    );
     // Asked once: joining again keeps the first name.
     let again = app
         .post(
@@ -222,7 +234,14 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
     assert_eq!(ids, vec![class.as_str(), other_class.as_str()]);
 
     // Attempts: Ada misses, then passes; Bob misses; Cy passes another scenario at once.
-    let ada_first = submitted(app, &ada_cookie, "safe-retry", failing_design(), Some(&class)).await;
+    let ada_first = submitted(
+        app,
+        &ada_cookie,
+        "safe-retry",
+        failing_design(),
+        Some(&class),
+    )
+    .await;
     let ada_second = submitted(
         app,
         &ada_cookie,
@@ -231,7 +250,14 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
         Some(&class),
     )
     .await;
-    submitted(app, &bob_cookie, "safe-retry", failing_design(), Some(&class)).await;
+    submitted(
+        app,
+        &bob_cookie,
+        "safe-retry",
+        failing_design(),
+        Some(&class),
+    )
+    .await;
     submitted(
         app,
         &cy_cookie,
@@ -241,14 +267,35 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
     )
     .await;
     // Self-study keeps working exactly as before, and counts for no class.
-    let own = submit(app, &bob_cookie, "safe-retry", passing_design("safe-retry"), None).await;
+    let own = submit(
+        app,
+        &bob_cookie,
+        "safe-retry",
+        passing_design("safe-retry"),
+        None,
+    )
+    .await;
     assert_eq!(own.status, StatusCode::CREATED, "{}", own.text);
     assert!(own.body.get("class").is_none(), "{}", own.text);
     // Not a member of the other class; no such class.
-    let outsider = submit(app, &cy_cookie, "safe-retry", failing_design(), Some(&other_class)).await;
+    let outsider = submit(
+        app,
+        &cy_cookie,
+        "safe-retry",
+        failing_design(),
+        Some(&other_class),
+    )
+    .await;
     assert_eq!(outsider.status, StatusCode::FORBIDDEN, "{}", outsider.text);
     assert_eq!(outsider.code(), ErrorCode::NotAMember);
-    let nowhere = submit(app, &cy_cookie, "safe-retry", failing_design(), Some("c-nope")).await;
+    let nowhere = submit(
+        app,
+        &cy_cookie,
+        "safe-retry",
+        failing_design(),
+        Some("c-nope"),
+    )
+    .await;
     assert_eq!(nowhere.status, StatusCode::NOT_FOUND, "{}", nowhere.text);
     assert_eq!(nowhere.code(), ErrorCode::UnknownClass);
 
@@ -285,9 +332,15 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
     assert_eq!(c["state"], "passed");
     assert_eq!(c["attempts_before_first_pass"], 0);
     let p = column(m, "safe-retry");
-    assert_eq!((&p["passed"], &p["tried"], &p["not_tried"]), (&json!(1), &json!(1), &json!(1)));
+    assert_eq!(
+        (&p["passed"], &p["tried"], &p["not_tried"]),
+        (&json!(1), &json!(1), &json!(1))
+    );
     let p = column(m, "idempotency-key");
-    assert_eq!((&p["passed"], &p["tried"], &p["not_tried"]), (&json!(1), &json!(0), &json!(2)));
+    assert_eq!(
+        (&p["passed"], &p["tried"], &p["not_tried"]),
+        (&json!(1), &json!(0), &json!(2))
+    );
     let row = |who: &str| {
         m["students"]
             .as_array()
@@ -297,7 +350,10 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
             .unwrap()["passed"]
             .clone()
     };
-    assert_eq!((row(&ada), row(&bob), row(&cy)), (json!(1), json!(0), json!(1)));
+    assert_eq!(
+        (row(&ada), row(&bob), row(&cy)),
+        (json!(1), json!(0), json!(1))
+    );
 
     // A draft saved since joining counts as tried.
     let draft = app
@@ -336,7 +392,11 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
         .collect();
     assert_eq!(
         ids,
-        vec!["revenue-correct", "orders-unique", "one-revenue-row-per-day"]
+        vec![
+            "revenue-correct",
+            "orders-unique",
+            "one-revenue-row-per-day"
+        ]
     );
     for r in requirements {
         assert_eq!(r["students"], 2, "{r}");
@@ -375,24 +435,37 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
     assert_eq!(list[0]["passed"], false);
     assert_eq!(
         list[0]["missed"],
-        json!(["revenue-correct", "orders-unique", "one-revenue-row-per-day"])
+        json!([
+            "revenue-correct",
+            "orders-unique",
+            "one-revenue-row-per-day"
+        ])
     );
     assert_eq!(list[0]["verdict"]["passed"], false);
     assert_eq!(list[1]["id"], ada_second.as_str());
     assert_eq!(list[1]["passed"], true);
     assert_eq!(list[1]["outdated"], false);
     let one = app
-        .get(&format!("/api/classes/{class}/attempts/{ada_first}"), &grader)
+        .get(
+            &format!("/api/classes/{class}/attempts/{ada_first}"),
+            &grader,
+        )
         .await;
     assert_eq!(one.status, StatusCode::OK, "{}", one.text);
     assert_eq!(one.body["design"], failing_design());
     assert_eq!(one.body["student"], ada.as_str());
     let not_here = app
-        .get(&format!("/api/classes/{other_class}/attempts/{ada_first}"), &grader)
+        .get(
+            &format!("/api/classes/{other_class}/attempts/{ada_first}"),
+            &grader,
+        )
         .await;
     assert_eq!(not_here.code(), ErrorCode::UnknownSubmission);
     let stranger = app
-        .get(&format!("/api/classes/{other_class}/students/{bob}/attempts"), &grader)
+        .get(
+            &format!("/api/classes/{other_class}/students/{bob}/attempts"),
+            &grader,
+        )
         .await;
     assert_eq!(stranger.status, StatusCode::NOT_FOUND);
     assert_eq!(stranger.code(), ErrorCode::UnknownStudent);
@@ -419,7 +492,10 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
     assert!(lines.contains(&format!("{cy},Cy,logical-date,not_tried,0,,,0").as_str()));
     // The CSV of every attempt: as /api/submissions?format=csv writes them.
     let csv = app
-        .get(&format!("/api/classes/{class}/attempts?format=csv"), &grader)
+        .get(
+            &format!("/api/classes/{class}/attempts?format=csv"),
+            &grader,
+        )
         .await;
     assert_eq!(csv.status, StatusCode::OK);
     let lines: Vec<&str> = csv.text.split("\r\n").filter(|l| !l.is_empty()).collect();
@@ -456,7 +532,9 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
         .await;
     assert_eq!(set.status, StatusCode::OK, "{}", set.text);
     assert_eq!(set.body["preview"], "lacks");
-    let mine = app.get("/api/session/classes", &As::student(&bob_cookie)).await;
+    let mine = app
+        .get("/api/session/classes", &As::student(&bob_cookie))
+        .await;
     assert_eq!(mine.body[0]["preview"], "lacks");
     let refused = app
         .send(
@@ -471,7 +549,11 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
 
     // Closed: no join, no attempt; the members and their work stay. Reopened: both again.
     let closed = app
-        .post(&format!("/api/classes/{class}/close"), &grader, &json!(null))
+        .post(
+            &format!("/api/classes/{class}/close"),
+            &grader,
+            &json!(null),
+        )
         .await;
     assert_eq!(closed.status, StatusCode::OK, "{}", closed.text);
     assert_eq!(closed.body["open"], false);
@@ -485,7 +567,14 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
         .await;
     assert_eq!(late.status, StatusCode::CONFLICT, "{}", late.text);
     assert_eq!(late.code(), ErrorCode::ClassClosed);
-    let refused = submit(app, &bob_cookie, "safe-retry", passing_design("safe-retry"), Some(&class)).await;
+    let refused = submit(
+        app,
+        &bob_cookie,
+        "safe-retry",
+        passing_design("safe-retry"),
+        Some(&class),
+    )
+    .await;
     assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
     assert_eq!(refused.code(), ErrorCode::ClassClosed);
     let matrix = app
@@ -494,17 +583,38 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
     assert_eq!(matrix.body["members"], 3);
     assert_eq!(cell(&matrix.body, &bob, "safe-retry")["attempts"], 1);
     let reopened = app
-        .post(&format!("/api/classes/{class}/reopen"), &grader, &json!(null))
+        .post(
+            &format!("/api/classes/{class}/reopen"),
+            &grader,
+            &json!(null),
+        )
         .await;
     assert_eq!(reopened.body["open"], true);
-    assert_eq!(join(app, &dee_cookie, &code, "Dee").await, StatusCode::CREATED);
-    submitted(app, &bob_cookie, "safe-retry", passing_design("safe-retry"), Some(&class)).await;
+    assert_eq!(
+        join(app, &dee_cookie, &code, "Dee").await,
+        StatusCode::CREATED
+    );
+    submitted(
+        app,
+        &bob_cookie,
+        "safe-retry",
+        passing_design("safe-retry"),
+        Some(&class),
+    )
+    .await;
     let matrix = app
         .get(&format!("/api/classes/{class}/matrix"), &grader)
         .await;
     assert_eq!(matrix.body["members"], 4);
     let c = cell(&matrix.body, &bob, "safe-retry");
-    assert_eq!((&c["state"], &c["attempts"], &c["attempts_before_first_pass"]), (&json!("passed"), &json!(2), &json!(1)));
+    assert_eq!(
+        (
+            &c["state"],
+            &c["attempts"],
+            &c["attempts_before_first_pass"]
+        ),
+        (&json!("passed"), &json!(2), &json!(1))
+    );
 
     // Unknown classes are said so.
     let unknown = app.get("/api/classes/c-none/matrix", &grader).await;
@@ -532,18 +642,42 @@ async fn a_class_from_join_to_dashboard_on_postgres() {
 fn instructor_routes(class: &str, student: &str) -> Vec<(Method, String, Option<Value>)> {
     vec![
         (Method::GET, "/api/classes".into(), None),
-        (Method::POST, "/api/classes".into(), Some(json!({"name": "Mine now"}))),
+        (
+            Method::POST,
+            "/api/classes".into(),
+            Some(json!({"name": "Mine now"})),
+        ),
         (Method::GET, format!("/api/classes/{class}"), None),
-        (Method::PATCH, format!("/api/classes/{class}"), Some(json!({"preview": "nothing"}))),
+        (
+            Method::PATCH,
+            format!("/api/classes/{class}"),
+            Some(json!({"preview": "nothing"})),
+        ),
         (Method::POST, format!("/api/classes/{class}/close"), None),
         (Method::POST, format!("/api/classes/{class}/reopen"), None),
         (Method::GET, format!("/api/classes/{class}/matrix"), None),
-        (Method::GET, format!("/api/classes/{class}/matrix?format=csv"), None),
+        (
+            Method::GET,
+            format!("/api/classes/{class}/matrix?format=csv"),
+            None,
+        ),
         (Method::GET, format!("/api/classes/{class}/missed"), None),
         (Method::GET, format!("/api/classes/{class}/attempts"), None),
-        (Method::GET, format!("/api/classes/{class}/attempts?format=csv"), None),
-        (Method::GET, format!("/api/classes/{class}/students/{student}/attempts"), None),
-        (Method::POST, "/api/regrade".into(), Some(json!({"scenario": "safe-retry"}))),
+        (
+            Method::GET,
+            format!("/api/classes/{class}/attempts?format=csv"),
+            None,
+        ),
+        (
+            Method::GET,
+            format!("/api/classes/{class}/students/{student}/attempts"),
+            None,
+        ),
+        (
+            Method::POST,
+            "/api/regrade".into(),
+            Some(json!({"scenario": "safe-retry"})),
+        ),
         (Method::GET, "/api/instructor/session".into(), None),
     ]
 }
@@ -561,21 +695,39 @@ async fn students_never_reach_instructor_routes(app: &TestApp) {
             let answer = app
                 .send(method.clone(), &uri, &who, &[], bytes.clone())
                 .await;
-            assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{method} {uri} as {who:?}: {}", answer.text);
+            assert_eq!(
+                answer.status,
+                StatusCode::UNAUTHORIZED,
+                "{method} {uri} as {who:?}: {}",
+                answer.text
+            );
             assert_eq!(answer.code(), ErrorCode::Unauthorized);
         }
         // A student's cookie beside a grader cookie that is not a token is no better.
         let forged = As::student(&format!("{cookie}; pb_grader={student}"));
-        let answer = app.send(method.clone(), &uri, &forged, &[], bytes.clone()).await;
-        assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{method} {uri}: {}", answer.text);
+        let answer = app
+            .send(method.clone(), &uri, &forged, &[], bytes.clone())
+            .await;
+        assert_eq!(
+            answer.status,
+            StatusCode::UNAUTHORIZED,
+            "{method} {uri}: {}",
+            answer.text
+        );
         // And the grader is let in.
         let answer = app
             .send(method.clone(), &uri, &As::grader(&token), &[], bytes)
             .await;
-        assert!(answer.status.is_success(), "{method} {uri}: {}", answer.text);
+        assert!(
+            answer.status.is_success(),
+            "{method} {uri}: {}",
+            answer.text
+        );
     }
     // Nothing the student tried changed the class: the grader's own PATCH set `nothing`.
-    let class_now = app.get(&format!("/api/classes/{class}"), &As::grader(&token)).await;
+    let class_now = app
+        .get(&format!("/api/classes/{class}"), &As::grader(&token))
+        .await;
     assert_eq!(class_now.body["preview"], "nothing");
     assert_eq!(class_now.body["open"], true);
 }
@@ -640,7 +792,10 @@ async fn an_instructor_signs_in_with_a_cookie_that_holds_the_token() {
             Method::POST,
             "/api/classes",
             &who,
-            &[("origin", "http://localhost:8080"), ("host", "localhost:8080")],
+            &[
+                ("origin", "http://localhost:8080"),
+                ("host", "localhost:8080"),
+            ],
             Some(serde_json::to_vec(&json!({"name": "By cookie"})).unwrap()),
         )
         .await;
@@ -650,7 +805,10 @@ async fn an_instructor_signs_in_with_a_cookie_that_holds_the_token() {
             Method::POST,
             "/api/classes",
             &who,
-            &[("origin", "https://evil.example"), ("sec-fetch-site", "cross-site")],
+            &[
+                ("origin", "https://evil.example"),
+                ("sec-fetch-site", "cross-site"),
+            ],
             Some(serde_json::to_vec(&json!({"name": "Forged"})).unwrap()),
         )
         .await;
@@ -670,7 +828,13 @@ async fn an_instructor_signs_in_with_a_cookie_that_holds_the_token() {
     assert_eq!(list.body.as_array().unwrap().len(), 1);
     // A revoked token's cookie opens nothing; signing out expires the cookie.
     let out = app
-        .send(Method::DELETE, "/api/instructor/session", &who, &localhost, None)
+        .send(
+            Method::DELETE,
+            "/api/instructor/session",
+            &who,
+            &localhost,
+            None,
+        )
         .await;
     assert_eq!(out.status, StatusCode::NO_CONTENT);
     assert!(out.header("set-cookie").unwrap().contains("Max-Age=0"));
@@ -693,7 +857,13 @@ fn changed_catalogue(dir: &TempDir, expected: &str) -> Catalogue {
         serde_json::from_str(&std::fs::read_to_string(&copy).unwrap()).unwrap();
     let all = scenarios()
         .into_iter()
-        .map(|s| if s.id == "safe-retry" { changed.clone() } else { s })
+        .map(|s| {
+            if s.id == "safe-retry" {
+                changed.clone()
+            } else {
+                s
+            }
+        })
         .collect();
     Catalogue::new(all)
 }
@@ -707,10 +877,31 @@ async fn regrading_keeps_old_and_new_verdicts(app: &TestApp) {
     let (cy_cookie, _) = app.new_student().await;
     join(app, &ada_cookie, &code, "Ada").await;
     join(app, &bob_cookie, &code, "Bob").await;
-    let ada_pass = submitted(app, &ada_cookie, "safe-retry", passing_design("safe-retry"), Some(&class)).await;
-    submitted(app, &bob_cookie, "safe-retry", failing_design(), Some(&class)).await;
+    let ada_pass = submitted(
+        app,
+        &ada_cookie,
+        "safe-retry",
+        passing_design("safe-retry"),
+        Some(&class),
+    )
+    .await;
+    submitted(
+        app,
+        &bob_cookie,
+        "safe-retry",
+        failing_design(),
+        Some(&class),
+    )
+    .await;
     // Self-study, outside the class.
-    submitted(app, &cy_cookie, "safe-retry", passing_design("safe-retry"), None).await;
+    submitted(
+        app,
+        &cy_cookie,
+        "safe-retry",
+        passing_design("safe-retry"),
+        None,
+    )
+    .await;
 
     // The file changes: revenue-correct now expects 50.00, which the passing design misses.
     let dir = TempDir::new("regrade-scenario");
@@ -760,7 +951,10 @@ async fn regrading_keeps_old_and_new_verdicts(app: &TestApp) {
     assert_eq!(old.body["passed"], true);
     assert_eq!(old.body["verdict"]["passed"], true);
     let attempts = changed
-        .get(&format!("/api/classes/{class}/students/{ada}/attempts"), &grader)
+        .get(
+            &format!("/api/classes/{class}/students/{ada}/attempts"),
+            &grader,
+        )
         .await;
     let a = &attempts.body["attempts"][0];
     assert_eq!(a["passed"], true);
@@ -776,8 +970,16 @@ async fn regrading_keeps_old_and_new_verdicts(app: &TestApp) {
     assert_eq!(cell(&m, &ada, "safe-retry")["state"], "tried");
     assert_eq!(cell(&m, &ada, "safe-retry")["outdated_attempts"], 0);
     assert_eq!(cell(&m, &bob, "safe-retry")["state"], "tried");
-    let missed = changed.get(&format!("/api/classes/{class}/missed"), &grader).await;
-    let safe = &missed.body.as_array().unwrap().iter().find(|s| s["scenario"] == "safe-retry").unwrap()["requirements"];
+    let missed = changed
+        .get(&format!("/api/classes/{class}/missed"), &grader)
+        .await;
+    let safe = &missed
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["scenario"] == "safe-retry")
+        .unwrap()["requirements"];
     assert_eq!(safe[0]["requirement"], "revenue-correct");
     assert_eq!(safe[0]["students"], 2);
 
@@ -826,7 +1028,11 @@ async fn regrading_keeps_old_and_new_verdicts(app: &TestApp) {
     assert_eq!(shipped.body["outdated"], 0);
     assert_eq!(shipped.body["regraded_now"], 0);
     let unknown = app
-        .post("/api/regrade", &grader, &json!({"scenario": "safe-retry", "class": "c-none"}))
+        .post(
+            "/api/regrade",
+            &grader,
+            &json!({"scenario": "safe-retry", "class": "c-none"}),
+        )
         .await;
     assert_eq!(unknown.code(), ErrorCode::UnknownClass);
 }
@@ -855,7 +1061,14 @@ async fn regrading_keeps_old_and_new_verdicts_on_postgres() {
 async fn the_regrade_command_prints_progress_and_resumes() {
     let (app, url) = on_sqlite("regrade-command").await;
     let (cookie, _) = app.new_student().await;
-    submitted(&app, &cookie, "safe-retry", passing_design("safe-retry"), None).await;
+    submitted(
+        &app,
+        &cookie,
+        "safe-retry",
+        passing_design("safe-retry"),
+        None,
+    )
+    .await;
     submitted(&app, &cookie, "safe-retry", failing_design(), None).await;
     let dir = TempDir::new("regrade-command-scenarios");
     for entry in std::fs::read_dir(scenarios_dir()).unwrap() {
@@ -863,12 +1076,20 @@ async fn the_regrade_command_prints_progress_and_resumes() {
         std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
     }
     let file = dir.path().join("safe-retry.json");
-    let mut scenario: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let mut scenario: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     scenario["requirements"][1]["text"] = json!("Each order appears in orders exactly once.");
     std::fs::write(&file, serde_json::to_vec_pretty(&scenario).unwrap()).unwrap();
     let run = || {
         Command::new(BIN)
-            .args(["regrade", "--scenario", "safe-retry", "--database-url", &url, "--scenarios"])
+            .args([
+                "regrade",
+                "--scenario",
+                "safe-retry",
+                "--database-url",
+                &url,
+                "--scenarios",
+            ])
             .arg(dir.path())
             .env("RUST_LOG", "warn")
             .output()
@@ -876,16 +1097,35 @@ async fn the_regrade_command_prints_progress_and_resumes() {
     };
     let first = run();
     let out = String::from_utf8_lossy(&first.stdout).to_string();
-    assert!(first.status.success(), "{out}{}", String::from_utf8_lossy(&first.stderr));
+    assert!(
+        first.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
     assert!(out.contains("regraded 2 of 2"), "{out}");
-    assert!(out.contains("2 attempt(s) made against an older version; 2 regraded by this run, 2 in all"), "{out}");
-    assert!(out.contains("orders-unique: 0 changed (0 now met, 0 now missed)"), "{out}");
+    assert!(
+        out.contains(
+            "2 attempt(s) made against an older version; 2 regraded by this run, 2 in all"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("orders-unique: 0 changed (0 now met, 0 now missed)"),
+        "{out}"
+    );
     let second = run();
     let out = String::from_utf8_lossy(&second.stdout).to_string();
     assert!(second.status.success(), "{out}");
     assert!(out.contains("0 regraded by this run, 2 in all"), "{out}");
     let unknown = Command::new(BIN)
-        .args(["regrade", "--scenario", "no-such", "--database-url", &url, "--scenarios"])
+        .args([
+            "regrade",
+            "--scenario",
+            "no-such",
+            "--database-url",
+            &url,
+            "--scenarios",
+        ])
         .arg(dir.path())
         .output()
         .unwrap();

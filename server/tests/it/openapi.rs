@@ -535,8 +535,12 @@ async fn every_error_code_a_request_can_provoke_matches_the_published_schema() {
         )
         .await
     );
-    app.post(&format!("/api/classes/{class_id}/close"), &grader, &json!(null))
-        .await;
+    app.post(
+        &format!("/api/classes/{class_id}/close"),
+        &grader,
+        &json!(null),
+    )
+    .await;
     got!(
         "post",
         "/api/classes/join",
@@ -664,9 +668,18 @@ async fn the_other_answers_match_the_published_schema() {
     let class = made.body["id"].as_str().unwrap().to_string();
     let code = made.body["join_code"].as_str().unwrap().to_string();
     let joined = app
-        .post("/api/classes/join", &who, &json!({"code": code, "display_name": "Ada"}))
+        .post(
+            "/api/classes/join",
+            &who,
+            &json!({"code": code, "display_name": "Ada"}),
+        )
         .await;
-    doc.assert_answer("post", "/api/classes/join", StatusCode::CREATED, &joined.body);
+    doc.assert_answer(
+        "post",
+        "/api/classes/join",
+        StatusCode::CREATED,
+        &joined.body,
+    );
     let again = app
         .post("/api/classes/join", &who, &json!({"code": code}))
         .await;
@@ -680,18 +693,41 @@ async fn the_other_answers_match_the_published_schema() {
             &json!({"scenario": "safe-retry", "design": failing_design(), "class": class}),
         )
         .await;
-    doc.assert_answer("post", "/api/submissions", StatusCode::CREATED, &submitted.body);
+    doc.assert_answer(
+        "post",
+        "/api/submissions",
+        StatusCode::CREATED,
+        &submitted.body,
+    );
     let attempt = submitted.body["id"].as_str().unwrap().to_string();
     let student = read.body["student"].as_str().unwrap().to_string();
     for (path, uri) in [
         ("/api/classes", "/api/classes".to_string()),
         ("/api/classes/{id}", format!("/api/classes/{class}")),
-        ("/api/classes/{id}/matrix", format!("/api/classes/{class}/matrix")),
-        ("/api/classes/{id}/missed", format!("/api/classes/{class}/missed")),
-        ("/api/classes/{id}/attempts", format!("/api/classes/{class}/attempts")),
-        ("/api/classes/{id}/attempts/{attempt}", format!("/api/classes/{class}/attempts/{attempt}")),
-        ("/api/classes/{id}/students/{student}/attempts", format!("/api/classes/{class}/students/{student}/attempts")),
-        ("/api/instructor/session", "/api/instructor/session".to_string()),
+        (
+            "/api/classes/{id}/matrix",
+            format!("/api/classes/{class}/matrix"),
+        ),
+        (
+            "/api/classes/{id}/missed",
+            format!("/api/classes/{class}/missed"),
+        ),
+        (
+            "/api/classes/{id}/attempts",
+            format!("/api/classes/{class}/attempts"),
+        ),
+        (
+            "/api/classes/{id}/attempts/{attempt}",
+            format!("/api/classes/{class}/attempts/{attempt}"),
+        ),
+        (
+            "/api/classes/{id}/students/{student}/attempts",
+            format!("/api/classes/{class}/students/{student}/attempts"),
+        ),
+        (
+            "/api/instructor/session",
+            "/api/instructor/session".to_string(),
+        ),
     ] {
         let answer = app.get(&uri, &grader).await;
         assert_eq!(answer.status, StatusCode::OK, "{uri}: {}", answer.text);
@@ -709,18 +745,40 @@ async fn the_other_answers_match_the_published_schema() {
     doc.assert_answer("patch", "/api/classes/{id}", StatusCode::OK, &patched.body);
     for action in ["close", "reopen"] {
         let answer = app
-            .post(&format!("/api/classes/{class}/{action}"), &grader, &json!(null))
+            .post(
+                &format!("/api/classes/{class}/{action}"),
+                &grader,
+                &json!(null),
+            )
             .await;
-        doc.assert_answer("post", &format!("/api/classes/{{id}}/{action}"), StatusCode::OK, &answer.body);
+        doc.assert_answer(
+            "post",
+            &format!("/api/classes/{{id}}/{action}"),
+            StatusCode::OK,
+            &answer.body,
+        );
     }
     let regraded = app
-        .post("/api/regrade", &grader, &json!({"scenario": "safe-retry", "class": class}))
+        .post(
+            "/api/regrade",
+            &grader,
+            &json!({"scenario": "safe-retry", "class": class}),
+        )
         .await;
     doc.assert_answer("post", "/api/regrade", StatusCode::OK, &regraded.body);
     let signed = app
-        .post("/api/instructor/session", &As::nobody(), &json!({"token": token}))
+        .post(
+            "/api/instructor/session",
+            &As::nobody(),
+            &json!({"token": token}),
+        )
         .await;
-    doc.assert_answer("post", "/api/instructor/session", StatusCode::OK, &signed.body);
+    doc.assert_answer(
+        "post",
+        "/api/instructor/session",
+        StatusCode::OK,
+        &signed.body,
+    );
 }
 
 /// The grading formats: `format` is an enum of what the routes accept, the CSV answers are

@@ -201,7 +201,11 @@ async fn students_with_work(app: &TestApp) -> (String, String, String) {
     // The second attempt is made for a class the student joined.
     let token = app.grader_token("teacher").await;
     let class = app
-        .post("/api/classes", &As::grader(&token), &json!({"name": "Data 101"}))
+        .post(
+            "/api/classes",
+            &As::grader(&token),
+            &json!({"name": "Data 101"}),
+        )
         .await;
     assert_eq!(class.status, StatusCode::CREATED, "{}", class.text);
     let joined = app

@@ -205,7 +205,7 @@ pub async fn submit(
         design,
         class,
     })
-        .map_err(|e| ApiError::new(e.to_string(), false))?;
+    .map_err(|e| ApiError::new(e.to_string(), false))?;
     let (status, text) = with_session("POST", "/api/submissions", Some(body)).await?;
     if !(200..300).contains(&status) {
         return Err(refusal(status, &text));
@@ -345,7 +345,12 @@ pub mod grader {
         class: &str,
         attempt: &str,
     ) -> Result<(Json, shared::Verdict), ApiError> {
-        let answer = fetch("GET", &format!("/api/classes/{class}/attempts/{attempt}"), None).await?;
+        let answer = fetch(
+            "GET",
+            &format!("/api/classes/{class}/attempts/{attempt}"),
+            None,
+        )
+        .await?;
         let verdict = super::verdict_of(&answer.1);
         let body: Json = read(answer)?;
         let verdict = verdict

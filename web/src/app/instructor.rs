@@ -391,7 +391,14 @@ fn follow_link(ev: &leptos::ev::MouseEvent, nav: Navigator) -> bool {
 
 /// The class page's markup: the heading, the join page, the downloads, the preview setting,
 /// progress, the requirements missed most, and the matrix sorted by `sort`.
-fn class_html(id: &str, class: &Json, matrix: &Json, missed: &Json, sort: &str, saved: &str) -> String {
+fn class_html(
+    id: &str,
+    class: &Json,
+    matrix: &Json,
+    missed: &Json,
+    sort: &str,
+    saved: &str,
+) -> String {
     let preview = text(&class["preview"]);
     let options: String = [
         ("everything", "every requirement"),
@@ -444,13 +451,15 @@ pub fn ClassPage(id: String) -> impl IntoView {
     let sort = RwSignal::new("name".to_string());
     let saved = RwSignal::new(String::new());
     let cid = id.clone();
-    let html = move || match loaded.get() {
+    let html = move || {
+        match loaded.get() {
         None => "<p class=\"muted\" role=\"status\">Loading the class…</p>".to_string(),
         Some(Err(e)) => format!(
             "<p class=\"error\" role=\"alert\">The class could not be loaded: {}</p><p><a href=\"/instructor\">Sign in</a></p>",
             esc(&e.message)
         ),
         Some(Ok(all)) => class_html(&cid, &all[0], &all[1], &all[2], &sort.get(), &saved.get()),
+    }
     };
     let on_click = move |ev: leptos::ev::MouseEvent| {
         if follow_link(&ev, nav) {
@@ -458,7 +467,13 @@ pub fn ClassPage(id: String) -> impl IntoView {
         }
         if let Some(key) = clicked(&ev, "data-sort") {
             // The same column again goes the other way.
-            sort.update(|by| *by = if *by == key { format!("-{key}") } else { key.clone() });
+            sort.update(|by| {
+                *by = if *by == key {
+                    format!("-{key}")
+                } else {
+                    key.clone()
+                }
+            });
             // The table is drawn anew: the focus goes back to the same header's button.
             request_animation_frame(move || {
                 super::dom::focus(&format!("button[data-sort=\"{}\"]", esc(&key)));
@@ -470,7 +485,8 @@ pub fn ClassPage(id: String) -> impl IntoView {
         let value = event_target_value(&ev);
         let url = format!("/api/classes/{pid}");
         leptos::task::spawn_local(async move {
-            let done = grader::send_json("PATCH", &url, Some(api::one_field("preview", &value))).await;
+            let done =
+                grader::send_json("PATCH", &url, Some(api::one_field("preview", &value))).await;
             // The page is drawn again with the class as the server now has it.
             if let Ok(class) = &done {
                 loaded.update(|l| {
@@ -495,20 +511,20 @@ pub fn ClassPage(id: String) -> impl IntoView {
 
 /// A student's attempts for the class, as markup.
 fn attempts_html(class: &str, body: &Json) -> String {
-        let attempts = list(&body["attempts"]);
-        let mut out = format!(
-            "<h1>{}</h1><p class=\"muted\">{} attempt(s), oldest first</p><ol class=\"attempts\">",
-            t(&body["display_name"]),
-            attempts.len()
-        );
-        for a in attempts {
-            let missed: Vec<String> = list(&a["missed"]).iter().map(text).collect();
-            let verdict = if a["passed"] == Json::Bool(true) {
-                " · ✓ passed".to_string()
-            } else {
-                format!(" · ✗ missed {}", missed.join(", "))
-            };
-            out.push_str(&format!(
+    let attempts = list(&body["attempts"]);
+    let mut out = format!(
+        "<h1>{}</h1><p class=\"muted\">{} attempt(s), oldest first</p><ol class=\"attempts\">",
+        t(&body["display_name"]),
+        attempts.len()
+    );
+    for a in attempts {
+        let missed: Vec<String> = list(&a["missed"]).iter().map(text).collect();
+        let verdict = if a["passed"] == Json::Bool(true) {
+            " · ✓ passed".to_string()
+        } else {
+            format!(" · ✗ missed {}", missed.join(", "))
+        };
+        out.push_str(&format!(
                 "<li class=\"attempt\" data-attempt=\"{}\"><p><strong>{}</strong> · {} · {} of {}{}</p>",
                 t(&a["id"]),
                 t(&a["scenario"]),
@@ -517,25 +533,34 @@ fn attempts_html(class: &str, body: &Json) -> String {
                 t(&a["max_score"]),
                 esc(&verdict)
             ));
-            if a["outdated"] == Json::Bool(true) {
-                out.push_str("<p class=\"muted\">This verdict is from an older version of the scenario.</p>");
-            }
-            for g in list(&a["regrades"]).iter().filter(|g| g["current"] == Json::Bool(true)) {
-                out.push_str(&format!(
-                    "<p class=\"muted\">Regraded against the current version: {} of {}{}.</p>",
-                    t(&g["score"]),
-                    t(&g["max_score"]),
-                    if g["passed"] == Json::Bool(true) { ", passed" } else { "" }
-                ));
-            }
+        if a["outdated"] == Json::Bool(true) {
+            out.push_str(
+                "<p class=\"muted\">This verdict is from an older version of the scenario.</p>",
+            );
+        }
+        for g in list(&a["regrades"])
+            .iter()
+            .filter(|g| g["current"] == Json::Bool(true))
+        {
             out.push_str(&format!(
+                "<p class=\"muted\">Regraded against the current version: {} of {}{}.</p>",
+                t(&g["score"]),
+                t(&g["max_score"]),
+                if g["passed"] == Json::Bool(true) {
+                    ", passed"
+                } else {
+                    ""
+                }
+            ));
+        }
+        out.push_str(&format!(
                 "<p><a href=\"/instructor/classes/{}/attempts/{}\">Open the design and its replay</a></p></li>",
                 esc(&class),
                 t(&a["id"])
             ));
-        }
-        out.push_str("</ol>");
-        out
+    }
+    out.push_str("</ol>");
+    out
 }
 
 /// `/instructor/classes/{id}/students/{student}`: a student's attempts with their verdicts.
@@ -545,11 +570,16 @@ pub fn StudentPage(class: String, student: String) -> impl IntoView {
     let url = format!("/api/classes/{class}/students/{student}/attempts");
     let loaded = load_once(async move { grader::get_json(&url).await });
     let html = move || {
-        let crumbs = format!("<p class=\"crumbs\"><a href=\"/instructor/classes/{}\">← The class</a></p>", esc(&class));
+        let crumbs = format!(
+            "<p class=\"crumbs\"><a href=\"/instructor/classes/{}\">← The class</a></p>",
+            esc(&class)
+        );
         crumbs
             + &match loaded.get() {
                 None => "<p class=\"muted\" role=\"status\">Loading the attempts…</p>".to_string(),
-                Some(Err(e)) => format!("<p class=\"error\" role=\"alert\">{}</p>", esc(&e.message)),
+                Some(Err(e)) => {
+                    format!("<p class=\"error\" role=\"alert\">{}</p>", esc(&e.message))
+                }
                 Some(Ok(body)) => attempts_html(&class, &body),
             }
     };
@@ -565,10 +595,18 @@ pub fn AttemptPage(class: String, attempt: String) -> impl IntoView {
     let (c, a) = (class.clone(), attempt.clone());
     let loaded = load_once(async move {
         let (body, verdict) = grader::class_attempt(&c, &a).await.map_err(|e| e.message)?;
-        let scenario = api::scenario(&text(&body["scenario"])).await.map_err(|e| e.message)?;
+        let scenario = api::scenario(&text(&body["scenario"]))
+            .await
+            .map_err(|e| e.message)?;
         let design = shared::design::design_from_json(&body["design"])
             .map_err(|_| "the stored design cannot be read".to_string())?;
-        Ok::<_, String>((text(&body["student"]), text(&body["created_at"]), Arc::new(scenario), design, verdict))
+        Ok::<_, String>((
+            text(&body["student"]),
+            text(&body["created_at"]),
+            Arc::new(scenario),
+            design,
+            verdict,
+        ))
     });
     view! {
         {move || match loaded.get() {
