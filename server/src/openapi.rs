@@ -9,7 +9,7 @@ use utoipa::{Modify, OpenApi};
 use crate::dashboard;
 use crate::error::{ErrorBody, ErrorCode, ErrorDetail};
 use crate::regrade;
-use crate::routes::{classes, drafts, grading, operations, scenarios, session, submissions};
+use crate::routes::{classes, csv, drafts, grading, operations, scenarios, session, submissions};
 use shared::design::{Design, DesignError, Edge, Node, NodeKind, Position};
 use shared::verdict::{
     Advisories, Advisory, Counterexample, Coverage, FailureCoverage, FaultAt, RequirementVerdict,
@@ -40,7 +40,7 @@ use shared::verdict::{
         session::SessionBody, session::SessionUpdate, scenarios::ScenarioSummary, scenarios::ProgressState,
         submissions::SubmissionRequest, submissions::Submission, submissions::SubmissionSummary,
         grading::GradeItem, grading::GradeResult, grading::GradeEntry, grading::GradeError,
-        grading::GradescopeResult, grading::GradescopeTest, grading::GradeFormat, submissions::ListFormat,
+        grading::GradescopeResult, grading::GradescopeTest, grading::GradeFormat, csv::ListFormat,
         drafts::DraftBody, drafts::DraftAnswer, operations::Health,
         classes::Preview, classes::ClassBody, classes::StudentClass, classes::NewClass, classes::ClassUpdate,
         classes::JoinRequest, classes::RegradeRequest, classes::SignIn, classes::Instructor,

@@ -165,7 +165,7 @@ pub struct ClassAttemptBody {
 #[into_params(parameter_in = Query)]
 pub struct FormatQuery {
     /// `json` (the default) or `csv`. Another value → 422 `invalid_request` at `?format`.
-    #[param(value_type = Option<super::submissions::ListFormat>)]
+    #[param(value_type = Option<super::csv::ListFormat>)]
     pub format: Option<String>,
 }
 
@@ -888,7 +888,11 @@ mod tests {
             }
             seen.insert(code);
         }
-        assert_eq!(seen.len(), 2000, "2000 codes from 31^8 never repeat in practice");
+        assert_eq!(
+            seen.len(),
+            2000,
+            "2000 codes from 31^8 never repeat in practice"
+        );
         // 16,000 characters over 31: every character turns up, none far more than its share
         // (516 expected; the bounds are beyond six standard deviations).
         for (i, n) in counts.iter().enumerate() {

@@ -16,6 +16,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use utoipa::{IntoParams, ToSchema};
 
+use super::csv::ListFormat;
 use super::{count, refuse_nul, scenario_entry, time};
 use crate::auth::Caller;
 use crate::catalogue::Catalogue;
@@ -94,15 +95,6 @@ pub struct SubmissionQuery {
     /// writes them. Another value → 422 `invalid_request` at `?format`.
     #[param(value_type = Option<ListFormat>)]
     pub format: Option<String>,
-}
-
-/// What `GET /api/submissions` answers with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ListFormat {
-    Json,
-    /// `text/csv; charset=utf-8`.
-    Csv,
 }
 
 /// The longest student id a grader may name; ids come from graders' rosters, not from us.

@@ -555,7 +555,7 @@ fn attempts_html(class: &str, body: &Json) -> String {
         }
         out.push_str(&format!(
                 "<p><a href=\"/instructor/classes/{}/attempts/{}\">Open the design and its replay</a></p></li>",
-                esc(&class),
+                esc(class),
                 t(&a["id"])
             ));
     }
