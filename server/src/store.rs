@@ -710,9 +710,10 @@ impl Store {
         }
     }
 
-    /// Removes the students made for a session before `cutoff` that have no attempt and no
-    /// draft, with every row that refers to them ([`WORKLESS_SESSION_SWEEP`]), a batch at a
-    /// time, each batch in one transaction. Returns how many students were removed.
+    /// Removes the students made for a session before `cutoff` that have no attempt, no
+    /// draft and no class membership, with every row that refers to them
+    /// ([`WORKLESS_SESSION_SWEEP`]), a batch at a time, each batch in one transaction. Returns
+    /// how many students were removed.
     pub async fn sweep_workless_sessions(&self, cutoff: DateTime<Utc>) -> StoreResult<u64> {
         let batch = format!(
             "SELECT id FROM students WHERE origin = 'session' AND created_at < $1 \

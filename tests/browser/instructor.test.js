@@ -116,6 +116,23 @@ test('an instructor sees the class three students joined, and one attempt replay
     await screenshot(page, 'instructor-class');
     await axe(page, 'a class');
 
+    // The preview setting: the students' app obeys it when it next starts.
+    const status = ada.locator('.preview-status');
+    await page.getByLabel('Live preview for students:').selectOption('nothing');
+    await page.getByRole('status').filter({ hasText: 'Saved (nothing)' }).waitFor();
+    await ada.reload();
+    await ada.locator('g.node[data-node="job"]').waitFor();
+    await status.filter({ hasText: 'no preview' }).waitFor();
+    assert.equal(await ada.locator('.req-mark', { hasText: /[✓✗]/ }).count(), 0, 'no requirement is marked');
+    await page.getByLabel('Live preview for students:').selectOption('lacks');
+    await page.getByRole('status').filter({ hasText: 'Saved (lacks)' }).waitFor();
+    await ada.reload();
+    await status.filter({ hasText: /requirement\(s\) still lacking/ }).waitFor();
+    assert.ok(await ada.locator('.req-mark', { hasText: '✗' }).count() > 0, 'what the design lacks is marked');
+    assert.equal(await ada.locator('.req-mark', { hasText: '✓' }).count(), 0, 'what it meets is not told');
+    await page.getByLabel('Live preview for students:').selectOption('everything');
+    await page.getByRole('status').filter({ hasText: 'Saved (everything)' }).waitFor();
+
     // Ada's attempts, then the attempt's design read-only with its replay.
     await page.locator('ul.missed li[data-requirement="revenue-correct"] a', { hasText: 'Ada' }).click();
     await page.getByRole('heading', { name: 'Ada' }).waitFor();

@@ -1132,3 +1132,29 @@ async fn the_regrade_command_prints_progress_and_resumes() {
     assert_eq!(unknown.status.code(), Some(2));
     drop(app);
 }
+
+/// The sweeper removes sessions that did nothing, but never a member of a class: a student
+/// who joined is on the instructor's roster even before a first attempt.
+#[tokio::test]
+async fn the_sweeper_keeps_a_member_who_did_nothing_yet() {
+    let (app, _) = on_sqlite("classes-sweep").await;
+    let token = app.grader_token("teacher").await;
+    let (class, code) = new_class(&app, &token, "Data 101").await;
+    let (member_cookie, member) = app.new_student().await;
+    let (_, idle) = app.new_student().await;
+    join(&app, &member_cookie, &code, "Ada").await;
+    let removed = app
+        .state
+        .store()
+        .sweep_workless_sessions(chrono::Utc::now() + chrono::Duration::days(1))
+        .await
+        .unwrap();
+    assert_eq!(removed, 1);
+    let matrix = app
+        .get(&format!("/api/classes/{class}/matrix"), &As::grader(&token))
+        .await;
+    assert_eq!(matrix.body["students"][0]["student"], member.as_str());
+    let gone = app.get("/api/session", &As::student(&member_cookie)).await;
+    assert_eq!(gone.status, StatusCode::OK, "the member's session is kept");
+    assert_ne!(member, idle);
+}

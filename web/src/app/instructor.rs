@@ -496,7 +496,7 @@ pub fn ClassPage(id: String) -> impl IntoView {
                 });
             }
             saved.set(match done {
-                Ok(_) => "Saved: students see it when they next open the app.".to_string(),
+                Ok(_) => format!("Saved ({value}): students see it when they next open the app."),
                 Err(e) => e.message,
             });
             request_animation_frame(|| {
