@@ -311,6 +311,7 @@ async fn existing(store: &Store, id: &str) -> Result<Class, AppError> {
         (status = 400, description = "malformed_json", body = ErrorBody),
         (status = 401, description = "unauthorized: no grader token (a student's session is not one)", body = ErrorBody),
         (status = 403, description = "cross_site_request: another site sent it (with the grader cookie)", body = ErrorBody),
+        (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request: the name", body = ErrorBody)))]
 pub async fn create_class(
@@ -386,6 +387,7 @@ pub async fn get_class(
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "cross_site_request", body = ErrorBody),
         (status = 404, description = "unknown_class", body = ErrorBody),
+        (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request: the name, or a preview other than everything, lacks or nothing", body = ErrorBody)))]
 pub async fn update_class(
@@ -478,6 +480,7 @@ pub async fn reopen_class(
         (status = 403, description = "cross_site_request", body = ErrorBody),
         (status = 404, description = "unknown_class: no class has this code", body = ErrorBody),
         (status = 409, description = "class_closed", body = ErrorBody),
+        (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request: a display name missing, empty, longer than 60 characters or with control characters", body = ErrorBody)))]
 pub async fn join_class(
@@ -778,6 +781,7 @@ pub async fn class_attempts(
         (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "cross_site_request", body = ErrorBody),
         (status = 404, description = "unknown_scenario or unknown_class", body = ErrorBody),
+        (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request, or check_too_large: a design's check went past the server's limits (the batches before it are kept)", body = ErrorBody)))]
 pub async fn regrade_route(
@@ -819,6 +823,7 @@ pub async fn regrade_route(
         (status = 400, description = "malformed_json", body = ErrorBody),
         (status = 401, description = "unauthorized: the token is unknown or revoked", body = ErrorBody),
         (status = 403, description = "cross_site_request", body = ErrorBody),
+        (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request", body = ErrorBody)))]
 pub async fn sign_in(
@@ -860,7 +865,8 @@ pub async fn whoami(grader: Grader) -> Json<Instructor> {
 #[utoipa::path(delete, path = "/api/instructor/session", tag = "classes",
     description = "Signs the instructor out: expires the grader cookie.",
     responses((status = 204, description = "Signed out"),
-        (status = 403, description = "cross_site_request", body = ErrorBody)))]
+        (status = 403, description = "cross_site_request", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type: a body that is not application/json", body = ErrorBody)))]
 pub async fn sign_out(State(config): State<Arc<Config>>, headers: HeaderMap) -> Response {
     let mut response = StatusCode::NO_CONTENT.into_response();
     if let Ok(v) = HeaderValue::from_str(&auth::expire_grader_cookie(&headers, &config)) {
