@@ -724,6 +724,23 @@ async fn students_never_reach_instructor_routes(app: &TestApp) {
             answer.text
         );
     }
+    // Any valid token sees every class, whichever token made it, with its members.
+    let assistant = app.grader_token("assistant").await;
+    let seen = app
+        .get(
+            &format!("/api/classes/{class}/matrix"),
+            &As::grader(&assistant),
+        )
+        .await;
+    assert_eq!(seen.status, StatusCode::OK, "{}", seen.text);
+    assert_eq!(seen.body["students"][0]["student"], student.as_str());
+    let listed = app.get("/api/classes", &As::grader(&assistant)).await;
+    assert!(listed
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["id"] == class.as_str() && c["created_by"] == "teacher"));
     // Nothing the student tried changed the class: the grader's own PATCH set `nothing`.
     let class_now = app
         .get(&format!("/api/classes/{class}"), &As::grader(&token))
