@@ -37,7 +37,7 @@ use crate::limit;
 use crate::metrics::Metrics;
 use crate::openapi;
 use crate::routes::operations::{self, ApiDocument};
-use crate::routes::{author, drafts, grading, scenarios, session, submissions};
+use crate::routes::{author, classes, drafts, grading, scenarios, session, submissions};
 use crate::state::AppState;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -68,6 +68,37 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/api/drafts/{scenario}",
             get(drafts::get_draft).put(drafts::put_draft),
+        )
+        // Classes: a grader's (token or sign-in cookie), but joining and a student's own list.
+        .route("/api/session/classes", get(classes::my_classes))
+        .route(
+            "/api/classes",
+            post(classes::create_class).get(classes::list_classes),
+        )
+        .route("/api/classes/join", post(classes::join_class))
+        .route(
+            "/api/classes/{id}",
+            get(classes::get_class).patch(classes::update_class),
+        )
+        .route("/api/classes/{id}/close", post(classes::close_class))
+        .route("/api/classes/{id}/reopen", post(classes::reopen_class))
+        .route("/api/classes/{id}/matrix", get(classes::matrix))
+        .route("/api/classes/{id}/missed", get(classes::missed))
+        .route("/api/classes/{id}/attempts", get(classes::class_attempts))
+        .route(
+            "/api/classes/{id}/attempts/{attempt}",
+            get(classes::class_attempt),
+        )
+        .route(
+            "/api/classes/{id}/students/{student}/attempts",
+            get(classes::student_attempts),
+        )
+        .route("/api/regrade", post(classes::regrade_route))
+        .route(
+            "/api/instructor/session",
+            post(classes::sign_in)
+                .get(classes::whoami)
+                .delete(classes::sign_out),
         )
         .route_layer(middleware::from_fn_with_state(
             state.clone(),

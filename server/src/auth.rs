@@ -37,6 +37,14 @@ pub const PLAIN_COOKIE: &str = "pb_session";
 /// The cookie of old, which held the student id itself; exchanged once by `POST /api/session`.
 pub const LEGACY_COOKIE: &str = "pb_student";
 
+/// The cookie of an instructor signed in with a grader token (`/instructor`): HttpOnly,
+/// Secure, SameSite=Strict, holding the token itself; where browsers accept `Secure`.
+pub const GRADER_COOKIE: &str = "__Host-pb_grader";
+/// The grader cookie on plain HTTP to another host.
+pub const PLAIN_GRADER_COOKIE: &str = "pb_grader";
+/// How long an instructor's sign-in lasts: 12 hours.
+pub const GRADER_COOKIE_SECONDS: u64 = 12 * 3600;
+
 /// HSTS for answers served over HTTPS: a year.
 const HSTS: &str = "max-age=31536000";
 
@@ -294,26 +302,72 @@ where
 {
     type Rejection = AppError;
 
+    /// The bearer token when the request has an Authorization header, else the grader
+    /// cookie of an instructor signed in at `/instructor`.
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
-            return Err(AppError::unauthorized("this route needs a grader token: send Authorization: Bearer <token> (pipeline-builder token create --name NAME makes one)"));
+        let token = match parts.headers.get(header::AUTHORIZATION) {
+            Some(value) => value
+                .to_str()
+                .ok()
+                .and_then(|v| v.split_once(' '))
+                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+                .map(|(_, token)| token.trim().to_string())
+                .ok_or_else(|| {
+                    AppError::unauthorized("the Authorization header must be \"Bearer <token>\"")
+                })?,
+            None => match presented_grader(&parts.headers) {
+                Some(token) => token,
+                None => return Err(AppError::unauthorized("this route needs a grader token: send Authorization: Bearer <token> (pipeline-builder token create --name NAME makes one), or sign in at /instructor")),
+            },
         };
-        let token = value
-            .to_str()
-            .ok()
-            .and_then(|v| v.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim())
-            .ok_or_else(|| {
-                AppError::unauthorized("the Authorization header must be \"Bearer <token>\"")
-            })?;
-        match verify_token(&Store::from_ref(state), token).await? {
+        match verify_token(&Store::from_ref(state), &token).await? {
             Some((name, token_hash)) => Ok(Grader { name, token_hash }),
             None => Err(AppError::unauthorized(
                 "the grader token is unknown or revoked",
             )),
         }
     }
+}
+
+/// The token of the one grader cookie a request carries, if exactly one.
+pub fn presented_grader(headers: &HeaderMap) -> Option<String> {
+    let mut found = cookie_pairs(headers)
+        .filter(|(name, _)| *name == GRADER_COOKIE || *name == PLAIN_GRADER_COOKIE)
+        .map(|(_, value)| value);
+    match (found.next(), found.next()) {
+        (Some(token), None) if !token.is_empty() => Some(token.to_string()),
+        _ => None,
+    }
+}
+
+/// The `Set-Cookie` value that signs an instructor in with `token`.
+pub fn grader_cookie(headers: &HeaderMap, config: &Config, token: &str) -> String {
+    let (name, secure) = if cookie_name(headers, config) == COOKIE {
+        (GRADER_COOKIE, "; Secure")
+    } else {
+        (PLAIN_GRADER_COOKIE, "")
+    };
+    format!("{name}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={GRADER_COOKIE_SECONDS}{secure}")
+}
+
+/// The `Set-Cookie` value that signs an instructor out.
+pub fn expire_grader_cookie(headers: &HeaderMap, config: &Config) -> String {
+    let (name, secure) = if cookie_name(headers, config) == COOKIE {
+        (GRADER_COOKIE, "; Secure")
+    } else {
+        (PLAIN_GRADER_COOKIE, "")
+    };
+    format!("{name}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{secure}")
+}
+
+/// The origin the request was sent to (`https://host`), from its Host header; `None` without one.
+pub fn origin_of(headers: &HeaderMap, config: &Config) -> Option<String> {
+    let scheme = if over_https(headers, config) {
+        "https"
+    } else {
+        "http"
+    };
+    request_host(headers).map(|host| format!("{scheme}://{}", host.to_ascii_lowercase()))
 }
 
 impl<S> FromRequestParts<S> for Caller

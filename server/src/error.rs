@@ -75,11 +75,19 @@ pub enum ErrorCode {
     /// 403: a state-changing request that another site made (its `Origin` or
     /// `Sec-Fetch-Site` says so).
     CrossSiteRequest,
+    /// 404: no class has this id or join code.
+    UnknownClass,
+    /// 409: the class is closed: it takes no new members and no attempts.
+    ClassClosed,
+    /// 403: the student is not a member of the class the request names.
+    NotAMember,
+    /// 404: the class has no member with this student id.
+    UnknownStudent,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the enum.
-    pub const ALL: [ErrorCode; 25] = [
+    pub const ALL: [ErrorCode; 29] = [
         ErrorCode::MalformedJson,
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidDesign,
@@ -105,6 +113,10 @@ impl ErrorCode {
         ErrorCode::NoSession,
         ErrorCode::AmbiguousSession,
         ErrorCode::CrossSiteRequest,
+        ErrorCode::UnknownClass,
+        ErrorCode::ClassClosed,
+        ErrorCode::NotAMember,
+        ErrorCode::UnknownStudent,
     ];
 
     /// The code as it is written in an error body.
@@ -135,6 +147,10 @@ impl ErrorCode {
             ErrorCode::NoSession => "no_session",
             ErrorCode::AmbiguousSession => "ambiguous_session",
             ErrorCode::CrossSiteRequest => "cross_site_request",
+            ErrorCode::UnknownClass => "unknown_class",
+            ErrorCode::ClassClosed => "class_closed",
+            ErrorCode::NotAMember => "not_a_member",
+            ErrorCode::UnknownStudent => "unknown_student",
         }
     }
 }

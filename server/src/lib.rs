@@ -23,6 +23,8 @@
 //! - [`bounds`]: how much of a client's input answers repeat and the store keeps.
 //! - [`lti`]: LTI 1.3 launches from a learning platform: login, launch, the tool's keys.
 //! - [`sweep`]: removing expired idempotency records and sessions with no work.
+//! - [`dashboard`]: a class's matrix, most-missed requirements and a student's attempts.
+//! - [`regrade`]: checking stored attempts again against a changed scenario.
 
 pub mod app;
 pub mod auth;
@@ -31,6 +33,7 @@ pub mod bounds;
 pub mod catalogue;
 pub mod checker;
 pub mod config;
+pub mod dashboard;
 pub mod embedded;
 pub mod error;
 pub mod headers;
@@ -40,6 +43,7 @@ pub mod lti;
 pub mod metrics;
 pub mod net;
 pub mod openapi;
+pub mod regrade;
 pub mod report;
 pub mod routes;
 pub mod state;

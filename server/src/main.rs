@@ -52,6 +52,25 @@ enum Command {
     /// LTI 1.3: the learning platforms that launch this tool, and its signing key.
     #[command(subcommand)]
     Lti(server::lti::cli::LtiCommand),
+    /// Check again the stored attempts at a scenario made against an older version of its
+    /// file, record the new verdicts beside the old, print progress and how many results
+    /// changed per requirement. Resumable: a second run regrades only what is left.
+    Regrade(RegradeArgs),
+}
+
+#[derive(Args)]
+struct RegradeArgs {
+    /// The scenario whose attempts to regrade.
+    #[arg(long)]
+    scenario: String,
+    /// Only the attempts made for this class.
+    #[arg(long)]
+    class: Option<String>,
+    /// The folder of scenario files: the current versions.
+    #[arg(long, env = "SCENARIOS_DIR", default_value = "scenarios")]
+    scenarios: PathBuf,
+    #[command(flatten)]
+    database: DatabaseArg,
 }
 
 #[derive(Args)]
@@ -362,6 +381,7 @@ fn main() -> ExitCode {
         Command::Student(StudentCommand::Delete { id, database }) => {
             runtime().block_on(delete_student(&id, &database.database_url))
         }
+        Command::Regrade(args) => runtime().block_on(regrade(args)),
     }
 }
 
@@ -625,6 +645,67 @@ async fn delete_student(id: &str, database_url: &str) -> ExitCode {
         }
         Err(e) => {
             eprintln!("database error: {e}; nothing was removed");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn regrade(args: RegradeArgs) -> ExitCode {
+    let catalogue = match catalogue::load(&args.scenarios) {
+        Ok(c) => c,
+        Err(problems) => {
+            for p in &problems {
+                eprintln!("{p}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let Some(entry) = catalogue.get(&args.scenario) else {
+        eprintln!(
+            "there is no scenario \"{}\" in {}",
+            args.scenario,
+            args.scenarios.display()
+        );
+        return ExitCode::from(2);
+    };
+    let store = match Store::connect(&args.database.database_url).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(class) = &args.class {
+        match store.get_class(class).await {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                eprintln!("there is no class {class}");
+                store.close().await;
+                return ExitCode::from(2);
+            }
+            Err(e) => {
+                eprintln!("database error: {e}");
+                store.close().await;
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let result = server::regrade::regrade(
+        &store,
+        entry,
+        args.class.as_deref(),
+        Config::default().check_limits,
+        |done, total| println!("regraded {done} of {total}"),
+    )
+    .await;
+    store.close().await;
+    match result {
+        Ok(report) => {
+            print!("{}", server::regrade::report_text(&report));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}; the verdicts recorded so far are kept, and running the command again goes on from there");
             ExitCode::FAILURE
         }
     }

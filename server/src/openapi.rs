@@ -6,8 +6,10 @@
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
+use crate::dashboard;
 use crate::error::{ErrorBody, ErrorCode, ErrorDetail};
-use crate::routes::{drafts, grading, operations, scenarios, session, submissions};
+use crate::regrade;
+use crate::routes::{classes, csv, drafts, grading, operations, scenarios, session, submissions};
 use shared::design::{Design, DesignError, Edge, Node, NodeKind, Position};
 use shared::verdict::{
     Advisories, Advisory, Counterexample, Coverage, DiffRow, FailureCoverage, FaultAt,
@@ -23,6 +25,11 @@ use shared::verdict::{
         submissions::create_submission, submissions::list_submissions, submissions::get_submission,
         grading::grade,
         drafts::get_draft, drafts::put_draft,
+        classes::create_class, classes::list_classes, classes::get_class, classes::update_class,
+        classes::close_class, classes::reopen_class, classes::join_class, classes::my_classes,
+        classes::matrix, classes::missed, classes::student_attempts, classes::class_attempt,
+        classes::class_attempts, classes::regrade_route,
+        classes::sign_in, classes::whoami, classes::sign_out,
         operations::openapi, operations::healthz, operations::readyz, operations::metrics,
     ),
     components(schemas(
@@ -33,8 +40,15 @@ use shared::verdict::{
         session::SessionBody, session::SessionUpdate, scenarios::ScenarioSummary, scenarios::ProgressState,
         submissions::SubmissionRequest, submissions::Submission, submissions::SubmissionSummary,
         grading::GradeItem, grading::GradeResult, grading::GradeEntry, grading::GradeError,
-        grading::GradescopeResult, grading::GradescopeTest, grading::GradeFormat, submissions::ListFormat,
+        grading::GradescopeResult, grading::GradescopeTest, grading::GradeFormat, csv::ListFormat,
         drafts::DraftBody, drafts::DraftAnswer, operations::Health,
+        classes::Preview, classes::ClassBody, classes::StudentClass, classes::NewClass, classes::ClassUpdate,
+        classes::JoinRequest, classes::RegradeRequest, classes::SignIn, classes::Instructor,
+        classes::StudentAttempts, classes::ClassAttemptBody,
+        dashboard::Matrix, dashboard::ScenarioProgress, dashboard::StudentRow, dashboard::Cell, dashboard::CellState,
+        dashboard::MissedScenario, dashboard::MissedRequirement, dashboard::MissedBy,
+        dashboard::AttemptRow, dashboard::RegradeRow,
+        regrade::RegradeReport, regrade::RequirementChange,
     )),
     modifiers(&Security, &CommonErrors, &NodeOptions),
     tags(
@@ -42,6 +56,7 @@ use shared::verdict::{
         (name = "submissions", description = "Recorded attempts"),
         (name = "grading", description = "Whole classes at once"),
         (name = "students", description = "Anonymous sessions and drafts"),
+        (name = "classes", description = "Classes, joining, the instructor's dashboard and regrading"),
         (name = "operations", description = "Health, readiness, metrics and this document"),
     )
 )]
@@ -60,6 +75,13 @@ impl Modify for Security {
                     .description(Some("A grader token from `pipeline-builder token create`"))
                     .build(),
             ),
+        );
+        components.add_security_scheme(
+            "grader_cookie",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                "__Host-pb_grader",
+                "The grader token POST /api/instructor/session keeps in an HttpOnly, SameSite=Strict cookie (`pb_grader` on plain HTTP to a host other than loopback)",
+            ))),
         );
         components.add_security_scheme(
             "student_cookie",
@@ -114,6 +136,7 @@ impl Modify for CommonErrors {
                 &mut item.put,
                 &mut item.post,
                 &mut item.delete,
+                &mut item.patch,
             ]
             .into_iter()
             .flatten()

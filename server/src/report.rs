@@ -593,6 +593,16 @@ pub fn csv(rows: &[CsvRow]) -> String {
     out
 }
 
+/// Any table as CSV, quoted as [`csv`] quotes: the header line, then one line per row.
+pub fn csv_table(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> String {
+    let mut out = String::new();
+    csv_line(&mut out, header.iter().map(|h| h.to_string()));
+    for row in rows {
+        csv_line(&mut out, row.into_iter());
+    }
+    out
+}
+
 fn csv_line(out: &mut String, fields: impl Iterator<Item = String>) {
     for (i, field) in fields.enumerate() {
         if i > 0 {

@@ -1,4 +1,5 @@
-//! Persistence: students, drafts, attempts, grader tokens and idempotency records.
+//! Persistence: students, drafts, attempts, grader tokens, idempotency records, classes and
+//! their members, and regraded verdicts.
 //!
 //! Two real backends sit behind one type: SQLite, the embedded default, and PostgreSQL, for
 //! a course that runs several servers behind a load balancer. Each has its own migrations
@@ -81,6 +82,8 @@ pub struct Attempt {
     pub max_score: i32,
     pub passed: bool,
     pub created_at: DateTime<Utc>,
+    /// The class the attempt was made for; `None` for self-study and for graders' records.
+    pub class: Option<String>,
 }
 
 /// An attempt without its design and verdict, for lists.
@@ -369,7 +372,7 @@ impl Store {
     pub async fn get_attempt(&self, id: &str) -> StoreResult<Option<Attempt>> {
         with_pool!(self, pool => {
             let row = sqlx::query(
-                "SELECT id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at \
+                "SELECT id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id \
                  FROM attempts WHERE id = $1")
                 .bind(id).fetch_optional(pool).await?;
             row.map(|r| {
@@ -386,6 +389,7 @@ impl Store {
                     max_score: r.try_get("max_score")?,
                     passed: r.try_get("passed")?,
                     created_at: r.try_get("created_at")?,
+                    class: r.try_get("class_id")?,
                 })
             }).transpose()
         })
@@ -496,11 +500,11 @@ impl Store {
                 sqlx::query("INSERT INTO students (id, display_name, origin, created_at) VALUES ($1, NULL, 'grader', $2) ON CONFLICT (id) DO NOTHING")
                     .bind(&a.student).bind(now).execute(&mut *tx).await?;
                 sqlx::query(
-                    "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)")
+                    "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
                     .bind(&a.id).bind(&a.student).bind(&a.scenario).bind(&a.scenario_hash)
                     .bind(SqlJson(&a.design)).bind(SqlJson(&a.verdict))
-                    .bind(a.score).bind(a.max_score).bind(a.passed).bind(a.created_at)
+                    .bind(a.score).bind(a.max_score).bind(a.passed).bind(a.created_at).bind(a.class.as_deref())
                     .execute(&mut *tx).await?;
             }
             tx.commit().await?;
@@ -708,14 +712,16 @@ impl Store {
         }
     }
 
-    /// Removes the students made for a session before `cutoff` that have no attempt and no
-    /// draft, with every row that refers to them ([`WORKLESS_SESSION_SWEEP`]), a batch at a
-    /// time, each batch in one transaction. Returns how many students were removed.
+    /// Removes the students made for a session before `cutoff` that have no attempt, no
+    /// draft and no class membership, with every row that refers to them
+    /// ([`WORKLESS_SESSION_SWEEP`]), a batch at a time, each batch in one transaction. Returns
+    /// how many students were removed.
     pub async fn sweep_workless_sessions(&self, cutoff: DateTime<Utc>) -> StoreResult<u64> {
         let batch = format!(
             "SELECT id FROM students WHERE origin = 'session' AND created_at < $1 \
              AND NOT EXISTS (SELECT 1 FROM attempts WHERE attempts.student = students.id) \
              AND NOT EXISTS (SELECT 1 FROM drafts WHERE drafts.student = students.id) \
+             AND NOT EXISTS (SELECT 1 FROM memberships WHERE memberships.student = students.id) \
              ORDER BY id LIMIT {SWEEP_BATCH}"
         );
         let statements: Vec<String> = WORKLESS_SESSION_SWEEP
@@ -764,9 +770,17 @@ pub fn new_claim_owner() -> String {
 /// id as `$1`. A table that refers to students (class memberships, session secrets) gets its
 /// `DELETE … WHERE student = $1` here, before the last one, which removes the student.
 pub const STUDENT_DELETE: &[(&str, &str)] = &[
+    (
+        "regraded verdicts",
+        "DELETE FROM regrades WHERE attempt IN (SELECT id FROM attempts WHERE student = $1)",
+    ),
     ("attempts", "DELETE FROM attempts WHERE student = $1"),
     ("drafts", "DELETE FROM drafts WHERE student = $1"),
     ("sessions", "DELETE FROM sessions WHERE student = $1"),
+    (
+        "class memberships",
+        "DELETE FROM memberships WHERE student = $1",
+    ),
     (
         "learning platform links",
         "DELETE FROM lti_users WHERE student = $1",
@@ -860,3 +874,406 @@ impl std::fmt::Display for BackupError {
 }
 
 impl std::error::Error for BackupError {}
+
+// Classes.
+
+/// A class as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Class {
+    pub id: String,
+    pub name: String,
+    pub join_code: String,
+    pub open: bool,
+    /// `everything`, `lacks` or `nothing` (the database's CHECK keeps it so).
+    pub preview: String,
+    /// The name of the grader token that made it.
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    /// How many students have joined.
+    pub members: i64,
+}
+
+/// A student's place in a class.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Membership {
+    pub class: String,
+    pub student: String,
+    pub display_name: String,
+    pub joined_at: DateTime<Utc>,
+}
+
+/// What joining a class came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Joined {
+    /// A new member.
+    New(Membership),
+    /// The student was a member already; nothing changed.
+    Already(Membership),
+    /// The class is closed and the student is not a member.
+    Closed,
+}
+
+/// An attempt of a class, with what the dashboard reads of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassAttempt {
+    pub summary: AttemptSummary,
+    pub verdict: Json,
+}
+
+/// The verdict of a stored attempt checked again against another version of its scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Regrade {
+    pub attempt: String,
+    pub scenario_hash: String,
+    /// `None` when the design is not valid for that version; `error` says why.
+    pub verdict: Option<Json>,
+    pub error: Option<String>,
+    pub score: i32,
+    pub max_score: i32,
+    pub passed: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A stored attempt that a regrade checks again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredDesign {
+    pub attempt: String,
+    pub design: Json,
+}
+
+const CLASS_COLUMNS: &str =
+    "c.id, c.name, c.join_code, c.open, c.preview, c.created_by, c.created_at, \
+     (SELECT COUNT(*) FROM memberships AS m WHERE m.class_id = c.id) AS members";
+
+fn class_of(r: &impl ClassRow) -> StoreResult<Class> {
+    r.class()
+}
+
+/// Reads a [`Class`] from a row of either backend.
+trait ClassRow {
+    fn class(&self) -> StoreResult<Class>;
+}
+
+macro_rules! class_row {
+    ($row:ty) => {
+        impl ClassRow for $row {
+            fn class(&self) -> StoreResult<Class> {
+                Ok(Class {
+                    id: self.try_get("id")?,
+                    name: self.try_get("name")?,
+                    join_code: self.try_get("join_code")?,
+                    open: self.try_get("open")?,
+                    preview: self.try_get("preview")?,
+                    created_by: self.try_get("created_by")?,
+                    created_at: self.try_get("created_at")?,
+                    members: self.try_get("members")?,
+                })
+            }
+        }
+    };
+}
+class_row!(sqlx::sqlite::SqliteRow);
+class_row!(sqlx::postgres::PgRow);
+
+impl Store {
+    /// Makes a class. `Ok(None)` when `join_code` is taken (the caller draws another).
+    pub async fn create_class(
+        &self,
+        id: &str,
+        name: &str,
+        join_code: &str,
+        created_by: &str,
+    ) -> StoreResult<Option<Class>> {
+        let _turn = self.write_turn().await;
+        let now = Utc::now();
+        let made = with_pool!(self, pool => sqlx::query(
+            "INSERT INTO classes (id, name, join_code, open, preview, created_by, created_at) \
+             VALUES ($1, $2, $3, TRUE, 'everything', $4, $5) ON CONFLICT DO NOTHING")
+            .bind(id).bind(name).bind(join_code).bind(created_by).bind(now)
+            .execute(pool).await.map(|r| r.rows_affected()))?;
+        if made != 1 {
+            return Ok(None);
+        }
+        Ok(Some(Class {
+            id: id.to_string(),
+            name: name.to_string(),
+            join_code: join_code.to_string(),
+            open: true,
+            preview: "everything".to_string(),
+            created_by: created_by.to_string(),
+            created_at: now,
+            members: 0,
+        }))
+    }
+
+    /// Every class, newest first.
+    pub async fn list_classes(&self) -> StoreResult<Vec<Class>> {
+        let query =
+            format!("SELECT {CLASS_COLUMNS} FROM classes AS c ORDER BY c.created_at DESC, c.id");
+        with_pool!(self, pool => {
+            let rows = sqlx::query(&query).fetch_all(pool).await?;
+            rows.iter().map(class_of).collect()
+        })
+    }
+
+    pub async fn get_class(&self, id: &str) -> StoreResult<Option<Class>> {
+        let query = format!("SELECT {CLASS_COLUMNS} FROM classes AS c WHERE c.id = $1");
+        with_pool!(self, pool => {
+            let row = sqlx::query(&query).bind(id).fetch_optional(pool).await?;
+            row.as_ref().map(class_of).transpose()
+        })
+    }
+
+    pub async fn class_by_code(&self, join_code: &str) -> StoreResult<Option<Class>> {
+        let query = format!("SELECT {CLASS_COLUMNS} FROM classes AS c WHERE c.join_code = $1");
+        with_pool!(self, pool => {
+            let row = sqlx::query(&query).bind(join_code).fetch_optional(pool).await?;
+            row.as_ref().map(class_of).transpose()
+        })
+    }
+
+    /// Changes what is given of a class: its name, whether it is open, its preview setting.
+    /// `Ok(None)` when there is no such class.
+    pub async fn update_class(
+        &self,
+        id: &str,
+        name: Option<&str>,
+        open: Option<bool>,
+        preview: Option<&str>,
+    ) -> StoreResult<Option<Class>> {
+        {
+            let _turn = self.write_turn().await;
+            let changed = with_pool!(self, pool => sqlx::query(
+                "UPDATE classes SET name = COALESCE($2, name), open = COALESCE($3, open), preview = COALESCE($4, preview) WHERE id = $1")
+                .bind(id).bind(name).bind(open).bind(preview).execute(pool).await.map(|r| r.rows_affected()))?;
+            if changed != 1 {
+                return Ok(None);
+            }
+        }
+        self.get_class(id).await
+    }
+
+    /// Makes `student` a member of the open class `class` under `display_name`; a member
+    /// already keeps the name given first.
+    pub async fn join_class(
+        &self,
+        class: &str,
+        student: &str,
+        display_name: &str,
+    ) -> StoreResult<Joined> {
+        let _turn = self.write_turn().await;
+        let now = Utc::now();
+        let inserted = with_pool!(self, pool => sqlx::query(
+            "INSERT INTO memberships (class_id, student, display_name, joined_at) \
+             SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM classes WHERE id = $1 AND open = TRUE) \
+             ON CONFLICT (class_id, student) DO NOTHING")
+            .bind(class).bind(student).bind(display_name).bind(now)
+            .execute(pool).await.map(|r| r.rows_affected()))?;
+        drop(_turn);
+        match self.membership(class, student).await? {
+            Some(m) if inserted == 1 => Ok(Joined::New(m)),
+            Some(m) => Ok(Joined::Already(m)),
+            None => Ok(Joined::Closed),
+        }
+    }
+
+    pub async fn membership(&self, class: &str, student: &str) -> StoreResult<Option<Membership>> {
+        with_pool!(self, pool => {
+            let row = sqlx::query("SELECT class_id, student, display_name, joined_at FROM memberships WHERE class_id = $1 AND student = $2")
+                .bind(class).bind(student).fetch_optional(pool).await?;
+            row.map(|r| Ok(Membership {
+                class: r.try_get("class_id")?,
+                student: r.try_get("student")?,
+                display_name: r.try_get("display_name")?,
+                joined_at: r.try_get("joined_at")?,
+            })).transpose()
+        })
+    }
+
+    /// The members of a class, by display name.
+    pub async fn members(&self, class: &str) -> StoreResult<Vec<Membership>> {
+        with_pool!(self, pool => {
+            let rows = sqlx::query("SELECT class_id, student, display_name, joined_at FROM memberships WHERE class_id = $1 ORDER BY display_name, student")
+                .bind(class).fetch_all(pool).await?;
+            rows.iter().map(|r| Ok(Membership {
+                class: r.try_get("class_id")?,
+                student: r.try_get("student")?,
+                display_name: r.try_get("display_name")?,
+                joined_at: r.try_get("joined_at")?,
+            })).collect()
+        })
+    }
+
+    /// The classes `student` belongs to, each with the membership, in the order joined.
+    pub async fn student_classes(&self, student: &str) -> StoreResult<Vec<(Class, Membership)>> {
+        let query = format!(
+            "SELECT {CLASS_COLUMNS}, m.display_name AS member_name, m.joined_at FROM memberships AS m \
+             JOIN classes AS c ON c.id = m.class_id WHERE m.student = $1 ORDER BY m.joined_at, c.id"
+        );
+        with_pool!(self, pool => {
+            let rows = sqlx::query(&query).bind(student).fetch_all(pool).await?;
+            rows.iter().map(|r| {
+                let class = class_of(r)?;
+                let membership = Membership {
+                    class: class.id.clone(),
+                    student: student.to_string(),
+                    display_name: r.try_get("member_name")?,
+                    joined_at: r.try_get("joined_at")?,
+                };
+                Ok((class, membership))
+            }).collect()
+        })
+    }
+
+    /// The attempts made for a class, oldest first, each with its verdict; only `student`'s
+    /// when given.
+    pub async fn class_attempts(
+        &self,
+        class: &str,
+        student: Option<&str>,
+    ) -> StoreResult<Vec<ClassAttempt>> {
+        with_pool!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT id, student, scenario, scenario_hash, score, max_score, passed, created_at, verdict FROM attempts \
+                 WHERE class_id = $1 AND ($2 IS NULL OR student = $2) ORDER BY created_at, id")
+                .bind(class).bind(student).fetch_all(pool).await?;
+            rows.iter().map(|r| {
+                let verdict: SqlJson<Json> = r.try_get("verdict")?;
+                Ok(ClassAttempt {
+                    summary: AttemptSummary {
+                        id: r.try_get("id")?,
+                        student: r.try_get("student")?,
+                        scenario: r.try_get("scenario")?,
+                        scenario_hash: r.try_get("scenario_hash")?,
+                        score: r.try_get("score")?,
+                        max_score: r.try_get("max_score")?,
+                        passed: r.try_get("passed")?,
+                        created_at: r.try_get("created_at")?,
+                    },
+                    verdict: verdict.0,
+                })
+            }).collect()
+        })
+    }
+
+    /// The students of a class with a draft of each scenario saved since they joined:
+    /// `(student, scenario)` pairs.
+    pub async fn class_drafts(&self, class: &str) -> StoreResult<Vec<(String, String)>> {
+        with_pool!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT d.student, d.scenario FROM drafts AS d JOIN memberships AS m ON m.student = d.student \
+                 WHERE m.class_id = $1 AND d.updated_at >= m.joined_at ORDER BY d.student, d.scenario")
+                .bind(class).fetch_all(pool).await?;
+            rows.iter().map(|r| Ok((r.try_get("student")?, r.try_get("scenario")?))).collect()
+        })
+    }
+
+    // Regrades.
+
+    /// The regraded verdicts of a class's attempts (every class's when `class` is `None`) at
+    /// `scenario`, or at every scenario when it is `None`.
+    pub async fn regrades(
+        &self,
+        class: Option<&str>,
+        scenario: Option<&str>,
+    ) -> StoreResult<Vec<Regrade>> {
+        with_pool!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT g.attempt, g.scenario_hash, g.verdict, g.error, g.score, g.max_score, g.passed, g.created_at \
+                 FROM regrades AS g JOIN attempts AS a ON a.id = g.attempt \
+                 WHERE ($1 IS NULL OR a.class_id = $1) AND ($2 IS NULL OR a.scenario = $2) ORDER BY g.attempt, g.created_at")
+                .bind(class).bind(scenario).fetch_all(pool).await?;
+            rows.iter().map(|r| {
+                let verdict: Option<SqlJson<Json>> = r.try_get("verdict")?;
+                Ok(Regrade {
+                    attempt: r.try_get("attempt")?,
+                    scenario_hash: r.try_get("scenario_hash")?,
+                    verdict: verdict.map(|v| v.0),
+                    error: r.try_get("error")?,
+                    score: r.try_get("score")?,
+                    max_score: r.try_get("max_score")?,
+                    passed: r.try_get("passed")?,
+                    created_at: r.try_get("created_at")?,
+                })
+            }).collect()
+        })
+    }
+
+    /// Up to `limit` attempts at `scenario` (of `class`, when given) made against another
+    /// version than `current_hash` and not yet regraded against it, oldest first.
+    pub async fn attempts_to_regrade(
+        &self,
+        scenario: &str,
+        class: Option<&str>,
+        current_hash: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<StoredDesign>> {
+        with_pool!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT a.id, a.design FROM attempts AS a WHERE a.scenario = $1 AND a.scenario_hash <> $2 \
+                 AND ($3 IS NULL OR a.class_id = $3) \
+                 AND NOT EXISTS (SELECT 1 FROM regrades AS g WHERE g.attempt = a.id AND g.scenario_hash = $2) \
+                 ORDER BY a.created_at, a.id LIMIT $4")
+                .bind(scenario).bind(current_hash).bind(class).bind(i64::from(limit)).fetch_all(pool).await?;
+            rows.iter().map(|r| {
+                let design: SqlJson<Json> = r.try_get("design")?;
+                Ok(StoredDesign { attempt: r.try_get("id")?, design: design.0 })
+            }).collect()
+        })
+    }
+
+    /// How many attempts at `scenario` (of `class`) were made against another version than
+    /// `current_hash`.
+    pub async fn count_outdated(
+        &self,
+        scenario: &str,
+        class: Option<&str>,
+        current_hash: &str,
+    ) -> StoreResult<u64> {
+        let n: i64 = with_pool!(self, pool => sqlx::query_scalar(
+            "SELECT COUNT(*) FROM attempts WHERE scenario = $1 AND scenario_hash <> $2 AND ($3 IS NULL OR class_id = $3)")
+            .bind(scenario).bind(current_hash).bind(class).fetch_one(pool).await)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Records a batch of regraded verdicts in one transaction: all of them or none. One that
+    /// is there already (a run that stopped after its commit) is left as it is.
+    pub async fn record_regrades(&self, batch: &[Regrade]) -> StoreResult<u64> {
+        let _turn = self.write_turn().await;
+        with_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let mut added = 0;
+            for g in batch {
+                added += sqlx::query(
+                    "INSERT INTO regrades (attempt, scenario_hash, verdict, error, score, max_score, passed, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (attempt, scenario_hash) DO NOTHING")
+                    .bind(&g.attempt).bind(&g.scenario_hash).bind(g.verdict.as_ref().map(SqlJson))
+                    .bind(g.error.as_deref()).bind(g.score).bind(g.max_score).bind(g.passed).bind(g.created_at)
+                    .execute(&mut *tx).await?.rows_affected();
+            }
+            tx.commit().await?;
+            Ok(added)
+        })
+    }
+
+    /// The attempts at `scenario` (of `class`) regraded against `hash`: each attempt's own
+    /// verdict beside the regraded one.
+    pub async fn regraded_pairs(
+        &self,
+        scenario: &str,
+        class: Option<&str>,
+        hash: &str,
+    ) -> StoreResult<Vec<(Json, Option<Json>)>> {
+        with_pool!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT a.verdict AS old, g.verdict AS new FROM regrades AS g JOIN attempts AS a ON a.id = g.attempt \
+                 WHERE a.scenario = $1 AND ($2 IS NULL OR a.class_id = $2) AND g.scenario_hash = $3 ORDER BY a.created_at, a.id")
+                .bind(scenario).bind(class).bind(hash).fetch_all(pool).await?;
+            rows.iter().map(|r| {
+                let old: SqlJson<Json> = r.try_get("old")?;
+                let new: Option<SqlJson<Json>> = r.try_get("new")?;
+                Ok((old.0, new.map(|v| v.0)))
+            }).collect()
+        })
+    }
+}

@@ -44,14 +44,15 @@ fn schemathesis() -> Result<PathBuf, String> {
     Ok(st)
 }
 
-fn token(binary: &Path, database: &str) -> Result<String, String> {
+/// A new grader token called `name` in the server's database, as `token create` prints it.
+pub fn token(binary: &Path, database: &str, name: &str) -> Result<String, String> {
     let out = Command::new(binary)
         .current_dir(root())
         .args([
             "token",
             "create",
             "--name",
-            "contract",
+            name,
             "--database-url",
             database,
         ])
@@ -101,7 +102,7 @@ pub fn contract() -> Result<(), String> {
     // Rate limits off: the run sends hundreds of requests from one address on purpose.
     let (server, port) = start_server(&binary, &scratch, &["--rate-limit-per-second", "0"])?;
     let database = format!("sqlite://{}", scratch.join("server.db").display());
-    let token = token(&binary, &database)?;
+    let token = token(&binary, &database, "contract")?;
     let session = session(port)?;
     step("API contract (schemathesis, every check)");
     let result = status(

@@ -535,6 +535,9 @@ fn browser_tests(only: &[String]) -> Result<(), String> {
         &empty,
         &["--scenarios", watched_text, "--watch", "--author"],
     )?;
+    // The instructor's pages sign in with a grader token of the server's database.
+    let database = format!("sqlite://{}", scratch.join("server.db").display());
+    let token = contract::token(&binary, &database, "browser-tests")?;
 
     step("browser tests (Chromium)");
     let output = root().join("test-output").join("browser");
@@ -569,7 +572,8 @@ fn browser_tests(only: &[String]) -> Result<(), String> {
             .env("LTI_PLATFORM_PORT", platform_port.to_string())
             .env("TOOL_URL", format!("http://localhost:{port}"))
             .env("CHROMIUM", &chromium)
-            .env("SCREENSHOT_DIR", &output),
+            .env("SCREENSHOT_DIR", &output)
+            .env("PB_GRADER_TOKEN", &token),
     );
     drop(server);
     drop(author_server);

@@ -4,6 +4,9 @@
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
 use crate::report::{self, CsvRow};
 use crate::store::Attempt;
 
@@ -34,4 +37,14 @@ pub fn csv_row(attempt: &Attempt) -> CsvRow {
         submitted_at: super::time(attempt.created_at),
         error: String::new(),
     }
+}
+
+/// What the lists that offer CSV answer with (`GET /api/submissions`, a class's matrix and
+/// attempts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ListFormat {
+    Json,
+    /// `text/csv; charset=utf-8`.
+    Csv,
 }

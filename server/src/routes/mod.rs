@@ -14,6 +14,7 @@ use crate::catalogue::{Catalogue, Entry};
 use crate::error::AppError;
 
 pub mod author;
+pub mod classes;
 pub mod csv;
 pub mod drafts;
 pub mod grading;

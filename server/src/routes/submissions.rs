@@ -16,6 +16,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use utoipa::{IntoParams, ToSchema};
 
+use super::csv::ListFormat;
 use super::{count, refuse_nul, scenario_entry, time};
 use crate::auth::Caller;
 use crate::catalogue::Catalogue;
@@ -37,6 +38,10 @@ pub struct SubmissionRequest {
     /// The design, in the format docs/design-format.md describes.
     #[schema(value_type = shared::Design)]
     pub design: Value,
+    /// The class the attempt is for: the student must be a member of it, and it must be
+    /// open. Left out, the attempt is self-study and belongs to no class.
+    #[schema(example = "c-3f2a9d1e6b7c4a58")]
+    pub class: Option<String>,
 }
 
 /// A recorded attempt and its verdict.
@@ -50,6 +55,10 @@ pub struct Submission {
     pub score: u32,
     pub max_score: u32,
     pub passed: bool,
+    /// The class the attempt was made for; absent for self-study.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub class: Option<String>,
     #[schema(value_type = shared::Verdict)]
     pub verdict: Value,
     /// The design that was checked (only when one attempt is asked for).
@@ -88,15 +97,6 @@ pub struct SubmissionQuery {
     pub format: Option<String>,
 }
 
-/// What `GET /api/submissions` answers with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ListFormat {
-    Json,
-    /// `text/csv; charset=utf-8`.
-    Csv,
-}
-
 /// The longest student id a grader may name; ids come from graders' rosters, not from us.
 const MAX_STUDENT_ID_CHARS: usize = 128;
 
@@ -125,6 +125,7 @@ pub(super) fn submission_body(a: &Attempt, with_design: bool) -> Submission {
         score: count(a.score),
         max_score: count(a.max_score),
         passed: a.passed,
+        class: a.class.clone(),
         verdict: a.verdict.clone(),
         design: with_design.then(|| a.design.clone()),
     }
@@ -157,6 +158,7 @@ pub(super) async fn check_attempt(
         passed: verdict.passed,
         verdict: serde_json::to_value(verdict).map_err(AppError::internal)?,
         created_at: Utc::now(),
+        class: None,
     })
 }
 
@@ -196,14 +198,19 @@ async fn submit(parts: &Submitting, caller: &Caller, bytes: &[u8]) -> Result<Att
             .at("$.student"))
         }
     };
-    check_attempt(
+    if let Some(class) = &request.class {
+        super::classes::may_record_for(&parts.store, class, &student).await?;
+    }
+    let mut attempt = check_attempt(
         &parts.catalogue,
         &parts.checker,
         &request.scenario,
         student,
         request.design,
     )
-    .await
+    .await?;
+    attempt.class = request.class;
+    Ok(attempt)
 }
 
 /// The `Idempotency-Key` header, if sent: 1 to 255 visible ASCII characters.
@@ -254,9 +261,9 @@ pub fn fingerprint(route: &str, bytes: &[u8]) -> String {
     responses((status = 201, body = Submission),
         (status = 400, description = "malformed_json, invalid_idempotency_key or ambiguous_session", body = ErrorBody),
         (status = 401, description = "unauthorized: a bad or revoked token; no_session: neither a token nor a session", body = ErrorBody),
-        (status = 403, description = "forbidden: a student session naming another student (submitting for a named student needs a grader token); cross_site_request: another site sent it", body = ErrorBody),
-        (status = 404, description = "unknown_scenario", body = ErrorBody),
-        (status = 409, description = "idempotency_key_in_flight", body = ErrorBody),
+        (status = 403, description = "forbidden: a student session naming another student (submitting for a named student needs a grader token); cross_site_request: another site sent it; not_a_member: the student is not a member of `class`", body = ErrorBody),
+        (status = 404, description = "unknown_scenario, or unknown_class: `class` names no class", body = ErrorBody),
+        (status = 409, description = "idempotency_key_in_flight, or class_closed: `class` is closed", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type: a student's body that is not application/json", body = ErrorBody),
         (status = 422, description = "invalid_request, invalid_design, graph_too_large, check_too_large or idempotency_key_reused", body = ErrorBody)))]

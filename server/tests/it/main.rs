@@ -5,6 +5,7 @@
 
 mod api;
 mod autograde;
+mod classes;
 mod cli;
 mod common;
 mod crash;

@@ -504,6 +504,54 @@ async fn every_error_code_a_request_can_provoke_matches_the_published_schema() {
         .await
     );
 
+    // Classes: an unknown one, a closed one, a class the student is not in, a stranger.
+    let grader = As::grader(&token);
+    let class = app
+        .post("/api/classes", &grader, &json!({"name": "Data 101"}))
+        .await;
+    let class_id = class.body["id"].as_str().unwrap().to_string();
+    let code = class.body["join_code"].as_str().unwrap().to_string();
+    got!(
+        "get",
+        "/api/classes/{id}/matrix",
+        app.get("/api/classes/c-none/matrix", &grader).await
+    );
+    got!(
+        "get",
+        "/api/classes/{id}/students/{student}/attempts",
+        app.get(
+            &format!("/api/classes/{class_id}/students/{student}/attempts"),
+            &grader
+        )
+        .await
+    );
+    got!(
+        "post",
+        "/api/submissions",
+        app.post(
+            "/api/submissions",
+            &who,
+            &json!({"scenario": "safe-retry", "design": failing_design(), "class": class_id})
+        )
+        .await
+    );
+    app.post(
+        &format!("/api/classes/{class_id}/close"),
+        &grader,
+        &json!(null),
+    )
+    .await;
+    got!(
+        "post",
+        "/api/classes/join",
+        app.post(
+            "/api/classes/join",
+            &who,
+            &json!({"code": code, "display_name": "Ada"})
+        )
+        .await
+    );
+
     let error_body = doc.component("ErrorBody");
     let mut seen = BTreeSet::new();
     for Provoked {
@@ -611,6 +659,126 @@ async fn the_other_answers_match_the_published_schema() {
         let answer = app.get(probe, &As::nobody()).await;
         doc.assert_answer("get", probe, StatusCode::OK, &answer.body);
     }
+
+    // Classes and the dashboard.
+    let made = app
+        .post("/api/classes", &grader, &json!({"name": "Data 101"}))
+        .await;
+    doc.assert_answer("post", "/api/classes", StatusCode::CREATED, &made.body);
+    let class = made.body["id"].as_str().unwrap().to_string();
+    let code = made.body["join_code"].as_str().unwrap().to_string();
+    let joined = app
+        .post(
+            "/api/classes/join",
+            &who,
+            &json!({"code": code, "display_name": "Ada"}),
+        )
+        .await;
+    doc.assert_answer(
+        "post",
+        "/api/classes/join",
+        StatusCode::CREATED,
+        &joined.body,
+    );
+    let again = app
+        .post("/api/classes/join", &who, &json!({"code": code}))
+        .await;
+    doc.assert_answer("post", "/api/classes/join", StatusCode::OK, &again.body);
+    let mine = app.get("/api/session/classes", &who).await;
+    doc.assert_answer("get", "/api/session/classes", StatusCode::OK, &mine.body);
+    let submitted = app
+        .post(
+            "/api/submissions",
+            &who,
+            &json!({"scenario": "safe-retry", "design": failing_design(), "class": class}),
+        )
+        .await;
+    doc.assert_answer(
+        "post",
+        "/api/submissions",
+        StatusCode::CREATED,
+        &submitted.body,
+    );
+    let attempt = submitted.body["id"].as_str().unwrap().to_string();
+    let student = read.body["student"].as_str().unwrap().to_string();
+    for (path, uri) in [
+        ("/api/classes", "/api/classes".to_string()),
+        ("/api/classes/{id}", format!("/api/classes/{class}")),
+        (
+            "/api/classes/{id}/matrix",
+            format!("/api/classes/{class}/matrix"),
+        ),
+        (
+            "/api/classes/{id}/missed",
+            format!("/api/classes/{class}/missed"),
+        ),
+        (
+            "/api/classes/{id}/attempts",
+            format!("/api/classes/{class}/attempts"),
+        ),
+        (
+            "/api/classes/{id}/attempts/{attempt}",
+            format!("/api/classes/{class}/attempts/{attempt}"),
+        ),
+        (
+            "/api/classes/{id}/students/{student}/attempts",
+            format!("/api/classes/{class}/students/{student}/attempts"),
+        ),
+        (
+            "/api/instructor/session",
+            "/api/instructor/session".to_string(),
+        ),
+    ] {
+        let answer = app.get(&uri, &grader).await;
+        assert_eq!(answer.status, StatusCode::OK, "{uri}: {}", answer.text);
+        doc.assert_answer("get", path, StatusCode::OK, &answer.body);
+    }
+    let patched = app
+        .send(
+            Method::PATCH,
+            &format!("/api/classes/{class}"),
+            &grader,
+            &[],
+            Some(serde_json::to_vec(&json!({"preview": "lacks", "name": "Data 102"})).unwrap()),
+        )
+        .await;
+    doc.assert_answer("patch", "/api/classes/{id}", StatusCode::OK, &patched.body);
+    for action in ["close", "reopen"] {
+        let answer = app
+            .post(
+                &format!("/api/classes/{class}/{action}"),
+                &grader,
+                &json!(null),
+            )
+            .await;
+        doc.assert_answer(
+            "post",
+            &format!("/api/classes/{{id}}/{action}"),
+            StatusCode::OK,
+            &answer.body,
+        );
+    }
+    let regraded = app
+        .post(
+            "/api/regrade",
+            &grader,
+            &json!({"scenario": "safe-retry", "class": class}),
+        )
+        .await;
+    doc.assert_answer("post", "/api/regrade", StatusCode::OK, &regraded.body);
+    let signed = app
+        .post(
+            "/api/instructor/session",
+            &As::nobody(),
+            &json!({"token": token}),
+        )
+        .await;
+    doc.assert_answer(
+        "post",
+        "/api/instructor/session",
+        StatusCode::OK,
+        &signed.body,
+    );
 }
 
 /// The grading formats: `format` is an enum of what the routes accept, the CSV answers are

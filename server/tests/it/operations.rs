@@ -198,11 +198,29 @@ async fn students_with_work(app: &TestApp) -> (String, String, String) {
         )
         .await;
     assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
+    // The second attempt is made for a class the student joined.
+    let token = app.grader_token("teacher").await;
+    let class = app
+        .post(
+            "/api/classes",
+            &As::grader(&token),
+            &json!({"name": "Data 101"}),
+        )
+        .await;
+    assert_eq!(class.status, StatusCode::CREATED, "{}", class.text);
+    let joined = app
+        .post(
+            "/api/classes/join",
+            &who,
+            &json!({"code": class.body["join_code"], "display_name": "Ada"}),
+        )
+        .await;
+    assert_eq!(joined.status, StatusCode::CREATED, "{}", joined.text);
     let second = app
         .post(
             "/api/submissions",
             &who,
-            &json!({"scenario": "safe-retry", "design": passing_design("safe-retry")}),
+            &json!({"scenario": "safe-retry", "design": passing_design("safe-retry"), "class": class.body["id"]}),
         )
         .await;
     assert_eq!(second.status, StatusCode::CREATED, "{}", second.text);
@@ -229,12 +247,13 @@ async fn student_delete_removes_everything_that_is_theirs(app: TestApp, url: &st
     assert_eq!(
         stdout.trim(),
         format!(
-            "deleted student {id}: removed 2 attempts, 1 drafts, 1 sessions, 0 learning platform links, 0 grade passback records, 1 idempotency records, 1 students"
+            "deleted student {id}: removed 0 regraded verdicts, 2 attempts, 1 drafts, 1 sessions, 1 class memberships, 0 learning platform links, 0 grade passback records, 1 idempotency records, 1 students"
         )
     );
     for (table, column) in [
         ("attempts", "student"),
         ("drafts", "student"),
+        ("memberships", "student"),
         ("students", "id"),
     ] {
         let query = format!("SELECT COUNT(*) FROM {table} WHERE {column} = $1");

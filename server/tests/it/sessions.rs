@@ -824,6 +824,7 @@ fn an_attempt(id: &str) -> Attempt {
         max_score: 3,
         passed: false,
         created_at: chrono::Utc::now(),
+        class: None,
     }
 }
 

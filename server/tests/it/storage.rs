@@ -21,6 +21,7 @@ fn attempt(id: &str, student: &str, scenario: &str, passed: bool) -> Attempt {
         max_score: 3,
         passed,
         created_at: Utc::now(),
+        class: None,
     }
 }
 

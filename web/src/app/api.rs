@@ -190,6 +190,9 @@ pub async fn scenario(id: &str) -> Result<Scenario, ApiError> {
 struct SubmissionBody<'a> {
     scenario: &'a str,
     design: &'a Design,
+    /// The class the attempt is for, when the student works in one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    class: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -197,10 +200,19 @@ struct DraftBody<'a> {
     design: &'a Design,
 }
 
-/// The server's verdict on a design, and the answer's text, which the local store keeps.
-pub async fn submit(scenario: &str, design: &Design) -> Result<(Verdict, String), ApiError> {
-    let body = serde_json::to_string(&SubmissionBody { scenario, design })
-        .map_err(|e| ApiError::new(e.to_string(), false))?;
+/// The server's verdict on a design, and the answer's text, which the local store keeps. The
+/// attempt is for `class` when given.
+pub async fn submit(
+    scenario: &str,
+    design: &Design,
+    class: Option<&str>,
+) -> Result<(Verdict, String), ApiError> {
+    let body = serde_json::to_string(&SubmissionBody {
+        scenario,
+        design,
+        class,
+    })
+    .map_err(|e| ApiError::new(e.to_string(), false))?;
     let (status, text) = with_session("POST", "/api/submissions", Some(body)).await?;
     if !(200..300).contains(&status) {
         return Err(refusal(status, &text));
@@ -320,6 +332,137 @@ pub async fn save_draft(scenario: &str, design: &Design) -> bool {
         with_session("PUT", &url, Some(body)).await,
         Ok((200..=299, _))
     )
+}
+
+/// A class the student belongs to, with what it lets the app show.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StudentClass {
+    pub id: String,
+    pub name: String,
+    pub open: bool,
+    /// `everything`, `lacks` or `nothing`: what the live preview shows.
+    pub preview: String,
+    pub display_name: String,
+}
+
+/// A string as JSON text, quoted and escaped.
+fn quoted(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// `{"name": "value"}` as JSON text.
+pub fn one_field(name: &str, value: &str) -> String {
+    format!("{{{}:{}}}", quoted(name), quoted(value))
+}
+
+impl StudentClass {
+    /// The class as the server's JSON has it (read by hand: no derived decoder in the app).
+    fn of(v: &Json) -> StudentClass {
+        let text = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+        StudentClass {
+            id: text("id"),
+            name: text("name"),
+            open: v["open"].as_bool().unwrap_or(false),
+            preview: text("preview"),
+            display_name: text("display_name"),
+        }
+    }
+}
+
+/// The classes of this browser's student.
+pub async fn my_classes() -> Result<Vec<StudentClass>, ApiError> {
+    let list: Json = read(with_session("GET", "/api/session/classes", None).await?)?;
+    Ok(list
+        .as_array()
+        .map(|l| l.iter().map(StudentClass::of).collect())
+        .unwrap_or_default())
+}
+
+/// Joins the class of a join code under a display name.
+pub async fn join(code: &str, display_name: &str) -> Result<StudentClass, ApiError> {
+    let body = format!(
+        "{{\"code\":{},\"display_name\":{}}}",
+        quoted(code),
+        quoted(display_name)
+    );
+    let class: Json = read(with_session("POST", "/api/classes/join", Some(body)).await?)?;
+    Ok(StudentClass::of(&class))
+}
+
+/// The instructor's calls: the grader cookie that `sign_in` sets goes with each of them.
+pub mod grader {
+    use serde_json::Value as Json;
+
+    use super::{fetch, get, read, ApiError};
+
+    /// Signs in with a grader token, which the server keeps in an HttpOnly cookie; the token
+    /// is not kept here. The token's name.
+    pub async fn sign_in(token: &str) -> Result<String, ApiError> {
+        let body = super::one_field("token", token);
+        let who: Json = read(fetch("POST", "/api/instructor/session", Some(body)).await?)?;
+        Ok(who["name"].as_str().unwrap_or_default().to_string())
+    }
+
+    /// The signed-in token's name, or an error when nobody is signed in.
+    pub async fn whoami() -> Result<String, ApiError> {
+        let who: Json = get("/api/instructor/session").await?;
+        Ok(who["name"].as_str().unwrap_or_default().to_string())
+    }
+
+    pub async fn sign_out() {
+        let _ = fetch("DELETE", "/api/instructor/session", None).await;
+    }
+
+    /// One attempt of a class, as the instructor opens it: the answer, and its verdict.
+    pub async fn class_attempt(
+        class: &str,
+        attempt: &str,
+    ) -> Result<(Json, shared::Verdict), ApiError> {
+        let answer = fetch(
+            "GET",
+            &format!("/api/classes/{class}/attempts/{attempt}"),
+            None,
+        )
+        .await?;
+        let verdict = super::verdict_of(&answer.1);
+        let body: Json = read(answer)?;
+        let verdict = verdict
+            .ok_or_else(|| ApiError::new("the attempt's verdict cannot be read".into(), false))?;
+        Ok((body, verdict))
+    }
+
+    /// A grader route's JSON answer.
+    pub async fn get_json(url: &str) -> Result<Json, ApiError> {
+        get(url).await
+    }
+
+    /// A grader route's answer to a write.
+    pub async fn send_json(
+        method: &str,
+        url: &str,
+        body: Option<String>,
+    ) -> Result<Json, ApiError> {
+        read(fetch(method, url, body).await?)
+    }
+}
+
+/// The class this browser works in, chosen when the student joined.
+pub mod class_choice {
+    const KEY: &str = "pipeline-builder.class";
+
+    fn storage() -> Option<web_sys::Storage> {
+        web_sys::window()?.local_storage().ok()?
+    }
+
+    pub fn get() -> Option<String> {
+        storage()?.get_item(KEY).ok()?
+    }
+
+    pub fn set(id: &str) {
+        if let Some(s) = storage() {
+            let _ = s.set_item(KEY, id);
+        }
+    }
 }
 
 /// The browser's own copy of drafts, for when the server cannot be reached.

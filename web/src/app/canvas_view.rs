@@ -88,6 +88,12 @@ pub fn CanvasView() -> impl IntoView {
         let hit = page
             .editor
             .with_untracked(|e| hit_test_at(e.design(), world, view.zoom));
+        // A design shown read-only can be panned, and its nodes selected to read their
+        // options; it cannot be wired (the editor refuses every change).
+        let hit = match hit {
+            Hit::OutPort(_) | Hit::InPort(_) if page.read_only() => Hit::Empty,
+            other => other,
+        };
         let next = match hit {
             Hit::OutPort(from) => {
                 let port = page
@@ -231,6 +237,9 @@ pub fn CanvasView() -> impl IntoView {
     };
     let on_drop = move |ev: leptos::ev::DragEvent| {
         ev.prevent_default();
+        if page.read_only() {
+            return;
+        }
         let Some(kind) = ev
             .data_transfer()
             .and_then(|dt| dt.get_data("application/x-pipeline-kind").ok())
@@ -251,6 +260,8 @@ pub fn CanvasView() -> impl IntoView {
         page.say(format!("Added {} \"{id}\".", kind.describe()), false);
     };
     let on_key = move |ev: leptos::ev::KeyboardEvent| {
+        // A read-only design takes the keys too: moving, connecting and deleting are refused
+        // with a word (by the editor and the page), and the keyboard can still reach options.
         if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
             return;
         }

@@ -8,6 +8,9 @@
 //! - `editor` composes them into the scenario page, as `catalogue` is the list of scenarios;
 //! - `author` is the author page: the files' problems, and a scenario's designs shown on the
 //!   scenario page's workspace, read-only, or tried without recording an attempt;
+//!   `instructor` composes the canvas and the results into the instructor's pages (the classes,
+//!   a class's dashboard, a student's attempts, one attempt read-only), and `join` is the page
+//!   where a student joins a class;
 //! - underneath everything: `api` (every HTTP call), `router` (routes and links), `dom`
 //!   (small DOM helpers), `debounce` (work that waits for a quiet moment) and `diff_view` (a
 //!   counterexample's table diff, which needs no page).
@@ -23,6 +26,8 @@ mod dom;
 mod drafts;
 mod editor;
 mod inspector;
+mod instructor;
+mod join;
 mod page;
 mod preview;
 mod results;
@@ -31,6 +36,7 @@ mod toolbar;
 
 use leptos::prelude::*;
 
+use page::CurrentClass;
 use router::{current_path, parse_route, Link, Navigator, Route};
 
 pub fn mount() {
@@ -57,11 +63,23 @@ fn App() -> impl IntoView {
     // it in a new window instead.
     let handoff = dom::take_fragment_value("lti-handoff");
     let frame_lost = RwSignal::new(None::<String>);
+    // The class the student works in: the one chosen when joining, while still a member.
+    let class = CurrentClass(RwSignal::new(None));
+    provide_context(class);
     leptos::task::spawn_local(async move {
         if let Ok((session, made)) = api::session_started().await {
             student.set(session.display_name.unwrap_or_default());
             if made && dom::in_frame() {
                 frame_lost.set(handoff);
+            }
+            if let Ok(list) = api::my_classes().await {
+                let chosen = api::class_choice::get();
+                let current = list
+                    .iter()
+                    .find(|c| Some(&c.id) == chosen.as_ref())
+                    .or(list.last())
+                    .cloned();
+                class.0.set(current);
             }
         }
         ready.set(true);
@@ -72,6 +90,11 @@ fn App() -> impl IntoView {
             Route::Scenario(id) => format!("{id} · Pipeline Builder"),
             Route::Author => "Author page · Pipeline Builder".to_string(),
             Route::AuthorScenario(id) => format!("{id} · Author page · Pipeline Builder"),
+            Route::Join(_) => "Join a class · Pipeline Builder".to_string(),
+            Route::Instructor => "Classes · Pipeline Builder".to_string(),
+            Route::InstructorClass(_) => "A class · Pipeline Builder".to_string(),
+            Route::InstructorStudent(..) => "A student's attempts · Pipeline Builder".to_string(),
+            Route::InstructorAttempt(..) => "An attempt · Pipeline Builder".to_string(),
             Route::NotFound => "Not found · Pipeline Builder".to_string(),
         };
         if let Some(doc) = web_sys::window().and_then(|w| w.document()) {
@@ -84,6 +107,7 @@ fn App() -> impl IntoView {
                 <span class="brand-mark" aria-hidden="true">"⛁"</span>" Pipeline Builder"
             </Link>
             <span class="topbar-course">"Idempotency, retries & exactly-once"</span>
+            <span class="current-class">{move || class.0.with(|c| c.as_ref().map(|c| format!("Class: {}", c.name)))}</span>
             <span class="student">{move || {
                 let name = student.get();
                 (!name.is_empty()).then(|| view! { <span class="visually-hidden">"Signed in as "</span>{name} })
@@ -102,6 +126,11 @@ fn App() -> impl IntoView {
                 Route::Scenario(id) => view! { <editor::ScenarioPage id=id /> }.into_any(),
                 Route::Author => view! { <author::AuthorHome /> }.into_any(),
                 Route::AuthorScenario(id) => view! { <author::AuthorScenario id=id /> }.into_any(),
+                Route::Join(code) => view! { <join::JoinPage code=code /> }.into_any(),
+                Route::Instructor => view! { <instructor::InstructorHome /> }.into_any(),
+                Route::InstructorClass(id) => view! { <instructor::ClassPage id=id /> }.into_any(),
+                Route::InstructorStudent(class, student) => view! { <instructor::StudentPage class=class student=student /> }.into_any(),
+                Route::InstructorAttempt(class, attempt) => view! { <instructor::AttemptPage class=class attempt=attempt /> }.into_any(),
                 Route::NotFound => view! {
                     <section class="page narrow"><h1>"Nothing here"</h1><p><Link href="/".to_string()>"Back to the scenarios"</Link></p></section>
                 }.into_any(),

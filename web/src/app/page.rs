@@ -12,7 +12,7 @@ use shared::design::Design;
 use shared::verdict::Verdict;
 use shared::{DesignError, Scenario};
 
-use super::api::ApiError;
+use super::api::{ApiError, StudentClass};
 use super::debounce::Debounce;
 use super::dom::focus;
 use crate::canvas::{self, Editor, Point, View};
@@ -67,6 +67,33 @@ pub enum Mode {
     Try,
     /// A design shown, not edited: no edit, no Check, no draft; its verdict and replay only.
     ReadOnly,
+}
+
+/// The class the student works in, if any: attempts are made for it, and the live preview
+/// shows what its setting allows. The app provides it; without it, self-study.
+#[derive(Clone, Copy)]
+pub struct CurrentClass(pub RwSignal<Option<StudentClass>>);
+
+impl CurrentClass {
+    /// What the live preview may show: `everything` (self-study's), `lacks` or `nothing`.
+    pub fn preview(&self) -> String {
+        self.0
+            .with(|c| c.as_ref().map(|c| c.preview.clone()))
+            .unwrap_or_else(|| "everything".to_string())
+    }
+
+    /// The class id an attempt is for: the class when it is open.
+    pub fn for_attempt(&self) -> Option<String> {
+        self.0
+            .with_untracked(|c| c.as_ref().filter(|c| c.open).map(|c| c.id.clone()))
+    }
+}
+
+/// What the live preview may show, from the context's class (`everything` without one).
+pub fn preview_setting() -> String {
+    use_context::<CurrentClass>()
+        .map(|c| c.preview())
+        .unwrap_or_else(|| "everything".to_string())
 }
 
 /// The page's state: every piece is a signal, so the struct is `Copy` and shared by context.
@@ -131,6 +158,20 @@ impl Page {
             }),
             tab: RwSignal::new("results"),
         }
+    }
+
+    /// A recorded attempt, shown read-only with its verdict.
+    pub fn viewer(scenario: Arc<Scenario>, design: Design, verdict: Verdict) -> Self {
+        let page = Page::new(
+            scenario,
+            design.clone(),
+            design.clone(),
+            None,
+            Mode::ReadOnly,
+        );
+        page.verdict.set(Some(verdict));
+        page.checked_design.set(Some(design));
+        page
     }
 
     /// A message over the drawing; `refusal` draws it as a refused action.

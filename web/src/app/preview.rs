@@ -9,7 +9,7 @@ use shared::design::Design;
 use shared::Scenario;
 
 use super::debounce::Debounce;
-use super::page::{Page, Preview};
+use super::page::{preview_setting, Page, Preview};
 use crate::problems::problem_words;
 
 /// Keeps the preview in step with the design. It follows at once, a few milliseconds after a
@@ -51,6 +51,10 @@ fn preview(scenario: &Scenario, design: &Design) -> Preview {
 #[component]
 pub fn Requirements() -> impl IntoView {
     let page = expect_context::<Page>();
+    // The class's setting: every requirement, only what the design lacks, or nothing.
+    let setting = preview_setting();
+    let lacks = setting == "lacks";
+    let nothing = setting == "nothing";
     let requirements: Vec<(String, String, String)> = page.scenario.with_value(|s| {
         s.requirements
             .iter()
@@ -61,6 +65,11 @@ pub fn Requirements() -> impl IntoView {
         <section class="requirements" aria-labelledby="req-heading">
             <h2 id="req-heading">"Requirements"</h2>
             <p class="preview-status" role="status">{move || page.preview.with(|p| match p {
+                _ if nothing => "Your class shows no preview: press Check for the graded result.".to_string(),
+                Preview::Verdict(v) if lacks => {
+                    let missing = v.requirements.iter().filter(|r| !r.passed).count();
+                    format!("Preview: {missing} requirement(s) still lacking. Check for the graded result.")
+                }
                 Preview::Pending => "Preview: working…".to_string(),
                 Preview::Invalid(_) => "Preview: the design is not complete yet.".to_string(),
                 Preview::Verdict(v) => format!("Preview: {} of {} would pass ({} failure schedules tried in your browser). Check for the graded result.", v.score, v.max_score, v.schedules_explored),
@@ -71,7 +80,13 @@ pub fn Requirements() -> impl IntoView {
                 {requirements.into_iter().map(|(id, text, hint)| {
                     let rid = id.clone();
                     let state = Memo::new(move |_| page.preview.with(|p| match p {
-                        Preview::Verdict(v) => v.requirements.iter().find(|r| r.id == rid).map(|r| if r.passed { "pass" } else { "miss" }).unwrap_or("unknown"),
+                        _ if nothing => "unknown",
+                        Preview::Verdict(v) => match v.requirements.iter().find(|r| r.id == rid).map(|r| r.passed) {
+                            Some(false) => "miss",
+                            // Under `lacks`, a requirement met is not told.
+                            Some(true) if !lacks => "pass",
+                            _ => "unknown",
+                        },
                         _ => "unknown",
                     }));
                     let show = RwSignal::new(false);

@@ -11,6 +11,15 @@ pub enum Route {
     /// The author page (`serve --author`).
     Author,
     AuthorScenario(String),
+    /// A student joins a class by its code.
+    Join(String),
+    /// The instructor's sign-in and classes.
+    Instructor,
+    InstructorClass(String),
+    /// A class and one of its students.
+    InstructorStudent(String, String),
+    /// A class and one of its attempts.
+    InstructorAttempt(String, String),
     NotFound,
 }
 
@@ -21,6 +30,15 @@ pub fn parse_route(path: &str) -> Route {
         ["scenarios", id] => Route::Scenario((*id).to_string()),
         ["author"] => Route::Author,
         ["author", id] => Route::AuthorScenario((*id).to_string()),
+        ["join", code] => Route::Join((*code).to_string()),
+        ["instructor"] => Route::Instructor,
+        ["instructor", "classes", id] => Route::InstructorClass((*id).to_string()),
+        ["instructor", "classes", id, "students", student] => {
+            Route::InstructorStudent((*id).to_string(), (*student).to_string())
+        }
+        ["instructor", "classes", id, "attempts", attempt] => {
+            Route::InstructorAttempt((*id).to_string(), (*attempt).to_string())
+        }
         _ => Route::NotFound,
     }
 }

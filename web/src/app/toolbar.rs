@@ -7,7 +7,7 @@ use wasm_bindgen::JsCast;
 
 use super::api;
 use super::dom::{self, icon, scroll_into_view, REDO, UNDO};
-use super::page::{DraftState, Mode, Page, Selection};
+use super::page::{CurrentClass, DraftState, Mode, Page, Selection};
 use crate::canvas::{self, Editor};
 use crate::design_file::{self, Refused};
 use crate::words;
@@ -103,12 +103,14 @@ fn open_design(page: Page, input: web_sys::HtmlInputElement) {
 pub fn Toolbar() -> impl IntoView {
     let page = expect_context::<Page>();
     let kinds = page.scenario.with_value(|s| canvas::palette_kinds(s));
+    let current = use_context::<CurrentClass>();
     let check = move |_| {
         if page.checking.get_untracked() {
             return;
         }
         let id = page.scenario.with_value(|s| s.id.clone());
         let design = page.editor.with_untracked(|e| e.design().clone());
+        let class = current.and_then(|c| c.for_attempt());
         page.checking.set(true);
         page.check_error.set(None);
         page.tab.set("results");
@@ -118,10 +120,12 @@ pub fn Toolbar() -> impl IntoView {
             let answer = if page.mode == Mode::Try {
                 api::check(&id, &design).await
             } else {
-                api::submit(&id, &design).await.map(|(verdict, answer)| {
-                    api::local::store_verdict(&id, &design, &answer);
-                    verdict
-                })
+                api::submit(&id, &design, class.as_deref())
+                    .await
+                    .map(|(verdict, answer)| {
+                        api::local::store_verdict(&id, &design, &answer);
+                        verdict
+                    })
             };
             match answer {
                 Ok(verdict) => {

@@ -1,0 +1,919 @@
+//! `/api/classes`: classes that a grader makes and students join with a code; the
+//! instructor's dashboard of a class (the matrix, the requirements missed most, a student's
+//! attempts, CSV exports); regrading; and the instructor's sign-in cookie.
+//!
+//! Every route here but joining and a student's own list of classes needs a grader: a bearer
+//! token, or the cookie `POST /api/instructor/session` sets. A student's session cookie is
+//! never enough.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{scenario_entry, time};
+use crate::auth::{self, Grader, Session};
+use crate::catalogue::Catalogue;
+use crate::config::Config;
+use crate::dashboard::{self, AttemptRow, ClassData, Matrix, MissedScenario};
+use crate::error::{AppError, ErrorBody, ErrorCode, JsonBody};
+use crate::regrade::{self, RegradeReport};
+use crate::report::CsvRow;
+use crate::store::{Class, Joined, Membership, Store};
+
+/// What the student's app shows before a check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Preview {
+    /// The live preview of every requirement, met or not (the default, and self-study's).
+    Everything,
+    /// Only the requirements the design still lacks.
+    Lacks,
+    /// No live preview: only Check tells.
+    Nothing,
+}
+
+impl Preview {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Preview::Everything => "everything",
+            Preview::Lacks => "lacks",
+            Preview::Nothing => "nothing",
+        }
+    }
+
+    fn of(stored: &str) -> Preview {
+        match stored {
+            "lacks" => Preview::Lacks,
+            "nothing" => Preview::Nothing,
+            _ => Preview::Everything,
+        }
+    }
+}
+
+/// A class as a grader sees it.
+#[derive(Serialize, ToSchema)]
+pub struct ClassBody {
+    #[schema(example = "c-3f2a9d1e6b7c4a58")]
+    pub id: String,
+    pub name: String,
+    /// 8 characters from `23456789ABCDEFGHJKMNPQRSTUVWXYZ`.
+    #[schema(example = "K7QM3XHP")]
+    pub join_code: String,
+    /// The page where a student joins: `/join/{code}` on this server.
+    #[schema(example = "https://pipelines.example.edu/join/K7QM3XHP")]
+    pub join_url: String,
+    /// A closed class takes no new members and no attempts.
+    pub open: bool,
+    pub preview: Preview,
+    pub members: u32,
+    /// The name of the grader token that made it.
+    pub created_by: String,
+    pub created_at: String,
+}
+
+/// A class as one of its students sees it.
+#[derive(Serialize, ToSchema)]
+pub struct StudentClass {
+    pub id: String,
+    pub name: String,
+    pub open: bool,
+    pub preview: Preview,
+    /// The name the student gave when joining.
+    pub display_name: String,
+    pub joined_at: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewClass {
+    /// 1 to 100 characters, no control characters; spaces around it are dropped.
+    #[schema(min_length = 1, max_length = 100)]
+    pub name: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClassUpdate {
+    #[schema(min_length = 1, max_length = 100)]
+    pub name: Option<String>,
+    pub open: Option<bool>,
+    pub preview: Option<Preview>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JoinRequest {
+    /// The class's join code; case, spaces and dashes do not matter.
+    #[schema(example = "K7QM3XHP")]
+    pub code: String,
+    /// The name the instructor sees: 1 to 60 characters once trimmed, no control characters.
+    /// Asked once per class: a member joining again keeps the first name, and may leave it out.
+    #[schema(example = "Ada L.")]
+    pub display_name: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegradeRequest {
+    #[schema(example = "safe-retry")]
+    pub scenario: String,
+    /// Only this class's attempts; left out, every attempt at the scenario.
+    pub class: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SignIn {
+    /// A grader token from `pipeline-builder token create`.
+    pub token: String,
+}
+
+/// Who is signed in at `/instructor`.
+#[derive(Serialize, ToSchema)]
+pub struct Instructor {
+    /// The grader token's name.
+    pub name: String,
+}
+
+/// A student's attempts for a class.
+#[derive(Serialize, ToSchema)]
+pub struct StudentAttempts {
+    pub class: String,
+    pub student: String,
+    pub display_name: String,
+    pub joined_at: String,
+    /// Oldest first.
+    pub attempts: Vec<AttemptRow>,
+}
+
+/// One attempt of a class with its design, for opening it read-only on the canvas.
+#[derive(Serialize, ToSchema)]
+pub struct ClassAttemptBody {
+    #[serde(flatten)]
+    pub row: AttemptRow,
+    pub student: String,
+    #[schema(value_type = shared::Design)]
+    pub design: serde_json::Value,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct FormatQuery {
+    /// `json` (the default) or `csv`. Another value → 422 `invalid_request` at `?format`.
+    #[param(value_type = Option<super::csv::ListFormat>)]
+    pub format: Option<String>,
+}
+
+/// The characters of a join code: no 0/O, 1/I/L.
+pub const JOIN_CODE_ALPHABET: &[u8] = b"23456789ABCDEFGHJKMNPQRSTUVWXYZ";
+/// How long a join code is.
+pub const JOIN_CODE_LENGTH: usize = 8;
+
+/// A new join code from the operating system's random number generator, each character
+/// uniform over [`JOIN_CODE_ALPHABET`] (bytes past the last multiple of its size are drawn
+/// again, so that no character is likelier than another).
+pub fn new_join_code() -> Result<String, getrandom::Error> {
+    let n = JOIN_CODE_ALPHABET.len();
+    let cut = 256 - 256 % n;
+    let mut code = String::with_capacity(JOIN_CODE_LENGTH);
+    while code.len() < JOIN_CODE_LENGTH {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes)?;
+        for b in bytes {
+            if usize::from(b) < cut && code.len() < JOIN_CODE_LENGTH {
+                code.push(char::from(JOIN_CODE_ALPHABET[usize::from(b) % n]));
+            }
+        }
+    }
+    Ok(code)
+}
+
+/// A code as typed: upper case, without spaces or dashes.
+pub fn normal_code(typed: &str) -> String {
+    typed
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '-')
+        .map(|c| c.to_ascii_uppercase())
+        .collect()
+}
+
+/// A new class id: `c-` and 16 hex digits.
+fn new_class_id() -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    format!("c-{}", &id[..16])
+}
+
+fn unknown_class(id: &str) -> AppError {
+    AppError::new(
+        StatusCode::NOT_FOUND,
+        ErrorCode::UnknownClass,
+        format!(
+            "there is no class \"{}\"; GET /api/classes lists them",
+            id.escape_default()
+        ),
+    )
+}
+
+fn class_closed(name: &str) -> AppError {
+    AppError::new(
+        StatusCode::CONFLICT,
+        ErrorCode::ClassClosed,
+        format!("the class \"{name}\" is closed: it takes no new members and no attempts; ask its instructor to reopen it"),
+    )
+}
+
+/// Refuses an attempt for `class` unless `student` is a member and the class is open.
+pub(super) async fn may_record_for(
+    store: &Store,
+    class: &str,
+    student: &str,
+) -> Result<(), AppError> {
+    let found = if class.len() > 64 {
+        None
+    } else {
+        store.get_class(class).await?
+    };
+    let found = found.ok_or_else(|| unknown_class(class).at("$.class"))?;
+    if store.membership(class, student).await?.is_none() {
+        return Err(AppError::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::NotAMember,
+            "the student is not a member of this class: join it first with its code (POST /api/classes/join)",
+        )
+        .at("$.class"));
+    }
+    if !found.open {
+        return Err(class_closed(&found.name).at("$.class"));
+    }
+    Ok(())
+}
+
+fn class_body(class: Class, headers: &HeaderMap, config: &Config) -> ClassBody {
+    let path = format!("/join/{}", class.join_code);
+    ClassBody {
+        join_url: match auth::origin_of(headers, config) {
+            Some(origin) => format!("{origin}{path}"),
+            None => path,
+        },
+        id: class.id,
+        name: class.name,
+        join_code: class.join_code,
+        open: class.open,
+        preview: Preview::of(&class.preview),
+        members: u32::try_from(class.members).unwrap_or(0),
+        created_by: class.created_by,
+        created_at: time(class.created_at),
+    }
+}
+
+fn student_class(class: Class, m: Membership) -> StudentClass {
+    StudentClass {
+        id: class.id,
+        name: class.name,
+        open: class.open,
+        preview: Preview::of(&class.preview),
+        display_name: m.display_name,
+        joined_at: time(m.joined_at),
+    }
+}
+
+fn class_name(name: &str, path: &str) -> Result<String, AppError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+        return Err(AppError::invalid_request(
+            "a class name has 1 to 100 characters (spaces around it dropped) and no control characters",
+        )
+        .at(path));
+    }
+    Ok(name.to_string())
+}
+
+/// The class `id`, or `unknown_class` with the URL as its path.
+async fn existing(store: &Store, id: &str) -> Result<Class, AppError> {
+    if id.len() > 64 || id.chars().any(char::is_control) {
+        return Err(unknown_class(id));
+    }
+    store
+        .get_class(id)
+        .await?
+        .ok_or_else(|| unknown_class(id).at(format!("/api/classes/{id}")))
+}
+
+#[utoipa::path(post, path = "/api/classes", tag = "classes", request_body = NewClass,
+    description = "Makes a class, open, with a random join code and the preview setting `everything`.",
+    security(("grader_token" = []), ("grader_cookie" = [])),
+    responses((status = 201, body = ClassBody),
+        (status = 400, description = "malformed_json", body = ErrorBody),
+        (status = 401, description = "unauthorized: no grader token (a student's session is not one)", body = ErrorBody),
+        (status = 403, description = "cross_site_request: another site sent it (with the grader cookie)", body = ErrorBody),
+        (status = 413, description = "body_too_large", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type", body = ErrorBody),
+        (status = 422, description = "invalid_request: the name", body = ErrorBody)))]
+pub async fn create_class(
+    State(store): State<Store>,
+    State(config): State<Arc<Config>>,
+    grader: Grader,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<NewClass>,
+) -> Result<Response, AppError> {
+    let name = class_name(&body.name, "$.name")?;
+    // A code already taken is drawn again; with 31^8 codes, twice is already rare.
+    for _ in 0..8 {
+        let code = new_join_code().map_err(AppError::internal)?;
+        if let Some(class) = store
+            .create_class(&new_class_id(), &name, &code, &grader.name)
+            .await?
+        {
+            tracing::info!(class = %class.id, grader = %grader.name, "class made");
+            return Ok((
+                StatusCode::CREATED,
+                Json(class_body(class, &headers, &config)),
+            )
+                .into_response());
+        }
+    }
+    Err(AppError::internal("no free join code after 8 draws"))
+}
+
+#[utoipa::path(get, path = "/api/classes", tag = "classes",
+    description = "Every class, newest first. Any grader token sees every class.",
+    security(("grader_token" = []), ("grader_cookie" = [])),
+    responses((status = 200, body = [ClassBody]),
+        (status = 401, description = "unauthorized", body = ErrorBody)))]
+pub async fn list_classes(
+    State(store): State<Store>,
+    State(config): State<Arc<Config>>,
+    _grader: Grader,
+    headers: HeaderMap,
+) -> Result<Json<Vec<ClassBody>>, AppError> {
+    let classes = store.list_classes().await?;
+    Ok(Json(
+        classes
+            .into_iter()
+            .map(|c| class_body(c, &headers, &config))
+            .collect(),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/classes/{id}", tag = "classes",
+    description = "One class.",
+    params(("id" = String, Path, description = "The class id")),
+    security(("grader_token" = []), ("grader_cookie" = [])),
+    responses((status = 200, body = ClassBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 404, description = "unknown_class", body = ErrorBody)))]
+pub async fn get_class(
+    State(store): State<Store>,
+    State(config): State<Arc<Config>>,
+    _grader: Grader,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<ClassBody>, AppError> {
+    let class = existing(&store, &id).await?;
+    Ok(Json(class_body(class, &headers, &config)))
+}
+
+#[utoipa::path(patch, path = "/api/classes/{id}", tag = "classes", request_body = ClassUpdate,
+    description = "Changes a class's name, whether it is open, or its preview setting; what is left out stays.",
+    params(("id" = String, Path, description = "The class id")),
+    security(("grader_token" = []), ("grader_cookie" = [])),
+    responses((status = 200, body = ClassBody),
+        (status = 400, description = "malformed_json", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "cross_site_request", body = ErrorBody),
+        (status = 404, description = "unknown_class", body = ErrorBody),
+        (status = 413, description = "body_too_large", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type", body = ErrorBody),
+        (status = 422, description = "invalid_request: the name, or a preview other than everything, lacks or nothing", body = ErrorBody)))]
+pub async fn update_class(
+    State(store): State<Store>,
+    State(config): State<Arc<Config>>,
+    _grader: Grader,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<ClassUpdate>,
+) -> Result<Json<ClassBody>, AppError> {
+    existing(&store, &id).await?;
+    let name = body
+        .name
+        .as_deref()
+        .map(|n| class_name(n, "$.name"))
+        .transpose()?;
+    let class = store
+        .update_class(
+            &id,
+            name.as_deref(),
+            body.open,
+            body.preview.map(Preview::as_str),
+        )
+        .await?
+        .ok_or_else(|| unknown_class(&id))?;
+    Ok(Json(class_body(class, &headers, &config)))
+}
+
+async fn set_open(
+    store: &Store,
+    config: &Config,
+    headers: &HeaderMap,
+    id: &str,
+    open: bool,
+) -> Result<Json<ClassBody>, AppError> {
+    existing(store, id).await?;
+    let class = store
+        .update_class(id, None, Some(open), None)
+        .await?
+        .ok_or_else(|| unknown_class(id))?;
+    Ok(Json(class_body(class, headers, config)))
+}
+
+#[utoipa::path(post, path = "/api/classes/{id}/close", tag = "classes",
+    description = "Closes a class: it then refuses joins and attempts (409 `class_closed`). Its members and attempts stay.",
+    params(("id" = String, Path, description = "The class id")),
+    security(("grader_token" = []), ("grader_cookie" = [])),
+    responses((status = 200, body = ClassBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "cross_site_request", body = ErrorBody),
+        (status = 404, description = "unknown_class", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type", body = ErrorBody)))]
+pub async fn close_class(
+    State(store): State<Store>,
+    State(config): State<Arc<Config>>,
+    _grader: Grader,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<ClassBody>, AppError> {
+    set_open(&store, &config, &headers, &id, false).await
+}
+
+#[utoipa::path(post, path = "/api/classes/{id}/reopen", tag = "classes",
+    description = "Opens a closed class again.",
+    params(("id" = String, Path, description = "The class id")),
+    security(("grader_token" = []), ("grader_cookie" = [])),
+    responses((status = 200, body = ClassBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "cross_site_request", body = ErrorBody),
+        (status = 404, description = "unknown_class", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type", body = ErrorBody)))]
+pub async fn reopen_class(
+    State(store): State<Store>,
+    State(config): State<Arc<Config>>,
+    _grader: Grader,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<ClassBody>, AppError> {
+    set_open(&store, &config, &headers, &id, true).await
+}
+
+#[utoipa::path(post, path = "/api/classes/join", tag = "classes", request_body = JoinRequest,
+    description = "The session's student joins the class of a join code, under a display name asked once per class. \
+        A member joining again gets 200 and keeps the first name; a closed class refuses a new member (409 `class_closed`).",
+    security(("student_cookie" = [])),
+    responses((status = 201, description = "A new member", body = StudentClass),
+        (status = 200, description = "A member already", body = StudentClass),
+        (status = 400, description = "malformed_json or ambiguous_session", body = ErrorBody),
+        (status = 401, description = "no_session", body = ErrorBody),
+        (status = 403, description = "cross_site_request", body = ErrorBody),
+        (status = 404, description = "unknown_class: no class has this code", body = ErrorBody),
+        (status = 409, description = "class_closed", body = ErrorBody),
+        (status = 413, description = "body_too_large", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type", body = ErrorBody),
+        (status = 422, description = "invalid_request: a display name missing, empty, longer than 60 characters or with control characters", body = ErrorBody)))]
+pub async fn join_class(
+    State(store): State<Store>,
+    Session(student): Session,
+    JsonBody(body): JsonBody<JoinRequest>,
+) -> Result<Response, AppError> {
+    let code = normal_code(&body.code);
+    let not_found = || {
+        AppError::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::UnknownClass,
+            "no class has this join code; check it with your instructor",
+        )
+        .at("$.code")
+    };
+    if code.is_empty() || code.len() > 32 {
+        return Err(not_found());
+    }
+    let class = store.class_by_code(&code).await?.ok_or_else(not_found)?;
+    if let Some(m) = store.membership(&class.id, &student.id).await? {
+        return Ok((StatusCode::OK, Json(student_class(class, m))).into_response());
+    }
+    let name = body.display_name.as_deref().map(str::trim).unwrap_or("");
+    if name.is_empty() || name.chars().count() > 60 || name.chars().any(char::is_control) {
+        return Err(AppError::invalid_request(
+            "give the name your instructor will see: 1 to 60 characters, no control characters",
+        )
+        .at("$.display_name"));
+    }
+    match store.join_class(&class.id, &student.id, name).await? {
+        Joined::New(m) => {
+            let class = store.get_class(&class.id).await?.unwrap_or(class);
+            Ok((StatusCode::CREATED, Json(student_class(class, m))).into_response())
+        }
+        Joined::Already(m) => Ok((StatusCode::OK, Json(student_class(class, m))).into_response()),
+        Joined::Closed => Err(class_closed(&class.name).at("$.code")),
+    }
+}
+
+#[utoipa::path(get, path = "/api/session/classes", tag = "classes",
+    description = "The classes of the session's student, in the order joined, each with its preview setting.",
+    security(("student_cookie" = [])),
+    responses((status = 200, body = [StudentClass]),
+        (status = 400, description = "ambiguous_session", body = ErrorBody),
+        (status = 401, description = "no_session", body = ErrorBody)))]
+pub async fn my_classes(
+    State(store): State<Store>,
+    Session(student): Session,
+) -> Result<Json<Vec<StudentClass>>, AppError> {
+    let list = store.student_classes(&student.id).await?;
+    Ok(Json(
+        list.into_iter().map(|(c, m)| student_class(c, m)).collect(),
+    ))
+}
+
+/// Everything the dashboard reads of a class.
+struct Loaded {
+    members: Vec<Membership>,
+    attempts: Vec<crate::store::ClassAttempt>,
+    regrades: Vec<crate::store::Regrade>,
+    drafts: Vec<(String, String)>,
+}
+
+impl Loaded {
+    async fn of(store: &Store, class: &str, student: Option<&str>) -> Result<Loaded, AppError> {
+        Ok(Loaded {
+            members: store.members(class).await?,
+            attempts: store.class_attempts(class, student).await?,
+            regrades: store.regrades(Some(class), None).await?,
+            drafts: store.class_drafts(class).await?,
+        })
+    }
+
+    fn data<'a>(&'a self, class: &'a str, catalogue: &'a Catalogue) -> ClassData<'a> {
+        ClassData {
+            class,
+            catalogue,
+            members: &self.members,
+            attempts: &self.attempts,
+            regrades: &self.regrades,
+            drafts: &self.drafts,
+        }
+    }
+}
+
+fn csv_answer(text: String) -> Response {
+    ([(header::CONTENT_TYPE, "text/csv; charset=utf-8")], text).into_response()
+}
+
+fn wants_csv(format: Option<&str>) -> Result<bool, AppError> {
+    match format {
+        None | Some("json") => Ok(false),
+        Some("csv") => Ok(true),
+        Some(other) => Err(AppError::invalid_request(format!(
+            "unknown format \"{}\"; use json (the default) or csv",
+            other.escape_default()
+        ))
+        .at("?format")),
+    }
+}
+
+/// The header and an example row of the matrix's CSV, for the OpenAPI document.
+pub const MATRIX_CSV_EXAMPLE: &str = "student,display_name,scenario,state,attempts,last_attempt_at,attempts_before_first_pass,outdated_attempts\r\n\
+    s-0f8e3c2a9b7d4e61a5c3b2d1e0f9a8b7,Ada L.,safe-retry,passed,3,2026-01-12T09:30:00.000Z,2,0\r\n";
+
+#[utoipa::path(get, path = "/api/classes/{id}/matrix", tag = "classes",
+    description = "Students × scenarios: per student and scenario `not_tried`, `tried` or `passed`, the attempts, \
+        the last attempt's time, the attempts before the first pass, and the attempts whose result is from an older \
+        version of the scenario; per scenario, the class's progress. With `?format=csv`, one row per student and scenario.",
+    params(("id" = String, Path, description = "The class id"), FormatQuery),
+    security(("grader_token" = []), ("grader_cookie" = [])),
+    responses((status = 200, content(
+            (Matrix = "application/json"),
+            (String = "text/csv", example = json!(MATRIX_CSV_EXAMPLE)))),
+        (status = 400, description = "bad_request: an unreadable query string", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 404, description = "unknown_class", body = ErrorBody),
+        (status = 422, description = "invalid_request: a `format` other than json or csv", body = ErrorBody)))]
+pub async fn matrix(
+    State(store): State<Store>,
+    State(catalogue): State<Arc<Catalogue>>,
+    _grader: Grader,
+    Path(id): Path<String>,
+    Query(query): Query<FormatQuery>,
+) -> Result<Response, AppError> {
+    let csv = wants_csv(query.format.as_deref())?;
+    existing(&store, &id).await?;
+    let loaded = Loaded::of(&store, &id, None).await?;
+    let matrix = dashboard::matrix(&loaded.data(&id, &catalogue));
+    if csv {
+        return Ok(csv_answer(dashboard::matrix_csv(&matrix)));
+    }
+    Ok(Json(matrix).into_response())
+}
+
+#[utoipa::path(get, path = "/api/classes/{id}/missed", tag = "classes",
+    description = "Per scenario, the requirements the class missed, most missed first: how many students missed each \
+        (in any attempt), their share of the students who tried the scenario, how many still miss it in their latest \
+        attempt, and who.",
+    params(("id" = String, Path, description = "The class id")),
+    security(("grader_token" = []), ("grader_cookie" = [])),
+    responses((status = 200, body = [MissedScenario]),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 404, description = "unknown_class", body = ErrorBody)))]
+pub async fn missed(
+    State(store): State<Store>,
+    State(catalogue): State<Arc<Catalogue>>,
+    _grader: Grader,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<MissedScenario>>, AppError> {
+    existing(&store, &id).await?;
+    let loaded = Loaded::of(&store, &id, None).await?;
+    Ok(Json(dashboard::missed(&loaded.data(&id, &catalogue))))
+}
+
+#[utoipa::path(get, path = "/api/classes/{id}/students/{student}/attempts", tag = "classes",
+    description = "A member's attempts for the class, oldest first, each with its verdict and any regraded ones.",
+    params(("id" = String, Path, description = "The class id"), ("student" = String, Path, description = "The student id")),
+    security(("grader_token" = []), ("grader_cookie" = [])),
+    responses((status = 200, body = StudentAttempts),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 404, description = "unknown_class, or unknown_student: not a member of the class", body = ErrorBody)))]
+pub async fn student_attempts(
+    State(store): State<Store>,
+    State(catalogue): State<Arc<Catalogue>>,
+    _grader: Grader,
+    Path((id, student)): Path<(String, String)>,
+) -> Result<Json<StudentAttempts>, AppError> {
+    existing(&store, &id).await?;
+    let member = if student.len() > 128 {
+        None
+    } else {
+        store.membership(&id, &student).await?
+    };
+    let member = member.ok_or_else(|| {
+        AppError::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::UnknownStudent,
+            format!("the class has no member \"{}\"", student.escape_default()),
+        )
+    })?;
+    let loaded = Loaded::of(&store, &id, Some(&student)).await?;
+    let attempts = dashboard::student_attempts(&loaded.data(&id, &catalogue), &student);
+    Ok(Json(StudentAttempts {
+        class: id,
+        student: member.student,
+        display_name: member.display_name,
+        joined_at: time(member.joined_at),
+        attempts,
+    }))
+}
+
+#[utoipa::path(get, path = "/api/classes/{id}/attempts/{attempt}", tag = "classes",
+    description = "One attempt of the class with its design, its verdict (with the replay of each missed requirement) \
+        and any regraded verdicts.",
+    params(("id" = String, Path, description = "The class id"), ("attempt" = String, Path, description = "The submission id")),
+    security(("grader_token" = []), ("grader_cookie" = [])),
+    responses((status = 200, body = ClassAttemptBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 404, description = "unknown_class, or unknown_submission: no attempt of this class has this id", body = ErrorBody)))]
+pub async fn class_attempt(
+    State(store): State<Store>,
+    State(catalogue): State<Arc<Catalogue>>,
+    _grader: Grader,
+    Path((id, attempt)): Path<(String, String)>,
+) -> Result<Json<ClassAttemptBody>, AppError> {
+    existing(&store, &id).await?;
+    let unknown = || {
+        AppError::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::UnknownSubmission,
+            format!("the class has no attempt \"{}\"", attempt.escape_default()),
+        )
+    };
+    let found = if attempt.len() > 64 {
+        None
+    } else {
+        store.get_attempt(&attempt).await?
+    };
+    let found = found
+        .filter(|a| a.class.as_deref() == Some(id.as_str()))
+        .ok_or_else(unknown)?;
+    let loaded = Loaded::of(&store, &id, Some(&found.student)).await?;
+    let row = dashboard::student_attempts(&loaded.data(&id, &catalogue), &found.student)
+        .into_iter()
+        .find(|r| r.id == found.id)
+        .ok_or_else(unknown)?;
+    Ok(Json(ClassAttemptBody {
+        row,
+        student: found.student,
+        design: found.design,
+    }))
+}
+
+#[utoipa::path(get, path = "/api/classes/{id}/attempts", tag = "classes",
+    description = "Every attempt of the class's members, oldest first, each with its verdict and any regraded ones. \
+        With `?format=csv`, one row per attempt with `student`, `scenario`, `score`, `max_score`, `passed`, `missed`, \
+        `submission_id`, `submitted_at` and `error` (always empty), as `GET /api/submissions?format=csv` writes them.",
+    params(("id" = String, Path, description = "The class id"), FormatQuery),
+    security(("grader_token" = []), ("grader_cookie" = [])),
+    responses((status = 200, content(
+            ([AttemptRow] = "application/json"),
+            (String = "text/csv", example = json!(super::csv::CSV_EXAMPLE)))),
+        (status = 400, description = "bad_request: an unreadable query string", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 404, description = "unknown_class", body = ErrorBody),
+        (status = 422, description = "invalid_request: a `format` other than json or csv", body = ErrorBody)))]
+pub async fn class_attempts(
+    State(store): State<Store>,
+    State(catalogue): State<Arc<Catalogue>>,
+    _grader: Grader,
+    Path(id): Path<String>,
+    Query(query): Query<FormatQuery>,
+) -> Result<Response, AppError> {
+    let csv = wants_csv(query.format.as_deref())?;
+    existing(&store, &id).await?;
+    let attempts = store.class_attempts(&id, None).await?;
+    if csv {
+        let rows: Vec<CsvRow> = attempts
+            .iter()
+            .map(|a| CsvRow {
+                student: a.summary.student.clone(),
+                scenario: a.summary.scenario.clone(),
+                score: Some(super::count(a.summary.score)),
+                max_score: Some(super::count(a.summary.max_score)),
+                passed: a.summary.passed,
+                missed: CsvRow::missed_of(&a.verdict),
+                submission_id: a.summary.id.clone(),
+                submitted_at: time(a.summary.created_at),
+                error: String::new(),
+            })
+            .collect();
+        return Ok(super::csv::csv_response(&rows));
+    }
+    let loaded = Loaded {
+        members: store.members(&id).await?,
+        attempts,
+        regrades: store.regrades(Some(&id), None).await?,
+        drafts: Vec::new(),
+    };
+    let data = loaded.data(&id, &catalogue);
+    let mut rows = Vec::new();
+    for m in &loaded.members {
+        rows.extend(dashboard::student_attempts(&data, &m.student));
+    }
+    rows.sort_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
+    Ok(Json(rows).into_response())
+}
+
+#[utoipa::path(post, path = "/api/regrade", tag = "classes", request_body = RegradeRequest,
+    description = "Checks again the stored attempts at a scenario (of one class, when given) made against another version \
+        of its file, and records the new verdicts beside the old ones, a batch per transaction. Running it again goes on \
+        where it stopped and regrades nothing twice. The report says how many results changed per requirement.",
+    security(("grader_token" = []), ("grader_cookie" = [])),
+    responses((status = 200, body = RegradeReport),
+        (status = 400, description = "malformed_json", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "cross_site_request", body = ErrorBody),
+        (status = 404, description = "unknown_scenario or unknown_class", body = ErrorBody),
+        (status = 413, description = "body_too_large", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type", body = ErrorBody),
+        (status = 422, description = "invalid_request, or check_too_large: a design's check went past the server's limits (the batches before it are kept)", body = ErrorBody)))]
+pub async fn regrade_route(
+    State(store): State<Store>,
+    State(catalogue): State<Arc<Catalogue>>,
+    State(config): State<Arc<Config>>,
+    grader: Grader,
+    JsonBody(body): JsonBody<RegradeRequest>,
+) -> Result<Json<RegradeReport>, AppError> {
+    let entry = scenario_entry(&catalogue, &body.scenario)?;
+    if let Some(class) = &body.class {
+        existing(&store, class).await.map_err(|e| e.at("$.class"))?;
+    }
+    tracing::info!(grader = %grader.name, scenario = %body.scenario, "regrade");
+    let report = regrade::regrade(
+        &store,
+        entry,
+        body.class.as_deref(),
+        config.check_limits,
+        |done, total| tracing::info!(done, total, "regraded"),
+    )
+    .await
+    .map_err(|e| match e {
+        regrade::RegradeError::Database(e) => AppError::from(e),
+        regrade::RegradeError::Check(m) => AppError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::CheckTooLarge,
+            m,
+        ),
+    })?;
+    Ok(Json(report))
+}
+
+#[utoipa::path(post, path = "/api/instructor/session", tag = "classes", request_body = SignIn,
+    description = "Signs an instructor in with a grader token: sets the cookie `__Host-pb_grader` (HttpOnly, Secure, \
+        SameSite=Strict, Path=/, 12 hours; `pb_grader` without Secure on plain HTTP to a host other than loopback), \
+        which the grader routes accept as they accept the bearer token. The token is never put in a URL.",
+    responses((status = 200, description = "Signed in; Set-Cookie carries it", body = Instructor),
+        (status = 400, description = "malformed_json", body = ErrorBody),
+        (status = 401, description = "unauthorized: the token is unknown or revoked", body = ErrorBody),
+        (status = 403, description = "cross_site_request", body = ErrorBody),
+        (status = 413, description = "body_too_large", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type", body = ErrorBody),
+        (status = 422, description = "invalid_request", body = ErrorBody)))]
+pub async fn sign_in(
+    State(store): State<Store>,
+    State(config): State<Arc<Config>>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<SignIn>,
+) -> Result<Response, AppError> {
+    let token = body.token.trim();
+    let shaped = !token.is_empty()
+        && token.len() <= 256
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    let found = if shaped {
+        auth::verify_token(&store, token).await?
+    } else {
+        None
+    };
+    let Some((name, _)) = found else {
+        return Err(AppError::unauthorized("the grader token is unknown or revoked").at("$.token"));
+    };
+    let mut response = Json(Instructor { name }).into_response();
+    let cookie = HeaderValue::from_str(&auth::grader_cookie(&headers, &config, token))
+        .map_err(AppError::internal)?;
+    response.headers_mut().append(header::SET_COOKIE, cookie);
+    Ok(response)
+}
+
+#[utoipa::path(get, path = "/api/instructor/session", tag = "classes",
+    description = "Who is signed in: the grader token's name.",
+    security(("grader_token" = []), ("grader_cookie" = [])),
+    responses((status = 200, body = Instructor),
+        (status = 401, description = "unauthorized", body = ErrorBody)))]
+pub async fn whoami(grader: Grader) -> Json<Instructor> {
+    Json(Instructor { name: grader.name })
+}
+
+#[utoipa::path(delete, path = "/api/instructor/session", tag = "classes",
+    description = "Signs the instructor out: expires the grader cookie.",
+    responses((status = 204, description = "Signed out"),
+        (status = 403, description = "cross_site_request", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type: a body that is not application/json", body = ErrorBody)))]
+pub async fn sign_out(State(config): State<Arc<Config>>, headers: HeaderMap) -> Response {
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    if let Ok(v) = HeaderValue::from_str(&auth::expire_grader_cookie(&headers, &config)) {
+        response.headers_mut().append(header::SET_COOKIE, v);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_join_code_is_eight_readable_characters_and_codes_differ() {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut counts = [0u32; 31];
+        for _ in 0..2000 {
+            let code = new_join_code().unwrap();
+            assert_eq!(code.len(), JOIN_CODE_LENGTH);
+            for b in code.bytes() {
+                let at = JOIN_CODE_ALPHABET.iter().position(|&a| a == b);
+                assert!(at.is_some(), "{code} has {}", char::from(b));
+                counts[at.unwrap()] += 1;
+                assert!(!b"0O1lIL".contains(&b));
+            }
+            seen.insert(code);
+        }
+        assert_eq!(
+            seen.len(),
+            2000,
+            "2000 codes from 31^8 never repeat in practice"
+        );
+        // 16,000 characters over 31: every character turns up, none far more than its share
+        // (516 expected; the bounds are beyond six standard deviations).
+        for (i, n) in counts.iter().enumerate() {
+            assert!(
+                (380..=660).contains(n),
+                "{} drawn {n} times",
+                char::from(JOIN_CODE_ALPHABET[i])
+            );
+        }
+    }
+
+    #[test]
+    fn a_typed_code_is_read_as_the_same_code() {
+        assert_eq!(normal_code(" k7qm-3xhp "), "K7QM3XHP");
+        assert_eq!(normal_code("K7QM 3XHP"), "K7QM3XHP");
+        assert_eq!(normal_code(""), "");
+    }
+}

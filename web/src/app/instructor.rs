@@ -1,0 +1,638 @@
+//! The instructor's pages: signing in with a grader token, the list of classes, a class's
+//! dashboard (the matrix, progress per scenario, the requirements missed most), a student's
+//! attempts, and one attempt's design read-only on the canvas with its replay.
+//!
+//! The token is sent once to the server, which keeps it in an HttpOnly cookie; it is never
+//! stored in the browser's storage nor put in a URL. The answers are read as JSON values:
+//! these pages only show them.
+
+use std::sync::Arc;
+
+use leptos::prelude::*;
+use serde_json::Value as Json;
+
+use super::api::{self, grader};
+use super::canvas_view::CanvasView;
+use super::dom::load_once;
+use super::page::Page;
+use super::results::{ReplayPanel, ResultsPanel};
+use super::router::{Link, Navigator};
+
+/// A string or a whole number of an answer as text (nothing else is shown as it is).
+fn text(v: &Json) -> String {
+    match v {
+        Json::String(s) => s.clone(),
+        Json::Number(n) => n.as_u64().map(|n| n.to_string()).unwrap_or_default(),
+        Json::Bool(b) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn when(v: &Json) -> String {
+    text(v).replace('T', " ").chars().take(16).collect()
+}
+
+/// The value of the input `selector` of the page, emptied.
+fn take_input(selector: &str) -> String {
+    let input = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.query_selector(selector).ok().flatten())
+        .and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlInputElement>(e).ok());
+    match input {
+        Some(input) => {
+            let value = input.value();
+            input.set_value("");
+            value
+        }
+        None => String::new(),
+    }
+}
+
+const SIGN_IN: &str = "<h1>Instructor sign-in</h1><p>Sign in with a grader token (<code>pipeline-builder token create --name NAME</code> makes one). \
+    The server keeps it in a cookie this page cannot read.</p><form class=\"sign-in\" id=\"sign-in\"><label for=\"grader-token\">Grader token</label> \
+    <input id=\"grader-token\" type=\"password\" autocomplete=\"off\" required> <button class=\"primary\" type=\"submit\">Sign in</button></form>";
+
+/// `/instructor`: the sign-in form, or the classes once signed in. One piece of markup whose
+/// forms, buttons and links are handled where their events bubble up to. `who` is `None`
+/// while loading, the empty name when nobody is signed in.
+#[component]
+pub fn InstructorHome() -> impl IntoView {
+    let nav = expect_context::<Navigator>();
+    let who = RwSignal::new(None::<String>);
+    let table = RwSignal::new(None::<String>);
+    let error = RwSignal::new(String::new());
+    let reload = move || {
+        leptos::task::spawn_local(async move {
+            match grader::get_json("/api/classes").await {
+                Ok(v) => table.set(Some(classes_html(&list(&v)))),
+                Err(e) => error.set(e.message),
+            }
+        });
+    };
+    leptos::task::spawn_local(async move {
+        let name = grader::whoami().await.unwrap_or_default();
+        if !name.is_empty() {
+            reload();
+        }
+        who.set(Some(name));
+    });
+    let act = move |url: String, body: Option<String>| {
+        leptos::task::spawn_local(async move {
+            match grader::send_json("POST", &url, body).await {
+                Ok(_) => {
+                    error.set(String::new());
+                    reload();
+                }
+                Err(e) => error.set(e.message),
+            }
+        });
+    };
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        if who.get_untracked().is_some_and(|n| n.is_empty()) {
+            // The token leaves the page with the request: the field is emptied.
+            let token = take_input("#grader-token");
+            leptos::task::spawn_local(async move {
+                match grader::sign_in(token.trim()).await {
+                    Ok(name) => {
+                        error.set(String::new());
+                        reload();
+                        who.set(Some(name));
+                    }
+                    Err(e) => error.set(e.message),
+                }
+            });
+        } else {
+            let name = take_input("#class-name");
+            act("/api/classes".into(), Some(api::one_field("name", &name)));
+        }
+    };
+    let on_click = move |ev: leptos::ev::MouseEvent| {
+        if follow_link(&ev, nav) {
+            return;
+        }
+        if let Some(url) = clicked(&ev, "data-post") {
+            act(url, None);
+        } else if clicked(&ev, "data-sign-out").is_some() {
+            leptos::task::spawn_local(async move {
+                grader::sign_out().await;
+                who.set(Some(String::new()));
+            });
+        }
+    };
+    let html = move || {
+        let error = error.get();
+        let error = if error.is_empty() {
+            String::new()
+        } else {
+            format!("<p class=\"error\" role=\"alert\">{}</p>", esc(&error))
+        };
+        match who.get() {
+            None => "<p class=\"muted\" role=\"status\">Loading…</p>".to_string(),
+            Some(name) if name.is_empty() => format!("{SIGN_IN}{error}"),
+            Some(name) => format!(
+                "<h1>Classes</h1><p class=\"muted\">Signed in as {}. <button class=\"link-button\" data-sign-out=\"1\">Sign out</button></p>\
+                 <form class=\"new-class\" id=\"new-class\"><label for=\"class-name\">New class</label> \
+                 <input id=\"class-name\" type=\"text\" maxlength=\"100\" required> <button class=\"primary\" type=\"submit\">Create the class</button></form>{error}{}",
+                esc(&name),
+                table.get().unwrap_or_else(|| "<p class=\"muted\" role=\"status\">Loading the classes…</p>".into())
+            ),
+        }
+    };
+    view! {
+        <section class="page instructor" on:submit=on_submit on:click=on_click inner_html=html></section>
+    }
+}
+
+/// The classes as a table; each row's button names the route it posts to (`data-post`).
+fn classes_html(list: &[Json]) -> String {
+    if list.is_empty() {
+        return "<p>No class yet.</p>".to_string();
+    }
+    let mut out = String::from("<table class=\"data classes\"><caption>Your classes</caption><thead><tr><th scope=\"col\">Class</th><th scope=\"col\">Join code and page</th><th scope=\"col\">Members</th><th scope=\"col\">State</th></tr></thead><tbody>");
+    for c in list {
+        let id = t(&c["id"]);
+        let open = c["open"] == Json::Bool(true);
+        out.push_str(&format!(
+            "<tr data-class=\"{id}\"><td><a href=\"/instructor/classes/{id}\">{}</a></td><td><code>{}</code> <span class=\"join-url\">{}</span></td><td>{}</td><td>{} <button class=\"secondary small\" data-post=\"/api/classes/{id}/{}\">{}</button></td></tr>",
+            t(&c["name"]),
+            t(&c["join_code"]),
+            t(&c["join_url"]),
+            t(&c["members"]),
+            if open { "Open" } else { "Closed" },
+            if open { "close" } else { "reopen" },
+            if open { "Close" } else { "Reopen" },
+        ));
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+/// The `data-` attribute `name` of the element an event reached, or of its nearest ancestor
+/// that has it.
+fn clicked(ev: &leptos::ev::MouseEvent, name: &str) -> Option<String> {
+    ev.target()
+        .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+        .and_then(|e| e.closest(&format!("[{name}]")).ok().flatten())
+        .and_then(|b| b.get_attribute(name))
+}
+
+/// Text made safe to put in HTML: the pages below write their tables as markup, which keeps
+/// the app small; everything that came from the server goes through here.
+fn esc(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A JSON value as escaped text.
+fn t(v: &Json) -> String {
+    esc(&text(v))
+}
+
+fn list(v: &Json) -> Vec<Json> {
+    v.as_array().cloned().unwrap_or_default()
+}
+
+fn state_words(state: &str) -> &'static str {
+    match state {
+        "passed" => "✓ passed",
+        "tried" => "◐ tried",
+        _ => "○ not tried",
+    }
+}
+
+/// The matrix's rows sorted by a column: `name`, `passed`, or a scenario id.
+fn sorted_rows(students: &[Json], by: &str, down: bool) -> Vec<Json> {
+    let rank = |row: &Json| -> (u8, u64) {
+        list(&row["cells"])
+            .iter()
+            .find(|c| c["scenario"] == by)
+            .map(|c| {
+                let state = match c["state"].as_str() {
+                    Some("passed") => 2,
+                    Some("tried") => 1,
+                    _ => 0,
+                };
+                (state, c["attempts"].as_u64().unwrap_or(0))
+            })
+            .unwrap_or_default()
+    };
+    let order = |a: &Json, b: &Json| {
+        let order = match by {
+            "name" => text(&a["display_name"])
+                .to_ascii_lowercase()
+                .cmp(&text(&b["display_name"]).to_ascii_lowercase()),
+            "passed" => a["passed"].as_u64().cmp(&b["passed"].as_u64()),
+            _ => rank(a).cmp(&rank(b)),
+        };
+        if down {
+            order.reverse()
+        } else {
+            order
+        }
+    };
+    // A stable insertion sort: a class is a few hundred rows at most, and it keeps the app
+    // smaller than the standard library's sort would.
+    let mut rows: Vec<Json> = Vec::with_capacity(students.len());
+    for row in students {
+        let at = rows
+            .iter()
+            .position(|r| order(row, r) == std::cmp::Ordering::Less)
+            .unwrap_or(rows.len());
+        rows.insert(at, row.clone());
+    }
+    rows
+}
+
+/// The matrix as a table whose column headers are sort buttons (`data-sort`).
+fn matrix_html(class: &str, matrix: &Json, by: &str, down: bool) -> String {
+    let scenarios = list(&matrix["scenarios"]);
+    let header = |key: &str, label: &str| {
+        let sort = if key == by {
+            if down {
+                "descending"
+            } else {
+                "ascending"
+            }
+        } else {
+            "none"
+        };
+        format!(
+            "<th scope=\"col\" aria-sort=\"{sort}\"><button class=\"link-button sort\" data-sort=\"{}\">{}</button></th>",
+            esc(key),
+            esc(label)
+        )
+    };
+    let mut out = String::from("<table class=\"data matrix\"><caption>Students by scenario: state and attempts; sort by any column</caption><thead><tr>");
+    out.push_str(&header("name", "Student"));
+    out.push_str(&header("passed", "Passed"));
+    for s in &scenarios {
+        out.push_str(&header(&text(&s["scenario"]), &text(&s["title"])));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for row in sorted_rows(&list(&matrix["students"]), by, down) {
+        let student = t(&row["student"]);
+        out.push_str(&format!(
+            "<tr data-student=\"{student}\"><th scope=\"row\"><a href=\"/instructor/classes/{}/students/{student}\">{}</a></th><td>{}</td>",
+            esc(class),
+            t(&row["display_name"]),
+            t(&row["passed"])
+        ));
+        for c in list(&row["cells"]) {
+            let state = text(&c["state"]);
+            let attempts = c["attempts"].as_u64().unwrap_or(0);
+            let mut words = state_words(&state).to_string();
+            if attempts > 0 {
+                words.push_str(&format!(" · {attempts} attempt(s)"));
+            }
+            if let Some(n) = c["attempts_before_first_pass"].as_u64() {
+                words.push_str(&format!(", {n} before the first pass"));
+            }
+            if let Some(at) = c["last_attempt_at"].as_str() {
+                words.push_str(&format!(", last {}", when(&Json::String(at.into()))));
+            }
+            if c["outdated_attempts"].as_u64().unwrap_or(0) > 0 {
+                words.push_str(" · older version");
+            }
+            out.push_str(&format!(
+                "<td class=\"cell {}\" data-scenario=\"{}\">{}</td>",
+                esc(&state),
+                t(&c["scenario"]),
+                esc(&words)
+            ));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+/// Progress per scenario, and the requirements missed most with who missed them.
+fn progress_html(class: &str, matrix: &Json, missed: &Json) -> String {
+    let mut out = format!(
+        "<h2>Progress</h2><table class=\"data progress\"><caption>{} students</caption><thead><tr><th scope=\"col\">Scenario</th><th scope=\"col\">Passed</th><th scope=\"col\">Tried</th><th scope=\"col\">Not tried</th><th scope=\"col\">Results from an older version</th></tr></thead><tbody>",
+        t(&matrix["members"])
+    );
+    for s in list(&matrix["scenarios"]) {
+        out.push_str(&format!(
+            "<tr data-scenario=\"{}\"><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            t(&s["scenario"]),
+            t(&s["title"]),
+            t(&s["passed"]),
+            t(&s["tried"]),
+            t(&s["not_tried"]),
+            t(&s["outdated_attempts"])
+        ));
+    }
+    out.push_str("</tbody></table><h2>Requirements missed most</h2>");
+    let mut any = false;
+    for s in list(missed) {
+        let requirements = list(&s["requirements"]);
+        if requirements.is_empty() {
+            continue;
+        }
+        any = true;
+        out.push_str(&format!("<h3>{}</h3><ul class=\"missed\">", t(&s["title"])));
+        for r in requirements {
+            // In whole percent; an integer, so that no float formatting comes into the app.
+            let share = (r["share"].as_f64().unwrap_or(0.0) * 100.0 + 0.5) as u64;
+            let who: Vec<String> = list(&r["missed_by"])
+                .iter()
+                .map(|m| {
+                    format!(
+                        "<a href=\"/instructor/classes/{}/students/{}\">{}</a>",
+                        esc(class),
+                        t(&m["student"]),
+                        t(&m["display_name"])
+                    )
+                })
+                .collect();
+            out.push_str(&format!(
+                "<li data-requirement=\"{}\"><strong>{}</strong> — missed by {} ({share}% of those who tried), {} still missing: {}</li>",
+                t(&r["requirement"]),
+                t(&r["text"]),
+                t(&r["students"]),
+                t(&r["still_missing"]),
+                who.join(", ")
+            ));
+        }
+        out.push_str("</ul>");
+    }
+    if !any {
+        out.push_str("<p>No requirement missed yet.</p>");
+    }
+    out
+}
+
+/// Follows a link of this app inside it (no reload), as `Link` does; false for anything else.
+fn follow_link(ev: &leptos::ev::MouseEvent, nav: Navigator) -> bool {
+    if ev.button() != 0 || ev.ctrl_key() || ev.meta_key() || ev.shift_key() {
+        return false;
+    }
+    match clicked(ev, "href") {
+        Some(href) if href.starts_with('/') && !href.starts_with("/api/") => {
+            ev.prevent_default();
+            nav.go(&href);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The class page's markup: the heading, the join page, the downloads, the preview setting,
+/// progress, the requirements missed most, and the matrix sorted by `sort`.
+fn class_html(
+    id: &str,
+    class: &Json,
+    matrix: &Json,
+    missed: &Json,
+    sort: &str,
+    saved: &str,
+) -> String {
+    let preview = text(&class["preview"]);
+    let options: String = [
+        ("everything", "every requirement"),
+        ("lacks", "only what the design lacks"),
+        ("nothing", "none"),
+    ]
+    .iter()
+    .map(|(value, words)| {
+        let selected = if preview == *value { " selected" } else { "" };
+        format!("<option value=\"{value}\"{selected}>{words}</option>")
+    })
+    .collect();
+    let (by, down) = match sort.strip_prefix('-') {
+        Some(key) => (key, true),
+        None => (sort, false),
+    };
+    format!(
+        "<p class=\"crumbs\"><a href=\"/instructor\">← Classes</a></p><h1>{name}</h1>\
+         <p>Join page: <span class=\"join-url\">{url}</span> · code <code>{code}</code> · {state}</p>\
+         <p class=\"exports\">Download: <a href=\"/api/classes/{id}/matrix?format=csv\" download=\"matrix.csv\">the matrix (CSV)</a> · \
+         <a href=\"/api/classes/{id}/attempts?format=csv\" download=\"attempts.csv\">every attempt (CSV)</a></p>\
+         <p><label for=\"preview-setting\">Live preview for students: </label><select id=\"preview-setting\">{options}</select> \
+         <span role=\"status\" class=\"muted\">{saved}</span></p>{progress}<h2>Students</h2><div class=\"table-wrap\">{table}</div>",
+        name = t(&class["name"]),
+        url = t(&class["join_url"]),
+        code = t(&class["join_code"]),
+        state = if class["open"] == Json::Bool(true) { "open" } else { "closed" },
+        id = esc(id),
+        saved = esc(saved),
+        progress = progress_html(id, matrix, missed),
+        table = matrix_html(id, matrix, by, down),
+    )
+}
+
+/// `/instructor/classes/{id}`: the matrix, sortable; progress per scenario; the requirements
+/// missed most, each with the students who missed it; the CSV exports; the preview setting.
+/// The page is one piece of markup; its links, sort buttons and setting are handled where
+/// they bubble up to.
+#[component]
+pub fn ClassPage(id: String) -> impl IntoView {
+    let nav = expect_context::<Navigator>();
+    let key = id.clone();
+    let loaded = load_once(async move {
+        let class = grader::get_json(&format!("/api/classes/{key}")).await?;
+        let matrix = grader::get_json(&format!("/api/classes/{key}/matrix")).await?;
+        let missed = grader::get_json(&format!("/api/classes/{key}/missed")).await?;
+        Ok::<_, api::ApiError>(Json::Array(vec![class, matrix, missed]))
+    });
+    // The column sorted by (`-` before it: going down), and what the setting's save said.
+    let sort = RwSignal::new("name".to_string());
+    let saved = RwSignal::new(String::new());
+    let cid = id.clone();
+    let html = move || {
+        match loaded.get() {
+        None => "<p class=\"muted\" role=\"status\">Loading the class…</p>".to_string(),
+        Some(Err(e)) => format!(
+            "<p class=\"error\" role=\"alert\">The class could not be loaded: {}</p><p><a href=\"/instructor\">Sign in</a></p>",
+            esc(&e.message)
+        ),
+        Some(Ok(all)) => class_html(&cid, &all[0], &all[1], &all[2], &sort.get(), &saved.get()),
+    }
+    };
+    let on_click = move |ev: leptos::ev::MouseEvent| {
+        if follow_link(&ev, nav) {
+            return;
+        }
+        if let Some(key) = clicked(&ev, "data-sort") {
+            // The same column again goes the other way.
+            sort.update(|by| {
+                *by = if *by == key {
+                    format!("-{key}")
+                } else {
+                    key.clone()
+                }
+            });
+            // The table is drawn anew: the focus goes back to the same header's button.
+            request_animation_frame(move || {
+                super::dom::focus(&format!("button[data-sort=\"{}\"]", esc(&key)));
+            });
+        }
+    };
+    let pid = id.clone();
+    let on_change = move |ev: leptos::ev::Event| {
+        let value = event_target_value(&ev);
+        let url = format!("/api/classes/{pid}");
+        leptos::task::spawn_local(async move {
+            let done =
+                grader::send_json("PATCH", &url, Some(api::one_field("preview", &value))).await;
+            // The page is drawn again with the class as the server now has it.
+            if let Ok(class) = &done {
+                loaded.update(|l| {
+                    if let Some(Ok(all)) = l {
+                        all[0] = class.clone();
+                    }
+                });
+            }
+            saved.set(match done {
+                Ok(_) => format!("Saved ({value}): students see it when they next open the app."),
+                Err(e) => e.message,
+            });
+            request_animation_frame(|| {
+                super::dom::focus("#preview-setting");
+            });
+        });
+    };
+    view! {
+        <section class="page wide instructor" on:click=on_click on:change=on_change inner_html=html></section>
+    }
+}
+
+/// A student's attempts for the class, as markup.
+fn attempts_html(class: &str, body: &Json) -> String {
+    let attempts = list(&body["attempts"]);
+    let mut out = format!(
+        "<h1>{}</h1><p class=\"muted\">{} attempt(s), oldest first</p><ol class=\"attempts\">",
+        t(&body["display_name"]),
+        attempts.len()
+    );
+    for a in attempts {
+        let missed: Vec<String> = list(&a["missed"]).iter().map(text).collect();
+        let verdict = if a["passed"] == Json::Bool(true) {
+            " · ✓ passed".to_string()
+        } else {
+            format!(" · ✗ missed {}", missed.join(", "))
+        };
+        out.push_str(&format!(
+                "<li class=\"attempt\" data-attempt=\"{}\"><p><strong>{}</strong> · {} · {} of {}{}</p>",
+                t(&a["id"]),
+                t(&a["scenario"]),
+                esc(&when(&a["created_at"])),
+                t(&a["score"]),
+                t(&a["max_score"]),
+                esc(&verdict)
+            ));
+        if a["outdated"] == Json::Bool(true) {
+            out.push_str(
+                "<p class=\"muted\">This verdict is from an older version of the scenario.</p>",
+            );
+        }
+        for g in list(&a["regrades"])
+            .iter()
+            .filter(|g| g["current"] == Json::Bool(true))
+        {
+            out.push_str(&format!(
+                "<p class=\"muted\">Regraded against the current version: {} of {}{}.</p>",
+                t(&g["score"]),
+                t(&g["max_score"]),
+                if g["passed"] == Json::Bool(true) {
+                    ", passed"
+                } else {
+                    ""
+                }
+            ));
+        }
+        out.push_str(&format!(
+                "<p><a href=\"/instructor/classes/{}/attempts/{}\">Open the design and its replay</a></p></li>",
+                esc(class),
+                t(&a["id"])
+            ));
+    }
+    out.push_str("</ol>");
+    out
+}
+
+/// `/instructor/classes/{id}/students/{student}`: a student's attempts with their verdicts.
+#[component]
+pub fn StudentPage(class: String, student: String) -> impl IntoView {
+    let nav = expect_context::<Navigator>();
+    let url = format!("/api/classes/{class}/students/{student}/attempts");
+    let loaded = load_once(async move { grader::get_json(&url).await });
+    let html = move || {
+        let crumbs = format!(
+            "<p class=\"crumbs\"><a href=\"/instructor/classes/{}\">← The class</a></p>",
+            esc(&class)
+        );
+        crumbs
+            + &match loaded.get() {
+                None => "<p class=\"muted\" role=\"status\">Loading the attempts…</p>".to_string(),
+                Some(Err(e)) => {
+                    format!("<p class=\"error\" role=\"alert\">{}</p>", esc(&e.message))
+                }
+                Some(Ok(body)) => attempts_html(&class, &body),
+            }
+    };
+    view! {
+        <section class="page instructor" on:click=move |ev| { follow_link(&ev, nav); } inner_html=html></section>
+    }
+}
+
+/// `/instructor/classes/{id}/attempts/{attempt}`: the attempt's design read-only on the canvas,
+/// with its verdict and the replay of each missed requirement.
+#[component]
+pub fn AttemptPage(class: String, attempt: String) -> impl IntoView {
+    let (c, a) = (class.clone(), attempt.clone());
+    let loaded = load_once(async move {
+        let (body, verdict) = grader::class_attempt(&c, &a).await.map_err(|e| e.message)?;
+        let scenario = api::scenario(&text(&body["scenario"]))
+            .await
+            .map_err(|e| e.message)?;
+        let design = shared::design::design_from_json(&body["design"])
+            .map_err(|_| "the stored design cannot be read".to_string())?;
+        Ok::<_, String>((
+            text(&body["student"]),
+            text(&body["created_at"]),
+            Arc::new(scenario),
+            design,
+            verdict,
+        ))
+    });
+    view! {
+        {move || match loaded.get() {
+            None => view! { <section class="page"><p class="muted" role="status">"Loading the attempt…"</p></section> }.into_any(),
+            Some(Err(e)) => view! { <section class="page"><p class="error" role="alert">{format!("The attempt could not be opened: {e}")}</p></section> }.into_any(),
+            Some(Ok((student, created_at, scenario, design, verdict))) => {
+                let page = Page::viewer(scenario.clone(), design, verdict);
+                provide_context(page);
+                let back = format!("/instructor/classes/{class}/students/{student}");
+                view! {
+                    <div class="workspace viewer">
+                        <aside class="brief" aria-label="The attempt">
+                            <p class="crumbs"><Link href=back>"← The student's attempts"</Link></p>
+                            <h1>{scenario.title.clone()}</h1>
+                            <p class="muted">{format!("Attempt of {} · read-only", when(&Json::String(created_at)))}</p>
+                        </aside>
+                        <section class="stage" aria-label="The design">
+                            <CanvasView />
+                            <div class="panel"><ResultsPanel /></div>
+                        </section>
+                        <aside class="side" aria-label="Replay" class:sheet-open=move || page.replay.with(Option::is_some) class:replaying=move || page.replay.with(Option::is_some)>
+                            {move || page.replay.with(Option::is_some).then(|| view! { <ReplayPanel /> })}
+                        </aside>
+                    </div>
+                }.into_any()
+            }
+        }}
+    }
+}
