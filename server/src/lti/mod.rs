@@ -284,6 +284,8 @@ pub struct Launch {
     /// The line item the resource link's scores go to, when the platform lets the tool post
     /// scores.
     pub lineitem: Option<String>,
+    /// The platform's course (its id and title), which is a class here.
+    pub context: Option<(String, String)>,
 }
 
 /// What a deep linking request asks the tool to answer.
@@ -345,6 +347,27 @@ pub async fn launch(
             .await
             .map_err(internal)?;
     }
+    // The platform's course is a class: made at its first launch; a learner is a member.
+    let class = match &launch.context {
+        Some((id, title)) => Some(course_class(&store, &launch.platform, id, title).await?),
+        None => None,
+    };
+    if let (Some(class), false) = (&class, launch.instructor) {
+        let shown = launch.name.as_deref().unwrap_or("Learner");
+        let shown: String = shown.trim().chars().take(60).collect();
+        let shown = if shown.is_empty() {
+            "Learner".to_string()
+        } else {
+            shown
+        };
+        if let crate::store::Joined::Closed = store
+            .join_class(class, &student, &shown)
+            .await
+            .map_err(internal)?
+        {
+            tracing::info!(class = %class, student = %student, "a launch into a closed class: not made a member");
+        }
+    }
     if let Some(deep) = &launch.deep_linking {
         let page = deep_linking_page(&store, &catalogue, deep).await?;
         let mut response = page.into_response();
@@ -366,8 +389,11 @@ pub async fn launch(
                 .map_err(internal)?;
         }
     }
-    let target = match &launch.scenario {
-        Some(id) if !launch.instructor && catalogue.get(id).is_some() => format!("/scenarios/{id}"),
+    let target = match (&launch.scenario, &class) {
+        (_, Some(class)) if launch.instructor => format!("/instructor/classes/{class}"),
+        (Some(id), _) if !launch.instructor && catalogue.get(id).is_some() => {
+            format!("/scenarios/{id}")
+        }
         _ => "/".to_string(),
     };
     tracing::info!(student = %student, platform = %launch.platform, instructor = launch.instructor, "LTI launch");
@@ -383,6 +409,49 @@ pub async fn launch(
     let cookie =
         HeaderValue::from_str(&launch_cookie(&headers, &config, &secret)).map_err(internal)?;
     see_other(&location, cookie)
+}
+
+/// The class of a platform's course, made (with the course's title) at its first launch.
+async fn course_class(
+    store: &Store,
+    platform: &str,
+    context: &str,
+    title: &str,
+) -> Result<String, Refusal> {
+    if let Some(class) = store
+        .lti_context_class(platform, context)
+        .await
+        .map_err(internal)?
+    {
+        return Ok(class);
+    }
+    let name: String = title
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(100)
+        .collect();
+    let name = if name.trim().is_empty() {
+        format!("Course {context}")
+    } else {
+        name.trim().to_string()
+    };
+    for _ in 0..8 {
+        let code = crate::routes::classes::new_join_code().map_err(internal)?;
+        let id = crate::routes::classes::new_class_id();
+        if store
+            .create_class(&id, &name, &code, &format!("lti:{platform}"))
+            .await
+            .map_err(internal)?
+            .is_some()
+        {
+            tracing::info!(class = %id, platform, context, "a class made for a platform's course");
+            return store
+                .link_lti_context(platform, context, &id)
+                .await
+                .map_err(internal);
+        }
+    }
+    Err(internal("no free join code after 8 draws"))
 }
 
 /// A 303 to `location` that sets `cookie`.
@@ -612,6 +681,15 @@ async fn verify_launch(store: &Store, form: &LaunchForm) -> Result<Launch, Refus
         .and_then(|e| e.get("lineitem"))
         .and_then(Json_::as_str)
         .map(str::to_string);
+    let context = claims.lti("context").and_then(|c| {
+        let id = c.get("id").and_then(Json_::as_str)?.to_string();
+        let title = ["title", "label"]
+            .iter()
+            .find_map(|k| c.get(*k).and_then(Json_::as_str))
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("Course {id}"));
+        Some((id, title))
+    });
     Ok(Launch {
         platform: platform.id,
         sub,
@@ -620,6 +698,7 @@ async fn verify_launch(store: &Store, form: &LaunchForm) -> Result<Launch, Refus
         scenario,
         deep_linking,
         lineitem,
+        context,
     })
 }
 

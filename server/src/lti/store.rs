@@ -257,3 +257,40 @@ impl Store {
         })
     }
 }
+
+impl Store {
+    // Courses.
+
+    /// The class of a platform's context, if a launch from it made one.
+    pub async fn lti_context_class(
+        &self,
+        platform: &str,
+        context: &str,
+    ) -> StoreResult<Option<String>> {
+        with_pool!(self, pool => {
+            let row = sqlx::query("SELECT class_id FROM lti_contexts WHERE platform = $1 AND context_id = $2")
+                .bind(platform).bind(context).fetch_optional(pool).await?;
+            row.map(|r| r.try_get("class_id")).transpose()
+        })
+    }
+
+    /// Links a platform's context to a class; the link made first wins (two first launches
+    /// at once both find the same class afterwards).
+    pub async fn link_lti_context(
+        &self,
+        platform: &str,
+        context: &str,
+        class: &str,
+    ) -> StoreResult<String> {
+        {
+            let _turn = self.write_turn().await;
+            with_pool!(self, pool => sqlx::query(
+                "INSERT INTO lti_contexts (platform, context_id, class_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+                .bind(platform).bind(context).bind(class).execute(pool).await.map(|_| ()))?;
+        }
+        Ok(self
+            .lti_context_class(platform, context)
+            .await?
+            .unwrap_or_else(|| class.to_string()))
+    }
+}

@@ -203,7 +203,7 @@ pub fn normal_code(typed: &str) -> String {
 }
 
 /// A new class id: `c-` and 16 hex digits.
-fn new_class_id() -> String {
+pub fn new_class_id() -> String {
     let id = uuid::Uuid::new_v4().simple().to_string();
     format!("c-{}", &id[..16])
 }

@@ -182,6 +182,7 @@ impl TestPlatform {
             format!("{LTI}resource_link"): {"id": "resource-link-1"},
             format!("{LTI}roles"): ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"],
             format!("{LTI}custom"): {"scenario": "safe-retry"},
+            format!("{LTI}context"): {"id": "course-1", "title": "Data Engineering 101"},
         })
     }
 
@@ -298,6 +299,54 @@ async fn a_learner_launches_signed_in_on_the_scenario(store: Store) {
     assert_eq!(attempt.status, StatusCode::CREATED, "{}", attempt.text);
     assert_eq!(attempt.body["student"], student.as_str());
 
+    // The platform's course is a class, and the learner a member under their name; an
+    // attempt can be made for it.
+    let class = store
+        .lti_context_class("test-platform", "course-1")
+        .await
+        .unwrap()
+        .expect("the course's class");
+    let members = store.members(&class).await.unwrap();
+    assert_eq!(members.len(), 1);
+    assert_eq!(members[0].display_name, "Ada Lovelace");
+    let for_class = app
+        .post(
+            "/api/submissions",
+            &As::student(&cookie),
+            &json!({"scenario": "safe-retry", "class": class, "design": crate::common::passing_design("safe-retry")}),
+        )
+        .await;
+    assert_eq!(for_class.status, StatusCode::CREATED, "{}", for_class.text);
+
+    // An instructor of the course lands on its class's dashboard; no second class is made.
+    let (state_i, nonce_i) = login(&app, &platform).await;
+    let mut teacher = platform.claims(&nonce_i, "teacher-9");
+    teacher[format!("{LTI}roles")] =
+        json!(["http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"]);
+    let landed = launch(&app, &platform.sign(&teacher, KID, &platform.key), &state_i).await;
+    assert_eq!(landed.status, StatusCode::SEE_OTHER, "{}", landed.text);
+    assert!(
+        landed
+            .header("location")
+            .unwrap()
+            .starts_with(&format!("/instructor/classes/{class}#")),
+        "{:?}",
+        landed.header("location")
+    );
+    assert_eq!(
+        store.members(&class).await.unwrap().len(),
+        1,
+        "an instructor is no member"
+    );
+    let classes = store.list_classes().await.unwrap();
+    assert_eq!(
+        classes
+            .iter()
+            .filter(|c| c.name == "Data Engineering 101")
+            .count(),
+        1
+    );
+
     // The same token and state again: the login was spent.
     let replay = launch(&app, &token, &state).await;
     assert_eq!(replay.status, StatusCode::FORBIDDEN);
@@ -335,7 +384,7 @@ async fn a_learner_launches_signed_in_on_the_scenario(store: Store) {
     let mine = app.get("/api/submissions", &As::student(&cookie)).await;
     assert_eq!(
         mine.body.as_array().unwrap().len(),
-        1,
+        2,
         "the refused write recorded nothing"
     );
 }

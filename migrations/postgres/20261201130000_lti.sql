@@ -4,24 +4,24 @@
 -- The tool's RSA keys. The newest key that is not retired signs; every key retired less
 -- than a day ago is still published, so tokens it signed can still be verified.
 CREATE TABLE lti_keys (
-    kid         TEXT PRIMARY KEY NOT NULL,
+    kid         TEXT PRIMARY KEY,
     -- PKCS#8 PEM of the private key.
     private_pem TEXT NOT NULL,
     -- The public key's modulus and exponent, base64url, as the JWKS publishes them.
     n           TEXT NOT NULL,
     e           TEXT NOT NULL,
-    created_at  TEXT NOT NULL,
-    retired_at  TEXT
+    created_at  TIMESTAMPTZ NOT NULL,
+    retired_at  TIMESTAMPTZ
 );
 
 CREATE TABLE lti_platforms (
-    id          TEXT PRIMARY KEY NOT NULL,
+    id          TEXT PRIMARY KEY,
     issuer      TEXT NOT NULL,
     client_id   TEXT NOT NULL,
     auth_url    TEXT NOT NULL,
     token_url   TEXT NOT NULL,
     jwks_url    TEXT NOT NULL,
-    created_at  TEXT NOT NULL,
+    created_at  TIMESTAMPTZ NOT NULL,
     UNIQUE (issuer, client_id)
 );
 
@@ -34,11 +34,11 @@ CREATE TABLE lti_deployments (
 -- A login started by a platform: the launch that follows must carry this state, and a token
 -- with this nonce; both are spent by the first launch that uses them.
 CREATE TABLE lti_logins (
-    state       TEXT PRIMARY KEY NOT NULL,
+    state       TEXT PRIMARY KEY,
     nonce       TEXT NOT NULL,
     platform    TEXT NOT NULL REFERENCES lti_platforms (id) ON DELETE CASCADE,
-    created_at  TEXT NOT NULL,
-    used_at     TEXT
+    created_at  TIMESTAMPTZ NOT NULL,
+    used_at     TIMESTAMPTZ
 );
 CREATE INDEX lti_logins_by_created ON lti_logins (created_at);
 
@@ -62,11 +62,11 @@ CREATE TABLE lti_grade_targets (
     lineitem       TEXT NOT NULL,
     -- The score the platform accepted last, and the time of the newest attempt it counted.
     sent_score     INTEGER,
-    sent_through   TEXT,
+    sent_through   TIMESTAMPTZ,
     -- The timestamp of the last score sent; each new one is later.
-    sent_timestamp TEXT,
+    sent_timestamp TIMESTAMPTZ,
     tries          INTEGER NOT NULL DEFAULT 0,
-    next_try_at    TEXT,
+    next_try_at    TIMESTAMPTZ,
     last_error     TEXT,
     PRIMARY KEY (student, scenario, lineitem)
 );
@@ -78,6 +78,14 @@ CREATE TABLE lti_handoffs (
     code_hash   TEXT PRIMARY KEY,
     student     TEXT NOT NULL,
     target      TEXT NOT NULL,
-    created_at  TEXT NOT NULL,
-    used_at     TEXT
+    created_at  TIMESTAMPTZ NOT NULL,
+    used_at     TIMESTAMPTZ
+);
+
+-- The class a platform's course (its LTI context) is: made at the first launch from it.
+CREATE TABLE lti_contexts (
+    platform    TEXT NOT NULL REFERENCES lti_platforms (id) ON DELETE CASCADE,
+    context_id  TEXT NOT NULL,
+    class_id    TEXT NOT NULL,
+    PRIMARY KEY (platform, context_id)
 );
