@@ -6,7 +6,8 @@
 //! attempt and the send. What the platform accepted last is recorded only after it accepted
 //! it; until then the send is retried with backoff (a platform's `Retry-After` is honoured).
 //! A crash between the platform's acceptance and the record sends the same score once more,
-//! which changes nothing in the gradebook.
+//! which changes nothing in the gradebook. A regrade of an attempt (`pipeline-builder
+//! regrade`) changes its score, and the new best is sent with a new, later timestamp.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -59,35 +60,59 @@ impl Store {
             .execute(pool).await.map(|_| ()))
     }
 
-    /// The targets with an attempt newer than what the platform accepted, whose next try is
-    /// due at `now`.
+    /// The targets whose score changed since the platform accepted one (a new attempt, or a
+    /// regrade of one), whose next try is due at `now`. An attempt's score is that of its
+    /// newest regrade, if it was regraded; the score sent is the best of them.
     pub async fn due_grades(&self, now: DateTime<Utc>) -> StoreResult<Vec<Due>> {
         with_pool!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT t.student, t.scenario, t.platform, t.sub, t.lineitem, t.sent_through, t.sent_timestamp, t.tries, \
-                        MAX(a.score) AS best, MAX(a.max_score) AS max_score, MAX(a.created_at) AS latest \
-                 FROM lti_grade_targets AS t JOIN attempts AS a ON a.student = t.student AND a.scenario = t.scenario \
-                 WHERE t.next_try_at IS NULL OR t.next_try_at <= $1 \
-                 GROUP BY t.student, t.scenario, t.platform, t.sub, t.lineitem, t.sent_through, t.sent_timestamp, t.tries")
+            let targets = sqlx::query(
+                "SELECT student, scenario, platform, sub, lineitem, sent_through, sent_timestamp, tries \
+                 FROM lti_grade_targets WHERE next_try_at IS NULL OR next_try_at <= $1")
                 .bind(now).fetch_all(pool).await?;
             let mut due = Vec::new();
-            for r in rows {
-                let through: DateTime<Utc> = r.try_get("latest")?;
-                let sent: Option<DateTime<Utc>> = r.try_get("sent_through")?;
+            for t in targets {
+                let student: String = t.try_get("student")?;
+                let scenario: String = t.try_get("scenario")?;
+                let rows = sqlx::query(
+                    "SELECT a.id, a.score, a.max_score, a.created_at, r.score AS r_score, r.max_score AS r_max, r.created_at AS r_at \
+                     FROM attempts AS a LEFT JOIN regrades AS r ON r.attempt = a.id \
+                     WHERE a.student = $1 AND a.scenario = $2 ORDER BY a.id, r.created_at")
+                    .bind(&student).bind(&scenario).fetch_all(pool).await?;
+                // Per attempt, its score now: the newest regrade's, else its own.
+                let mut now_scores: Vec<(String, i32, i32)> = Vec::new();
+                let mut through: Option<DateTime<Utc>> = None;
+                for r in rows {
+                    let id: String = r.try_get("id")?;
+                    let made: DateTime<Utc> = r.try_get("created_at")?;
+                    let regraded: Option<DateTime<Utc>> = r.try_get("r_at")?;
+                    through = through.max(Some(made)).max(regraded);
+                    let score = match regraded {
+                        Some(_) => (r.try_get::<i32, _>("r_score")?, r.try_get::<i32, _>("r_max")?),
+                        None => (r.try_get::<i32, _>("score")?, r.try_get::<i32, _>("max_score")?),
+                    };
+                    match now_scores.last_mut() {
+                        Some(last) if last.0 == id => (last.1, last.2) = score,
+                        _ => now_scores.push((id, score.0, score.1)),
+                    }
+                }
+                let (Some(through), Some(best)) = (through, now_scores.iter().max_by_key(|s| s.1)) else {
+                    continue;
+                };
+                let sent: Option<DateTime<Utc>> = t.try_get("sent_through")?;
                 if sent.is_some_and(|s| s >= through) {
                     continue;
                 }
                 due.push(Due {
-                    student: r.try_get("student")?,
-                    scenario: r.try_get("scenario")?,
-                    platform: r.try_get("platform")?,
-                    sub: r.try_get("sub")?,
-                    lineitem: r.try_get("lineitem")?,
-                    score: r.try_get("best")?,
-                    max_score: r.try_get("max_score")?,
+                    score: best.1,
+                    max_score: best.2,
+                    student,
+                    scenario,
+                    platform: t.try_get("platform")?,
+                    sub: t.try_get("sub")?,
+                    lineitem: t.try_get("lineitem")?,
                     through,
-                    last_timestamp: r.try_get("sent_timestamp")?,
-                    tries: r.try_get("tries")?,
+                    last_timestamp: t.try_get("sent_timestamp")?,
+                    tries: t.try_get("tries")?,
                 });
             }
             Ok(due)

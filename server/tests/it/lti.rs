@@ -867,6 +867,7 @@ async fn a_launched_learners_score_reaches_the_platform_once_even_after_an_outag
         server::lti::grades::Round::default()
     );
     // A missed attempt, then a passing one; the platform is down.
+    let mut attempts = Vec::new();
     for design in [
         crate::common::failing_design(),
         crate::common::passing_design("safe-retry"),
@@ -879,6 +880,7 @@ async fn a_launched_learners_score_reaches_the_platform_once_even_after_an_outag
             )
             .await;
         assert_eq!(a.status, StatusCode::CREATED, "{}", a.text);
+        attempts.push(a.body);
     }
     platform.grades.down.store(true, Ordering::SeqCst);
     let round = server::lti::grades::send_due(&store, chrono::Utc::now())
@@ -941,6 +943,34 @@ async fn a_launched_learners_score_reaches_the_platform_once_even_after_an_outag
     let second_time =
         chrono::DateTime::parse_from_rfc3339(accepted[1]["timestamp"].as_str().unwrap()).unwrap();
     assert!(second_time > first_time);
+    // A regrade lowers the passing attempt's score (its scenario now asks for more): the new
+    // best is sent, with a later timestamp still.
+    let lower = max as i32 - 1;
+    store
+        .record_regrades(&[server::store::Regrade {
+            attempt: attempts[1]["id"].as_str().unwrap().to_string(),
+            scenario_hash: "a-changed-scenario".into(),
+            verdict: None,
+            error: None,
+            score: lower,
+            max_score: max as i32,
+            passed: false,
+            created_at: chrono::Utc::now(),
+        }])
+        .await
+        .unwrap();
+    let round =
+        server::lti::grades::send_due(&store, chrono::Utc::now() + chrono::Duration::seconds(180))
+            .await
+            .unwrap();
+    assert_eq!(round.sent, 1);
+    let accepted = platform.grades.accepted.lock().unwrap().clone();
+    assert_eq!(accepted.len(), 3);
+    let failing_best = attempts[0]["score"].as_i64().unwrap().max(i64::from(lower));
+    assert_eq!(accepted[2]["scoreGiven"], failing_best, "the regraded best");
+    let third_time =
+        chrono::DateTime::parse_from_rfc3339(accepted[2]["timestamp"].as_str().unwrap()).unwrap();
+    assert!(third_time > second_time);
 }
 
 #[test]
