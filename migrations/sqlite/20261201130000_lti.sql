@@ -89,3 +89,11 @@ CREATE TABLE lti_contexts (
     class_id    TEXT NOT NULL,
     PRIMARY KEY (platform, context_id)
 );
+
+-- The line item made for a resource link whose launches named none: made once, then reused.
+CREATE TABLE lti_line_items (
+    platform      TEXT NOT NULL REFERENCES lti_platforms (id) ON DELETE CASCADE,
+    resource_link TEXT NOT NULL,
+    lineitem      TEXT NOT NULL,
+    PRIMARY KEY (platform, resource_link)
+);

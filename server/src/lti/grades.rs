@@ -23,6 +23,8 @@ use crate::store::{with_pool, Store, StoreResult};
 
 /// The scope of posting scores.
 pub const SCORE_SCOPE: &str = "https://purl.imsglobal.org/spec/lti-ags/scope/score";
+/// The scope of creating line items.
+pub const LINEITEM_SCOPE: &str = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem";
 /// The longest wait between two tries.
 const BACKOFF_MAX: Duration = Duration::from_secs(15 * 60);
 
@@ -237,7 +239,7 @@ async fn post_score(
     d: &Due,
     timestamp: DateTime<Utc>,
 ) -> Result<(), Failure> {
-    let token = access_token(store, p).await?;
+    let token = access_token(store, p, SCORE_SCOPE).await?;
     let url =
         scores_url(&d.lineitem).ok_or_else(|| Failure::retry("the line item is not a URL"))?;
     let body = serde_json::json!({
@@ -296,7 +298,7 @@ fn forget_token(p: &Platform) {
     tokens()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .remove(&p.token_url);
+        .retain(|key, _| !key.starts_with(&format!("{} ", p.token_url)));
 }
 
 #[derive(Deserialize)]
@@ -306,13 +308,14 @@ struct TokenAnswer {
     expires_in: Option<u64>,
 }
 
-/// An access token for posting scores: cached until shortly before it expires, else asked
-/// for with a client assertion signed by the tool's key (RFC 7523).
-async fn access_token(store: &Store, p: &Platform) -> Result<String, Failure> {
+/// An access token for `scope`: cached until shortly before it expires, else asked for with a
+/// client assertion signed by the tool's key (RFC 7523).
+async fn access_token(store: &Store, p: &Platform, scope: &str) -> Result<String, Failure> {
+    let cache_key = format!("{} {scope}", p.token_url);
     if let Some(t) = tokens()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .get(&p.token_url)
+        .get(&cache_key)
         .filter(|t| t.until > std::time::Instant::now())
     {
         return Ok(t.token.clone());
@@ -345,7 +348,7 @@ async fn access_token(store: &Store, p: &Platform) -> Result<String, Failure> {
                 "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
             ),
             ("client_assertion", assertion.as_str()),
-            ("scope", SCORE_SCOPE),
+            ("scope", scope),
         ])
         .send()
         .await
@@ -363,11 +366,98 @@ async fn access_token(store: &Store, p: &Platform) -> Result<String, Failure> {
         .map_err(|e| Failure::retry(format!("the token endpoint's answer: {e}")))?;
     let lasts = Duration::from_secs(token.expires_in.unwrap_or(3600).saturating_sub(60).max(1));
     tokens().lock().unwrap_or_else(|e| e.into_inner()).insert(
-        p.token_url.clone(),
+        cache_key,
         CachedToken {
             token: token.access_token.clone(),
             until: std::time::Instant::now() + lasts,
         },
     );
     Ok(token.access_token)
+}
+
+/// The line item of a resource link whose launch named none: the one made for it before, or
+/// one made now on the platform (`POST` to its line items container), once per resource link.
+pub async fn line_item_for(
+    store: &Store,
+    p: &Platform,
+    lineitems: &str,
+    resource_link: &str,
+    scenario: &shared::Scenario,
+) -> Result<String, String> {
+    if let Some(known) = store
+        .lti_line_item(&p.id, resource_link)
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        return Ok(known);
+    }
+    let token = access_token(store, p, LINEITEM_SCOPE)
+        .await
+        .map_err(|f| f.why)?;
+    let points: u32 = scenario.requirements.iter().map(|r| r.points).sum();
+    let answer = client()
+        .post(lineitems)
+        .bearer_auth(&token)
+        .header("content-type", "application/vnd.ims.lis.v2.lineitem+json")
+        .header("accept", "application/vnd.ims.lis.v2.lineitem+json")
+        .body(
+            serde_json::json!({
+                "scoreMaximum": points,
+                "label": scenario.title,
+                "resourceLinkId": resource_link,
+                "resourceId": scenario.id,
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .map_err(|e| format!("{lineitems}: {e}"))?;
+    if !answer.status().is_success() {
+        return Err(format!("{lineitems} answered {}", answer.status()));
+    }
+    let made: serde_json::Value = answer
+        .json()
+        .await
+        .map_err(|e| format!("the line item the platform made: {e}"))?;
+    let id = made
+        .get("id")
+        .and_then(serde_json::Value::as_str)
+        .ok_or("the line item the platform made has no id")?;
+    store
+        .link_lti_line_item(&p.id, resource_link, id)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+impl Store {
+    async fn lti_line_item(
+        &self,
+        platform: &str,
+        resource_link: &str,
+    ) -> StoreResult<Option<String>> {
+        with_pool!(self, pool => {
+            let row = sqlx::query("SELECT lineitem FROM lti_line_items WHERE platform = $1 AND resource_link = $2")
+                .bind(platform).bind(resource_link).fetch_optional(pool).await?;
+            row.map(|r| r.try_get("lineitem")).transpose()
+        })
+    }
+
+    /// Keeps the line item made for a resource link; the one kept first wins.
+    async fn link_lti_line_item(
+        &self,
+        platform: &str,
+        resource_link: &str,
+        lineitem: &str,
+    ) -> StoreResult<String> {
+        {
+            let _turn = self.write_turn().await;
+            with_pool!(self, pool => sqlx::query(
+                "INSERT INTO lti_line_items (platform, resource_link, lineitem) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+                .bind(platform).bind(resource_link).bind(lineitem).execute(pool).await.map(|_| ()))?;
+        }
+        Ok(self
+            .lti_line_item(platform, resource_link)
+            .await?
+            .unwrap_or_else(|| lineitem.to_string()))
+    }
 }

@@ -286,6 +286,10 @@ pub struct Launch {
     pub lineitem: Option<String>,
     /// The platform's course (its id and title), which is a class here.
     pub context: Option<(String, String)>,
+    /// Where the tool may make a line item, when the launch named none.
+    pub lineitems: Option<String>,
+    /// The resource link launched.
+    pub resource_link: Option<String>,
 }
 
 /// What a deep linking request asks the tool to answer.
@@ -378,13 +382,40 @@ pub async fn launch(
         );
         return Ok(response);
     }
-    // The scores of the scenario this resource link opens go to its line item.
-    if let (Some(scenario), Some(lineitem), false) =
-        (&launch.scenario, &launch.lineitem, launch.instructor)
-    {
-        if catalogue.get(scenario).is_some() {
+    // The scores of the scenario this resource link opens go to its line item: the launch's,
+    // or the one made for the resource link (once) when the launch named none. A platform
+    // that cannot make one now does not stop the launch; the next launch tries again.
+    if let Some(entry) = launch.scenario.as_deref().and_then(|id| catalogue.get(id)) {
+        let lineitem = match (&launch.lineitem, &launch.lineitems, &launch.resource_link) {
+            (Some(l), _, _) => Some(l.clone()),
+            (None, Some(container), Some(link)) => {
+                let platforms = store.lti_platforms().await.map_err(internal)?;
+                match platforms.iter().find(|p| p.id == launch.platform) {
+                    Some(p) => {
+                        match grades::line_item_for(&store, p, container, link, &entry.scenario)
+                            .await
+                        {
+                            Ok(l) => Some(l),
+                            Err(e) => {
+                                tracing::warn!(platform = %launch.platform, "no line item for the resource link yet: {e}");
+                                None
+                            }
+                        }
+                    }
+                    None => None,
+                }
+            }
+            _ => None,
+        };
+        if let (Some(lineitem), false) = (lineitem, launch.instructor) {
             store
-                .set_grade_target(&student, scenario, &launch.platform, &launch.sub, lineitem)
+                .set_grade_target(
+                    &student,
+                    &entry.scenario.id,
+                    &launch.platform,
+                    &launch.sub,
+                    &lineitem,
+                )
                 .await
                 .map_err(internal)?;
         }
@@ -670,15 +701,27 @@ async fn verify_launch(store: &Store, form: &LaunchForm) -> Result<Launch, Refus
     } else {
         None
     };
-    let lineitem = claims
+    let endpoint = claims
         .rest
-        .get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint")
-        .filter(|e| {
-            e.get("scope")
-                .and_then(Json_::as_array)
-                .is_some_and(|s| s.iter().any(|x| x.as_str() == Some(grades::SCORE_SCOPE)))
-        })
-        .and_then(|e| e.get("lineitem"))
+        .get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint");
+    let allows = |scope: &str| {
+        endpoint
+            .and_then(|e| e.get("scope"))
+            .and_then(Json_::as_array)
+            .is_some_and(|s| s.iter().any(|x| x.as_str() == Some(scope)))
+    };
+    let endpoint_url = |name: &str| {
+        endpoint
+            .and_then(|e| e.get(name))
+            .and_then(Json_::as_str)
+            .map(str::to_string)
+    };
+    let lineitem = endpoint_url("lineitem").filter(|_| allows(grades::SCORE_SCOPE));
+    let lineitems = endpoint_url("lineitems")
+        .filter(|_| allows(grades::LINEITEM_SCOPE) && allows(grades::SCORE_SCOPE));
+    let resource_link = claims
+        .lti("resource_link")
+        .and_then(|r| r.get("id"))
         .and_then(Json_::as_str)
         .map(str::to_string);
     let context = claims.lti("context").and_then(|c| {
@@ -699,6 +742,8 @@ async fn verify_launch(store: &Store, form: &LaunchForm) -> Result<Launch, Refus
         deep_linking,
         lineitem,
         context,
+        lineitems,
+        resource_link,
     })
 }
 

@@ -39,6 +39,28 @@ struct Gradebook {
     down: std::sync::atomic::AtomicBool,
     refused: AtomicUsize,
     accepted: std::sync::Mutex<Vec<Value>>,
+    /// Line items the tool made.
+    made: std::sync::Mutex<Vec<Value>>,
+}
+
+async fn lineitems_endpoint(
+    axum::extract::State(book): axum::extract::State<Arc<Gradebook>>,
+    headers: axum::http::HeaderMap,
+    body: String,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let bearer = headers.get("authorization").and_then(|v| v.to_str().ok());
+    if bearer != Some("Bearer platform-token") {
+        return (StatusCode::UNAUTHORIZED, "no").into_response();
+    }
+    let host = headers
+        .get("host")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let mut item: Value = serde_json::from_str(&body).unwrap();
+    book.made.lock().unwrap().push(item.clone());
+    item["id"] = json!(format!("http://{host}/lineitems/1"));
+    (StatusCode::CREATED, axum::Json(item)).into_response()
 }
 
 async fn token_endpoint(
@@ -59,7 +81,10 @@ async fn token_endpoint(
     })();
     if verified.is_none()
         || form.get("grant_type").map(String::as_str) != Some("client_credentials")
-        || form.get("scope").map(String::as_str) != Some(server::lti::grades::SCORE_SCOPE)
+        || !matches!(
+            form.get("scope").map(String::as_str),
+            Some(server::lti::grades::SCORE_SCOPE | server::lti::grades::LINEITEM_SCOPE)
+        )
     {
         return (StatusCode::UNAUTHORIZED, "bad client assertion").into_response();
     }
@@ -145,6 +170,7 @@ async fn start_platform() -> TestPlatform {
             ),
         )
         .route("/lineitems/1/scores", axum::routing::post(score_endpoint))
+        .route("/lineitems", axum::routing::post(lineitems_endpoint))
         .with_state(Arc::clone(&grades));
     tokio::spawn(async move { axum::serve(listener, app).await });
     TestPlatform {
@@ -728,9 +754,22 @@ async fn the_tool_publishes_its_keys_and_the_urls_to_register() {
 }
 
 #[tokio::test]
-async fn an_instructor_places_a_scenario_by_deep_linking() {
+async fn an_instructor_places_a_scenario_by_deep_linking_on_sqlite() {
     let dir = TempDir::new("lti-deep");
     let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    an_instructor_places_a_scenario_by_deep_linking(store).await;
+}
+
+#[tokio::test]
+async fn an_instructor_places_a_scenario_by_deep_linking_on_postgres() {
+    let Some(db) = crate::postgres::database("lti_deep").await else {
+        return;
+    };
+    let store = Store::connect(&db.url).await.unwrap();
+    an_instructor_places_a_scenario_by_deep_linking(store).await;
+}
+
+async fn an_instructor_places_a_scenario_by_deep_linking(store: Store) {
     let platform = start_platform().await;
     store
         .add_lti_platform(&platform.registration())
@@ -1121,4 +1160,66 @@ async fn the_app_may_be_framed_by_a_registered_platform_and_nobody_else() {
         .header("content-security-policy")
         .unwrap()
         .contains("frame-ancestors 'none'"));
+}
+
+#[tokio::test]
+async fn a_line_item_is_made_once_per_resource_link_when_the_launch_names_none() {
+    let dir = TempDir::new("lti-lineitem");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let platform = start_platform().await;
+    store
+        .add_lti_platform(&platform.registration())
+        .await
+        .unwrap();
+    let app = tool_on(store.clone()).await;
+    let jwks = app.get("/lti/jwks", &As::nobody()).await.body;
+    *platform.grades.tool_keys.lock().unwrap() = Some(serde_json::from_value(jwks).unwrap());
+    let endpoint = json!({
+        "scope": [server::lti::grades::LINEITEM_SCOPE, server::lti::grades::SCORE_SCOPE],
+        "lineitems": format!("{}/lineitems", platform.issuer),
+    });
+    let mut cookie = String::new();
+    for (sub, role) in [
+        ("learner-a", "Learner"),
+        ("learner-a", "Learner"),
+        ("teacher-a", "Instructor"),
+    ] {
+        let (state, nonce) = login(&app, &platform).await;
+        let mut claims = platform.claims(&nonce, sub);
+        claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = endpoint.clone();
+        claims[format!("{LTI}resource_link")] = json!({"id": "link-without-item"});
+        claims[format!("{LTI}roles")] = json!([format!(
+            "http://purl.imsglobal.org/vocab/lis/v2/membership#{role}"
+        )]);
+        let answer = launch(&app, &platform.sign(&claims, KID, &platform.key), &state).await;
+        assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
+        if role == "Learner" {
+            cookie = session_cookie(&answer);
+        }
+    }
+    let made = platform.grades.made.lock().unwrap().clone();
+    assert_eq!(
+        made.len(),
+        1,
+        "one line item for the resource link: {made:?}"
+    );
+    let points: u32 = crate::common::scenario("safe-retry")
+        .requirements
+        .iter()
+        .map(|r| r.points)
+        .sum();
+    assert_eq!(made[0]["scoreMaximum"], points);
+    assert_eq!(made[0]["resourceLinkId"], "link-without-item");
+    assert_eq!(made[0]["resourceId"], "safe-retry");
+    let a = app
+        .post("/api/submissions", &As::student(&cookie), &json!({"scenario": "safe-retry", "design": crate::common::passing_design("safe-retry")}))
+        .await;
+    assert_eq!(a.status, StatusCode::CREATED, "{}", a.text);
+    let round = server::lti::grades::send_due(&store, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(round, server::lti::grades::Round { sent: 1, failed: 0 });
+    let accepted = platform.grades.accepted.lock().unwrap().clone();
+    assert_eq!(accepted.len(), 1);
+    assert_eq!(accepted[0]["userId"], "learner-a");
 }
