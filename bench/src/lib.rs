@@ -80,6 +80,8 @@ pub struct ScalingCase {
     /// The same check by the plain enumeration (every schedule run from the start), where it
     /// was timed.
     pub plain_ms: Option<f64>,
+    /// The most heap the check held at once beyond what was held before it, where measured.
+    pub peak_bytes: Option<u64>,
 }
 
 impl ScalingCase {
@@ -136,6 +138,9 @@ impl ScalingCase {
             self.ns_per_step(),
             self.us_per_message()
         );
+        if let Some(peak) = self.peak_bytes {
+            text.push_str(&format!(" peak_kib={:.1}", peak as f64 / 1024.0));
+        }
         if let Some(plain) = self.plain_ms {
             text.push_str(&format!(" plain_ms={plain:.3}"));
         }
@@ -306,6 +311,7 @@ mod tests {
             steps: 1800,
             merged: 297,
             plain_ms: Some(12.0),
+            peak_bytes: None,
         };
         let text = case.line();
         let (name, value) = parse_line(&text).unwrap();
@@ -377,6 +383,7 @@ mod tests {
             steps: 0,
             merged: 0,
             plain_ms: None,
+            peak_bytes: None,
         };
         assert!(
             (case.ns_per_schedule_message() - 1e6 / (10.0 * verdict.schedules_explored as f64))

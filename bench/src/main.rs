@@ -12,7 +12,8 @@
 //!    same size that does no work), 64 connections each, one after the other →
 //!    `check_vs_floor_throughput_ratio`, `check_p99_ms`;
 //! 4. the app's WASM gzipped → `wasm_gzip_bytes`;
-//! 5. one stream consumer over 10 to 10,000 messages with one or two crashes → `scaling:`;
+//! 5. one stream consumer over 10 to 100,000 messages with one crash and 10 to 10,000 with
+//!    two → `scaling:`, with the peak heap each check held (`peak_kib`);
 //! 6. the instructions the machine executes to check every shipped design once (coverage and
 //!    advisories included), counted by valgrind's callgrind: a figure that does not move with
 //!    the machine's noise → `engine_instructions_total`;
@@ -72,9 +73,11 @@ impl Plan {
                     (1, 100),
                     (1, 1000),
                     (1, 10_000),
+                    (1, 100_000),
                     (2, 10),
                     (2, 100),
                     (2, 1000),
+                    (2, 10_000),
                 ],
             ),
             Mode::Quick => (
@@ -87,9 +90,11 @@ impl Plan {
                     (1, 100),
                     (1, 1000),
                     (1, 10_000),
+                    (1, 100_000),
                     (2, 10),
                     (2, 100),
                     (2, 1000),
+                    (2, 10_000),
                 ],
             ),
             Mode::Smoke => (3, Some(2), 1, 1, vec![(1, 10), (1, 100), (2, 10), (2, 100)]),
@@ -794,7 +799,7 @@ fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
     section("Scaling: one stream consumer, a full check (no limits) over N messages with one or two crashes");
     println!("search: shared prefixes and merged states (the check); plain: every schedule run from the start (shared::check::check_every_schedule), timed where it replays at most {PLAIN_MAX_SCHEDULE_MESSAGES:e} schedule-messages");
     println!(
-        "{:<12} {:>9} {:>11} {:>5} {:>11} {:>11} {:>9} {:>11} {:>10} {:>12} {:>10}",
+        "{:<12} {:>9} {:>11} {:>5} {:>11} {:>11} {:>9} {:>11} {:>10} {:>12} {:>10} {:>10}",
         "crashes",
         "messages",
         "schedules",
@@ -805,7 +810,8 @@ fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
         "merged",
         "ns/step",
         "us/message",
-        "plain ms"
+        "plain ms",
+        "peak KiB"
     );
     let limits = shared::Limits {
         max_schedules: u64::MAX,
@@ -821,7 +827,9 @@ fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
         let hash = shared::scenario_hash(&scenario);
         let graded = || shared::check::check_graded(&scenario, &hash, &valid, limits);
         let mut verdict = None;
+        let held = heap::reset_peak();
         let first = time_ms(|| verdict = Some(graded()));
+        let peak_bytes = heap::peak().saturating_sub(held) as u64;
         let verdict = verdict
             .expect("the check ran")
             .map_err(|e| format!("{messages} messages, {crashes} crash(es): {e}"))?;
@@ -867,9 +875,10 @@ fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
             steps: stats.steps_simulated,
             merged: stats.states_merged,
             plain_ms,
+            peak_bytes: Some(peak_bytes),
         };
         println!(
-            "{:<12} {:>9} {:>11} {:>5} {:>11.3} {:>11.2} {:>9} {:>11} {:>10.1} {:>12.2} {:>10}",
+            "{:<12} {:>9} {:>11} {:>5} {:>11.3} {:>11.2} {:>9} {:>11} {:>10.1} {:>12.2} {:>10} {:>10.1}",
             case.label(),
             messages,
             case.schedules,
@@ -882,7 +891,8 @@ fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
             case.us_per_message(),
             plain_ms
                 .map(|p| format!("{p:.1}"))
-                .unwrap_or_else(|| "-".into())
+                .unwrap_or_else(|| "-".into()),
+            peak_bytes as f64 / 1024.0
         );
         cases.push(case);
     }
@@ -954,4 +964,24 @@ fn instructions(dir: &Path) -> Result<u64, String> {
     let engine = all.saturating_sub(baseline);
     println!("workload {all} instructions, of which loading the scenarios {baseline}: the checks {engine}");
     Ok(engine)
+}
+
+/// The heap the benchmark holds, counted by its allocator (`peak_alloc`): the largest since
+/// the last reset, for the peak memory of a check.
+mod heap {
+    use peak_alloc::PeakAlloc;
+
+    #[global_allocator]
+    static ALLOCATOR: PeakAlloc = PeakAlloc;
+
+    /// Starts a new peak at what is held now, and answers it.
+    pub fn reset_peak() -> usize {
+        ALLOCATOR.reset_peak_usage();
+        ALLOCATOR.current_usage()
+    }
+
+    /// The most held since the last reset.
+    pub fn peak() -> usize {
+        ALLOCATOR.peak_usage()
+    }
 }

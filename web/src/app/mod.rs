@@ -69,10 +69,18 @@ fn App() -> impl IntoView {
     leptos::task::spawn_local(async move {
         if let Ok((session, made)) = api::session_started().await {
             student.set(session.display_name.unwrap_or_default());
-            if made && dom::in_frame() {
+            // In a frame that keeps no session, nothing personal can be asked for: the way
+            // out is offered instead.
+            let lost = made && dom::in_frame();
+            if lost {
                 frame_lost.set(handoff);
             }
-            if let Ok(list) = api::my_classes().await {
+            let classes = if lost {
+                None
+            } else {
+                api::my_classes().await.ok()
+            };
+            if let Some(list) = classes {
                 let chosen = api::class_choice::get();
                 let current = list
                     .iter()
