@@ -1223,3 +1223,71 @@ async fn a_line_item_is_made_once_per_resource_link_when_the_launch_names_none()
     assert_eq!(accepted.len(), 1);
     assert_eq!(accepted[0]["userId"], "learner-a");
 }
+
+#[test]
+fn platforms_are_added_listed_and_removed_from_the_command_line() {
+    use std::process::Command;
+    let dir = TempDir::new("lti-cli");
+    let url = dir.sqlite_url();
+    let run = |args: &[&str]| {
+        Command::new(crate::processes::BIN)
+            .args(args)
+            .args(["--database-url", &url])
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap()
+    };
+    let add = [
+        "lti",
+        "platform",
+        "add",
+        "--issuer",
+        "https://lms.example",
+        "--client-id",
+        "c1",
+        "--deployment-id",
+        "d1",
+        "--deployment-id",
+        "d2",
+        "--auth-url",
+        "https://lms.example/auth",
+        "--token-url",
+        "https://lms.example/token",
+        "--jwks-url",
+        "https://lms.example/jwks",
+    ];
+    let added = run(&add);
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let id = String::from_utf8_lossy(&added.stdout).trim().to_string();
+    assert_eq!(id.len(), 12, "{id}");
+    let listed = String::from_utf8_lossy(&run(&["lti", "platform", "list"]).stdout).to_string();
+    assert!(
+        listed.contains(&format!("{id}\thttps://lms.example\tc1\td1,d2\t")),
+        "{listed}"
+    );
+    // The same registration again is refused; so is a URL that is not one.
+    let again = run(&add);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("registered already"));
+    let mut bad = add.to_vec();
+    bad[4] = "https://other.example";
+    bad[12] = "not a url";
+    let refused = run(&bad);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--auth-url"));
+    let removed = run(&["lti", "platform", "remove", &id]);
+    assert!(removed.status.success());
+    let listed = String::from_utf8_lossy(&run(&["lti", "platform", "list"]).stdout).to_string();
+    assert!(!listed.contains(&id), "{listed}");
+    assert_eq!(
+        run(&["lti", "platform", "remove", &id]).status.code(),
+        Some(1)
+    );
+    let rotated = run(&["lti", "key", "rotate"]);
+    assert!(rotated.status.success());
+    assert!(!String::from_utf8_lossy(&rotated.stdout).trim().is_empty());
+}
