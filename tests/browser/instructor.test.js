@@ -5,25 +5,11 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
-import { openBrowser, screenshot } from './harness.js';
+import { openBrowser, screenshot, axe } from './harness.js';
 
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 const TOKEN = process.env.PB_GRADER_TOKEN;
 const SAFE_RETRY = JSON.parse(readFileSync(new URL('../../scenarios/safe-retry.json', import.meta.url), 'utf8'));
-
-/** Runs axe-core on the page and fails on any serious or critical violation, naming each. */
-async function axe(page, where) {
-  await page.addScriptTag({ path: AXE });
-  const violations = await page.evaluate(async () => {
-    const result = await window.axe.run(document, { resultTypes: ['violations'] });
-    return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(' ')) }));
-  });
-  const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  for (const v of violations) console.log(`# axe (${where}): ${v.impact} ${v.id}: ${v.help} — ${v.targets.slice(0, 5).join(', ')}`);
-  assert.deepEqual(bad.map((v) => `${v.impact} ${v.id}: ${v.targets.join(', ')}`), [], `axe-core on ${where}`);
-}
 
 /** A student joins the class of `code` under `name` on its join page. */
 async function join(page, code, name) {
