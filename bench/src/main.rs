@@ -14,7 +14,9 @@
 //! 4. the app's WASM gzipped → `wasm_gzip_bytes`;
 //! 5. one stream consumer over 10 to 100,000 messages with one crash and 10 to 10,000 with
 //!    two → `scaling:`, with the peak heap each check held (`peak_kib`);
-//! 6. the instructions the machine executes to check every shipped design once (coverage and
+//! 6. where one uncached check's time goes, stage by stage, for safe-retry's reference design
+//!    and the slowest shipped design → `stages:`;
+//! 7. the instructions the machine executes to check every shipped design once (coverage and
 //!    advisories included), counted by valgrind's callgrind: a figure that does not move with
 //!    the machine's noise → `engine_instructions_total`;
 //!
@@ -279,6 +281,8 @@ fn main() -> ExitCode {
         Ok(cases) => lines.extend(cases.iter().map(ScalingCase::line)),
         Err(e) => problems.push(format!("scaling: {e}")),
     }
+
+    lines.extend(stages(&scenarios, &plan, &engine));
 
     match instructions(&o.scenarios) {
         Ok(n) => lines.push(line("engine_instructions_total", n)),
@@ -984,4 +988,90 @@ mod heap {
     pub fn peak() -> usize {
         ALLOCATOR.peak_usage()
     }
+}
+
+/// One uncached check of a design, stage by stage, as the server runs it: the body parsed,
+/// the design validated, the search (the model compiled, the clean run, the schedules), the
+/// counterexamples traced, coverage and advisories, and the verdict serialised. Each stage's
+/// median over the plan's runs, in microseconds; the search and the traces are told apart by
+/// timing the search alone.
+fn stages(scenarios: &[Scenario], plan: &Plan, engine: &[DesignCheck]) -> Vec<String> {
+    section("One uncached check, stage by stage (median µs)");
+    let slowest = engine
+        .iter()
+        .max_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
+    let first = scenarios
+        .iter()
+        .position(|s| s.id == LOAD_SCENARIO)
+        .and_then(|i| {
+            engine
+                .iter()
+                .find(|d| d.scenario == i && d.kind == "reference")
+        });
+    let mut picked: Vec<&DesignCheck> = first.into_iter().chain(slowest).collect();
+    picked.dedup_by(|a, b| a.scenario == b.scenario && a.name == b.name);
+    println!(
+        "{:<17} {:<40} {:>8} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9}",
+        "scenario",
+        "design",
+        "parse",
+        "validate",
+        "search",
+        "traces",
+        "coverage",
+        "serialise",
+        "total"
+    );
+    let limits = shared::Limits::default();
+    let runs = plan.runs.max(5);
+    let mut lines = Vec::new();
+    for d in picked {
+        let s = &scenarios[d.scenario];
+        let hash = shared::scenario_hash(s);
+        let body = d.design.to_string();
+        let us = |f: &mut dyn FnMut()| median_ms(runs, f) * 1000.0;
+        let parse = us(&mut || drop(black_box(serde_json::from_str::<serde_json::Value>(&body))));
+        let Ok(valid) = shared::validate_json(s, &d.design) else {
+            continue;
+        };
+        let validate = us(&mut || drop(black_box(shared::validate_json(s, &d.design))));
+        let search = us(&mut || drop(black_box(shared::check::search_stats(s, &valid, limits))));
+        let graded = us(&mut || {
+            drop(black_box(shared::check::check_graded(
+                s, &hash, &valid, limits,
+            )))
+        });
+        let full = us(&mut || {
+            drop(black_box(shared::check::check_hashed(
+                s, &hash, &valid, limits,
+            )))
+        });
+        let Ok(verdict) = shared::check::check_hashed(s, &hash, &valid, limits) else {
+            continue;
+        };
+        let serialise = us(&mut || drop(black_box(serde_json::to_vec(&verdict))));
+        let traces = (graded - search).max(0.0);
+        let coverage = (full - graded).max(0.0);
+        let total = parse + validate + full + serialise;
+        println!(
+            "{:<17} {:<40} {:>8.1} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1} {:>9.1}",
+            s.id,
+            clip(&d.name, 40),
+            parse,
+            validate,
+            search,
+            traces,
+            coverage,
+            serialise,
+            total
+        );
+        lines.push(line(
+            "stages",
+            format!(
+                "{} kind={} parse_us={parse:.1} validate_us={validate:.1} search_us={search:.1} traces_us={traces:.1} coverage_us={coverage:.1} serialise_us={serialise:.1} total_us={total:.1}",
+                s.id, d.kind
+            ),
+        ));
+    }
+    lines
 }
