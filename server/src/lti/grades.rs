@@ -27,6 +27,9 @@ pub const SCORE_SCOPE: &str = "https://purl.imsglobal.org/spec/lti-ags/scope/sco
 pub const LINEITEM_SCOPE: &str = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem";
 /// The longest wait between two tries.
 const BACKOFF_MAX: Duration = Duration::from_secs(15 * 60);
+/// How long a server holds a score it is sending, so that two servers on one database never
+/// send it at once; longer than a send's timeouts (a token and a score, 15 s each).
+const CLAIM: Duration = Duration::from_secs(60);
 
 /// A target whose best score the platform has not accepted yet.
 #[derive(Clone, Debug)]
@@ -121,6 +124,17 @@ impl Store {
         })
     }
 
+    /// Takes the send of `d` for [`CLAIM`]: false when another server (or round) holds it.
+    async fn claim_grade(&self, d: &Due, now: DateTime<Utc>) -> StoreResult<bool> {
+        let _turn = self.write_turn().await;
+        let until = now + chrono::Duration::from_std(CLAIM).unwrap_or_default();
+        with_pool!(self, pool => sqlx::query(
+            "UPDATE lti_grade_targets SET next_try_at = $4 \
+             WHERE student = $1 AND scenario = $2 AND lineitem = $3 AND (next_try_at IS NULL OR next_try_at <= $5)")
+            .bind(&d.student).bind(&d.scenario).bind(&d.lineitem).bind(until).bind(now)
+            .execute(pool).await.map(|r| r.rows_affected() == 1))
+    }
+
     async fn grade_sent(&self, d: &Due, timestamp: DateTime<Utc>) -> StoreResult<()> {
         let _turn = self.write_turn().await;
         with_pool!(self, pool => sqlx::query(
@@ -167,6 +181,9 @@ pub async fn send_due(store: &Store, now: DateTime<Utc>) -> StoreResult<Round> {
         .collect();
     let mut round = Round::default();
     for d in due {
+        if !store.claim_grade(&d, now).await? {
+            continue;
+        }
         // Each score carries a timestamp later than the last one sent for it.
         let mut timestamp = Utc::now();
         if let Some(last) = d.last_timestamp {
