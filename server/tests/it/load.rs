@@ -102,8 +102,10 @@ fn the_load_generator_counts_refusals_by_status() {
         &server.base,
         "--clients",
         "1",
+        // Long enough that a busy machine (the other tests run beside this one) still
+        // answers some requests within the run.
         "--seconds",
-        "1",
+        "3",
         "--route",
         "GET",
         "/api/scenarios",
@@ -119,8 +121,10 @@ fn the_load_generator_counts_refusals_by_status() {
         &server.base,
         "--clients",
         "1",
+        // Long enough that a busy machine (the other tests run beside this one) still
+        // answers some requests within the run.
         "--seconds",
-        "1",
+        "3",
         "--route",
         "GET",
         "/api/nope",

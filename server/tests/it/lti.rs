@@ -138,8 +138,11 @@ fn rsa_pem() -> (String, String, String) {
 
 /// Starts the platform: an axum app on a loopback port whose `/jwks` publishes one key.
 async fn start_platform() -> TestPlatform {
-    let (pem, n, e) = rsa_pem();
-    let (stranger, _, _) = rsa_pem();
+    // Made once for every test platform: generating RSA keys is the slowest part of these
+    // tests, and the tests beside them share the machine.
+    static KEYS: std::sync::OnceLock<((String, String, String), String)> =
+        std::sync::OnceLock::new();
+    let ((pem, n, e), stranger) = KEYS.get_or_init(|| (rsa_pem(), rsa_pem().0)).clone();
     let fetches = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&fetches);
     let jwks =
