@@ -159,7 +159,8 @@ async fn login(store: &Store, config: &Config, p: LoginParams) -> Result<Respons
             "a login needs iss, login_hint and target_link_uri",
         ));
     };
-    if !target.starts_with(base) {
+    // The tool's own URL, or a page under it: `https://tool.example.edu.evil.example` is not.
+    if target != base && !target.starts_with(&format!("{base}/")) {
         return Err(Refusal::bad(format!(
             "target_link_uri {target} is not a page of this tool ({base})"
         )));

@@ -658,6 +658,7 @@ async fn a_refused_login_says_why() {
         ("/lti/login?login_hint=u".to_string(), StatusCode::BAD_REQUEST, "iss"),
         (format!("/lti/login?iss=https%3A%2F%2Funknown.example&login_hint=u&target_link_uri={target}"), StatusCode::FORBIDDEN, "no platform"),
         (format!("/lti/login?iss={}&login_hint=u&target_link_uri=https%3A%2F%2Fevil.example%2F", urlencode(&platform.issuer)), StatusCode::BAD_REQUEST, "not a page of this tool"),
+        (format!("/lti/login?iss={}&login_hint=u&target_link_uri={}", urlencode(&platform.issuer), urlencode(&format!("{PUBLIC}.evil.example/lti/launch"))), StatusCode::BAD_REQUEST, "not a page of this tool"),
         (format!("/lti/login?iss={}&login_hint=u&target_link_uri={target}&lti_deployment_id=nine", urlencode(&platform.issuer)), StatusCode::FORBIDDEN, "deployment nine"),
     ];
     for (uri, status, words) in cases {
