@@ -1,7 +1,8 @@
 //! The sweeper: removes what has expired, so that what anyone can store is bounded in time as
 //! well as in size. Idempotency records expire after `Config::idempotency_ttl`; students made
 //! for a session that have done no work (no attempt, no draft) after
-//! `Config::workless_session_ttl`. `app::serve` runs it every `Config::sweep_period`;
+//! `Config::workless_session_ttl`; LTI logins and handoff codes after their ten minutes.
+//! `app::serve` runs it every `Config::sweep_period`;
 //! `pipeline-builder sweep` runs it once.
 
 use std::time::Duration;
@@ -38,12 +39,16 @@ pub async fn sweep_once(store: &Store, config: &Config, metrics: &Metrics) -> St
         .sweep_workless_sessions(cutoff(config.workless_session_ttl))
         .await?;
     metrics.observe_swept(0, sessions);
+    // Anyone may start an LTI login for a registered platform: the rows it leaves go too.
+    let lti_logins = store
+        .sweep_lti_logins(cutoff(crate::lti::LOGIN_TTL.max(crate::lti::HANDOFF_TTL)))
+        .await?;
     let swept = Swept {
         idempotency,
         sessions,
     };
-    if idempotency + sessions > 0 {
-        tracing::info!(idempotency, sessions, "swept expired records");
+    if idempotency + sessions + lti_logins > 0 {
+        tracing::info!(idempotency, sessions, lti_logins, "swept expired records");
     }
     Ok(swept)
 }

@@ -294,3 +294,20 @@ impl Store {
             .unwrap_or_else(|| class.to_string()))
     }
 }
+
+impl Store {
+    /// Removes the logins and handoff codes made before `cutoff`, used or not: past their
+    /// ten minutes they are refused anyway. Answers how many rows went.
+    pub async fn sweep_lti_logins(&self, cutoff: DateTime<Utc>) -> StoreResult<u64> {
+        let _turn = self.write_turn().await;
+        with_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let logins = sqlx::query("DELETE FROM lti_logins WHERE created_at < $1")
+                .bind(cutoff).execute(&mut *tx).await?.rows_affected();
+            let handoffs = sqlx::query("DELETE FROM lti_handoffs WHERE created_at < $1")
+                .bind(cutoff).execute(&mut *tx).await?.rows_affected();
+            tx.commit().await?;
+            Ok(logins + handoffs)
+        })
+    }
+}

@@ -1298,3 +1298,39 @@ fn platforms_are_added_listed_and_removed_from_the_command_line() {
     assert!(rotated.status.success());
     assert!(!String::from_utf8_lossy(&rotated.stdout).trim().is_empty());
 }
+
+#[tokio::test]
+async fn the_sweeper_removes_logins_past_their_ten_minutes() {
+    let dir = TempDir::new("lti-sweep");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let platform = start_platform().await;
+    store
+        .add_lti_platform(&platform.registration())
+        .await
+        .unwrap();
+    let app = tool_on(store.clone()).await;
+    let (state, _) = login(&app, &platform).await;
+    // Within its ten minutes a login stays.
+    let now = chrono::Utc::now();
+    assert_eq!(
+        store
+            .sweep_lti_logins(now - chrono::Duration::minutes(10))
+            .await
+            .unwrap(),
+        0
+    );
+    assert!(store.lti_login(&state).await.unwrap().is_some());
+    // Past them it goes, and the sweep says so.
+    assert_eq!(
+        store
+            .sweep_lti_logins(now + chrono::Duration::minutes(1))
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(store.lti_login(&state).await.unwrap().is_none());
+    let metrics = server::metrics::Metrics::default();
+    server::sweep::sweep_once(&store, &Config::default(), &metrics)
+        .await
+        .unwrap();
+}
