@@ -146,8 +146,11 @@ pub fn AuthorScenario(id: String) -> impl IntoView {
                 .map(|l| l.hash.clone()),
             _ => None,
         });
+        // At first; then only when a hash the page knew changes (the first status names the
+        // hash of what was just fetched).
         let first = seen.is_none();
-        if first || (hash.is_some() && seen.flatten() != hash) {
+        let before = seen.flatten();
+        if first || (before.is_some() && hash.is_some() && before != hash) {
             let id = key.clone();
             leptos::task::spawn_local(async move {
                 let answer = author::scenario(&id).await.map(Rc::new);

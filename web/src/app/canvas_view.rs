@@ -61,17 +61,21 @@ pub fn CanvasView() -> impl IntoView {
     let page = expect_context::<Page>();
     let drag: StoredValue<Option<Drag>> = StoredValue::new(None);
     let wrap = NodeRef::<leptos::html::Div>::new();
+    // Runs at the next frame, when the page may already be gone (a page replaced at once):
+    // then it does nothing.
     let fit = move || {
-        if let Some(div) = wrap.get_untracked() {
+        if let Some(div) = wrap.try_get_untracked().flatten() {
             let (w, h) = (
                 f64::from(div.client_width()),
                 f64::from(div.client_height()),
             );
             // Fit to the width, but never below a zoom whose words can be read.
-            page.view.set(
-                page.editor
-                    .with_untracked(|e| canvas::fit_readable(e.design(), w, h, ZOOM_READABLE)),
-            );
+            if let Some(view) = page
+                .editor
+                .try_with_untracked(|e| canvas::fit_readable(e.design(), w, h, ZOOM_READABLE))
+            {
+                page.view.try_set(view);
+            }
         }
     };
     request_animation_frame(fit);
