@@ -227,6 +227,17 @@ impl TestPlatform {
     }
 }
 
+/// A test platform registered with a tool on `store`.
+async fn registered(store: &Store) -> (TestPlatform, TestApp) {
+    let platform = start_platform().await;
+    assert!(store
+        .add_lti_platform(&platform.registration())
+        .await
+        .unwrap());
+    let app = tool_on(store.clone()).await;
+    (platform, app)
+}
+
 async fn tool_on(store: Store) -> TestApp {
     spawn_app_on(
         store,
@@ -296,12 +307,7 @@ fn session_cookie(answer: &crate::common::Answer) -> String {
 }
 
 async fn a_learner_launches_signed_in_on_the_scenario(store: Store) {
-    let platform = start_platform().await;
-    assert!(store
-        .add_lti_platform(&platform.registration())
-        .await
-        .unwrap());
-    let app = tool_on(store.clone()).await;
+    let (platform, app) = registered(&store).await;
     let (state, nonce) = login(&app, &platform).await;
     let token = platform.sign(&platform.claims(&nonce, "learner-1"), KID, &platform.key);
     let answer = launch(&app, &token, &state).await;
@@ -454,12 +460,7 @@ enum Change {
 async fn every_refused_launch_says_why_and_creates_nothing() {
     let dir = TempDir::new("lti-refusals");
     let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    let platform = start_platform().await;
-    store
-        .add_lti_platform(&platform.registration())
-        .await
-        .unwrap();
-    let app = tool_on(store.clone()).await;
+    let (platform, app) = registered(&store).await;
     let cases: Vec<(&str, Change, StatusCode, &str)> = vec![
         (
             "a wrong signature",
@@ -647,12 +648,7 @@ async fn every_refused_launch_says_why_and_creates_nothing() {
 async fn a_refused_login_says_why() {
     let dir = TempDir::new("lti-login");
     let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    let platform = start_platform().await;
-    store
-        .add_lti_platform(&platform.registration())
-        .await
-        .unwrap();
-    let app = tool_on(store.clone()).await;
+    let (platform, app) = registered(&store).await;
     let target = urlencode(&format!("{PUBLIC}/lti/launch"));
     let cases = [
         ("/lti/login?login_hint=u".to_string(), StatusCode::BAD_REQUEST, "iss"),
@@ -774,12 +770,7 @@ async fn an_instructor_places_a_scenario_by_deep_linking_on_postgres() {
 }
 
 async fn an_instructor_places_a_scenario_by_deep_linking(store: Store) {
-    let platform = start_platform().await;
-    store
-        .add_lti_platform(&platform.registration())
-        .await
-        .unwrap();
-    let app = tool_on(store.clone()).await;
+    let (platform, app) = registered(&store).await;
     let request = |nonce: &str, role: &str| {
         let mut claims = platform.claims(nonce, "teacher-1");
         claims[format!("{LTI}message_type")] = json!("LtiDeepLinkingRequest");
@@ -885,12 +876,7 @@ async fn a_launched_learners_score_reaches_the_platform_once_on_postgres() {
 }
 
 async fn a_launched_learners_score_reaches_the_platform_once_even_after_an_outage(store: Store) {
-    let platform = start_platform().await;
-    store
-        .add_lti_platform(&platform.registration())
-        .await
-        .unwrap();
-    let app = tool_on(store.clone()).await;
+    let (platform, app) = registered(&store).await;
     let jwks = app.get("/lti/jwks", &As::nobody()).await.body;
     *platform.grades.tool_keys.lock().unwrap() = Some(serde_json::from_value(jwks).unwrap());
     let lineitem = format!("{}/lineitems/1?type=score", platform.issuer);
@@ -1031,12 +1017,7 @@ fn the_score_url_of_a_line_item_keeps_its_query() {
 async fn a_frame_that_keeps_no_cookie_hands_the_student_to_a_new_window_once() {
     let dir = TempDir::new("lti-handoff");
     let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    let platform = start_platform().await;
-    store
-        .add_lti_platform(&platform.registration())
-        .await
-        .unwrap();
-    let app = tool_on(store.clone()).await;
+    let (platform, app) = registered(&store).await;
     let (state, nonce) = login(&app, &platform).await;
     let answer = launch(
         &app,
@@ -1170,12 +1151,7 @@ async fn the_app_may_be_framed_by_a_registered_platform_and_nobody_else() {
 async fn a_line_item_is_made_once_per_resource_link_when_the_launch_names_none() {
     let dir = TempDir::new("lti-lineitem");
     let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    let platform = start_platform().await;
-    store
-        .add_lti_platform(&platform.registration())
-        .await
-        .unwrap();
-    let app = tool_on(store.clone()).await;
+    let (platform, app) = registered(&store).await;
     let jwks = app.get("/lti/jwks", &As::nobody()).await.body;
     *platform.grades.tool_keys.lock().unwrap() = Some(serde_json::from_value(jwks).unwrap());
     let endpoint = json!({
@@ -1303,12 +1279,7 @@ fn platforms_are_added_listed_and_removed_from_the_command_line() {
 async fn the_sweeper_removes_logins_past_their_ten_minutes() {
     let dir = TempDir::new("lti-sweep");
     let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    let platform = start_platform().await;
-    store
-        .add_lti_platform(&platform.registration())
-        .await
-        .unwrap();
-    let app = tool_on(store.clone()).await;
+    let (platform, app) = registered(&store).await;
     let (state, _) = login(&app, &platform).await;
     // Within its ten minutes a login stays.
     let now = chrono::Utc::now();
