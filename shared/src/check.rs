@@ -218,8 +218,15 @@ pub fn check_hashed(
     design: &ValidDesign,
     limits: Limits,
 ) -> Result<Verdict, CheckError> {
-    let mut verdict = check_graded(scenario, hash, design, limits)?;
-    crate::coverage::annotate(scenario, design, &mut verdict, &Variants::within(limits));
+    let counted = crate::coverage::counted_kinds(&scenario.failures);
+    let (mut verdict, without) = graded(scenario, hash, design, limits, &counted)?;
+    crate::coverage::annotate(
+        scenario,
+        design,
+        &mut verdict,
+        &without,
+        &Variants::within(limits),
+    );
     Ok(verdict)
 }
 
@@ -233,12 +240,30 @@ pub fn check_graded(
     design: &ValidDesign,
     limits: Limits,
 ) -> Result<Verdict, CheckError> {
+    graded(scenario, hash, design, limits, &[]).map(|(verdict, _)| verdict)
+}
+
+/// The graded verdict, and per failure kind of `counted` how many of its schedules have no
+/// failure of that kind.
+fn graded(
+    scenario: &Scenario,
+    hash: &str,
+    design: &ValidDesign,
+    limits: Limits,
+    counted: &[&'static str],
+) -> Result<(Verdict, Vec<u64>), CheckError> {
     let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
     let clean = clean_run(&model);
-    let (explored, best) = Search::run(&model, &clean, limits)?;
-    let mut verdict = verdict(scenario, &model, &clean, explored, &best);
+    let ask = Ask {
+        count_without: counted,
+        stop_beyond: None,
+    };
+    let Ended::All(found) = Search::run(&model, &clean, limits, ask)? else {
+        unreachable!("a search that stops at nothing runs to its end");
+    };
+    let mut verdict = verdict(scenario, &model, &clean, found.schedules, &found.best);
     verdict.scenario_hash = hash.to_string();
-    Ok(verdict)
+    Ok((verdict, found.without))
 }
 
 /// As `check_with`, but runs every schedule from the start, one after the other, with nothing
@@ -255,18 +280,32 @@ pub fn check_every_schedule(
     // order, so the first failing plan of a given length is the one whose failures come
     // earliest, and only a strictly shorter one replaces it.
     let mut best: Vec<Option<Plan>> = vec![None; scenario.requirements.len()];
+    let counted = crate::coverage::counted_kinds(&scenario.failures);
+    let mut without = vec![0u64; counted.len()];
     let explored = explore(&model, &clean, limits, &mut |plan, outcome| {
         for (i, miss) in outcome.misses.iter().enumerate() {
             if miss.is_some() && best[i].as_ref().is_none_or(|b| plan.len() < b.len()) {
                 best[i] = Some(plan.clone());
             }
         }
+        for (n, kind) in without.iter_mut().zip(&counted) {
+            if plan.iter().all(|(_, f)| f.kind() != *kind) {
+                *n += 1;
+            }
+        }
     })?;
     let mut verdict = verdict(scenario, &model, &clean, explored, &best);
     verdict.scenario_hash = scenario_hash(scenario);
-    // Coverage and advisories come from the search in both checks: they are the same either
+    // The schedules per failure kind are counted schedule by schedule here; the variants of
+    // coverage and advisories come from the search in both checks: they are the same either
     // way, and the plain enumeration would repeat each variant schedule by schedule.
-    crate::coverage::annotate(scenario, design, &mut verdict, &Variants::within(limits));
+    crate::coverage::annotate(
+        scenario,
+        design,
+        &mut verdict,
+        &without,
+        &Variants::within(limits),
+    );
     Ok(verdict)
 }
 
@@ -362,26 +401,39 @@ impl Variants {
 }
 
 impl crate::coverage::Checker for Variants {
-    fn misses(
+    fn differs(
         &self,
         scenario: &Scenario,
         design: &ValidDesign,
-    ) -> Result<(u64, Vec<bool>), String> {
+        missed: &[bool],
+    ) -> Result<bool, String> {
         let model =
             Model::compile(scenario, design).map_err(|e| CheckError::Scenario(e).to_string())?;
         let clean = clean_run(&model);
-        let (explored, best) =
-            Search::run(&model, &clean, self.limits).map_err(|e| e.to_string())?;
-        Ok((explored, best.iter().map(Option::is_some).collect()))
+        let ask = Ask {
+            count_without: &[],
+            stop_beyond: Some(missed),
+        };
+        match Search::run(&model, &clean, self.limits, ask).map_err(|e| e.to_string())? {
+            Ended::NewMiss => Ok(true),
+            Ended::All(found) => Ok(found
+                .best
+                .iter()
+                .map(Option::is_some)
+                .ne(missed.iter().copied())),
+        }
     }
 
     fn verdict(&self, scenario: &Scenario, design: &ValidDesign) -> Result<Verdict, String> {
         let model =
             Model::compile(scenario, design).map_err(|e| CheckError::Scenario(e).to_string())?;
         let clean = clean_run(&model);
-        let (explored, best) =
-            Search::run(&model, &clean, self.limits).map_err(|e| e.to_string())?;
-        Ok(verdict(scenario, &model, &clean, explored, &best))
+        let Ended::All(found) = Search::run(&model, &clean, self.limits, Ask::default())
+            .map_err(|e| e.to_string())?
+        else {
+            unreachable!("a search that stops at nothing runs to its end");
+        };
+        Ok(verdict(scenario, &model, &clean, found.schedules, &found.best))
     }
 }
 
@@ -394,6 +446,9 @@ struct Summary {
     schedules: u64,
     shift: u32,
     best: Rc<Vec<Option<Plan>>>,
+    /// Per failure kind the search counts ([`Search::counted`]), how many of these schedules
+    /// have no failure of that kind. Empty when the search counts none.
+    without: Box<[u64]>,
 }
 
 /// The order of counterexamples: fewer failures first, then the failures that come earliest
@@ -409,8 +464,9 @@ fn better(a: &Plan, a_shift: u32, b: &Plan, b_shift: u32) -> bool {
 }
 
 impl Summary {
-    /// One schedule, run to its end.
-    fn leaf(misses: &[Option<Miss>]) -> Summary {
+    /// One schedule, run to its end, with no failure yet (they come with `behind`). `kinds`
+    /// is how many failure kinds the search counts.
+    fn leaf(misses: &[Option<Miss>], kinds: usize) -> Summary {
         Summary {
             schedules: 1,
             shift: 0,
@@ -420,7 +476,24 @@ impl Summary {
                     .map(|m| m.as_ref().map(|_| Vec::new()))
                     .collect(),
             ),
+            without: vec![1; kinds].into_boxed_slice(),
         }
+    }
+
+    /// `without`, once the failures `before` come first: a kind among them leaves no
+    /// schedule without it.
+    fn without_behind(&self, before: &[(u32, Fault)], counted: &[&str]) -> Box<[u64]> {
+        self.without
+            .iter()
+            .zip(counted)
+            .map(|(&n, kind)| {
+                if before.iter().any(|(_, f)| f.kind() == *kind) {
+                    0
+                } else {
+                    n
+                }
+            })
+            .collect()
     }
 
     fn plans(&self) -> impl Iterator<Item = Option<Plan>> + '_ {
@@ -431,12 +504,19 @@ impl Summary {
     }
 
     /// The same schedules seen from `by` choice points earlier, behind the failures `before`.
-    fn behind(&self, by: u32, before: &[(u32, Fault)]) -> Summary {
+    /// `counted` names the failure kinds of `without`.
+    fn behind(&self, by: u32, before: &[(u32, Fault)], counted: &[&str]) -> Summary {
+        let without = if before.is_empty() {
+            self.without.clone()
+        } else {
+            self.without_behind(before, counted)
+        };
         if before.is_empty() || self.best.iter().all(Option::is_none) {
             return Summary {
                 schedules: self.schedules,
                 shift: self.shift + by,
                 best: self.best.clone(),
+                without,
             };
         }
         let best = self
@@ -456,11 +536,15 @@ impl Summary {
             schedules: self.schedules,
             shift: 0,
             best: Rc::new(best),
+            without,
         }
     }
 
     fn absorb(&mut self, other: Summary) {
         self.schedules = self.schedules.saturating_add(other.schedules);
+        for (mine, theirs) in self.without.iter_mut().zip(other.without.iter()) {
+            *mine = mine.saturating_add(*theirs);
+        }
         let wins = |(mine, theirs): (&Option<Plan>, &Option<Plan>)| match (mine, theirs) {
             (_, None) => false,
             (None, Some(_)) => true,
@@ -502,8 +586,34 @@ impl std::hash::Hasher for PassThrough {
     }
 }
 
-/// The schedules covered, and per requirement the best plan that misses it.
-type Found = (u64, Vec<Option<Plan>>);
+/// What a whole search found.
+struct Found {
+    /// The schedules covered.
+    schedules: u64,
+    /// Per requirement, the best plan that misses it.
+    best: Vec<Option<Plan>>,
+    /// Per failure kind of [`Ask::count_without`], the schedules with no failure of it.
+    without: Vec<u64>,
+}
+
+/// What a search is asked besides each requirement's best plan.
+#[derive(Clone, Copy, Default)]
+struct Ask<'a> {
+    /// Failure kinds (as `Fault::kind` names them) to count the schedules without: the same
+    /// number as a search of the scenario with that kind switched off would cover.
+    count_without: &'a [&'static str],
+    /// Requirements already known to be missed: the search stops at the first schedule that
+    /// misses any other, which is all a comparison with a known result needs to know.
+    stop_beyond: Option<&'a [bool]>,
+}
+
+/// How a search ended.
+enum Ended {
+    /// Every schedule was covered.
+    All(Found),
+    /// A schedule missed a requirement outside `Ask::stop_beyond`.
+    NewMiss,
+}
 
 type Memo = HashMap<u128, Summary, std::hash::BuildHasherDefault<PassThrough>>;
 
@@ -532,6 +642,12 @@ struct Search<'m> {
     exceeded: Option<String>,
     segments: u64,
     merged: u64,
+    /// The failure kinds whose schedules without them are counted (`Ask::count_without`).
+    counted: Vec<&'static str>,
+    /// `Ask::stop_beyond`.
+    stop_beyond: Option<Vec<bool>>,
+    /// Set when a schedule missed a requirement outside `stop_beyond`.
+    new_miss: bool,
 }
 
 /// What a search did, for benchmarks and profiles.
@@ -557,21 +673,30 @@ pub fn search_stats(
 ) -> Result<SearchStats, CheckError> {
     let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
     let clean = clean_run(&model);
-    let (result, stats) = Search::run_counted(&model, &clean, limits);
+    let (result, stats) = Search::run_counted(&model, &clean, limits, Ask::default());
     result.map(|_| stats)
 }
 
 impl<'m> Search<'m> {
-    fn run(model: &'m Model, clean: &'m Clean, limits: Limits) -> Result<Found, CheckError> {
-        Search::run_counted(model, clean, limits).0
+    fn run(
+        model: &'m Model,
+        clean: &'m Clean,
+        limits: Limits,
+        ask: Ask<'_>,
+    ) -> Result<Ended, CheckError> {
+        Search::run_counted(model, clean, limits, ask).0
     }
 
     fn run_counted(
         model: &'m Model,
         clean: &'m Clean,
         limits: Limits,
-    ) -> (Result<Found, CheckError>, SearchStats) {
+        ask: Ask<'_>,
+    ) -> (Result<Ended, CheckError>, SearchStats) {
         let mut search = Search {
+            counted: ask.count_without.to_vec(),
+            stop_beyond: ask.stop_beyond.map(<[bool]>::to_vec),
+            new_miss: false,
             sim: Sim::searching(model),
             clean,
             limits,
@@ -584,7 +709,12 @@ impl<'m> Search<'m> {
             merged: 0,
         };
         let result = match search.onward() {
-            Some(all) => Ok((all.schedules, all.plans().collect())),
+            Some(all) => Ok(Ended::All(Found {
+                schedules: all.schedules,
+                best: all.plans().collect(),
+                without: all.without.to_vec(),
+            })),
+            None if search.new_miss => Ok(Ended::NewMiss),
             None => Err(CheckError::TooLarge {
                 schedules: search.covered,
                 limit: search.exceeded.clone().unwrap_or_default(),
@@ -600,8 +730,24 @@ impl<'m> Search<'m> {
         (result, stats)
     }
 
-    /// `None` once past a limit.
+    /// The schedule the simulator just ran to its end, with no failure yet. Notes a miss
+    /// outside `stop_beyond`.
+    fn leaf(&mut self) -> Summary {
+        if let Some(known) = &self.stop_beyond {
+            let misses = &self.sim.misses;
+            if misses.iter().zip(known).any(|(m, &k)| m.is_some() && !k) {
+                self.new_miss = true;
+            }
+        }
+        Summary::leaf(&self.sim.misses, self.counted.len())
+    }
+
+    /// `None` once past a limit, or once a schedule missed a requirement outside
+    /// `stop_beyond`.
     fn within_limits(&mut self) -> Option<()> {
+        if self.new_miss {
+            return None;
+        }
         if self.exceeded.is_none() && self.covered > self.limits.max_schedules {
             self.exceeded = Some(format!(
                 "the limit of {} schedules",
@@ -677,7 +823,7 @@ impl<'m> Search<'m> {
                 });
                 if ended {
                     self.covered += 1;
-                    break (Summary::leaf(&self.sim.misses), self.sim.next_point);
+                    break (self.leaf(), self.sim.next_point);
                 }
                 self.within_limits()?;
             };
@@ -711,7 +857,7 @@ impl<'m> Search<'m> {
                 return Some(Next::Return(after));
             };
             let (after, after_point) = f.after.as_ref().expect("the forward pass has run");
-            let here = after.behind(after_point - segment.point, &[]);
+            let here = after.behind(after_point - segment.point, &[], &self.counted);
             f.current = Some(Current {
                 segment,
                 here,
@@ -739,7 +885,7 @@ impl<'m> Search<'m> {
                 .collect();
             if ended {
                 self.covered += 1;
-                f.all = Some(Summary::leaf(&self.sim.misses).behind(0, &f.relative));
+                f.all = Some(self.leaf().behind(0, &f.relative, &self.counted));
                 self.within_limits()?;
             } else {
                 self.within_limits()?;
@@ -750,7 +896,7 @@ impl<'m> Search<'m> {
         } else if let Some(summary) = input {
             match f.all.as_mut() {
                 None => {
-                    f.all = Some(summary.behind(f.next - f.point, &f.relative));
+                    f.all = Some(summary.behind(f.next - f.point, &f.relative, &self.counted));
                     self.within_limits()?;
                 }
                 Some(all) => all.absorb(summary),

@@ -39,18 +39,38 @@ pub const TEACHES: [(&str, &str); 5] = [
 
 /// The check, as the variants need it. Errors are in words, for a note.
 pub(crate) trait Checker {
-    /// How many schedules, and per requirement whether some schedule misses it.
-    fn misses(&self, scenario: &Scenario, design: &ValidDesign)
-        -> Result<(u64, Vec<bool>), String>;
+    /// Whether the design misses other requirements than `missed` (one per requirement, in
+    /// order) under the scenario's failures. A search may stop at the first schedule that
+    /// misses a requirement `missed` does not name.
+    fn differs(
+        &self,
+        scenario: &Scenario,
+        design: &ValidDesign,
+        missed: &[bool],
+    ) -> Result<bool, String>;
     /// The verdict, without coverage or advisories.
     fn verdict(&self, scenario: &Scenario, design: &ValidDesign) -> Result<Verdict, String>;
 }
 
-/// Fills in the verdict's `coverage` and `advisories`; nothing else of it changes.
+/// The failure kinds whose schedules the check counts for coverage: with two kinds or more
+/// switched on, the schedules with a failure of one kind are all of them but those without
+/// it (with one kind, all but the clean run).
+pub(crate) fn counted_kinds(failures: &FailureSpec) -> Vec<&'static str> {
+    let kinds = kinds_of(failures);
+    if failures.bound == 0 || kinds.len() < 2 {
+        return Vec::new();
+    }
+    kinds
+}
+
+/// Fills in the verdict's `coverage` and `advisories`; nothing else of it changes. `without`
+/// holds, per kind of [`counted_kinds`], how many of the check's schedules have no failure
+/// of that kind.
 pub(crate) fn annotate(
     scenario: &Scenario,
     design: &ValidDesign,
     verdict: &mut Verdict,
+    without: &[u64],
     checker: &dyn Checker,
 ) {
     let missed: Vec<bool> = verdict.requirements.iter().map(|r| !r.passed).collect();
@@ -58,6 +78,7 @@ pub(crate) fn annotate(
         scenario,
         design,
         verdict.schedules_explored,
+        without,
         &missed,
         checker,
     );
@@ -81,49 +102,32 @@ pub fn kinds_of(failures: &FailureSpec) -> Vec<&'static str> {
         .collect()
 }
 
-fn without_kind(failures: &FailureSpec, kind: &str) -> FailureSpec {
-    let mut f = failures.clone();
-    match kind {
-        "job_crash" => f.job_crash = None,
-        "consumer_crash" => f.consumer_crash = None,
-        "message_lost" => f.message_lost = None,
-        "ack_lost" => f.ack_lost = None,
-        _ => f.redelivery = None,
-    }
-    f
-}
-
 fn coverage(
     scenario: &Scenario,
     design: &ValidDesign,
     schedules: u64,
+    without: &[u64],
     missed: &[bool],
     checker: &dyn Checker,
 ) -> Coverage {
     let mut notes = Vec::new();
-    // Per kind: the schedules with at least one failure of it are all of them but those of
-    // the scenario without that kind.
+    // Per kind: the schedules with at least one failure of it are all of them but those
+    // without it, which the check counted.
     let kinds = kinds_of(&scenario.failures);
+    let counted = counted_kinds(&scenario.failures);
     let mut failures = Vec::new();
     for &kind in &kinds {
-        let count = if scenario.failures.bound == 0 {
-            Ok(0)
-        } else if kinds.len() == 1 {
-            Ok(schedules.saturating_sub(1))
+        let with = if scenario.failures.bound == 0 {
+            0
+        } else if let Some(i) = counted.iter().position(|k| *k == kind) {
+            schedules.saturating_sub(without.get(i).copied().unwrap_or(schedules))
         } else {
-            let mut variant = scenario.clone();
-            variant.failures = without_kind(&scenario.failures, kind);
-            checker
-                .misses(&variant, design)
-                .map(|(without, _)| schedules.saturating_sub(without))
+            schedules.saturating_sub(1)
         };
-        match count {
-            Ok(schedules) => failures.push(FailureCoverage {
-                kind: kind.to_string(),
-                schedules,
-            }),
-            Err(e) => notes.push(format!("{kind}: its schedules were not counted: {e}")),
-        }
+        failures.push(FailureCoverage {
+            kind: kind.to_string(),
+            schedules: with,
+        });
     }
 
     let mut untested = Vec::new();
@@ -198,10 +202,10 @@ fn coverage(
                 let Ok(valid) = validate(in_scenario, changed) else {
                     continue;
                 };
-                match checker.misses(in_scenario, &valid) {
-                    Ok((_, theirs)) => {
+                match checker.differs(in_scenario, &valid, missed) {
+                    Ok(differs) => {
                         tried.push(other.clone());
-                        if theirs != missed {
+                        if differs {
                             tested = true;
                             break;
                         }

@@ -222,3 +222,52 @@ fn a_variant_beyond_the_limits_is_skipped_with_a_note() {
         v.advisories
     );
 }
+
+/// The scenario with one failure kind switched off.
+fn without_kind(s: &Scenario, kind: &str) -> Scenario {
+    let mut v = s.clone();
+    let f = &mut v.failures;
+    match kind {
+        "job_crash" => f.job_crash = None,
+        "consumer_crash" => f.consumer_crash = None,
+        "message_lost" => f.message_lost = None,
+        "ack_lost" => f.ack_lost = None,
+        "redelivery" => f.redelivery = None,
+        other => panic!("no failure kind {other}"),
+    }
+    v
+}
+
+/// The schedules the coverage gives each failure kind, which the check counts during its
+/// own search, are all of the check's schedules but those of the scenario with that kind
+/// switched off, searched on their own.
+#[test]
+fn each_kinds_schedules_are_those_a_search_without_it_leaves_out() {
+    let mut compared = 0;
+    for name in SCENARIOS {
+        let s = crate::scenario_file(name);
+        let kinds = shared::coverage::kinds_of(&s.failures);
+        if kinds.len() < 2 || s.failures.bound == 0 {
+            continue;
+        }
+        for (label, design) in designs(&s) {
+            let v = crate::verdict(&s, design.clone());
+            for kind in &kinds {
+                let without = graded(&without_kind(&s, kind), &design).schedules_explored;
+                let counted = v
+                    .coverage
+                    .failures
+                    .iter()
+                    .find(|f| f.kind == *kind)
+                    .unwrap_or_else(|| panic!("{name}: {label}: no coverage for {kind}"));
+                assert_eq!(
+                    counted.schedules,
+                    v.schedules_explored - without,
+                    "{name}: {label}: the schedules with {kind}"
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared >= 10, "only {compared} kinds compared");
+}
