@@ -11,7 +11,7 @@ pub use crate::model::{Mutation, ScenarioError};
 use crate::scenario::Scenario;
 
 use crate::model::Model;
-use crate::run::{Clean, Fault, Miss, Offers, Outcome, Saved, Sim, Trace, MAX_STEPS_PER_RUN};
+use crate::run::{step_cap, Clean, Fault, Miss, Offers, Outcome, Saved, Sim, Trace};
 use crate::sql::Dialect;
 use crate::verdict::{Counterexample, RequirementVerdict, Verdict};
 
@@ -428,12 +428,18 @@ impl crate::coverage::Checker for Variants {
         let model =
             Model::compile(scenario, design).map_err(|e| CheckError::Scenario(e).to_string())?;
         let clean = clean_run(&model);
-        let Ended::All(found) = Search::run(&model, &clean, self.limits, Ask::default())
-            .map_err(|e| e.to_string())?
+        let Ended::All(found) =
+            Search::run(&model, &clean, self.limits, Ask::default()).map_err(|e| e.to_string())?
         else {
             unreachable!("a search that stops at nothing runs to its end");
         };
-        Ok(verdict(scenario, &model, &clean, found.schedules, &found.best))
+        Ok(verdict(
+            scenario,
+            &model,
+            &clean,
+            found.schedules,
+            &found.best,
+        ))
     }
 }
 
@@ -702,7 +708,10 @@ impl<'m> Search<'m> {
             limits,
             memo: Memo::with_capacity_and_hasher(1024, Default::default()),
             with_clock: model.reads_clock(),
-            with_steps: model.max_run_steps() >= MAX_STEPS_PER_RUN,
+            // A run's cap is at least the model's most steps per run, so no run reaches it
+            // and the step count never tells two states apart; kept so that a lower cap
+            // stays correct.
+            with_steps: model.max_run_steps() >= step_cap(model),
             covered: 0,
             exceeded: None,
             segments: 0,

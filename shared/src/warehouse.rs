@@ -8,8 +8,8 @@
 //! every change, so the search can go back to an earlier state), and the warehouse can keep a
 //! fingerprint of its contents up to date with every change.
 
-use std::collections::BTreeMap;
-use std::hash::Hasher;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 
 use crate::value::Value;
 
@@ -45,12 +45,86 @@ enum Undo {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SqlError(pub String);
 
-/// The rows of one table by the values of a key, as a unique index would find them. Built on
-/// first use, kept up to date by inserts, and dropped by deletes (which move rows).
+/// The rows of one table by a hash of a key's values, as a unique index would find them.
+/// Built on first use, kept up to date by inserts, and dropped by deletes (which move rows).
+/// Rows whose keys share a hash share a bucket, so a lookup compares the rows it finds with
+/// the key, as SQL compares keys ([`Value::key_eq`]).
 #[derive(Clone, Debug)]
 struct KeyIndex {
     key: Vec<usize>,
-    rows: BTreeMap<Vec<Value>, Vec<usize>>,
+    rows: HashMap<u64, Vec<usize>, BuildHasherDefault<Hashed>>,
+}
+
+/// The index's keys are hashes already, so its map passes them through.
+#[derive(Clone, Copy, Default)]
+struct Hashed(u64);
+
+impl Hasher for Hashed {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.0 = i;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A hash of `row`'s values in the `key` columns, equal for keys SQL finds equal (an integer
+/// and a decimal of the same value, 25.0 and 25.00); `None` when one of them is NULL, which
+/// no key equals.
+fn key_hash(row: &Row, key: &[usize]) -> Option<u64> {
+    let mut h = foldhash::fast::FixedState::with_seed(0x6b65_795f_6861_7368).build_hasher();
+    for &k in key {
+        match &row[k] {
+            Value::Null => return None,
+            Value::Int(i) => {
+                h.write_u8(1);
+                h.write_i64(*i);
+            }
+            Value::Decimal(d) => {
+                let n = d.normalize();
+                let whole = (n.scale() == 0)
+                    .then(|| i64::try_from(n.mantissa()).ok())
+                    .flatten();
+                match whole {
+                    Some(i) => {
+                        h.write_u8(1);
+                        h.write_i64(i);
+                    }
+                    None => {
+                        h.write_u8(2);
+                        h.write_i128(n.mantissa());
+                        h.write_u32(n.scale());
+                    }
+                }
+            }
+            Value::Text(t) => {
+                h.write_u8(3);
+                h.write(t.as_bytes());
+                h.write_u8(0xff);
+            }
+            Value::Date(d) => {
+                h.write_u8(4);
+                d.hash(&mut h);
+            }
+            Value::Timestamp(t) => {
+                h.write_u8(5);
+                t.hash(&mut h);
+            }
+        }
+    }
+    Some(h.finish())
+}
+
+/// Whether two rows have equal keys, as a unique index compares them.
+fn same_key(a: &Row, b: &Row, key: &[usize]) -> bool {
+    key.iter().all(|&k| a[k].key_eq(&b[k]))
 }
 
 #[derive(Clone, Debug)]
@@ -76,21 +150,6 @@ fn row_hash(table: usize, row: &Row) -> u128 {
     f.write_usize(table);
     f.values(row.iter());
     f.finish128()
-}
-
-fn key_of(row: &Row, key: &[usize]) -> Option<Vec<Value>> {
-    if key.iter().any(|&k| row[k].is_null()) {
-        return None;
-    }
-    // Decimals are normalised so that 25.0 and 25.00 are one key, as in SQL.
-    Some(
-        key.iter()
-            .map(|&k| match &row[k] {
-                Value::Decimal(d) => Value::Decimal(d.normalize()),
-                v => v.clone(),
-            })
-            .collect(),
-    )
 }
 
 /// How a statement changed a table.
@@ -247,7 +306,7 @@ impl Warehouse {
                         .expect("an undone insert has its row");
                     if let Some(index) = &mut self.indexes[table] {
                         if let Some(rows) =
-                            key_of(&row, &index.key).and_then(|k| index.rows.get_mut(&k))
+                            key_hash(&row, &index.key).and_then(|h| index.rows.get_mut(&h))
                         {
                             rows.retain(|&r| r != at);
                         }
@@ -306,8 +365,8 @@ impl Warehouse {
     fn push(&mut self, table: usize, row: Row) {
         let at = self.tables[table].rows.len();
         if let Some(index) = &mut self.indexes[table] {
-            if let Some(k) = key_of(&row, &index.key) {
-                index.rows.entry(k).or_default().push(at);
+            if let Some(h) = key_hash(&row, &index.key) {
+                index.rows.entry(h).or_default().push(at);
             }
         }
         self.remember(table, &row);
@@ -356,9 +415,36 @@ impl Warehouse {
             return self.tables[table]
                 .rows
                 .iter()
-                .any(|existing| key.iter().all(|&k| existing[k].key_eq(&row[k])));
+                .any(|existing| same_key(existing, row, key));
         }
-        !self.matches(table, key, row).is_empty()
+        let Some(h) = key_hash(row, key) else {
+            return false;
+        };
+        let (index, rows) = self.index(table, key);
+        index
+            .rows
+            .get(&h)
+            .is_some_and(|bucket| bucket.iter().any(|&at| same_key(&rows[at], row, key)))
+    }
+
+    /// The index of `table` by `key`, built if it has none by that key.
+    fn index(&mut self, table: usize, key: &[usize]) -> (&KeyIndex, &[Row]) {
+        if self.indexes[table].as_ref().is_none_or(|i| i.key != key) {
+            let mut rows: HashMap<u64, Vec<usize>, BuildHasherDefault<Hashed>> = HashMap::default();
+            for (at, existing) in self.tables[table].rows.iter().enumerate() {
+                if let Some(h) = key_hash(existing, key) {
+                    rows.entry(h).or_default().push(at);
+                }
+            }
+            self.indexes[table] = Some(KeyIndex {
+                key: key.to_vec(),
+                rows,
+            });
+        }
+        let index = self.indexes[table]
+            .as_ref()
+            .expect("the index was just built");
+        (index, &self.tables[table].rows)
     }
 
     fn matches(&mut self, table: usize, key: &[usize], row: &Row) -> Vec<usize> {
@@ -371,29 +457,27 @@ impl Warehouse {
                 .rows
                 .iter()
                 .enumerate()
-                .filter(|(_, existing)| key.iter().all(|&k| existing[k].key_eq(&row[k])))
+                .filter(|(_, existing)| same_key(existing, row, key))
                 .map(|(i, _)| i)
                 .collect();
         }
-        let Some(k) = key_of(row, key) else {
+        let Some(h) = key_hash(row, key) else {
             return Vec::new();
         };
-        if self.indexes[table].as_ref().is_none_or(|i| i.key != key) {
-            let mut rows: BTreeMap<Vec<Value>, Vec<usize>> = BTreeMap::new();
-            for (at, existing) in self.tables[table].rows.iter().enumerate() {
-                if let Some(k) = key_of(existing, key) {
-                    rows.entry(k).or_default().push(at);
-                }
-            }
-            self.indexes[table] = Some(KeyIndex {
-                key: key.to_vec(),
-                rows,
-            });
-        }
-        let index = self.indexes[table]
-            .as_ref()
-            .expect("the index was just built");
-        index.rows.get(&k).cloned().unwrap_or_default()
+        let (index, rows) = self.index(table, key);
+        let mut found: Vec<usize> = index
+            .rows
+            .get(&h)
+            .map(|bucket| {
+                bucket
+                    .iter()
+                    .copied()
+                    .filter(|&at| same_key(&rows[at], row, key))
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort_unstable();
+        found
     }
 
     /// `INSERT … ON CONFLICT (key) DO NOTHING`: a row whose key is already present (or was
@@ -492,6 +576,57 @@ mod tests {
         assert!(w.rollback());
         assert_eq!(w.tables, before);
         assert_eq!(w.stored_offset, 0);
+    }
+
+    /// A table past the size at which lookups go through the index: keys of every kind, and
+    /// two-column keys, found as SQL compares them (an integer equals a decimal of its
+    /// value, 25.0 equals 25.00, a text never equals a number).
+    #[test]
+    fn the_index_finds_what_a_scan_finds() {
+        use rust_decimal::Decimal;
+        let dec = |s: &str| Value::Decimal(s.parse::<Decimal>().unwrap());
+        let mut rows: Vec<Row> = (0..40)
+            .map(|i| vec![Value::Int(i), Value::Int(i % 3)])
+            .collect();
+        rows.push(vec![dec("25.50"), Value::Int(0)]);
+        rows.push(vec![Value::Text("7".into()), Value::Int(1)]);
+        let mut w = Warehouse::new(vec![Table {
+            name: "t".into(),
+            columns: vec!["k".into(), "v".into()],
+            rows,
+        }]);
+        let probes = [
+            (vec![Value::Int(7), Value::Int(9)], true),
+            (vec![dec("7.000"), Value::Int(9)], true),
+            (vec![dec("25.5"), Value::Int(9)], true),
+            (vec![dec("25.51"), Value::Int(9)], false),
+            (vec![Value::Text("7".into()), Value::Int(9)], true),
+            (vec![Value::Text("8".into()), Value::Int(9)], false),
+            (vec![Value::Int(40), Value::Int(9)], false),
+            (vec![Value::Null, Value::Int(9)], false),
+        ];
+        for (probe, present) in &probes {
+            let scanned = w.tables[0].rows.iter().any(|r| same_key(r, probe, &[0]));
+            assert_eq!(scanned, *present, "{probe:?}: the scan");
+            assert_eq!(
+                w.key_present(0, &[0], probe),
+                *present,
+                "{probe:?}: the index"
+            );
+        }
+        // Two columns: 7 % 3 = 1.
+        assert!(w.key_present(0, &[0, 1], &vec![dec("7.0"), Value::Int(1)]));
+        assert!(!w.key_present(0, &[0, 1], &vec![Value::Int(7), Value::Int(2)]));
+        assert_eq!(
+            w.matches(0, &[1], &vec![Value::Null, Value::Int(2)]).len(),
+            13
+        );
+        // The index follows an insert and its rollback.
+        w.begin();
+        w.insert_ignore(0, &[0], vec![vec![Value::Int(40), Value::Int(0)]]);
+        assert!(w.key_present(0, &[0], &vec![dec("40"), Value::Int(0)]));
+        w.rollback();
+        assert!(!w.key_present(0, &[0], &vec![Value::Int(40), Value::Int(0)]));
     }
 
     #[test]

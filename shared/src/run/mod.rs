@@ -82,8 +82,17 @@ pub(crate) struct Outcome {
     pub steps: u64,
 }
 
-/// A run never takes more steps than this; past it the run stops and does not finish.
+/// A run never takes more steps than this, or than its model's most steps per run
+/// ([`Model::max_run_steps`]) where that is more; past it the run stops and does not finish.
+/// Since a run of a well-formed model never takes more than that most, the cap only stops a
+/// run the model did not foresee.
 pub(crate) const MAX_STEPS_PER_RUN: u64 = 1_000_000;
+
+/// The steps one run of `m` may take: [`MAX_STEPS_PER_RUN`], raised above the model's most
+/// steps per run, so that a large stream is never cut short.
+pub(crate) fn step_cap(m: &Model) -> u64 {
+    MAX_STEPS_PER_RUN.max(m.max_run_steps().saturating_add(1))
+}
 
 /// Whether a run records the failures it could inject after its plan. The search needs them
 /// to enumerate the schedules that extend this one; a replay only needs the run itself.
@@ -194,6 +203,8 @@ pub(crate) struct Sim<'a> {
     /// Set when resuming at a mark, which is not a place to stop again.
     skip_mark: bool,
     paused: bool,
+    /// The most steps of one run ([`step_cap`]).
+    step_cap: u64,
 }
 
 impl<'a> Sim<'a> {
@@ -261,6 +272,7 @@ impl<'a> Sim<'a> {
             pausing: false,
             skip_mark: false,
             paused: false,
+            step_cap: step_cap(m),
         };
         sim.observe();
         sim
@@ -368,8 +380,8 @@ impl<'a> Sim<'a> {
     /// A 128-bit fingerprint of everything the rest of the run can depend on: two states with
     /// the same fingerprint have the same future under the same later failures. Choice points
     /// are counted from here, so the point number is not part of it. The clock is, where the
-    /// design reads it (a batch job), and so is the step count, where a run could reach
-    /// `MAX_STEPS_PER_RUN`.
+    /// design reads it (a batch job), and so is the step count, where a run could reach its
+    /// cap ([`step_cap`]).
     pub(crate) fn fingerprint(&self, with_clock: bool, with_steps: bool) -> u128 {
         use std::hash::{Hash, Hasher};
         let mut f = crate::fingerprint::Fingerprint::new(0xc3);
@@ -460,10 +472,10 @@ impl<'a> Sim<'a> {
     }
 
     fn too_long(&mut self) -> bool {
-        if self.steps > MAX_STEPS_PER_RUN {
-            self.unfinished.get_or_insert_with(|| {
-                format!("the run was stopped after {MAX_STEPS_PER_RUN} steps")
-            });
+        if self.steps > self.step_cap {
+            let cap = self.step_cap;
+            self.unfinished
+                .get_or_insert_with(|| format!("the run was stopped after {cap} steps"));
             return true;
         }
         false
