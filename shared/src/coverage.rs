@@ -8,6 +8,8 @@
 //! This module does not run the search itself: the check hands it a [`Checker`], so that the
 //! check can call it at the end of building its verdict.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value as Json;
 
 use crate::design::{validate, NodeKind, OptionValues, Pipeline, ValidDesign};
@@ -131,6 +133,8 @@ fn coverage(
     }
 
     let mut untested = Vec::new();
+    // The scenario whose palette is widened, option by option (made once, when needed).
+    let mut wide: Option<Scenario> = None;
     for node in &design.design().nodes {
         let palette = scenario.palette.kind(node.kind);
         for spec in node.kind.options() {
@@ -174,16 +178,16 @@ fn coverage(
                 };
             let mut others: Vec<String> =
                 candidates.into_iter().filter(|v| *v != current).collect();
-            let widened;
-            let in_scenario = if others.is_empty() {
-                // The palette offers this value only: try every value the format has.
+            // The palette offers this value only: try every value the format has, in the
+            // scenario with its palette widened for this option alone.
+            let widened = others.is_empty().then(|| {
                 others = all_values.into_iter().filter(|v| *v != current).collect();
-                let mut wide = scenario.clone();
-                set_palette(&mut wide, node.kind, spec.name, &current, &others);
-                widened = wide;
-                &widened
-            } else {
-                scenario
+                let wide = wide.get_or_insert_with(|| scenario.clone());
+                set_palette(wide, node.kind, spec.name, &current, &others)
+            });
+            let in_scenario = match (&widened, &wide) {
+                (Some(_), Some(wide)) => wide,
+                _ => scenario,
             };
             let mut tried = Vec::new();
             let mut tested = false;
@@ -220,6 +224,9 @@ fn coverage(
                     }
                 }
             }
+            if let (Some(previous), Some(wide)) = (widened, wide.as_mut()) {
+                reset_palette(wide, node.kind, spec.name, previous);
+            }
             if !tested && !tried.is_empty() {
                 untested.push(UntestedOption {
                     node: node.id.clone(),
@@ -246,13 +253,11 @@ fn coverage(
     }
 }
 
-fn set_palette(
+/// The palette's options for one kind of node, if the scenario offers that kind.
+fn palette_options(
     scenario: &mut Scenario,
     kind: NodeKind,
-    option: &str,
-    current: &str,
-    others: &[String],
-) {
+) -> Option<&mut BTreeMap<String, Vec<String>>> {
     let p = &mut scenario.palette;
     let field = match kind {
         NodeKind::SourceTable => &mut p.source_table,
@@ -262,10 +267,36 @@ fn set_palette(
         NodeKind::StreamConsumer => &mut p.stream_consumer,
         NodeKind::Table => &mut p.table,
     };
-    if let Some(options) = field {
-        let mut values = vec![current.to_string()];
-        values.extend(others.iter().cloned());
-        options.insert(option.to_string(), values);
+    field.as_mut()
+}
+
+/// Offers `current` and `others` for `option` in the palette; returns what it offered before
+/// (for [`reset_palette`]).
+fn set_palette(
+    scenario: &mut Scenario,
+    kind: NodeKind,
+    option: &str,
+    current: &str,
+    others: &[String],
+) -> Option<Vec<String>> {
+    let options = palette_options(scenario, kind)?;
+    let mut values = vec![current.to_string()];
+    values.extend(others.iter().cloned());
+    options.insert(option.to_string(), values)
+}
+
+/// Puts back what `set_palette` replaced.
+fn reset_palette(
+    scenario: &mut Scenario,
+    kind: NodeKind,
+    option: &str,
+    previous: Option<Vec<String>>,
+) {
+    if let Some(options) = palette_options(scenario, kind) {
+        match previous {
+            Some(values) => options.insert(option.to_string(), values),
+            None => options.remove(option),
+        };
     }
 }
 
