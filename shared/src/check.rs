@@ -138,9 +138,8 @@ fn explore(
 }
 
 fn clean_run(model: &Model) -> Clean {
-    Clean {
-        tables: Sim::run(model, &[], Offers::Ignore, Trace::Off, None).end_tables,
-    }
+    let tables = Sim::run(model, &[], Offers::Ignore, Trace::Off, None).end_tables;
+    Clean::new(model, tables)
 }
 
 /// One schedule as the conformance runner replays it: its failures and its traced run.

@@ -3,7 +3,7 @@
 
 use rust_decimal::Decimal;
 
-use super::{describe_rows, format_rows, Clean, Miss, Sim};
+use super::{describe_rows, format_rows, Clean, CleanTotal, Miss, Sim};
 use crate::diff::table_diff;
 use crate::model::{eval, CCheck, Cond};
 use crate::value::Value;
@@ -54,8 +54,10 @@ impl Sim<'_> {
                     expected,
                 } => {
                     let actual = sum(&self.wh.tables[*table].rows, *column, filter);
-                    let expected =
-                        expected.or_else(|| clean.map(|c| sum(&c.tables[*table], *column, filter)));
+                    let expected = expected.or_else(|| match clean?.totals[i] {
+                        Some(CleanTotal::Sum(s)) => Some(s),
+                        _ => None,
+                    });
                     match expected {
                         Some(e) if e == actual => None,
                         Some(e) => Some(if detail {
@@ -76,10 +78,9 @@ impl Sim<'_> {
                         .iter()
                         .filter(|r| eval(r, filter))
                         .count() as u64;
-                    let expected = expected.or_else(|| {
-                        clean.map(|c| {
-                            c.tables[*table].iter().filter(|r| eval(r, filter)).count() as u64
-                        })
+                    let expected = expected.or_else(|| match clean?.totals[i] {
+                        Some(CleanTotal::Count(n)) => Some(n),
+                        _ => None,
                     });
                     match expected {
                         Some(e) if e == count => None,
@@ -189,6 +190,27 @@ impl Sim<'_> {
                 });
             }
         }
+    }
+}
+
+/// What a requirement compares with in the clean run's end `tables`: a sum or a row count
+/// with no expected value of its own.
+pub(super) fn clean_total(check: &CCheck, tables: &[Vec<Row>]) -> Option<CleanTotal> {
+    match check {
+        CCheck::Sum {
+            table,
+            column,
+            filter,
+            expected: None,
+        } => Some(CleanTotal::Sum(sum(&tables[*table], *column, filter))),
+        CCheck::RowCount {
+            table,
+            filter,
+            expected: None,
+        } => Some(CleanTotal::Count(
+            tables[*table].iter().filter(|r| eval(r, filter)).count() as u64,
+        )),
+        _ => None,
     }
 }
 

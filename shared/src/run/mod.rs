@@ -68,6 +68,28 @@ pub(crate) struct Miss {
 #[derive(Clone, Debug)]
 pub(crate) struct Clean {
     pub tables: Vec<Vec<Row>>,
+    /// Per requirement, the clean run's sum or row count where the requirement compares with
+    /// it (a `sum` or `row_count` with no expected value), worked out once.
+    pub totals: Vec<Option<CleanTotal>>,
+}
+
+/// A clean run's figure that a requirement compares with.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum CleanTotal {
+    Sum(rust_decimal::Decimal),
+    Count(u64),
+}
+
+impl Clean {
+    /// The clean run's end, from its sorted tables.
+    pub(crate) fn new(m: &Model, tables: Vec<Vec<Row>>) -> Clean {
+        let totals = m
+            .checks
+            .iter()
+            .map(|check| end::clean_total(check, &tables))
+            .collect();
+        Clean { tables, totals }
+    }
 }
 
 /// What one whole run ended with.
