@@ -362,6 +362,10 @@ enum TokenCommand {
     },
 }
 
+/// The allocator of the whole binary (see `Cargo.toml`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
