@@ -1,5 +1,10 @@
 //! The browser side: components, routing, and the calls to the server. Exists only on wasm32.
 //!
+//! Two WASM modules mount it: the student's (`mount_student`: the catalogue, the scenario
+//! pages, the join page) and the staff module (`mount_staff`: the instructor's pages and the
+//! author page). Each renders its own routes through the same frame, so the linker leaves the
+//! staff pages out of the module every student loads.
+//!
 //! One concern per module, and imports only go down, so that a view can be read, changed or
 //! moved without the others:
 //! - `page` holds the scenario page's state and the operations on it;
@@ -76,8 +81,12 @@ fn staff_page(route: Route) -> AnyView {
         Route::AuthorScenario(id) => view! { <author::AuthorScenario id=id /> }.into_any(),
         Route::Instructor => view! { <instructor::InstructorHome /> }.into_any(),
         Route::InstructorClass(id) => view! { <instructor::ClassPage id=id /> }.into_any(),
-        Route::InstructorStudent(class, student) => view! { <instructor::StudentPage class=class student=student /> }.into_any(),
-        Route::InstructorAttempt(class, attempt) => view! { <instructor::AttemptPage class=class attempt=attempt /> }.into_any(),
+        Route::InstructorStudent(class, student) => {
+            view! { <instructor::StudentPage class=class student=student /> }.into_any()
+        }
+        Route::InstructorAttempt(class, attempt) => {
+            view! { <instructor::AttemptPage class=class attempt=attempt /> }.into_any()
+        }
         _ => not_found(),
     }
 }
