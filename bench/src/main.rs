@@ -761,6 +761,9 @@ fn throughput(
 // 4. The app's size
 // ---------------------------------------------------------------------------------------------
 
+/// The budget of the student's module gzipped, as `cargo xtask dist` enforces it.
+const WASM_GZIP_BYTES_MAX: u64 = 400 * 1024;
+
 fn wasm(given: Option<u64>) -> Result<u64, String> {
     section("The browser app");
     let bytes = match given {
@@ -782,9 +785,10 @@ fn wasm(given: Option<u64>) -> Result<u64, String> {
         }
     };
     println!(
-        "web/dist/web_bg.wasm gzipped: {bytes} bytes ({:.1} KiB; budget 450 KiB: {})",
+        "web/dist/web_bg.wasm (the student's module) gzipped: {bytes} bytes ({:.1} KiB; budget {} KiB: {})",
         bytes as f64 / 1024.0,
-        mark(bytes <= 450 * 1024)
+        WASM_GZIP_BYTES_MAX / 1024,
+        mark(bytes <= WASM_GZIP_BYTES_MAX)
     );
     Ok(bytes)
 }

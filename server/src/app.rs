@@ -160,9 +160,9 @@ pub fn router(state: AppState) -> Router {
         .filter(|d| d.join("index.html").is_file());
     let embedded = static_dir.is_none() && config.embedded_app;
     app = match static_dir {
-        // Client-side routes such as /scenarios/safe-retry get index.html with status 200.
-        Some(dir) => app
-            .fallback_service(ServeDir::new(dir).fallback(ServeFile::new(dir.join("index.html")))),
+        // Client-side routes such as /scenarios/safe-retry get their page with status 200:
+        // staff.html under /instructor and /author, index.html everywhere else.
+        Some(dir) => app.fallback_service(ServeDir::new(dir).fallback(app_page(dir))),
         None if embedded => app.fallback(crate::embedded::serve),
         None => app.fallback(operations::not_found),
     };
@@ -191,7 +191,7 @@ pub fn router(state: AppState) -> Router {
     let mut app = app.layer(layers);
     // Outermost, so that every answer carries them: pages, errors, panics and timeouts.
     let csp = if embedded {
-        headers::content_security_policy_of(crate::embedded::index_html())
+        headers::content_security_policy_of(&crate::embedded::pages())
     } else {
         headers::content_security_policy(config.static_dir.as_deref())
     };
@@ -305,6 +305,36 @@ async fn json_errors(request: Request, next: Next) -> Response {
         }
     }
     fresh
+}
+
+/// The page a client route of an app served from `dir` loads, with status 200: the staff
+/// module's (`staff.html`) under `/instructor` and `/author`, the student's (`index.html`)
+/// everywhere else, as `crate::embedded` serves the app built into the binary. A folder with
+/// no `staff.html` serves `index.html` for every route.
+fn app_page(
+    dir: &std::path::Path,
+) -> impl tower::Service<
+    Request,
+    Response = Response<tower_http::services::fs::ServeFileSystemResponseBody>,
+    Error = std::convert::Infallible,
+    Future = impl Send,
+> + Clone
+       + Send
+       + 'static {
+    let index = ServeFile::new(dir.join("index.html"));
+    let staff = dir
+        .join("staff.html")
+        .is_file()
+        .then(|| ServeFile::new(dir.join("staff.html")));
+    tower::service_fn(move |request: Request| {
+        let page = match &staff {
+            Some(staff) if crate::embedded::page_for(request.uri().path()) == "staff.html" => {
+                staff.clone()
+            }
+            _ => index.clone(),
+        };
+        page.oneshot(request)
+    })
 }
 
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response<Body> {

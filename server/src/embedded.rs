@@ -7,9 +7,10 @@
 //! The files are served as `tower_http::services::ServeDir` serves a folder: the content type
 //! guessed from the extension by the same table (`.wasm` is `application/wasm`, `.js`
 //! `text/javascript`), `ETag` and `Last-Modified` with `304 Not Modified` for a client that has
-//! the file, `HEAD`, and `index.html` with status 200 for every other path, so that client
-//! routes such as `/scenarios/safe-retry` load the app. Ranges are not served: a browser
-//! never asks for part of the app.
+//! the file, `HEAD`, and a page with status 200 for every other path, so that client routes
+//! such as `/scenarios/safe-retry` load the app: `staff.html` (the staff module) under
+//! `/instructor` and `/author`, `index.html` (the student's module) everywhere else
+//! ([`page_for`]). Ranges are not served: a browser never asks for part of the app.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -42,9 +43,33 @@ pub fn is_built() -> bool {
     DIST.get_file("index.html").is_some()
 }
 
+/// The app's pages: `index.html` loads the student's module, `staff.html` the staff module
+/// (the instructor's pages and the author page).
+pub const PAGES: [&str; 2] = ["index.html", "staff.html"];
+
+/// The page that a client route loads, by its path: the staff module's under `/instructor`
+/// and `/author`, the student's everywhere else.
+pub fn page_for(path: &str) -> &'static str {
+    let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
+    if first == "instructor" || first == "author" {
+        PAGES[1]
+    } else {
+        PAGES[0]
+    }
+}
+
 /// The embedded `index.html`, whose inline script the Content-Security-Policy allows.
 pub fn index_html() -> Option<&'static str> {
     DIST.get_file("index.html").and_then(|f| f.contents_utf8())
+}
+
+/// Every embedded page (`index.html`, `staff.html`), whose inline scripts the
+/// Content-Security-Policy allows.
+pub fn pages() -> Vec<&'static str> {
+    PAGES
+        .iter()
+        .filter_map(|page| DIST.get_file(page).and_then(|f| f.contents_utf8()))
+        .collect()
 }
 
 /// How many files are embedded and their bytes, for the start-up log.
@@ -127,8 +152,12 @@ pub async fn serve(method: Method, uri: Uri, headers: HeaderMap) -> Response {
     let assets = assets();
     let asset = match assets.get(path) {
         Some(a) => a,
-        // Client routes (and anything else) load the app, with status 200.
-        None => match assets.get("index.html") {
+        // Client routes (and anything else) load the app, with status 200: the staff
+        // module's page for theirs (the student's when a build has no staff page).
+        None => match assets
+            .get(page_for(path))
+            .or_else(|| assets.get("index.html"))
+        {
             Some(a) => a,
             None => return not_built(path),
         },

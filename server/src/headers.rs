@@ -2,8 +2,8 @@
 //!
 //! The Content-Security-Policy allows the app and nothing else: its own scripts (and the
 //! WebAssembly they compile), its own styles, images and API, no frames, no foreign forms.
-//! The page's one inline bootstrap script is allowed by its sha256, computed at start-up from
-//! the `index.html` that is served, never by `'unsafe-inline'`.
+//! Each page's one inline bootstrap script is allowed by its sha256, computed at start-up from
+//! the pages that are served (`index.html`, `staff.html`), never by `'unsafe-inline'`.
 
 use std::path::Path;
 
@@ -25,16 +25,15 @@ const POLICY: [(&str, &str); 9] = [
 ];
 
 /// The Content-Security-Policy for an app served from `static_dir` (none: the API only).
-/// The inline scripts of `static_dir/index.html` and of the source `index.html` beside the
-/// folder (`web/index.html` for `web/dist`) are allowed by hash.
+/// The inline scripts of the pages in `static_dir` (`index.html`, `staff.html`) and of the
+/// source pages beside the folder (`web/index.html` for `web/dist`) are allowed by hash.
 pub fn content_security_policy(static_dir: Option<&Path>) -> String {
     let mut hashes: Vec<String> = Vec::new();
     if let Some(dir) = static_dir {
-        let pages = [
-            Some(dir.join("index.html")),
-            dir.parent().map(|p| p.join("index.html")),
-        ];
-        for page in pages.into_iter().flatten() {
+        let pages = crate::embedded::PAGES
+            .iter()
+            .flat_map(|name| [Some(dir.join(name)), dir.parent().map(|p| p.join(name))]);
+        for page in pages.flatten() {
             if let Ok(html) = std::fs::read_to_string(&page) {
                 for hash in inline_script_hashes(&html) {
                     if !hashes.contains(&hash) {
@@ -47,10 +46,16 @@ pub fn content_security_policy(static_dir: Option<&Path>) -> String {
     policy(&hashes)
 }
 
-/// The Content-Security-Policy for an app whose `index.html` is `page` (the app built into
-/// the binary; none: the API only).
-pub fn content_security_policy_of(page: Option<&str>) -> String {
-    policy(&page.map(inline_script_hashes).unwrap_or_default())
+/// The Content-Security-Policy for an app whose pages are `pages` (the app built into the
+/// binary; none: the API only).
+pub fn content_security_policy_of(pages: &[&str]) -> String {
+    let mut hashes: Vec<String> = Vec::new();
+    for hash in pages.iter().flat_map(|page| inline_script_hashes(page)) {
+        if !hashes.contains(&hash) {
+            hashes.push(hash);
+        }
+    }
+    policy(&hashes)
 }
 
 fn policy(hashes: &[String]) -> String {

@@ -1,6 +1,7 @@
-//! Mounts the app; everything else is in the library.
+//! The student's module (`index.html`): the catalogue, the scenario pages and the join page.
+//! Everything else is in the library.
 
 fn main() {
     #[cfg(target_arch = "wasm32")]
-    web::app::mount();
+    web::app::mount_student();
 }

@@ -1460,6 +1460,53 @@ async fn the_web_app_is_served_with_index_html_for_client_routes() {
     let api = app.get("/api/nope", &As::nobody()).await;
     assert_eq!(api.status, StatusCode::NOT_FOUND);
     assert_eq!(api.code(), ErrorCode::NotFound);
+    // Without a staff page, the instructor's routes load index.html too.
+    let instructor = app.get("/instructor", &As::nobody()).await;
+    assert_eq!(instructor.status, StatusCode::OK);
+    assert!(instructor.text.contains("Pipeline Builder"));
+}
+
+#[tokio::test]
+async fn the_instructors_and_authors_routes_load_the_staff_page() {
+    let web = TempDir::new("web");
+    std::fs::write(web.path().join("index.html"), "<title>student</title>").unwrap();
+    std::fs::write(web.path().join("staff.html"), "<title>staff</title>").unwrap();
+    let app = spawn_app_with(Config {
+        static_dir: Some(web.path().to_path_buf()),
+        ..Config::default()
+    })
+    .await;
+    for path in [
+        "/instructor",
+        "/instructor/",
+        "/instructor/classes/c1",
+        "/instructor/classes/c1/students/s1",
+        "/instructor/classes/c1/attempts/a1",
+        "/author",
+        "/author/safe-retry",
+    ] {
+        let page = app.get(path, &As::nobody()).await;
+        assert_eq!(page.status, StatusCode::OK, "{path}");
+        assert_eq!(page.text, "<title>staff</title>", "{path}");
+    }
+    for path in [
+        "/",
+        "/scenarios/safe-retry",
+        "/join/ABCD",
+        "/instructors",
+        "/authority/x",
+        "/nothing/here",
+    ] {
+        let page = app.get(path, &As::nobody()).await;
+        assert_eq!(page.status, StatusCode::OK, "{path}");
+        assert_eq!(page.text, "<title>student</title>", "{path}");
+    }
+    assert_eq!(
+        server::embedded::page_for("/instructor/classes/c1"),
+        "staff.html"
+    );
+    assert_eq!(server::embedded::page_for("author"), "staff.html");
+    assert_eq!(server::embedded::page_for("/scenarios/x"), "index.html");
 }
 
 #[tokio::test]

@@ -168,6 +168,18 @@ async fn the_binary_serves_the_app_built_into_it_from_an_empty_folder() {
     let client_route = get(&server.base, "/scenarios/safe-retry", &[]).await;
     assert_eq!(client_route.status, 200);
     assert_eq!(client_route.body, index.body);
+    // The instructor's and the author's pages load the staff module, under the same policy.
+    let staff = get(&server.base, "/instructor/classes/c1", &[]).await;
+    assert_eq!(staff.status, 200);
+    assert_eq!(staff.body, get(&server.base, "/staff.html", &[]).await.body);
+    assert!(String::from_utf8_lossy(&staff.body).contains("/staff_bg.wasm"));
+    assert_eq!(staff.header("content-security-policy"), csp);
+    for hash in server::headers::inline_script_hashes(&String::from_utf8_lossy(&staff.body)) {
+        assert!(csp.contains(&format!("'{hash}'")), "{csp}");
+    }
+    let staff_wasm = get(&server.base, "/staff_bg.wasm", &[]).await;
+    assert_eq!(staff_wasm.status, 200);
+    assert_eq!(staff_wasm.header("content-type"), "application/wasm");
     let js = get(&server.base, "/web.js", &[]).await;
     assert_eq!(js.status, 200);
     assert_eq!(js.header("content-type"), "text/javascript");
@@ -189,8 +201,18 @@ async fn the_binary_serves_the_app_built_into_it_from_an_empty_folder() {
     std::fs::write(dist.join("index.html"), &index.body).unwrap();
     std::fs::write(dist.join("web.js"), &js.body).unwrap();
     std::fs::write(dist.join("web_bg.wasm"), &wasm.body).unwrap();
+    std::fs::write(dist.join("staff.html"), &staff.body).unwrap();
+    std::fs::write(dist.join("staff_bg.wasm"), &staff_wasm.body).unwrap();
     let from_disk = serve_in(copy.path(), &["--static-dir", dist.to_str().unwrap()]);
-    for path in ["/", "/scenarios/safe-retry", "/web.js", "/web_bg.wasm"] {
+    for path in [
+        "/",
+        "/scenarios/safe-retry",
+        "/instructor/classes/c1",
+        "/author",
+        "/web.js",
+        "/web_bg.wasm",
+        "/staff_bg.wasm",
+    ] {
         let embedded = get(&server.base, path, &[]).await;
         let on_disk = get(&from_disk.base, path, &[]).await;
         assert_eq!(embedded.status, on_disk.status, "{path}");

@@ -180,17 +180,33 @@ async fn pages_carry_a_policy_that_allows_their_inline_script_by_hash() {
 }
 
 #[tokio::test]
-async fn the_shipped_page_is_allowed_by_the_policy_it_is_served_with() {
-    // The real web/index.html (and web/dist when it is built): its inline script is allowed.
+async fn the_shipped_pages_are_allowed_by_the_policy_they_are_served_with() {
+    // The real web/index.html and web/staff.html (and web/dist when it is built): their
+    // inline scripts are allowed.
     let web = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../web");
-    let Ok(page) = std::fs::read_to_string(web.join("index.html")) else {
-        return;
-    };
     let policy = server::headers::content_security_policy(Some(&web.join("dist")));
-    for hash in server::headers::inline_script_hashes(&page) {
-        assert!(policy.contains(&format!("'{hash}'")), "{policy}");
+    for name in server::embedded::PAGES {
+        let page = std::fs::read_to_string(web.join(name)).unwrap();
+        let hashes = server::headers::inline_script_hashes(&page);
+        assert!(!hashes.is_empty(), "{name}");
+        for hash in hashes {
+            assert!(policy.contains(&format!("'{hash}'")), "{name}: {policy}");
+        }
     }
     assert!(!policy.contains("script-src 'self' 'unsafe-inline'"));
+}
+
+#[tokio::test]
+async fn the_policy_of_the_app_built_into_the_binary_allows_both_pages() {
+    let student = "<script type=\"module\">import init from \"/web.js\"; init();</script>";
+    let staff = "<script type=\"module\">import init from \"/staff.js\"; init();</script>";
+    let policy = server::headers::content_security_policy_of(&[student, staff]);
+    for page in [student, staff] {
+        let [hash] = server::headers::inline_script_hashes(page)
+            .try_into()
+            .unwrap();
+        assert!(policy.contains(&format!("'{hash}'")), "{policy}");
+    }
 }
 
 #[tokio::test]

@@ -1,5 +1,10 @@
 //! The browser side: components, routing, and the calls to the server. Exists only on wasm32.
 //!
+//! Two WASM modules mount it: the student's (`mount_student`: the catalogue, the scenario
+//! pages, the join page) and the staff module (`mount_staff`: the instructor's pages and the
+//! author page). Each renders its own routes through the same frame, so the linker leaves the
+//! staff pages out of the module every student loads.
+//!
 //! One concern per module, and imports only go down, so that a view can be read, changed or
 //! moved without the others:
 //! - `page` holds the scenario page's state and the operations on it;
@@ -39,18 +44,66 @@ use leptos::prelude::*;
 use page::CurrentClass;
 use router::{current_path, parse_route, Link, Navigator, Route};
 
-pub fn mount() {
+/// Mounts the student's module: the catalogue, the scenario pages and the join page.
+pub fn mount_student() {
+    mount(false, student_page);
+}
+
+/// Mounts the staff module: the instructor's pages and the author page, which students never
+/// open. It is a WASM module of its own, so the student's module carries none of their code.
+pub fn mount_staff() {
+    mount(true, staff_page);
+}
+
+fn mount(staff: bool, page: fn(Route) -> AnyView) {
     // A panic is a bug of ours: say it in the console rather than fail silently.
     std::panic::set_hook(Box::new(|info| {
         web_sys::console::error_1(&info.to_string().into())
     }));
-    mount_to_body(App);
+    mount_to_body(move || view! { <App staff=staff page=page /> });
 }
 
+/// The pages of the student's module; a staff page is never shown by it (the server gives
+/// those paths the staff module, and a link to one loads it).
+fn student_page(route: Route) -> AnyView {
+    match route {
+        Route::Catalogue => view! { <catalogue::Catalogue /> }.into_any(),
+        Route::Scenario(id) => view! { <editor::ScenarioPage id=id /> }.into_any(),
+        Route::Join(code) => view! { <join::JoinPage code=code /> }.into_any(),
+        _ => not_found(),
+    }
+}
+
+/// The pages of the staff module; a student's page is loaded by the student's module.
+fn staff_page(route: Route) -> AnyView {
+    match route {
+        Route::Author => view! { <author::AuthorHome /> }.into_any(),
+        Route::AuthorScenario(id) => view! { <author::AuthorScenario id=id /> }.into_any(),
+        Route::Instructor => view! { <instructor::InstructorHome /> }.into_any(),
+        Route::InstructorClass(id) => view! { <instructor::ClassPage id=id /> }.into_any(),
+        Route::InstructorStudent(class, student) => {
+            view! { <instructor::StudentPage class=class student=student /> }.into_any()
+        }
+        Route::InstructorAttempt(class, attempt) => {
+            view! { <instructor::AttemptPage class=class attempt=attempt /> }.into_any()
+        }
+        _ => not_found(),
+    }
+}
+
+fn not_found() -> AnyView {
+    view! {
+        <section class="page narrow"><h1>"Nothing here"</h1><p><Link href="/".to_string()>"Back to the scenarios"</Link></p></section>
+    }
+    .into_any()
+}
+
+/// The frame of every page (the top bar, the session, the page's title) around the pages of
+/// one module.
 #[component]
-fn App() -> impl IntoView {
+fn App(staff: bool, page: fn(Route) -> AnyView) -> impl IntoView {
     let route = RwSignal::new(parse_route(&current_path()));
-    provide_context(Navigator(route));
+    provide_context(Navigator { route, staff });
     let handle = window_event_listener(leptos::ev::popstate, move |_| {
         route.set(parse_route(&current_path()))
     });
@@ -129,20 +182,7 @@ fn App() -> impl IntoView {
             </p>
         })}
         <main id="main">
-            {move || if !ready.get() { view! { <p class="page muted" role="status">"Loading…"</p> }.into_any() } else { match route.get() {
-                Route::Catalogue => view! { <catalogue::Catalogue /> }.into_any(),
-                Route::Scenario(id) => view! { <editor::ScenarioPage id=id /> }.into_any(),
-                Route::Author => view! { <author::AuthorHome /> }.into_any(),
-                Route::AuthorScenario(id) => view! { <author::AuthorScenario id=id /> }.into_any(),
-                Route::Join(code) => view! { <join::JoinPage code=code /> }.into_any(),
-                Route::Instructor => view! { <instructor::InstructorHome /> }.into_any(),
-                Route::InstructorClass(id) => view! { <instructor::ClassPage id=id /> }.into_any(),
-                Route::InstructorStudent(class, student) => view! { <instructor::StudentPage class=class student=student /> }.into_any(),
-                Route::InstructorAttempt(class, attempt) => view! { <instructor::AttemptPage class=class attempt=attempt /> }.into_any(),
-                Route::NotFound => view! {
-                    <section class="page narrow"><h1>"Nothing here"</h1><p><Link href="/".to_string()>"Back to the scenarios"</Link></p></section>
-                }.into_any(),
-            }}}
+            {move || if !ready.get() { view! { <p class="page muted" role="status">"Loading…"</p> }.into_any() } else { page(route.get()) }}
         </main>
     }
 }

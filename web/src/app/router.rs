@@ -23,6 +23,23 @@ pub enum Route {
     NotFound,
 }
 
+impl Route {
+    /// Whether the page is one only instructors and authors open: those load the staff
+    /// module (`staff.html`), every other page the student's (`index.html`). The server
+    /// picks the page by the same rule: a path under `/instructor` or `/author`.
+    pub fn is_staff(&self) -> bool {
+        matches!(
+            self,
+            Route::Author
+                | Route::AuthorScenario(_)
+                | Route::Instructor
+                | Route::InstructorClass(_)
+                | Route::InstructorStudent(..)
+                | Route::InstructorAttempt(..)
+        )
+    }
+}
+
 pub fn parse_route(path: &str) -> Route {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     match parts.as_slice() {
@@ -49,16 +66,28 @@ pub fn current_path() -> String {
         .unwrap_or_else(|| "/".into())
 }
 
-/// Navigates inside the app without reloading the page.
+/// Navigates inside the app without reloading the page; a page of the other module (a
+/// student's page from a staff page, or the reverse) is loaded as a new document.
 #[derive(Clone, Copy)]
-pub struct Navigator(pub RwSignal<Route>);
+pub struct Navigator {
+    pub route: RwSignal<Route>,
+    /// Whether this is the staff module.
+    pub staff: bool,
+}
 
 impl Navigator {
     pub fn go(self, path: &str) {
+        let route = parse_route(path);
+        if route != Route::NotFound && route.is_staff() != self.staff {
+            if let Some(w) = web_sys::window() {
+                let _ = w.location().assign(path);
+            }
+            return;
+        }
         if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
             let _ = history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(path));
         }
-        self.0.set(parse_route(path));
+        self.route.set(route);
         if let Some(w) = web_sys::window() {
             w.scroll_to_with_x_and_y(0.0, 0.0);
         }
