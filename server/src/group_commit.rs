@@ -27,6 +27,8 @@
 //!   the store's write turn (`Store::write_turn`), so the batch never competes with the other
 //!   writers for SQLite's one write lock.
 //! - **Bounded.** A batch holds at most `max_batch` jobs; the rest wait for the next batch.
+//!   On PostgreSQL a few writer tasks share the queue (each batch is still one transaction),
+//!   so that one batch gathers while others commit; on SQLite there is one.
 //!
 //! A job that was handed to the writer runs even if its caller stops waiting for the answer
 //! (the submission route runs its work in a task of its own, so that never happens there).
@@ -86,6 +88,8 @@ pub struct Writer<J, O> {
     queue: mpsc::Sender<Waiting<J, O>>,
     counters: Arc<Counters>,
     gate: Arc<Semaphore>,
+    /// How many writer tasks share the queue (and so the permits `hold` takes).
+    writers: u32,
 }
 
 impl<J, O> Clone for Writer<J, O> {
@@ -94,6 +98,7 @@ impl<J, O> Clone for Writer<J, O> {
             queue: self.queue.clone(),
             counters: Arc::clone(&self.counters),
             gate: Arc::clone(&self.gate),
+            writers: self.writers,
         }
     }
 }
@@ -107,75 +112,73 @@ impl<J, O> std::fmt::Debug for Writer<J, O> {
 }
 
 impl<J: Send + 'static, O: Send + 'static> Writer<J, O> {
-    /// Starts the writer task on the current Tokio runtime. `run` gets each batch (1 to
-    /// `max_batch` jobs, in the order they arrived) and must run it in one transaction,
-    /// answering `Ok` only once it committed (see the module's guarantees). The writer holds
-    /// `gate` while it collects and runs a batch.
-    pub fn start<R, F>(gate: Arc<Semaphore>, max_batch: usize, mut run: R) -> Writer<J, O>
+    /// Starts `writers` writer tasks on the current Tokio runtime, sharing one queue. `run`
+    /// gets each batch (1 to `max_batch` jobs, in the order they arrived) and must run it in
+    /// one transaction, answering `Ok` only once it committed (see the module's guarantees).
+    /// A writer holds one of the `gate`'s permits while it collects and runs a batch; with one
+    /// writer and a gate of one permit (SQLite) batches run one after the other, and with
+    /// several (PostgreSQL) one batch gathers while others commit.
+    pub fn start<R, F>(
+        gate: Arc<Semaphore>,
+        writers: usize,
+        max_batch: usize,
+        run: R,
+    ) -> Writer<J, O>
     where
-        R: FnMut(Vec<J>) -> F + Send + 'static,
+        R: Fn(Vec<J>) -> F + Send + Sync + 'static,
         F: Future<Output = BatchResult<O>> + Send,
     {
-        let (queue, mut receiver) = mpsc::channel::<Waiting<J, O>>(QUEUE_CAPACITY);
+        let (queue, receiver) = mpsc::channel::<Waiting<J, O>>(QUEUE_CAPACITY);
+        let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
         let counters = Arc::new(Counters::default());
+        let writers = writers.max(1);
         let writer = Writer {
             queue,
             counters: Arc::clone(&counters),
             gate: Arc::clone(&gate),
+            writers: u32::try_from(writers).unwrap_or(u32::MAX),
         };
         let max_batch = max_batch.max(1);
-        tokio::spawn(async move {
-            // Ends when every handle is dropped and the queue is empty.
-            while let Some(first) = receiver.recv().await {
-                // The gate is never closed, so `acquire` cannot fail; the turn is held until
-                // the batch has committed and been answered.
-                let _turn = gate.acquire().await.ok();
-                let mut batch = Vec::with_capacity(max_batch.min(64));
-                batch.push(first);
-                while batch.len() < max_batch {
-                    match receiver.try_recv() {
-                        Ok(next) => batch.push(next),
-                        Err(_) => break,
+        let run = Arc::new(run);
+        for _ in 0..writers {
+            let (receiver, gate, counters, run) = (
+                Arc::clone(&receiver),
+                Arc::clone(&gate),
+                Arc::clone(&counters),
+                Arc::clone(&run),
+            );
+            tokio::spawn(async move {
+                // Ends when every handle is dropped and the queue is empty.
+                loop {
+                    let mut queue = receiver.lock().await;
+                    let Some(first) = queue.recv().await else {
+                        return;
+                    };
+                    // The gate is never closed, so `acquire` cannot fail; the turn is held
+                    // until the batch has committed and been answered.
+                    let _turn = gate.acquire().await.ok();
+                    let mut batch = Vec::with_capacity(max_batch.min(64));
+                    batch.push(first);
+                    while batch.len() < max_batch {
+                        match queue.try_recv() {
+                            Ok(next) => batch.push(next),
+                            Err(_) => break,
+                        }
                     }
+                    // The next writer may gather its batch while this one runs.
+                    drop(queue);
+                    let size = batch.len() as u64;
+                    counters.waiting.fetch_sub(size, Ordering::Relaxed);
+                    let (jobs, replies): (Vec<J>, Vec<_>) =
+                        batch.into_iter().map(|w| (w.job, w.reply)).unzip();
+                    let outcome = run(jobs).await;
+                    counters.batches.fetch_add(1, Ordering::Relaxed);
+                    counters.jobs.fetch_add(size, Ordering::Relaxed);
+                    counters.largest_batch.fetch_max(size, Ordering::Relaxed);
+                    answer(replies, outcome, &counters);
                 }
-                let size = batch.len() as u64;
-                counters.waiting.fetch_sub(size, Ordering::Relaxed);
-                let (jobs, replies): (Vec<J>, Vec<_>) =
-                    batch.into_iter().map(|w| (w.job, w.reply)).unzip();
-                let outcome = run(jobs).await;
-                counters.batches.fetch_add(1, Ordering::Relaxed);
-                counters.jobs.fetch_add(size, Ordering::Relaxed);
-                counters.largest_batch.fetch_max(size, Ordering::Relaxed);
-                match outcome {
-                    Ok(results) if results.len() == replies.len() => {
-                        for (reply, result) in replies.into_iter().zip(results) {
-                            // A caller that stopped waiting does not take its answer.
-                            let _ = reply.send(result);
-                        }
-                    }
-                    Ok(results) => {
-                        counters.failed_batches.fetch_add(1, Ordering::Relaxed);
-                        tracing::error!(
-                            jobs = replies.len(),
-                            results = results.len(),
-                            "a group commit answered a different number of results than it had jobs"
-                        );
-                        for reply in replies {
-                            let _ = reply.send(Err(sqlx::Error::Protocol(
-                                "the group commit lost track of a write".into(),
-                            )));
-                        }
-                    }
-                    Err(e) => {
-                        counters.failed_batches.fetch_add(1, Ordering::Relaxed);
-                        tracing::warn!(error = %e, jobs = replies.len(), "a group commit failed; every write in it gets the error");
-                        for reply in replies {
-                            let _ = reply.send(Err(replica(&e)));
-                        }
-                    }
-                }
-            }
-        });
+            });
+        }
         writer
     }
 
@@ -216,14 +219,50 @@ impl<J, O> Writer<J, O> {
         }
     }
 
-    /// Holds the writer's gate until the permit is dropped: the writer finishes the batch it
-    /// runs and then waits, and the jobs sent meanwhile gather into the next batch (up to
+    /// Holds the writers' gate until the permit is dropped: the writers finish the batches
+    /// they run and then wait, and the jobs sent meanwhile gather into one next batch (up to
     /// `max_batch`). Tests use it to make a batch of known members.
     pub async fn hold(&self) -> tokio::sync::OwnedSemaphorePermit {
         Arc::clone(&self.gate)
-            .acquire_owned()
+            .acquire_many_owned(self.writers)
             .await
-            .expect("the writer's gate is never closed")
+            .expect("the writers' gate is never closed")
+    }
+}
+
+/// Sends each member of a batch its outcome: its own result, or the batch's error.
+fn answer<O>(
+    replies: Vec<oneshot::Sender<Result<O, sqlx::Error>>>,
+    outcome: BatchResult<O>,
+    counters: &Counters,
+) {
+    match outcome {
+        Ok(results) if results.len() == replies.len() => {
+            for (reply, result) in replies.into_iter().zip(results) {
+                // A caller that stopped waiting does not take its answer.
+                let _ = reply.send(result);
+            }
+        }
+        Ok(results) => {
+            counters.failed_batches.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(
+                jobs = replies.len(),
+                results = results.len(),
+                "a group commit answered a different number of results than it had jobs"
+            );
+            for reply in replies {
+                let _ = reply.send(Err(sqlx::Error::Protocol(
+                    "the group commit lost track of a write".into(),
+                )));
+            }
+        }
+        Err(e) => {
+            counters.failed_batches.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(error = %e, jobs = replies.len(), "a group commit failed; every write in it gets the error");
+            for reply in replies {
+                let _ = reply.send(Err(replica(&e)));
+            }
+        }
     }
 }
 
@@ -308,7 +347,7 @@ mod tests {
     /// A batch function that answers each job with its batch's size, or fails a batch that
     /// holds a zero.
     fn sizes() -> Writer<u32, usize> {
-        Writer::start(Arc::new(Semaphore::new(1)), 4, |jobs: Vec<u32>| async move {
+        Writer::start(Arc::new(Semaphore::new(1)), 1, 4, |jobs: Vec<u32>| async move {
             if jobs.contains(&0) {
                 return Err(sqlx::Error::Protocol("a zero".into()));
             }

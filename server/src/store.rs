@@ -186,7 +186,7 @@ impl Store {
                 .connect_with(options)
                 .await
                 .map_err(ConnectError::Database)?;
-            let writes = HotWrites::start(HotDb::Postgres(pool.clone()), Arc::new(Semaphore::new(1)));
+            let writes = HotWrites::start(HotDb::Postgres(pool.clone()), None);
             Store::Postgres(pool, writes)
         } else if url.starts_with("sqlite:") {
             let options = SqliteConnectOptions::from_str(url)
@@ -229,7 +229,7 @@ impl Store {
                 .await
                 .map_err(ConnectError::Database)?;
             let gate = Arc::new(Semaphore::new(1));
-            let writes = HotWrites::start(HotDb::Sqlite(pool.clone()), Arc::clone(&gate));
+            let writes = HotWrites::start(HotDb::Sqlite(pool.clone()), Some(Arc::clone(&gate)));
             Store::Sqlite(pool, gate, writes)
         } else {
             return Err(ConnectError::BadUrl(format!(
@@ -1260,10 +1260,21 @@ impl Store {
 #[derive(Clone, Debug)]
 pub struct HotWrites(group_commit::Writer<HotWrite, Written>);
 
+/// How many batches run at once on PostgreSQL: each on a connection of its own (of the pool's
+/// ten), so that one batch gathers while others wait for their commit. SQLite has one writer.
+const POSTGRES_WRITERS: usize = 3;
+
 impl HotWrites {
-    fn start(db: HotDb, gate: Arc<Semaphore>) -> HotWrites {
+    /// One writer on SQLite, holding the store's write gate for each batch; a few on
+    /// PostgreSQL, with a gate of their own.
+    fn start(db: HotDb, sqlite_gate: Option<Arc<Semaphore>>) -> HotWrites {
+        let (gate, writers) = match sqlite_gate {
+            Some(gate) => (gate, 1),
+            None => (Arc::new(Semaphore::new(POSTGRES_WRITERS)), POSTGRES_WRITERS),
+        };
         HotWrites(group_commit::Writer::start(
             gate,
+            writers,
             group_commit::DEFAULT_MAX_BATCH,
             move |jobs| write_batch(db.clone(), jobs),
         ))
