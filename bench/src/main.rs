@@ -990,8 +990,12 @@ fn submissions(
         let admin_url = conformance::postgres_url();
         let (database, postgres) = PgDatabase::create(&admin_url)
             .map_err(|e| format!("PostgreSQL is needed for the submissions on PostgreSQL: {e}"))?;
-        let (server, url) =
-            start_server(server_bin, scenarios, &postgres, &scratch.join("postgres.log"))?;
+        let (server, url) = start_server(
+            server_bin,
+            scenarios,
+            &postgres,
+            &scratch.join("postgres.log"),
+        )?;
         let run = submission_load(server_bin, &url, plan);
         drop(server);
         drop(database);

@@ -203,7 +203,6 @@ impl<J: Send + 'static, O: Send + 'static> Writer<J, O> {
             }
         }
     }
-
 }
 
 impl<J, O> Writer<J, O> {
@@ -347,13 +346,18 @@ mod tests {
     /// A batch function that answers each job with its batch's size, or fails a batch that
     /// holds a zero.
     fn sizes() -> Writer<u32, usize> {
-        Writer::start(Arc::new(Semaphore::new(1)), 1, 4, |jobs: Vec<u32>| async move {
-            if jobs.contains(&0) {
-                return Err(sqlx::Error::Protocol("a zero".into()));
-            }
-            let n = jobs.len();
-            Ok(jobs.iter().map(|_| Ok(n)).collect())
-        })
+        Writer::start(
+            Arc::new(Semaphore::new(1)),
+            1,
+            4,
+            |jobs: Vec<u32>| async move {
+                if jobs.contains(&0) {
+                    return Err(sqlx::Error::Protocol("a zero".into()));
+                }
+                let n = jobs.len();
+                Ok(jobs.iter().map(|_| Ok(n)).collect())
+            },
+        )
     }
 
     #[tokio::test]
@@ -394,7 +398,10 @@ mod tests {
         drop(held);
         for t in tasks {
             let e = t.await.unwrap().unwrap_err();
-            assert!(matches!(e, sqlx::Error::Protocol(ref m) if m == "a zero"), "{e}");
+            assert!(
+                matches!(e, sqlx::Error::Protocol(ref m) if m == "a zero"),
+                "{e}"
+            );
         }
         assert_eq!(writer.run(7).await.unwrap(), 1);
         assert_eq!(writer.stats().failed_batches, 1);

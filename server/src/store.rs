@@ -26,6 +26,7 @@ use sqlx::sqlite::{
 use sqlx::types::Json as SqlJson;
 use sqlx::Row;
 use tokio::sync::{Semaphore, SemaphorePermit};
+
 use crate::group_commit;
 
 /// How long a request waits for a PostgreSQL connection before it is answered 503
@@ -1424,9 +1425,8 @@ async fn write_batch(db: HotDb, jobs: Vec<HotWrite>) -> group_commit::BatchResul
     }
 }
 
-/// `($first, $first+1, …)` rows of `width` placeholders for `rows` rows, with `fixed` text
-/// spliced in where a row has constants: `row(n)` gives one row's text from its first
-/// placeholder number.
+/// The rows of a multi-row `VALUES`: `rows` rows of `width` placeholders each, numbered from
+/// `first`; `row(n)` writes one row from its first placeholder's number.
 fn values_list(rows: usize, first: usize, width: usize, row: impl Fn(usize) -> String) -> String {
     (0..rows)
         .map(|r| row(first + r * width))
@@ -1443,7 +1443,7 @@ fn values_list(rows: usize, first: usize, width: usize, row: impl Fn(usize) -> S
 /// holders still hold their claims; then the students and the attempts of those records, one
 /// `INSERT` each. A record whose claim was taken over writes nothing and is answered `false`.
 macro_rules! bulk_on {
-    ($name:ident, $one:ident, $pool:ty, $connection:ty) => {
+    ($name:ident, $one:ident, $pool:ty) => {
         async fn $name(
             pool: &$pool,
             jobs: &[HotWrite],
@@ -1567,7 +1567,8 @@ macro_rules! one_by_one_on {
             jobs: &[HotWrite],
             order: &[usize],
         ) -> group_commit::BatchResult<Written> {
-            let mut results: Vec<Option<StoreResult<Written>>> = jobs.iter().map(|_| None).collect();
+            let mut results: Vec<Option<StoreResult<Written>>> =
+                jobs.iter().map(|_| None).collect();
             let mut tx = pool.begin().await?;
             for &i in order {
                 let mut savepoint = sqlx::Connection::begin(&mut *tx).await?;
@@ -1696,7 +1697,7 @@ macro_rules! hot_write_on {
 
 hot_write_on!(write_sqlite, sqlx::SqliteConnection);
 hot_write_on!(write_postgres, sqlx::PgConnection);
-bulk_on!(bulk_sqlite, write_sqlite, SqlitePool, sqlx::SqliteConnection);
-bulk_on!(bulk_postgres, write_postgres, PgPool, sqlx::PgConnection);
+bulk_on!(bulk_sqlite, write_sqlite, SqlitePool);
+bulk_on!(bulk_postgres, write_postgres, PgPool);
 one_by_one_on!(one_by_one_sqlite, write_sqlite, SqlitePool);
 one_by_one_on!(one_by_one_postgres, write_postgres, PgPool);

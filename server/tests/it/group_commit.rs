@@ -144,16 +144,26 @@ async fn many_submissions_at_once_are_each_recorded_once_answered_201_and_share_
         let mut ids = BTreeSet::new();
         for t in tasks {
             let answer = t.await.unwrap();
-            assert_eq!(answer.status, StatusCode::CREATED, "{backend}: {}", answer.text);
+            assert_eq!(
+                answer.status,
+                StatusCode::CREATED,
+                "{backend}: {}",
+                answer.text
+            );
             ids.insert(answer.body["id"].as_str().unwrap().to_string());
         }
-        assert_eq!(ids.len(), N, "{backend}: every answer names its own attempt");
-        assert_eq!(recorded_ids(&store).await, ids, "{backend}: each recorded once");
-        let after = store.group_commit_stats();
-        let (batches, jobs) = (
-            after.batches - before.batches,
-            after.jobs - before.jobs,
+        assert_eq!(
+            ids.len(),
+            N,
+            "{backend}: every answer names its own attempt"
         );
+        assert_eq!(
+            recorded_ids(&store).await,
+            ids,
+            "{backend}: each recorded once"
+        );
+        let after = store.group_commit_stats();
+        let (batches, jobs) = (after.batches - before.batches, after.jobs - before.jobs);
         assert_eq!(jobs, 2 * N as u64, "{backend}: a claim and a record each");
         assert!(
             batches < jobs,
@@ -170,8 +180,14 @@ async fn many_submissions_at_once_are_each_recorded_once_answered_201_and_share_
                 .and_then(|v| v.parse::<u64>().ok())
                 .unwrap_or_else(|| panic!("{backend}: no {name} in {}", metrics.text))
         };
-        assert_eq!(line("pipeline_builder_group_commit_writes_total"), after.jobs);
-        assert_eq!(line("pipeline_builder_group_commit_batches_total"), after.batches);
+        assert_eq!(
+            line("pipeline_builder_group_commit_writes_total"),
+            after.jobs
+        );
+        assert_eq!(
+            line("pipeline_builder_group_commit_batches_total"),
+            after.batches
+        );
         // A retry of each is a replay: nothing new is recorded.
         let again = app
             .send(
@@ -185,7 +201,12 @@ async fn many_submissions_at_once_are_each_recorded_once_answered_201_and_share_
                 ),
             )
             .await;
-        assert_eq!(again.status, StatusCode::CREATED, "{backend}: {}", again.text);
+        assert_eq!(
+            again.status,
+            StatusCode::CREATED,
+            "{backend}: {}",
+            again.text
+        );
         assert_eq!(again.header("idempotent-replayed"), Some("true"));
         assert_eq!(recorded_ids(&store).await.len(), N, "{backend}");
         store.close().await;
@@ -202,13 +223,25 @@ async fn a_record_whose_claim_was_taken_over_is_refused_alone_and_its_batch_comm
         // of zero: its first holder counts as stalled).
         for i in 0..N {
             let claim = store
-                .claim_idempotency_key_as(&format!("owner-{i}"), "grader:ta", &format!("lost-{i}"), "fp", LEASE)
+                .claim_idempotency_key_as(
+                    &format!("owner-{i}"),
+                    "grader:ta",
+                    &format!("lost-{i}"),
+                    "fp",
+                    LEASE,
+                )
                 .await
                 .unwrap();
             assert_eq!(claim, Claim::Started, "{backend}");
         }
         let taken = store
-            .claim_idempotency_key_as("successor", "grader:ta", &format!("lost-{LOST}"), "fp", Duration::ZERO)
+            .claim_idempotency_key_as(
+                "successor",
+                "grader:ta",
+                &format!("lost-{LOST}"),
+                "fp",
+                Duration::ZERO,
+            )
             .await
             .unwrap();
         assert_eq!(taken, Claim::Started, "{backend}: the takeover");
@@ -239,7 +272,10 @@ async fn a_record_whose_claim_was_taken_over_is_refused_alone_and_its_batch_comm
         assert_eq!(ids, expected, "{backend}: the lost one recorded nothing");
         // The others' answers are stored; the lost key is still its successor's, in flight.
         assert!(matches!(
-            store.claim_idempotency_key("grader:ta", "lost-0", "fp", LEASE).await.unwrap(),
+            store
+                .claim_idempotency_key("grader:ta", "lost-0", "fp", LEASE)
+                .await
+                .unwrap(),
             Claim::Replay { status: 201, .. }
         ));
         assert_eq!(
@@ -307,7 +343,13 @@ async fn a_commit_that_fails_answers_every_member_with_the_error_and_records_non
         for i in 0..N {
             assert_eq!(
                 store
-                    .claim_idempotency_key_as(&format!("owner-{i}"), "grader:ta", &format!("failed-{i}"), "fp", LEASE)
+                    .claim_idempotency_key_as(
+                        &format!("owner-{i}"),
+                        "grader:ta",
+                        &format!("failed-{i}"),
+                        "fp",
+                        LEASE
+                    )
                     .await
                     .unwrap(),
                 Claim::Started
@@ -331,7 +373,10 @@ async fn a_commit_that_fails_answers_every_member_with_the_error_and_records_non
         .await;
         let after = store.group_commit_stats();
         assert_eq!(
-            (after.batches - before.batches, after.failed_batches - before.failed_batches),
+            (
+                after.batches - before.batches,
+                after.failed_batches - before.failed_batches
+            ),
             (1, 1),
             "{backend}: one batch, failed"
         );
@@ -342,7 +387,10 @@ async fn a_commit_that_fails_answers_every_member_with_the_error_and_records_non
                 "{backend}: record {i} got {e}"
             );
         }
-        assert!(recorded_ids(&store).await.is_empty(), "{backend}: none recorded");
+        assert!(
+            recorded_ids(&store).await.is_empty(),
+            "{backend}: none recorded"
+        );
         // No answer was stored: each key is still in flight with its holder, which can
         // record again (the writer went on).
         for i in 0..N {
@@ -397,5 +445,104 @@ async fn a_closed_store_answers_its_writes_with_an_error_at_once() {
             matches!(record, Err(sqlx::Error::PoolClosed)),
             "{backend}: {record:?}"
         );
+    }
+}
+
+#[tokio::test]
+async fn a_write_that_fails_in_a_batch_gets_its_error_alone_and_the_others_commit() {
+    const N: usize = 5;
+    const BAD: usize = 1;
+    for (store, _dir, _db) in stores("group-commit-one-fails").await {
+        let backend = store.backend();
+        // An attempt whose id the bad record will use again: its insert breaks the primary key.
+        assert!(store
+            .record(Some(&attempt("taken", "student-x")), None)
+            .await
+            .unwrap());
+        for i in 0..N {
+            assert_eq!(
+                store
+                    .claim_idempotency_key_as(
+                        &format!("owner-{i}"),
+                        "grader:ta",
+                        &format!("one-{i}"),
+                        "fp",
+                        LEASE
+                    )
+                    .await
+                    .unwrap(),
+                Claim::Started
+            );
+        }
+        let held = store.hold_group_commit().await;
+        let mut tasks = Vec::new();
+        for i in 0..N {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                let key = format!("one-{i}");
+                let id = if i == BAD {
+                    "taken".to_string()
+                } else {
+                    key.clone()
+                };
+                let body = json!({"id": id});
+                let owner = format!("owner-{i}");
+                let answer = IdempotentAnswer {
+                    caller: "grader:ta",
+                    key: &key,
+                    owner: &owner,
+                    status: 201,
+                    body: &body,
+                };
+                store
+                    .record(Some(&attempt(&id, &format!("student-{i}"))), Some(&answer))
+                    .await
+            }));
+        }
+        until_waiting(&store, N as u64).await;
+        let before = store.group_commit_stats();
+        drop(held);
+        let mut outcomes = Vec::new();
+        for t in tasks {
+            outcomes.push(t.await.unwrap());
+        }
+        let after = store.group_commit_stats();
+        assert_eq!(after.batches - before.batches, 1, "{backend}: one batch");
+        assert_eq!(after.failed_batches, before.failed_batches, "{backend}");
+        for (i, outcome) in outcomes.iter().enumerate() {
+            if i == BAD {
+                let e = outcome.as_ref().expect_err("the bad record fails");
+                assert!(
+                    matches!(e, sqlx::Error::Database(db) if db.kind() == sqlx::error::ErrorKind::UniqueViolation),
+                    "{backend}: {e}"
+                );
+            } else {
+                assert!(
+                    matches!(outcome, Ok(true)),
+                    "{backend}: record {i}: {outcome:?}"
+                );
+            }
+        }
+        let expected: BTreeSet<String> = std::iter::once("taken".to_string())
+            .chain((0..N).filter(|&i| i != BAD).map(|i| format!("one-{i}")))
+            .collect();
+        assert_eq!(recorded_ids(&store).await, expected, "{backend}");
+        // The bad record's answer went with it: its key is still in flight.
+        assert_eq!(
+            store
+                .claim_idempotency_key("grader:ta", &format!("one-{BAD}"), "fp", LEASE)
+                .await
+                .unwrap(),
+            Claim::InFlight,
+            "{backend}"
+        );
+        assert!(matches!(
+            store
+                .claim_idempotency_key("grader:ta", "one-0", "fp", LEASE)
+                .await
+                .unwrap(),
+            Claim::Replay { status: 201, .. }
+        ));
+        store.close().await;
     }
 }
