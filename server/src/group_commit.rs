@@ -1,5 +1,6 @@
-//! Group commit: one writer task that takes the writes waiting for it, runs them together in
-//! one transaction, commits once, and only then answers each of them.
+//! Group commit: a writer task (one on SQLite, a few sharing the queue on PostgreSQL) takes
+//! the writes waiting for it, runs them together in one transaction, commits once, and only
+//! then answers each of them.
 //!
 //! The store ([`crate::store`]) sends its hot writes here — the claim of an idempotency key
 //! and the record of an attempt with its idempotent answer, the two writes of every
@@ -15,7 +16,8 @@
 //!   before it was sent, as with a transaction per request.
 //! - **Each job keeps its own outcome.** The batch function answers one result per job; a job
 //!   that failed on its own (a claim lost to a takeover, a statement refused) gets its result
-//!   and the others commit (the store runs each job in a savepoint of its own).
+//!   and the others commit (the store runs a batch set-based, and again one job at a time,
+//!   each in a savepoint of its own, when a statement fails).
 //! - **A failed batch fails every member.** When the batch as a whole fails (the transaction
 //!   could not begin, the commit failed, the connection broke), every job in it gets that
 //!   error, none was acknowledged, and the writer goes on with the next batch.
