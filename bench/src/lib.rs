@@ -188,8 +188,18 @@ pub struct LoadRun {
     pub p99_ms: f64,
 }
 
-/// Reads the last JSON line of `pipeline-builder load`'s output.
+/// Reads the last JSON line of `pipeline-builder load`'s output: the whole run.
 pub fn parse_load_summary(stdout: &str) -> Result<LoadRun, String> {
+    load_run(stdout, None)
+}
+
+/// The same for one kind of request of a mix (`check`, `submit`, `catalogue`): its requests,
+/// errors and latencies, over the run's seconds.
+pub fn parse_load_kind(stdout: &str, kind: &str) -> Result<LoadRun, String> {
+    load_run(stdout, Some(kind))
+}
+
+fn load_run(stdout: &str, kind: Option<&str>) -> Result<LoadRun, String> {
     let json = stdout
         .lines()
         .rev()
@@ -207,13 +217,25 @@ pub fn parse_load_summary(stdout: &str) -> Result<LoadRun, String> {
         at.as_f64()
             .ok_or_else(|| format!("{} is not a number", path.join(".")))
     };
+    let seconds = number(&["seconds"])?;
+    let of = |field: &[&str]| -> Result<f64, String> {
+        match kind {
+            None => number(field),
+            Some(kind) => number(&[&["by_kind", kind], field].concat()),
+        }
+    };
+    let requests = of(&["requests"])?;
     Ok(LoadRun {
-        seconds: number(&["seconds"])?,
-        requests: number(&["requests"])? as u64,
-        errors: number(&["errors"])? as u64,
-        requests_per_second: number(&["requests_per_second"])?,
-        p50_ms: number(&["latency_ms", "p50"])?,
-        p99_ms: number(&["latency_ms", "p99"])?,
+        seconds,
+        requests: requests as u64,
+        errors: of(&["errors"])? as u64,
+        requests_per_second: match kind {
+            None => number(&["requests_per_second"])?,
+            Some(_) if seconds > 0.0 => requests / seconds,
+            Some(_) => 0.0,
+        },
+        p50_ms: of(&["latency_ms", "p50"])?,
+        p99_ms: of(&["latency_ms", "p99"])?,
     })
 }
 
@@ -353,6 +375,19 @@ mod tests {
         );
         assert!(parse_load_summary("no json here").is_err());
         assert!(parse_load_summary("{\"seconds\":1}").is_err());
+        let mix = "{\"seconds\":2.0,\"requests\":10,\"errors\":1,\"requests_per_second\":5.0,\"latency_ms\":{\"p50\":1.0,\"p99\":2.0},\"by_kind\":{\"submit\":{\"requests\":4,\"errors\":1,\"latency_ms\":{\"p50\":3.0,\"p90\":4.0,\"p99\":5.5,\"max\":6.0}}}}\n";
+        assert_eq!(
+            parse_load_kind(mix, "submit").unwrap(),
+            LoadRun {
+                seconds: 2.0,
+                requests: 4,
+                errors: 1,
+                requests_per_second: 2.0,
+                p50_ms: 3.0,
+                p99_ms: 5.5
+            }
+        );
+        assert!(parse_load_kind(mix, "grade").is_err());
     }
 
     #[test]

@@ -19,6 +19,11 @@
 //! 7. the instructions the machine executes to check every shipped design once (coverage and
 //!    advisories included), counted by valgrind's callgrind: a figure that does not move with
 //!    the machine's noise → `engine_instructions_total`;
+//! 8. submissions under load: a server of its own on a fresh SQLite file, then one on a fresh
+//!    PostgreSQL database (created and dropped here), each under `pipeline-builder load` with
+//!    the default mix (check=6, submit=2, catalogue=2) at 256 clients →
+//!    `submissions_per_second_sqlite`, `submit_p50_ms_sqlite`, `submit_p99_ms_sqlite`,
+//!    `submit_errors_sqlite` and the same for `_postgres`;
 //!
 //! and last `bench_seconds`.
 
@@ -29,7 +34,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use bench::{line, median_ms, parse_load_summary, stream_scenario, time_ms, LoadRun, ScalingCase};
+use bench::{
+    line, median_ms, parse_load_kind, parse_load_summary, stream_scenario, time_ms, LoadRun,
+    ScalingCase,
+};
 use shared::sql::Dialect;
 use shared::Scenario;
 
@@ -60,6 +68,9 @@ struct Plan {
     scaling: Vec<(u32, usize)>,
     /// The cases left out by --max-messages.
     scaling_left_out: Vec<(u32, usize)>,
+    /// The clients and seconds of the submissions' load, on each database.
+    submit_clients: usize,
+    submit_seconds: u64,
 }
 
 impl Plan {
@@ -104,6 +115,11 @@ impl Plan {
         let (scaling, scaling_left_out) = scaling
             .into_iter()
             .partition(|&(_, n)| max_messages.is_none_or(|max| n <= max));
+        let (submit_clients, submit_seconds) = match mode {
+            Mode::Full => (256, 20),
+            Mode::Quick => (256, 5),
+            Mode::Smoke => (16, 1),
+        };
         Plan {
             runs,
             sqlite_scenarios,
@@ -111,6 +127,8 @@ impl Plan {
             load_seconds,
             scaling,
             scaling_left_out,
+            submit_clients,
+            submit_seconds,
         }
     }
 }
@@ -269,6 +287,33 @@ fn main() -> ExitCode {
         _ => problems.push(
             "throughput: skipped, it needs --url and --server-bin (cargo xtask bench passes them)"
                 .into(),
+        ),
+    }
+
+    match &o.server_bin {
+        Some(server_bin) => match submissions(&plan, server_bin, &o.scenarios) {
+            Ok(runs) => {
+                for (backend, run) in runs {
+                    let acknowledged = run.requests.saturating_sub(run.errors) as f64;
+                    lines.push(line(
+                        &format!("submissions_per_second_{backend}"),
+                        format!("{:.0}", acknowledged / run.seconds.max(f64::EPSILON)),
+                    ));
+                    lines.push(line(
+                        &format!("submit_p50_ms_{backend}"),
+                        format!("{:.2}", run.p50_ms),
+                    ));
+                    lines.push(line(
+                        &format!("submit_p99_ms_{backend}"),
+                        format!("{:.2}", run.p99_ms),
+                    ));
+                    lines.push(line(&format!("submit_errors_{backend}"), run.errors));
+                }
+            }
+            Err(e) => problems.push(format!("submissions: {e}")),
+        },
+        None => problems.push(
+            "submissions: skipped, it needs --server-bin (cargo xtask bench passes it)".into(),
         ),
     }
 
@@ -755,6 +800,233 @@ fn throughput(
         return Err("the floor route answered nothing".into());
     }
     Ok((r, check.p99_ms))
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. Submissions under load
+// ---------------------------------------------------------------------------------------------
+
+/// The submissions' targets on SQLite, at 256 clients on the bench's machine.
+const SUBMISSIONS_PER_SECOND_TARGET: f64 = 2000.0;
+const SUBMIT_P99_TARGET_MS: f64 = 100.0;
+
+/// A server process of the bench's own, killed when dropped.
+struct ServerProcess(std::process::Child);
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `pipeline-builder serve` on a free port with `database` and no rate limit, and waits
+/// until it answers `/healthz`; its log goes to `log`.
+fn start_server(
+    server_bin: &Path,
+    scenarios: &Path,
+    database: &str,
+    log: &Path,
+) -> Result<(ServerProcess, String), String> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("no free port: {e}"))?
+        .port();
+    let log_file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let child = Command::new(server_bin)
+        .args(["serve", "--bind", &format!("127.0.0.1:{port}")])
+        .arg("--database-url")
+        .arg(database)
+        .arg("--scenarios")
+        .arg(scenarios)
+        .args(["--rate-limit-per-second", "0"])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(log_file)
+        .spawn()
+        .map_err(|e| format!("could not start {}: {e}", server_bin.display()))?;
+    let mut server = ServerProcess(child);
+    let url = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    loop {
+        if let Ok((200, _)) = get(&url, "/healthz") {
+            return Ok((server, url));
+        }
+        if let Ok(Some(exit)) = server.0.try_wait() {
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            return Err(format!("the server stopped at start ({exit}):\n{log}"));
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            return Err("the server did not answer /healthz within 60 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// One GET on a fresh connection: the status and the body.
+fn get(url: &str, path: &str) -> Result<(u16, Vec<u8>), String> {
+    let host = authority(url)?;
+    let mut stream = TcpStream::connect(&host).map_err(|e| format!("{host}: {e}"))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    let head = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    stream
+        .write_all(head.as_bytes())
+        .map_err(|e| format!("GET {path}: {e}"))?;
+    let mut raw = Vec::new();
+    stream
+        .read_to_end(&mut raw)
+        .map_err(|e| format!("GET {path}: {e}"))?;
+    bench::http_answer(&raw).map_err(|e| format!("GET {path}: {e}"))
+}
+
+/// `pipeline-builder load` with the default mix; what its submissions did.
+fn submission_load(server_bin: &Path, url: &str, plan: &Plan) -> Result<LoadRun, String> {
+    let out = Command::new(server_bin)
+        .args(["load", "--url", url])
+        .args(["--clients", &plan.submit_clients.to_string()])
+        .args(["--seconds", &plan.submit_seconds.to_string()])
+        .env("RUST_LOG", "warn")
+        .output()
+        .map_err(|e| format!("could not start {}: {e}", server_bin.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    parse_load_kind(&stdout, "submit")
+        .map_err(|e| format!("{e}\n{}", String::from_utf8_lossy(&out.stderr)))
+}
+
+/// A PostgreSQL database of the bench's own on the server at `admin_url`, dropped when done.
+struct PgDatabase {
+    runtime: tokio::runtime::Runtime,
+    admin_url: String,
+    name: String,
+}
+
+impl PgDatabase {
+    fn create(admin_url: &str) -> Result<(PgDatabase, String), String> {
+        use sqlx::{Connection, Executor};
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let name = format!("pb_bench_submissions_{}", std::process::id());
+        runtime.block_on(async {
+            let mut admin = tokio::time::timeout(
+                Duration::from_secs(5),
+                sqlx::PgConnection::connect(admin_url),
+            )
+            .await
+            .map_err(|_| format!("{admin_url}: timed out"))?
+            .map_err(|e| format!("{admin_url}: {e}"))?;
+            admin
+                .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
+                .await
+                .map_err(|e| e.to_string())?;
+            admin
+                .execute(format!("CREATE DATABASE {name}").as_str())
+                .await
+                .map_err(|e| format!("cannot create database {name}: {e}"))?;
+            let _ = admin.close().await;
+            Ok::<_, String>(())
+        })?;
+        let base = admin_url
+            .rsplit_once('/')
+            .map(|(b, _)| b)
+            .unwrap_or(admin_url);
+        let url = format!("{base}/{name}");
+        Ok((
+            PgDatabase {
+                runtime,
+                admin_url: admin_url.to_string(),
+                name,
+            },
+            url,
+        ))
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        use sqlx::{Connection, Executor};
+        let (admin_url, name) = (&self.admin_url, &self.name);
+        self.runtime.block_on(async {
+            if let Ok(mut admin) = sqlx::PgConnection::connect(admin_url).await {
+                if let Err(e) = admin
+                    .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
+                    .await
+                {
+                    eprintln!("could not drop the bench's database {name}: {e}");
+                }
+                let _ = admin.close().await;
+            }
+        });
+    }
+}
+
+/// The submissions of the default mix at `plan.submit_clients` clients, on a fresh SQLite
+/// file and on a fresh PostgreSQL database, each with a server of its own (as shipped, no rate
+/// limit).
+fn submissions(
+    plan: &Plan,
+    server_bin: &Path,
+    scenarios: &Path,
+) -> Result<Vec<(&'static str, LoadRun)>, String> {
+    section(&format!(
+        "Submissions under load: the default mix (check=6, submit=2, catalogue=2), {} clients, {} s, a fresh database each; every submission is committed before its answer",
+        plan.submit_clients, plan.submit_seconds
+    ));
+    let scratch = std::env::temp_dir().join(format!(
+        "pipeline-builder-bench-submissions-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let result = (|| {
+        let mut runs = Vec::new();
+        let sqlite = format!("sqlite://{}", scratch.join("submissions.db").display());
+        let (server, url) =
+            start_server(server_bin, scenarios, &sqlite, &scratch.join("sqlite.log"))?;
+        runs.push(("sqlite", submission_load(server_bin, &url, plan)?));
+        drop(server);
+        let admin_url = conformance::postgres_url();
+        let (database, postgres) = PgDatabase::create(&admin_url)
+            .map_err(|e| format!("PostgreSQL is needed for the submissions on PostgreSQL: {e}"))?;
+        let (server, url) = start_server(
+            server_bin,
+            scenarios,
+            &postgres,
+            &scratch.join("postgres.log"),
+        )?;
+        let run = submission_load(server_bin, &url, plan);
+        drop(server);
+        drop(database);
+        runs.push(("postgres", run?));
+        Ok::<_, String>(runs)
+    })();
+    let _ = std::fs::remove_dir_all(&scratch);
+    let runs = result?;
+    println!(
+        "{:<10} {:>8} {:>12} {:>8} {:>14} {:>10} {:>10}",
+        "database", "seconds", "submissions", "errors", "acknowledged/s", "p50 ms", "p99 ms"
+    );
+    for (backend, run) in &runs {
+        let acknowledged = run.requests.saturating_sub(run.errors) as f64 / run.seconds;
+        println!(
+            "{:<10} {:>8.1} {:>12} {:>8} {:>14.0} {:>10.2} {:>10.2}",
+            backend, run.seconds, run.requests, run.errors, acknowledged, run.p50_ms, run.p99_ms
+        );
+    }
+    if let Some((_, sqlite)) = runs.iter().find(|(b, _)| *b == "sqlite") {
+        let acknowledged = sqlite.requests.saturating_sub(sqlite.errors) as f64 / sqlite.seconds;
+        println!(
+            "SQLite at {} clients: {acknowledged:.0} submissions/s (target ≥ {SUBMISSIONS_PER_SECOND_TARGET:.0}: {}), p99 {:.2} ms (target ≤ {SUBMIT_P99_TARGET_MS:.0} ms: {}){}",
+            plan.submit_clients,
+            mark(acknowledged >= SUBMISSIONS_PER_SECOND_TARGET),
+            sqlite.p99_ms,
+            mark(sqlite.p99_ms <= SUBMIT_P99_TARGET_MS),
+            if plan.submit_clients == 256 { "" } else { " — fewer clients in this mode, so not comparable" }
+        );
+    }
+    Ok(runs)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 //! - [`openapi`]: the OpenAPI document, from the handlers and the types themselves.
 //! - [`auth`]: student sessions (a cookie) and grader tokens.
 //! - [`store`]: the database, one type over a SQLite and a PostgreSQL pool.
+//! - [`group_commit`]: the writer task that commits a store's hot writes in batches.
 //! - [`catalogue`]: loading and validating the scenario files; [`watch`]: the catalogue being
 //!   served, and `serve --watch`, which replaces it when the files change.
 //! - [`report`]: verdicts in words, in Gradescope's shape and as CSV rows.
@@ -36,6 +37,7 @@ pub mod config;
 pub mod dashboard;
 pub mod embedded;
 pub mod error;
+pub mod group_commit;
 pub mod headers;
 pub mod limit;
 pub mod load;

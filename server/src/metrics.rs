@@ -1,5 +1,6 @@
 //! A small Prometheus registry kept by hand: requests by route and status, a latency
-//! histogram per route, checks run and schedules explored.
+//! histogram per route, checks run and schedules explored; and, counted by the store's writer
+//! itself, the group commit's batches ([`crate::group_commit::Stats`]).
 //!
 //! Rationale: four metric families do not justify a metrics framework and its exporter; the
 //! text format is simple and stable.
@@ -8,6 +9,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Mutex;
 use std::time::Duration;
+
+use crate::group_commit;
 
 /// Upper bounds of the latency buckets, in seconds.
 const BUCKETS_SECONDS: [f64; 12] = [
@@ -116,8 +119,9 @@ impl Metrics {
         });
     }
 
-    /// The Prometheus text exposition format, version 0.0.4.
-    pub fn render(&self) -> String {
+    /// The Prometheus text exposition format, version 0.0.4, with the counts of the store's
+    /// group-commit writer.
+    pub fn render(&self, writes: &group_commit::Stats) -> String {
         self.with(|r| {
             let mut out = String::new();
             out.push_str("# HELP pipeline_builder_http_requests_total HTTP requests answered, by method, route and status.\n");
@@ -155,6 +159,21 @@ impl Metrics {
             out.push_str("# TYPE pipeline_builder_swept_total counter\n");
             let _ = writeln!(out, "pipeline_builder_swept_total{{kind=\"idempotency\"}} {}", r.swept_idempotency);
             let _ = writeln!(out, "pipeline_builder_swept_total{{kind=\"session\"}} {}", r.swept_sessions);
+            out.push_str("# HELP pipeline_builder_group_commit_batches_total Transactions the group-commit writer ran, each holding one or more submission writes.\n");
+            out.push_str("# TYPE pipeline_builder_group_commit_batches_total counter\n");
+            let _ = writeln!(out, "pipeline_builder_group_commit_batches_total {}", writes.batches);
+            out.push_str("# HELP pipeline_builder_group_commit_writes_total Writes (idempotency claims, recorded attempts) the group-commit writer ran in those batches.\n");
+            out.push_str("# TYPE pipeline_builder_group_commit_writes_total counter\n");
+            let _ = writeln!(out, "pipeline_builder_group_commit_writes_total {}", writes.jobs);
+            out.push_str("# HELP pipeline_builder_group_commit_failed_batches_total Batches that failed as a whole; every write in them was answered with the error.\n");
+            out.push_str("# TYPE pipeline_builder_group_commit_failed_batches_total counter\n");
+            let _ = writeln!(out, "pipeline_builder_group_commit_failed_batches_total {}", writes.failed_batches);
+            out.push_str("# HELP pipeline_builder_group_commit_largest_batch The most writes one batch has held.\n");
+            out.push_str("# TYPE pipeline_builder_group_commit_largest_batch gauge\n");
+            let _ = writeln!(out, "pipeline_builder_group_commit_largest_batch {}", writes.largest_batch);
+            out.push_str("# HELP pipeline_builder_group_commit_waiting Writes waiting for the group-commit writer's next batch.\n");
+            out.push_str("# TYPE pipeline_builder_group_commit_waiting gauge\n");
+            let _ = writeln!(out, "pipeline_builder_group_commit_waiting {}", writes.waiting);
             out
         })
     }

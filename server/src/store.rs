@@ -20,10 +20,14 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 use sqlx::types::Json as SqlJson;
 use sqlx::Row;
 use tokio::sync::{Semaphore, SemaphorePermit};
+
+use crate::group_commit;
 
 /// How long a request waits for a PostgreSQL connection before it is answered 503
 /// `database_unavailable`. Short, so that an outage is told to clients at once instead of
@@ -35,19 +39,21 @@ pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/pipeline-builder.db";
 
 #[derive(Clone, Debug)]
 pub enum Store {
-    /// The pool and its write gate: SQLite has one writer at a time, so writers take turns
-    /// here, in the process, instead of each holding a pooled connection while SQLite's busy
-    /// handler sleeps; readers always find a connection, and the lock never sits idle.
-    Sqlite(SqlitePool, Arc<Semaphore>),
-    Postgres(PgPool),
+    /// The pool, its write gate and the group-commit writer. SQLite has one writer at a time,
+    /// so writers take turns at the gate, in the process, instead of each holding a pooled
+    /// connection while SQLite's busy handler sleeps; readers always find a connection, and
+    /// the lock never sits idle. The writer holds the gate for each of its batches.
+    Sqlite(SqlitePool, Arc<Semaphore>, HotWrites),
+    /// The pool and the group-commit writer.
+    Postgres(PgPool, HotWrites),
 }
 
 /// Runs the same body against whichever pool the store has.
 macro_rules! with_pool {
     ($store:expr, $pool:ident => $body:expr) => {
         match $store {
-            Store::Sqlite($pool, _) => $body,
-            Store::Postgres($pool) => $body,
+            Store::Sqlite($pool, ..) => $body,
+            Store::Postgres($pool, ..) => $body,
         }
     };
 }
@@ -181,13 +187,19 @@ impl Store {
                 .connect_with(options)
                 .await
                 .map_err(ConnectError::Database)?;
-            Store::Postgres(pool)
+            let writes = HotWrites::start(HotDb::Postgres(pool.clone()), None);
+            Store::Postgres(pool, writes)
         } else if url.starts_with("sqlite:") {
             let options = SqliteConnectOptions::from_str(url)
                 .map_err(|e| ConnectError::BadUrl(e.to_string()))?
                 .create_if_missing(true)
                 .journal_mode(SqliteJournalMode::Wal)
                 .foreign_keys(true)
+                // Every commit is durable when it returns, power loss included: in WAL mode
+                // NORMAL would only sync at checkpoints, losing the last commits (answered
+                // submissions among them) to a power cut. Group commit makes FULL cheap: one
+                // sync per batch of submissions.
+                .synchronous(SqliteSynchronous::Full)
                 .busy_timeout(Duration::from_secs(5));
             let memory = url.contains(":memory:") || url.contains("mode=memory");
             if !memory {
@@ -217,7 +229,9 @@ impl Store {
                 .connect_with(options)
                 .await
                 .map_err(ConnectError::Database)?;
-            Store::Sqlite(pool, Arc::new(Semaphore::new(1)))
+            let gate = Arc::new(Semaphore::new(1));
+            let writes = HotWrites::start(HotDb::Sqlite(pool.clone()), Some(Arc::clone(&gate)));
+            Store::Sqlite(pool, gate, writes)
         } else {
             return Err(ConnectError::BadUrl(format!(
                 "\"{url}\" is neither sqlite://… nor postgres://…"
@@ -229,11 +243,11 @@ impl Store {
 
     async fn migrate(&self) -> Result<(), ConnectError> {
         match self {
-            Store::Sqlite(pool, _) => sqlx::migrate!("../migrations/sqlite")
+            Store::Sqlite(pool, ..) => sqlx::migrate!("../migrations/sqlite")
                 .run(pool)
                 .await
                 .map_err(ConnectError::Migrate),
-            Store::Postgres(pool) => sqlx::migrate!("../migrations/postgres")
+            Store::Postgres(pool, _) => sqlx::migrate!("../migrations/postgres")
                 .run(pool)
                 .await
                 .map_err(ConnectError::Migrate),
@@ -243,7 +257,7 @@ impl Store {
     pub fn backend(&self) -> &'static str {
         match self {
             Store::Sqlite(..) => "sqlite",
-            Store::Postgres(_) => "postgres",
+            Store::Postgres(..) => "postgres",
         }
     }
 
@@ -251,8 +265,8 @@ impl Store {
     pub(crate) async fn write_turn(&self) -> Option<SemaphorePermit<'_>> {
         match self {
             // The gate is never closed, so `acquire` cannot fail.
-            Store::Sqlite(_, gate) => gate.acquire().await.ok(),
-            Store::Postgres(_) => None,
+            Store::Sqlite(_, gate, _) => gate.acquire().await.ok(),
+            Store::Postgres(..) => None,
         }
     }
 
@@ -476,40 +490,29 @@ impl Store {
     /// answer, in one transaction: either both are committed or neither. With an answer, the
     /// write happens only while `answer.owner` still holds the key's claim: a holder whose
     /// claim was taken over (it stalled past its lease) records nothing and gets `Ok(false)`.
+    ///
+    /// The write goes through the store's group commit ([`crate::group_commit`]): it joins
+    /// the writes waiting at the same moment in one transaction, in a savepoint of its own,
+    /// and this returns once that transaction committed.
     pub async fn record(
         &self,
         attempt: Option<&Attempt>,
         answer: Option<&IdempotentAnswer<'_>>,
     ) -> StoreResult<bool> {
-        let _turn = self.write_turn().await;
-        let now = Utc::now();
-        with_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
-            if let Some(ans) = answer {
-                let held = sqlx::query(
-                    "UPDATE idempotency_keys SET state = 'done', status_code = $3, response = $4, updated_at = $5 \
-                     WHERE caller = $1 AND key = $2 AND owner = $6 AND state = 'in_flight'")
-                    .bind(ans.caller).bind(ans.key).bind(i32::from(ans.status)).bind(ans.body.to_string()).bind(now).bind(ans.owner)
-                    .execute(&mut *tx).await?.rows_affected();
-                if held != 1 {
-                    tx.rollback().await?;
-                    return Ok(false);
-                }
-            }
-            if let Some(a) = attempt {
-                sqlx::query("INSERT INTO students (id, display_name, origin, created_at) VALUES ($1, NULL, 'grader', $2) ON CONFLICT (id) DO NOTHING")
-                    .bind(&a.student).bind(now).execute(&mut *tx).await?;
-                sqlx::query(
-                    "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
-                    .bind(&a.id).bind(&a.student).bind(&a.scenario).bind(&a.scenario_hash)
-                    .bind(SqlJson(&a.design)).bind(SqlJson(&a.verdict))
-                    .bind(a.score).bind(a.max_score).bind(a.passed).bind(a.created_at).bind(a.class.as_deref())
-                    .execute(&mut *tx).await?;
-            }
-            tx.commit().await?;
-            Ok(true)
-        })
+        let job = HotWrite::Record {
+            attempt: attempt.map(NewAttempt::of).transpose()?,
+            answer: answer.map(|a| StoredAnswer {
+                caller: a.caller.to_string(),
+                key: a.key.to_string(),
+                owner: a.owner.to_string(),
+                status: a.status,
+                response: a.body.to_string(),
+            }),
+        };
+        match self.hot_writes().run(job).await? {
+            Written::Recorded(done) => Ok(done),
+            Written::Claimed(_) => Err(mismatched_answer()),
+        }
     }
 
     // Idempotency keys.
@@ -538,6 +541,10 @@ impl Store {
     /// Claims `key` for `caller` as the holder `owner` (a random id, [`new_claim_owner`]).
     /// Renewing, recording and abandoning the claim name the holder, and a takeover gives the
     /// claim a new one, so a holder that stalled past its lease can no longer write to it.
+    ///
+    /// Like [`Store::record`], the claim goes through the store's group commit: it is
+    /// committed, in a savepoint of its own, before this returns, so a `Started` claim is
+    /// in the database before its request does any work.
     pub async fn claim_idempotency_key_as(
         &self,
         owner: &str,
@@ -546,73 +553,36 @@ impl Store {
         fingerprint: &str,
         lease: Duration,
     ) -> StoreResult<Claim> {
-        let _turn = self.write_turn().await;
-        // Bounded: a claim can only disappear between the insert and the read when its
-        // holder abandoned it, which each retry observes.
-        for _ in 0..4 {
-            let now = Utc::now();
-            let inserted = with_pool!(self, pool => sqlx::query(
-                "INSERT INTO idempotency_keys (caller, key, fingerprint, state, created_at, updated_at, owner) \
-                 VALUES ($1, $2, $3, 'in_flight', $4, $4, $5) ON CONFLICT (caller, key) DO NOTHING")
-                .bind(caller).bind(key).bind(fingerprint).bind(now).bind(owner).execute(pool).await.map(|r| r.rows_affected()))?;
-            if inserted == 1 {
-                return Ok(Claim::Started);
-            }
-            let row: Option<StoredKey> = with_pool!(self, pool => {
-                let row = sqlx::query("SELECT fingerprint, state, status_code, response, updated_at FROM idempotency_keys WHERE caller = $1 AND key = $2")
-                    .bind(caller).bind(key).fetch_optional(pool).await?;
-                row.map(|r| {
-                    let response: Option<String> = r.try_get("response")?;
-                    Ok::<_, sqlx::Error>(StoredKey {
-                        fingerprint: r.try_get("fingerprint")?,
-                        state: r.try_get("state")?,
-                        status: r.try_get("status_code")?,
-                        response: response.map(|text| serde_json::from_str(&text).unwrap_or(Json::String(text))),
-                        renewed_at: r.try_get("updated_at")?,
-                    })
-                }).transpose()?
-            });
-            let Some(StoredKey {
-                fingerprint: stored_fingerprint,
-                state,
-                status,
-                response,
-                renewed_at,
-            }) = row
-            else {
-                continue;
-            };
-            if stored_fingerprint != fingerprint {
-                return Ok(Claim::Mismatch);
-            }
-            if state == "done" {
-                let status = status.and_then(|s| u16::try_from(s).ok()).unwrap_or(200);
-                return Ok(Claim::Replay {
-                    status,
-                    body: response.unwrap_or(Json::Null),
-                });
-            }
-            let age = now
-                .signed_duration_since(renewed_at)
-                .to_std()
-                .unwrap_or_default();
-            if age < lease {
-                return Ok(Claim::InFlight);
-            }
-            let taken = with_pool!(self, pool => sqlx::query(
-                "UPDATE idempotency_keys SET fingerprint = $4, updated_at = $5, owner = $6 \
-                 WHERE caller = $1 AND key = $2 AND state = 'in_flight' AND updated_at = $3")
-                .bind(caller).bind(key).bind(renewed_at).bind(fingerprint).bind(now).bind(owner).execute(pool).await.map(|r| r.rows_affected()))?;
-            if taken == 1 {
-                tracing::warn!(
-                    caller,
-                    key,
-                    "took over an idempotency key whose holder stopped renewing it"
-                );
-                return Ok(Claim::Started);
-            }
+        let job = HotWrite::Claim {
+            owner: owner.to_string(),
+            caller: caller.to_string(),
+            key: key.to_string(),
+            fingerprint: fingerprint.to_string(),
+            lease,
+        };
+        match self.hot_writes().run(job).await? {
+            Written::Claimed(claim) => Ok(claim),
+            Written::Recorded(_) => Err(mismatched_answer()),
         }
-        Ok(Claim::InFlight)
+    }
+
+    /// What the group-commit writer of this store has done (batches, writes; `/metrics`).
+    pub fn group_commit_stats(&self) -> group_commit::Stats {
+        self.hot_writes().stats()
+    }
+
+    /// Holds the group-commit writer until the permit is dropped: the batch it runs finishes,
+    /// then the writes sent meanwhile wait and gather into the next batch. On SQLite this is
+    /// the write turn itself, so every other write waits too. Tests use it to make a batch of
+    /// known members.
+    pub async fn hold_group_commit(&self) -> tokio::sync::OwnedSemaphorePermit {
+        self.hot_writes().hold().await
+    }
+
+    fn hot_writes(&self) -> &group_commit::Writer<HotWrite, Written> {
+        match self {
+            Store::Sqlite(_, _, writes) | Store::Postgres(_, writes) => &writes.0,
+        }
     }
 
     /// Renews the lease of an in-flight claim; its holder `owner` calls it while it works.
@@ -827,7 +797,7 @@ impl Store {
     /// `file` that exists. On PostgreSQL it does nothing and returns [`BackupError::Postgres`]:
     /// `pg_dump` makes that backup.
     pub async fn backup_sqlite(&self, file: &Path) -> Result<(), BackupError> {
-        let Store::Sqlite(pool, _) = self else {
+        let Store::Sqlite(pool, ..) = self else {
             return Err(BackupError::Postgres);
         };
         if file.exists() {
@@ -1277,3 +1247,457 @@ impl Store {
         })
     }
 }
+
+// Group commit of the hot writes.
+//
+// The two writes every submission makes — claiming its idempotency key and recording its
+// attempt with the stored answer — go through one writer task per store
+// (`crate::group_commit`), which runs the writes waiting at the same moment in one transaction.
+// Here is what a batch does in that transaction; the module says what the writer guarantees.
+
+/// The group-commit writer of a store's hot writes (`crate::group_commit`), started with the
+/// store. The writer task holds only the pool ([`HotDb`]), never the store, so it stops when
+/// the last handle of its store is dropped.
+#[derive(Clone, Debug)]
+pub struct HotWrites(group_commit::Writer<HotWrite, Written>);
+
+/// How many batches run at once on PostgreSQL: each on a connection of its own (of the pool's
+/// ten), so that one batch gathers while others wait for their commit. SQLite has one writer.
+const POSTGRES_WRITERS: usize = 3;
+
+impl HotWrites {
+    /// One writer on SQLite, holding the store's write gate for each batch; a few on
+    /// PostgreSQL, with a gate of their own.
+    fn start(db: HotDb, sqlite_gate: Option<Arc<Semaphore>>) -> HotWrites {
+        let (gate, writers) = match sqlite_gate {
+            Some(gate) => (gate, 1),
+            None => (Arc::new(Semaphore::new(POSTGRES_WRITERS)), POSTGRES_WRITERS),
+        };
+        HotWrites(group_commit::Writer::start(
+            gate,
+            writers,
+            group_commit::DEFAULT_MAX_BATCH,
+            move |jobs| write_batch(db.clone(), jobs),
+        ))
+    }
+}
+
+/// The pool a group commit writes to.
+#[derive(Clone)]
+enum HotDb {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// One hot write, owned so that it can wait in the writer's queue.
+#[derive(Debug)]
+pub enum HotWrite {
+    /// [`Store::claim_idempotency_key_as`].
+    Claim {
+        owner: String,
+        caller: String,
+        key: String,
+        fingerprint: String,
+        lease: Duration,
+    },
+    /// [`Store::record`].
+    Record {
+        attempt: Option<NewAttempt>,
+        answer: Option<StoredAnswer>,
+    },
+}
+
+impl HotWrite {
+    /// The idempotency record the write locks, if any. A batch runs its writes in this order,
+    /// so that on PostgreSQL two servers' batches lock the records they share in the same
+    /// order and cannot deadlock on them.
+    fn record_locked(&self) -> Option<(&str, &str)> {
+        match self {
+            HotWrite::Claim { caller, key, .. } => Some((caller, key)),
+            HotWrite::Record { answer, .. } => answer.as_ref().map(|a| (&*a.caller, &*a.key)),
+        }
+    }
+}
+
+/// An [`Attempt`] to insert, its design and verdict already JSON text: the request turns them
+/// into text, so the writer only sends them on.
+#[derive(Debug)]
+pub struct NewAttempt {
+    id: String,
+    student: String,
+    scenario: String,
+    scenario_hash: String,
+    design: Box<serde_json::value::RawValue>,
+    verdict: Box<serde_json::value::RawValue>,
+    score: i32,
+    max_score: i32,
+    passed: bool,
+    created_at: DateTime<Utc>,
+    class: Option<String>,
+}
+
+impl NewAttempt {
+    fn of(a: &Attempt) -> StoreResult<NewAttempt> {
+        let text = |v: &Json| {
+            serde_json::value::to_raw_value(v).map_err(|e| sqlx::Error::Encode(Box::new(e)))
+        };
+        Ok(NewAttempt {
+            id: a.id.clone(),
+            student: a.student.clone(),
+            scenario: a.scenario.clone(),
+            scenario_hash: a.scenario_hash.clone(),
+            design: text(&a.design)?,
+            verdict: text(&a.verdict)?,
+            score: a.score,
+            max_score: a.max_score,
+            passed: a.passed,
+            created_at: a.created_at,
+            class: a.class.clone(),
+        })
+    }
+}
+
+/// [`IdempotentAnswer`], owned, its body already JSON text.
+#[derive(Debug)]
+pub struct StoredAnswer {
+    caller: String,
+    key: String,
+    owner: String,
+    status: u16,
+    response: String,
+}
+
+/// The outcome of a hot write.
+#[derive(Debug)]
+pub enum Written {
+    Claimed(Claim),
+    Recorded(bool),
+}
+
+/// What a write did inside its savepoint: keep it, or undo it (it changed nothing that
+/// should stay) — with its outcome either way.
+enum Step {
+    Keep(Written),
+    Undo(Written),
+}
+
+/// A writer that answered the other kind of write (never happens; an error, not a panic).
+fn mismatched_answer() -> sqlx::Error {
+    sqlx::Error::Protocol("the group commit answered a write with another write's outcome".into())
+}
+
+/// How a batch's set-based run ended when it did not commit.
+enum Bulk {
+    /// A statement failed: which write caused it is unknown, so the batch runs again write by
+    /// write (nothing of the first run stays: its transaction was rolled back).
+    Statement(sqlx::Error),
+    /// The transaction itself failed (begin, commit, the connection): the batch's error.
+    Transaction(sqlx::Error),
+}
+
+/// Runs a batch of hot writes in one transaction and commits it; answers `Ok` only once it
+/// committed, and any failure of the transaction itself (begin, commit, the connection) is the
+/// whole batch's error, with nothing of it committed.
+///
+/// First the batch runs set-based, a few statements for all its writes (see [`bulk_on`]),
+/// which is what makes a batch cheap. A write that changes nothing — a record whose claim was
+/// taken over, a claim of a key that exists — gets its own outcome there. When a statement
+/// fails, the transaction is rolled back and the batch runs again one write at a time, each in
+/// a savepoint of its own ([`one_by_one_on`]): a write that fails is rolled back to its
+/// savepoint alone and answered its error, while the others commit.
+async fn write_batch(db: HotDb, jobs: Vec<HotWrite>) -> group_commit::BatchResult<Written> {
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| jobs[i].record_locked());
+    let bulk = match &db {
+        HotDb::Sqlite(pool) => bulk_sqlite(pool, &jobs, &order).await,
+        HotDb::Postgres(pool) => bulk_postgres(pool, &jobs, &order).await,
+    };
+    match bulk {
+        Ok(results) => return Ok(results),
+        Err(Bulk::Transaction(e)) => return Err(e),
+        Err(Bulk::Statement(e)) => {
+            tracing::debug!(error = %e, jobs = jobs.len(), "a group commit runs again write by write");
+        }
+    }
+    match &db {
+        HotDb::Sqlite(pool) => one_by_one_sqlite(pool, &jobs, &order).await,
+        HotDb::Postgres(pool) => one_by_one_postgres(pool, &jobs, &order).await,
+    }
+}
+
+/// The rows of a multi-row `VALUES`: `rows` rows of `width` placeholders each, numbered from
+/// `first`; `row(n)` writes one row from its first placeholder's number.
+fn values_list(rows: usize, first: usize, width: usize, row: impl Fn(usize) -> String) -> String {
+    (0..rows)
+        .map(|r| row(first + r * width))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Defines the set-based run of a batch on one backend: the SQL is the same text for both.
+///
+/// In one transaction: one `INSERT … ON CONFLICT DO NOTHING RETURNING` for every claim (a
+/// claim whose row went in is `Started`; any other is decided on its own, as
+/// [`Store::claim_idempotency_key_as`] always did: replay, mismatch, in flight or takeover);
+/// one `UPDATE … FROM (VALUES …) RETURNING` that stores the answers of the records whose
+/// holders still hold their claims; then the students and the attempts of those records, one
+/// `INSERT` each. A record whose claim was taken over writes nothing and is answered `false`.
+macro_rules! bulk_on {
+    ($name:ident, $one:ident, $pool:ty) => {
+        async fn $name(
+            pool: &$pool,
+            jobs: &[HotWrite],
+            order: &[usize],
+        ) -> Result<Vec<StoreResult<Written>>, Bulk> {
+            let mut tx = pool.begin().await.map_err(Bulk::Transaction)?;
+            let run = async {
+                let now = Utc::now();
+                let mut results: Vec<Option<StoreResult<Written>>> = jobs.iter().map(|_| None).collect();
+                // Claims.
+                let claims: Vec<usize> = order.iter().copied().filter(|&i| matches!(jobs[i], HotWrite::Claim { .. })).collect();
+                if !claims.is_empty() {
+                    let sql = format!(
+                        "INSERT INTO idempotency_keys (caller, key, fingerprint, state, created_at, updated_at, owner) VALUES {} \
+                         ON CONFLICT (caller, key) DO NOTHING RETURNING caller, key, owner",
+                        values_list(claims.len(), 1, 5, |n| format!("(${n}, ${}, ${}, 'in_flight', ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 3, n + 4)));
+                    let mut query = sqlx::query(&sql).persistent(false);
+                    for &i in &claims {
+                        if let HotWrite::Claim { owner, caller, key, fingerprint, .. } = &jobs[i] {
+                            query = query.bind(caller).bind(key).bind(fingerprint).bind(now).bind(owner);
+                        }
+                    }
+                    let inserted: std::collections::HashSet<(String, String, String)> = query
+                        .fetch_all(&mut *tx).await?
+                        .iter()
+                        .map(|r| Ok::<_, sqlx::Error>((r.try_get("caller")?, r.try_get("key")?, r.try_get("owner")?)))
+                        .collect::<Result<_, _>>()?;
+                    for &i in &claims {
+                        let HotWrite::Claim { owner, caller, key, .. } = &jobs[i] else { continue };
+                        if inserted.contains(&(caller.clone(), key.clone(), owner.clone())) {
+                            results[i] = Some(Ok(Written::Claimed(Claim::Started)));
+                        } else {
+                            // The key was there already: decided on its own, as always.
+                            match $one(&mut *tx, &jobs[i]).await? {
+                                Step::Keep(written) | Step::Undo(written) => results[i] = Some(Ok(written)),
+                            }
+                        }
+                    }
+                }
+                // Records: first the answers, which say whose claims still hold.
+                let records: Vec<usize> = order.iter().copied().filter(|&i| matches!(jobs[i], HotWrite::Record { .. })).collect();
+                let answered: Vec<(usize, &StoredAnswer)> = records.iter().filter_map(|&i| match &jobs[i] {
+                    HotWrite::Record { answer: Some(a), .. } => Some((i, a)),
+                    _ => None,
+                }).collect();
+                let mut held: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
+                if !answered.is_empty() {
+                    let sql = format!(
+                        "UPDATE idempotency_keys SET state = 'done', status_code = v.column4, response = v.column5, updated_at = $1 \
+                         FROM (VALUES {}) AS v \
+                         WHERE idempotency_keys.caller = v.column1 AND idempotency_keys.key = v.column2 \
+                         AND idempotency_keys.owner = v.column3 AND idempotency_keys.state = 'in_flight' \
+                         RETURNING caller, key",
+                        values_list(answered.len(), 2, 5, |n| format!("(${n}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4)));
+                    let mut query = sqlx::query(&sql).persistent(false).bind(now);
+                    for (_, a) in &answered {
+                        query = query.bind(&a.caller).bind(&a.key).bind(&a.owner).bind(i32::from(a.status)).bind(&a.response);
+                    }
+                    for r in query.fetch_all(&mut *tx).await? {
+                        held.insert((r.try_get("caller")?, r.try_get("key")?));
+                    }
+                }
+                let mut attempts: Vec<&NewAttempt> = Vec::new();
+                for &i in &records {
+                    let HotWrite::Record { attempt, answer } = &jobs[i] else { continue };
+                    let holds = answer.as_ref().is_none_or(|a| held.contains(&(a.caller.clone(), a.key.clone())));
+                    if holds {
+                        attempts.extend(attempt.as_ref());
+                    }
+                    results[i] = Some(Ok(Written::Recorded(holds)));
+                }
+                if !attempts.is_empty() {
+                    let sql = format!(
+                        "INSERT INTO students (id, display_name, origin, created_at) VALUES {} ON CONFLICT (id) DO NOTHING",
+                        values_list(attempts.len(), 2, 1, |n| format!("(${n}, NULL, 'grader', $1)")));
+                    let mut query = sqlx::query(&sql).persistent(false).bind(now);
+                    for a in &attempts {
+                        query = query.bind(&a.student);
+                    }
+                    query.execute(&mut *tx).await?;
+                    let sql = format!(
+                        "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id) VALUES {}",
+                        values_list(attempts.len(), 1, 11, |n| format!(
+                            "(${n}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                            n + 1, n + 2, n + 3, n + 4, n + 5, n + 6, n + 7, n + 8, n + 9, n + 10)));
+                    let mut query = sqlx::query(&sql).persistent(false);
+                    for a in &attempts {
+                        query = query.bind(&a.id).bind(&a.student).bind(&a.scenario).bind(&a.scenario_hash)
+                            .bind(SqlJson(&a.design)).bind(SqlJson(&a.verdict))
+                            .bind(a.score).bind(a.max_score).bind(a.passed).bind(a.created_at).bind(a.class.as_deref());
+                    }
+                    query.execute(&mut *tx).await?;
+                }
+                Ok::<_, sqlx::Error>(results)
+            };
+            let began = std::time::Instant::now();
+            let results = match run.await {
+                Ok(results) => results,
+                Err(e) => {
+                    tx.rollback().await.map_err(Bulk::Transaction)?;
+                    return Err(Bulk::Statement(e));
+                }
+            };
+            let written = began.elapsed();
+            tx.commit().await.map_err(Bulk::Transaction)?;
+            tracing::debug!(jobs = jobs.len(), statements_us = written.as_micros() as u64, commit_us = (began.elapsed() - written).as_micros() as u64, "a group commit committed");
+            Ok(results
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|| Err(mismatched_answer())))
+                .collect())
+        }
+    };
+}
+
+/// Defines the run of a batch one write at a time on one backend, each write in a savepoint of
+/// its own (see [`write_batch`]).
+macro_rules! one_by_one_on {
+    ($name:ident, $one:ident, $pool:ty) => {
+        async fn $name(
+            pool: &$pool,
+            jobs: &[HotWrite],
+            order: &[usize],
+        ) -> group_commit::BatchResult<Written> {
+            let mut results: Vec<Option<StoreResult<Written>>> =
+                jobs.iter().map(|_| None).collect();
+            let mut tx = pool.begin().await?;
+            for &i in order {
+                let mut savepoint = sqlx::Connection::begin(&mut *tx).await?;
+                let result = match $one(&mut savepoint, &jobs[i]).await {
+                    Ok(Step::Keep(written)) => {
+                        savepoint.commit().await?;
+                        Ok(written)
+                    }
+                    Ok(Step::Undo(written)) => {
+                        savepoint.rollback().await?;
+                        Ok(written)
+                    }
+                    Err(e) => {
+                        savepoint.rollback().await?;
+                        Err(e)
+                    }
+                };
+                results[i] = Some(result);
+            }
+            tx.commit().await?;
+            Ok(results
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|| Err(mismatched_answer())))
+                .collect())
+        }
+    };
+}
+
+/// Defines the function that makes one hot write on a connection of one backend: the SQL is
+/// the same text for both, written once here.
+macro_rules! hot_write_on {
+    ($name:ident, $connection:ty) => {
+        async fn $name(conn: &mut $connection, job: &HotWrite) -> StoreResult<Step> {
+            match job {
+                HotWrite::Claim {
+                    owner,
+                    caller,
+                    key,
+                    fingerprint,
+                    lease,
+                } => {
+                    // Bounded: a claim can only disappear between the insert and the read
+                    // when its holder abandoned it, which each retry observes.
+                    for _ in 0..4 {
+                        let now = Utc::now();
+                        let inserted = sqlx::query(
+                            "INSERT INTO idempotency_keys (caller, key, fingerprint, state, created_at, updated_at, owner) \
+                             VALUES ($1, $2, $3, 'in_flight', $4, $4, $5) ON CONFLICT (caller, key) DO NOTHING")
+                            .bind(caller).bind(key).bind(fingerprint).bind(now).bind(owner)
+                            .execute(&mut *conn).await?.rows_affected();
+                        if inserted == 1 {
+                            return Ok(Step::Keep(Written::Claimed(Claim::Started)));
+                        }
+                        let row = sqlx::query("SELECT fingerprint, state, status_code, response, updated_at FROM idempotency_keys WHERE caller = $1 AND key = $2")
+                            .bind(caller).bind(key).fetch_optional(&mut *conn).await?;
+                        let Some(row) = row else {
+                            continue;
+                        };
+                        let response: Option<String> = row.try_get("response")?;
+                        let stored = StoredKey {
+                            fingerprint: row.try_get("fingerprint")?,
+                            state: row.try_get("state")?,
+                            status: row.try_get("status_code")?,
+                            response: response.map(|text| serde_json::from_str(&text).unwrap_or(Json::String(text))),
+                            renewed_at: row.try_get("updated_at")?,
+                        };
+                        if stored.fingerprint != *fingerprint {
+                            return Ok(Step::Keep(Written::Claimed(Claim::Mismatch)));
+                        }
+                        if stored.state == "done" {
+                            let status = stored.status.and_then(|s| u16::try_from(s).ok()).unwrap_or(200);
+                            return Ok(Step::Keep(Written::Claimed(Claim::Replay {
+                                status,
+                                body: stored.response.unwrap_or(Json::Null),
+                            })));
+                        }
+                        let age = now.signed_duration_since(stored.renewed_at).to_std().unwrap_or_default();
+                        if age < *lease {
+                            return Ok(Step::Keep(Written::Claimed(Claim::InFlight)));
+                        }
+                        let taken = sqlx::query(
+                            "UPDATE idempotency_keys SET fingerprint = $4, updated_at = $5, owner = $6 \
+                             WHERE caller = $1 AND key = $2 AND state = 'in_flight' AND updated_at = $3")
+                            .bind(caller).bind(key).bind(stored.renewed_at).bind(fingerprint).bind(now).bind(owner)
+                            .execute(&mut *conn).await?.rows_affected();
+                        if taken == 1 {
+                            tracing::warn!(
+                                caller = caller.as_str(),
+                                key = key.as_str(),
+                                "took over an idempotency key whose holder stopped renewing it"
+                            );
+                            return Ok(Step::Keep(Written::Claimed(Claim::Started)));
+                        }
+                    }
+                    Ok(Step::Keep(Written::Claimed(Claim::InFlight)))
+                }
+                HotWrite::Record { attempt, answer } => {
+                    let now = Utc::now();
+                    if let Some(ans) = answer {
+                        let held = sqlx::query(
+                            "UPDATE idempotency_keys SET state = 'done', status_code = $3, response = $4, updated_at = $5 \
+                             WHERE caller = $1 AND key = $2 AND owner = $6 AND state = 'in_flight'")
+                            .bind(&ans.caller).bind(&ans.key).bind(i32::from(ans.status)).bind(&ans.response).bind(now).bind(&ans.owner)
+                            .execute(&mut *conn).await?.rows_affected();
+                        if held != 1 {
+                            return Ok(Step::Undo(Written::Recorded(false)));
+                        }
+                    }
+                    if let Some(a) = attempt {
+                        sqlx::query("INSERT INTO students (id, display_name, origin, created_at) VALUES ($1, NULL, 'grader', $2) ON CONFLICT (id) DO NOTHING")
+                            .bind(&a.student).bind(now).execute(&mut *conn).await?;
+                        sqlx::query(
+                            "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
+                            .bind(&a.id).bind(&a.student).bind(&a.scenario).bind(&a.scenario_hash)
+                            .bind(SqlJson(&a.design)).bind(SqlJson(&a.verdict))
+                            .bind(a.score).bind(a.max_score).bind(a.passed).bind(a.created_at).bind(a.class.as_deref())
+                            .execute(&mut *conn).await?;
+                    }
+                    Ok(Step::Keep(Written::Recorded(true)))
+                }
+            }
+        }
+    };
+}
+
+hot_write_on!(write_sqlite, sqlx::SqliteConnection);
+hot_write_on!(write_postgres, sqlx::PgConnection);
+bulk_on!(bulk_sqlite, write_sqlite, SqlitePool);
+bulk_on!(bulk_postgres, write_postgres, PgPool);
+one_by_one_on!(one_by_one_sqlite, write_sqlite, SqlitePool);
+one_by_one_on!(one_by_one_postgres, write_postgres, PgPool);

@@ -6,7 +6,8 @@
 //!   databases, then the browser tests in Chromium.
 //! - `cargo xtask conformance`: replays every schedule on SQLite and PostgreSQL.
 //! - `cargo xtask bench [--quick | --smoke]`: measures the check, the simulator against
-//!   SQLite, the server's throughput, the app's size and how the check scales.
+//!   SQLite, the server's throughput, submissions under load on SQLite and PostgreSQL, the
+//!   app's size and how the check scales.
 //!
 //! It downloads no tool from outside the package registries: the WASM bindings are generated
 //! by `wasm-bindgen-cli-support` used as a library, pinned to the same version as the
@@ -666,13 +667,21 @@ fn embedded_app_is_served(port: u16) -> Result<(), String> {
 // ---------------------------------------------------------------------------------------------
 
 /// The `name: value` lines a bench run must end with (besides one or more `scaling:` lines).
-const BENCH_METRICS: [&str; 8] = [
+const BENCH_METRICS: [&str; 16] = [
     "engine_check_ms_median_max",
     "model_vs_sqlite_speedup",
     "check_vs_floor_throughput_ratio",
     "check_p99_ms",
     "check_uncached_vs_floor_throughput_ratio",
     "check_uncached_p99_ms",
+    "submissions_per_second_sqlite",
+    "submit_p50_ms_sqlite",
+    "submit_p99_ms_sqlite",
+    "submit_errors_sqlite",
+    "submissions_per_second_postgres",
+    "submit_p50_ms_postgres",
+    "submit_p99_ms_postgres",
+    "submit_errors_postgres",
     "wasm_gzip_bytes",
     "bench_seconds",
 ];
@@ -717,7 +726,8 @@ fn fresh_dist() -> Option<u64> {
 
 /// `cargo xtask bench [--quick | --smoke] [--max-messages N]`: builds the app (for its size),
 /// the server and the benchmarks, starts the server with the floor route and no rate limit,
-/// and runs `pipeline-builder-bench`, whose output it checks.
+/// and runs `pipeline-builder-bench`, whose output it checks. The bench starts the servers of
+/// its submissions section itself (a fresh SQLite file, a fresh PostgreSQL database).
 fn bench(args: &[String]) -> Result<(), String> {
     let short = args.iter().any(|a| a == "--quick" || a == "--smoke");
     let wasm_gzip_bytes = match fresh_dist().filter(|_| short) {
@@ -889,7 +899,7 @@ mod tests {
 
     #[test]
     fn bench_output_needs_every_metric_once_as_a_number() {
-        let good = "table\nengine_check_ms_median_max: 0.961\nmodel_vs_sqlite_speedup: 103.2\ncheck_vs_floor_throughput_ratio: 0.81\ncheck_p99_ms: 7.20\ncheck_uncached_vs_floor_throughput_ratio: 0.31\ncheck_uncached_p99_ms: 12.5\nwasm_gzip_bytes: 399000\nscaling: one_crash crashes=1 messages=10 schedules=31 runs=5 ms=0.075 ns_per_schedule_message=242.0\nbench_seconds: 15.6\n";
+        let good = "table\nengine_check_ms_median_max: 0.961\nmodel_vs_sqlite_speedup: 103.2\ncheck_vs_floor_throughput_ratio: 0.81\ncheck_p99_ms: 7.20\ncheck_uncached_vs_floor_throughput_ratio: 0.31\ncheck_uncached_p99_ms: 12.5\nsubmissions_per_second_sqlite: 2100\nsubmit_p50_ms_sqlite: 20.10\nsubmit_p99_ms_sqlite: 80.00\nsubmit_errors_sqlite: 0\nsubmissions_per_second_postgres: 1900\nsubmit_p50_ms_postgres: 25.00\nsubmit_p99_ms_postgres: 90.00\nsubmit_errors_postgres: 0\nwasm_gzip_bytes: 399000\nscaling: one_crash crashes=1 messages=10 schedules=31 runs=5 ms=0.075 ns_per_schedule_message=242.0\nbench_seconds: 15.6\n";
         assert_eq!(check_bench_output(good), Ok(()));
         let missing = good.replace("check_p99_ms: 7.20\n", "");
         assert!(check_bench_output(&missing)

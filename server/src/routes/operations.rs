@@ -61,13 +61,14 @@ pub async fn readyz(State(store): State<Store>) -> Result<Json<Health>, AppError
 }
 
 #[utoipa::path(get, path = "/metrics", tag = "operations",
-    description = "Prometheus text: requests by route and status, a latency histogram, checks run, schedules explored and rows swept. \
+    description = "Prometheus text: requests by route and status, a latency histogram, checks run, schedules explored, rows swept and the group commit's batches of writes. \
         When the server is started with `--metrics-token`, it needs `Authorization: Bearer <that token>`.",
     responses((status = 200, description = "Prometheus text format 0.0.4", content_type = "text/plain", body = String),
         (status = 401, description = "unauthorized: a metrics token is set and was not shown", body = ErrorBody)))]
 pub async fn metrics(
     State(metrics): State<Arc<Metrics>>,
     State(config): State<Arc<Config>>,
+    State(store): State<Store>,
     headers: HeaderMap,
 ) -> Response {
     if let Some(expected) = &config.metrics_token {
@@ -88,7 +89,7 @@ pub async fn metrics(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        metrics.render(),
+        metrics.render(&store.group_commit_stats()),
     )
         .into_response()
 }

@@ -33,7 +33,7 @@ fn design_with_unknown_keys(keys: usize, key_chars: usize) -> Value {
 
 /// The size of the SQLite database file once its write-ahead log is folded into it.
 async fn database_bytes(app: &TestApp) -> u64 {
-    let server::Store::Sqlite(pool, _) = app.state.store() else {
+    let server::Store::Sqlite(pool, ..) = app.state.store() else {
         panic!("the test app runs on SQLite");
     };
     sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -47,7 +47,7 @@ async fn database_bytes(app: &TestApp) -> u64 {
 }
 
 async fn count(app: &TestApp, sql: &str) -> i64 {
-    let server::Store::Sqlite(pool, _) = app.state.store() else {
+    let server::Store::Sqlite(pool, ..) = app.state.store() else {
         panic!("the test app runs on SQLite");
     };
     sqlx::query_scalar(sql)

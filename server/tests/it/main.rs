@@ -13,6 +13,7 @@ mod docs;
 mod embedded;
 mod fuzz;
 mod grading;
+mod group_commit;
 mod limits;
 mod load;
 mod lti;

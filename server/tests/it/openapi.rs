@@ -441,7 +441,7 @@ async fn every_error_code_a_request_can_provoke_matches_the_published_schema() {
     );
     let broken = spawn_app().await;
     let (broken_cookie, _) = broken.new_student().await;
-    let server::Store::Sqlite(pool, _) = broken.state.store() else {
+    let server::Store::Sqlite(pool, ..) = broken.state.store() else {
         panic!("the test app is on SQLite")
     };
     sqlx::query("DROP TABLE drafts")

@@ -31,7 +31,7 @@ fn said(output: &Output) -> String {
 
 async fn count(store: &Store, query: &str, bind: Option<&str>) -> i64 {
     match store {
-        Store::Sqlite(pool, _) => {
+        Store::Sqlite(pool, ..) => {
             let q = sqlx::query_scalar::<_, i64>(query);
             let q = match bind {
                 Some(b) => q.bind(b.to_string()),
@@ -39,7 +39,7 @@ async fn count(store: &Store, query: &str, bind: Option<&str>) -> i64 {
             };
             q.fetch_one(pool).await.expect("a count")
         }
-        Store::Postgres(pool) => {
+        Store::Postgres(pool, ..) => {
             let q = sqlx::query_scalar::<_, i64>(query);
             let q = match bind {
                 Some(b) => q.bind(b.to_string()),

@@ -377,7 +377,7 @@ async fn students_reach_only_their_own_drafts_and_attempts() {
 async fn grader_tokens_are_stored_hashed_and_revocable() {
     let app = spawn_app().await;
     let token = app.grader_token("ta").await;
-    let server::Store::Sqlite(pool, _) = app.state.store() else {
+    let server::Store::Sqlite(pool, ..) = app.state.store() else {
         panic!("the test app is on SQLite")
     };
     let rows = sqlx::query("SELECT name, token_hash FROM grader_tokens")

@@ -573,7 +573,7 @@ async fn the_session_secret_is_in_no_answer_and_no_log_line() {
 async fn database_text(store: &Store) -> String {
     let mut all = String::new();
     match store {
-        Store::Sqlite(pool, _) => {
+        Store::Sqlite(pool, ..) => {
             use sqlx::Row;
             let tables: Vec<String> = sqlx::query(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
@@ -609,7 +609,7 @@ async fn database_text(store: &Store) -> String {
                 }
             }
         }
-        Store::Postgres(pool) => {
+        Store::Postgres(pool, ..) => {
             use sqlx::Row;
             let tables: Vec<String> = sqlx::query(
                 "SELECT table_name::text AS name FROM information_schema.tables WHERE table_schema = 'public'",

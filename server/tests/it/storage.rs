@@ -322,13 +322,23 @@ async fn the_store_works_on_sqlite() {
     let again = Store::connect(&url).await.expect("reopen");
     assert_eq!(again.list_attempts(None, None, 10).await.unwrap().len(), 4);
     let mode: String = match &again {
-        Store::Sqlite(pool, _) => sqlx::query_scalar("PRAGMA journal_mode")
+        Store::Sqlite(pool, ..) => sqlx::query_scalar("PRAGMA journal_mode")
             .fetch_one(pool)
             .await
             .unwrap(),
-        Store::Postgres(_) => unreachable!(),
+        Store::Postgres(..) => unreachable!(),
     };
     assert_eq!(mode, "wal");
+    // FULL (2): every commit is synced before it returns, so an answered submission survives a
+    // power cut, not only a crash of the process.
+    let synchronous: i64 = match &again {
+        Store::Sqlite(pool, ..) => sqlx::query_scalar("PRAGMA synchronous")
+            .fetch_one(pool)
+            .await
+            .unwrap(),
+        Store::Postgres(..) => unreachable!(),
+    };
+    assert_eq!(synchronous, 2, "PRAGMA synchronous is FULL");
 }
 
 #[tokio::test]
