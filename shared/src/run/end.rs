@@ -5,7 +5,7 @@ use rust_decimal::Decimal;
 
 use super::{describe_rows, format_rows, Clean, CleanTotal, Miss, Sim};
 use crate::diff::table_diff;
-use crate::model::{eval, CCheck, Cond};
+use crate::model::{eval, CCheck, Cond, Model};
 use crate::value::Value;
 use crate::warehouse::Row;
 
@@ -193,9 +193,22 @@ impl Sim<'_> {
     }
 }
 
+impl Clean {
+    /// The clean run's end, from its sorted tables (`Clean` is declared with the run's
+    /// state; its figures are worked out here, beside the checks that read them).
+    pub(crate) fn new(m: &Model, tables: Vec<Vec<Row>>) -> Clean {
+        let totals = m
+            .checks
+            .iter()
+            .map(|check| clean_total(check, &tables))
+            .collect();
+        Clean { tables, totals }
+    }
+}
+
 /// What a requirement compares with in the clean run's end `tables`: a sum or a row count
 /// with no expected value of its own.
-pub(super) fn clean_total(check: &CCheck, tables: &[Vec<Row>]) -> Option<CleanTotal> {
+fn clean_total(check: &CCheck, tables: &[Vec<Row>]) -> Option<CleanTotal> {
     match check {
         CCheck::Sum {
             table,

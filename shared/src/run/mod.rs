@@ -80,18 +80,6 @@ pub(crate) enum CleanTotal {
     Count(u64),
 }
 
-impl Clean {
-    /// The clean run's end, from its sorted tables.
-    pub(crate) fn new(m: &Model, tables: Vec<Vec<Row>>) -> Clean {
-        let totals = m
-            .checks
-            .iter()
-            .map(|check| end::clean_total(check, &tables))
-            .collect();
-        Clean { tables, totals }
-    }
-}
-
 /// What one whole run ended with.
 pub(crate) struct Outcome {
     pub misses: Vec<Option<Miss>>,
