@@ -159,24 +159,51 @@ impl Metrics {
             out.push_str("# TYPE pipeline_builder_swept_total counter\n");
             let _ = writeln!(out, "pipeline_builder_swept_total{{kind=\"idempotency\"}} {}", r.swept_idempotency);
             let _ = writeln!(out, "pipeline_builder_swept_total{{kind=\"session\"}} {}", r.swept_sessions);
-            out.push_str("# HELP pipeline_builder_group_commit_batches_total Transactions the group-commit writer ran, each holding one or more submission writes.\n");
-            out.push_str("# TYPE pipeline_builder_group_commit_batches_total counter\n");
-            let _ = writeln!(out, "pipeline_builder_group_commit_batches_total {}", writes.batches);
-            out.push_str("# HELP pipeline_builder_group_commit_writes_total Writes (idempotency claims, recorded attempts) the group-commit writer ran in those batches.\n");
-            out.push_str("# TYPE pipeline_builder_group_commit_writes_total counter\n");
-            let _ = writeln!(out, "pipeline_builder_group_commit_writes_total {}", writes.jobs);
-            out.push_str("# HELP pipeline_builder_group_commit_failed_batches_total Batches that failed as a whole; every write in them was answered with the error.\n");
-            out.push_str("# TYPE pipeline_builder_group_commit_failed_batches_total counter\n");
-            let _ = writeln!(out, "pipeline_builder_group_commit_failed_batches_total {}", writes.failed_batches);
-            out.push_str("# HELP pipeline_builder_group_commit_largest_batch The most writes one batch has held.\n");
-            out.push_str("# TYPE pipeline_builder_group_commit_largest_batch gauge\n");
-            let _ = writeln!(out, "pipeline_builder_group_commit_largest_batch {}", writes.largest_batch);
-            out.push_str("# HELP pipeline_builder_group_commit_waiting Writes waiting for the group-commit writer's next batch.\n");
-            out.push_str("# TYPE pipeline_builder_group_commit_waiting gauge\n");
-            let _ = writeln!(out, "pipeline_builder_group_commit_waiting {}", writes.waiting);
+            single(
+                &mut out,
+                "pipeline_builder_group_commit_batches_total",
+                "counter",
+                "Transactions the group-commit writer ran, each holding one or more submission writes.",
+                writes.batches,
+            );
+            single(
+                &mut out,
+                "pipeline_builder_group_commit_writes_total",
+                "counter",
+                "Writes (idempotency claims, recorded attempts) the group-commit writer ran in those batches.",
+                writes.jobs,
+            );
+            single(
+                &mut out,
+                "pipeline_builder_group_commit_failed_batches_total",
+                "counter",
+                "Batches that failed as a whole; every write in them was answered with the error.",
+                writes.failed_batches,
+            );
+            single(
+                &mut out,
+                "pipeline_builder_group_commit_largest_batch",
+                "gauge",
+                "The most writes one batch has held.",
+                writes.largest_batch,
+            );
+            single(
+                &mut out,
+                "pipeline_builder_group_commit_waiting",
+                "gauge",
+                "Writes waiting for the group-commit writer's next batch.",
+                writes.waiting,
+            );
             out
         })
     }
+}
+
+/// One metric with no labels: its help, its type and its value.
+fn single(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+    let _ = writeln!(out, "{name} {value}");
 }
 
 fn escape(label: &str) -> String {

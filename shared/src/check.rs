@@ -219,14 +219,26 @@ pub fn check_hashed(
 ) -> Result<Verdict, CheckError> {
     let counted = crate::coverage::counted_kinds(&scenario.failures);
     let (mut verdict, without) = graded(scenario, hash, design, limits, &counted)?;
+    annotate(scenario, design, &mut verdict, &without, limits);
+    Ok(verdict)
+}
+
+/// Fills in the verdict's coverage and advisories, checking the variants within the check's
+/// limits (`Variants::within`).
+fn annotate(
+    scenario: &Scenario,
+    design: &ValidDesign,
+    verdict: &mut Verdict,
+    without: &[u64],
+    limits: Limits,
+) {
     crate::coverage::annotate(
         scenario,
         design,
-        &mut verdict,
-        &without,
+        verdict,
+        without,
         &Variants::within(limits),
     );
-    Ok(verdict)
 }
 
 /// As `check_hashed`, without the verdict's `coverage` and `advisories` (left empty): the
@@ -298,13 +310,7 @@ pub fn check_every_schedule(
     // The schedules per failure kind are counted schedule by schedule here; the variants of
     // coverage and advisories come from the search in both checks: they are the same either
     // way, and the plain enumeration would repeat each variant schedule by schedule.
-    crate::coverage::annotate(
-        scenario,
-        design,
-        &mut verdict,
-        &without,
-        &Variants::within(limits),
-    );
+    annotate(scenario, design, &mut verdict, &without, limits);
     Ok(verdict)
 }
 
