@@ -136,7 +136,7 @@ mod tests {
         assert_eq!(damaged.path, "$.scenario");
         let damaged = read(&json!({"scenario_hash": [], "design": {}})).unwrap_err();
         assert_eq!(damaged.path, "$.scenario_hash");
-        let anonymous = read(&json!({"scenario": null, "design": {}})).unwrap();
-        assert_eq!(anonymous.scenario, None);
+        let anonymous = json!({"scenario": null, "design": {}});
+        assert_eq!(read(&anonymous).unwrap().scenario, None);
     }
 }
