@@ -5,7 +5,8 @@
 //! database take part.
 //!
 //! The student's file is a bare design (docs/design-format.md) or the canvas's export,
-//! `{"scenario": ID, "scenario_hash": …, "design": …}`.
+//! `{"scenario": ID, "scenario_hash": …, "design": …}`, read by [`crate::design_file`] as
+//! `POST /api/grade` reads it.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -14,6 +15,7 @@ use serde_json::{json, Value as Json};
 use shared::{CheckError, Scenario};
 
 use crate::catalogue;
+use crate::design_file;
 use crate::report::{self, NotGraded};
 
 /// Where Gradescope puts the student's upload and expects the result.
@@ -67,17 +69,11 @@ pub fn grade(options: &Options) -> Graded {
     graded
 }
 
-/// What the student's file said.
+/// The student's file, read and parsed; what it says is [`design_file::read`]'s.
 struct Submitted {
     /// The file's name inside the submission folder.
     file: String,
-    /// The scenario an export names.
-    scenario: Option<String>,
-    /// The scenario hash an export names.
-    scenario_hash: Option<String>,
-    design: Json,
-    /// Where the design sits in the file: `$` or `$.design`.
-    at: &'static str,
+    json: Json,
 }
 
 fn grade_inner(options: &Options) -> Graded {
@@ -96,56 +92,33 @@ fn grade_inner(options: &Options) -> Graded {
         Err(why) => return not_graded(named.as_ref(), &why, extra, None),
     };
     extra["file"] = json!(submitted.file);
-    let scenario = match (&named, &submitted.scenario) {
-        (Some(s), Some(exported)) if *exported != s.id => {
+    let upload = match design_file::read(&submitted.json) {
+        Ok(u) => u,
+        Err(damaged) => {
             let why = NotGraded::invalid(
-                "the export is for another scenario",
-                Some("$.scenario"),
-                format!(
-                    "this file was exported from scenario \"{exported}\", but this assignment is \"{}\" ({}); open that scenario on the canvas, export it and resubmit",
-                    s.id, s.title
-                ),
+                "the export is damaged",
+                Some(&damaged.path),
+                damaged.message,
             );
             return not_graded(named.as_ref(), &why, extra, Some(&submitted.file));
         }
-        (Some(s), _) => s.clone(),
-        (None, Some(exported)) => match catalogue::find(&options.scenarios, exported) {
-            Ok(s) => s,
-            Err(_) => {
-                let why = NotGraded::invalid(
-                    "the scenario is unknown",
-                    Some("$.scenario"),
-                    format!("this file was exported from scenario \"{exported}\", which this assignment does not grade"),
-                );
-                return not_graded(None, &why, extra, Some(&submitted.file));
-            }
-        },
-        (None, None) => {
-            return setup_problem(
-                None,
-                extra,
-                format!(
-                    "{} is a bare design, which names no scenario, and the autograder was given no --scenario; put --scenario ID in run_autograder",
-                    submitted.file
-                ),
-            )
-        }
+    };
+    let scenario = match scenario_of(options, named.as_ref(), &upload, &submitted.file, &extra) {
+        Ok(s) => s,
+        Err(graded) => return graded,
     };
     let hash = shared::scenario_hash(&scenario);
     extra["scenario"] = json!(scenario.id);
     extra["scenario_hash"] = json!(hash);
     let mut notes = Vec::new();
-    if let Some(exported) = submitted.scenario_hash.as_deref().filter(|h| *h != hash) {
-        notes.push(format!(
-            "your file was exported from another version of \"{}\" (`{exported}`); it is graded against the current one (`{hash}`).",
-            scenario.id
-        ));
-        extra["exported_scenario_hash"] = json!(exported);
+    if let Some(note) = design_file::stale_note(&upload, &scenario.id, &hash) {
+        notes.push(note);
+        extra["exported_scenario_hash"] = json!(upload.scenario_hash);
     }
-    let valid = match shared::validate_json(&scenario, &submitted.design) {
+    let valid = match shared::validate_json(&scenario, upload.design) {
         Ok(v) => v,
         Err(errors) => {
-            let why = NotGraded::design(&errors, submitted.at);
+            let why = NotGraded::design(&errors, upload.at);
             let mut graded = not_graded(Some(&scenario), &why, extra, Some(&submitted.file));
             graded.results = report::with_notes(graded.results, &notes);
             return graded;
@@ -174,12 +147,50 @@ fn grade_inner(options: &Options) -> Graded {
             not_graded(Some(&scenario), &why, extra, Some(&submitted.file))
         }
         Err(CheckError::Design(errors)) => {
-            let why = NotGraded::design(&errors, submitted.at);
+            let why = NotGraded::design(&errors, upload.at);
             not_graded(Some(&scenario), &why, extra, Some(&submitted.file))
         }
         Err(e @ CheckError::Scenario(_)) => {
             setup_problem(Some(&scenario), extra, format!("{}: {e}", scenario.id))
         }
+    }
+}
+
+/// The scenario to grade the upload against ([`design_file::scenario_to_grade`]): the named
+/// one, else the one an export names; or the result that says why there is none.
+fn scenario_of(
+    options: &Options,
+    named: Option<&Scenario>,
+    upload: &design_file::Upload<'_>,
+    file: &str,
+    extra: &Json,
+) -> Result<Scenario, Graded> {
+    let extra = extra.clone();
+    match (design_file::scenario_to_grade(named.map(|s| s.id.as_str()), upload), named) {
+        (Err(exported), Some(s)) => {
+            let why = NotGraded::invalid(
+                "the export is for another scenario",
+                Some("$.scenario"),
+                design_file::other_scenario(exported, &s.id, &s.title),
+            );
+            Err(not_graded(Some(s), &why, extra, Some(file)))
+        }
+        (_, Some(s)) => Ok(s.clone()),
+        (Ok(Some(exported)), None) => catalogue::find(&options.scenarios, exported).map_err(|_| {
+            let why = NotGraded::invalid(
+                "the scenario is unknown",
+                Some("$.scenario"),
+                format!("this file was exported from scenario \"{exported}\", which this assignment does not grade"),
+            );
+            not_graded(None, &why, extra.clone(), Some(file))
+        }),
+        (_, None) => Err(setup_problem(
+            None,
+            extra,
+            format!(
+                "{file} is a bare design, which names no scenario, and the autograder was given no --scenario; put --scenario ID in run_autograder"
+            ),
+        )),
     }
 }
 
@@ -276,34 +287,7 @@ fn read_submission(dir: &Path) -> Result<Submitted, NotGraded> {
             format!("{file} is not valid JSON: {e}; upload the file the canvas's export saved, unchanged"),
         )
     })?;
-    // An export carries the design under "design"; anything else is taken as a bare design.
-    let Some(map) = json.as_object().filter(|m| m.contains_key("design")) else {
-        return Ok(Submitted {
-            file,
-            scenario: None,
-            scenario_hash: None,
-            design: json,
-            at: "$",
-        });
-    };
-    let text = |key: &str| -> Result<Option<String>, NotGraded> {
-        match map.get(key) {
-            None | Some(Json::Null) => Ok(None),
-            Some(Json::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(NotGraded::invalid(
-                "the export is damaged",
-                Some(&format!("$.{key}")),
-                format!("\"{key}\" must be a string; export the design from the canvas again"),
-            )),
-        }
-    };
-    Ok(Submitted {
-        scenario: text("scenario")?,
-        scenario_hash: text("scenario_hash")?,
-        design: map["design"].clone(),
-        at: "$.design",
-        file,
-    })
+    Ok(Submitted { file, json })
 }
 
 /// The files under `dir`, as paths relative to `root`; hidden files and folders (`.DS_Store`)

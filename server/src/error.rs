@@ -83,11 +83,13 @@ pub enum ErrorCode {
     NotAMember,
     /// 404: the class has no member with this student id.
     UnknownStudent,
+    /// 422: the uploaded file is the canvas's export of another scenario than the one graded.
+    ScenarioMismatch,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the enum.
-    pub const ALL: [ErrorCode; 29] = [
+    pub const ALL: [ErrorCode; 30] = [
         ErrorCode::MalformedJson,
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidDesign,
@@ -117,6 +119,7 @@ impl ErrorCode {
         ErrorCode::ClassClosed,
         ErrorCode::NotAMember,
         ErrorCode::UnknownStudent,
+        ErrorCode::ScenarioMismatch,
     ];
 
     /// The code as it is written in an error body.
@@ -151,6 +154,7 @@ impl ErrorCode {
             ErrorCode::ClassClosed => "class_closed",
             ErrorCode::NotAMember => "not_a_member",
             ErrorCode::UnknownStudent => "unknown_student",
+            ErrorCode::ScenarioMismatch => "scenario_mismatch",
         }
     }
 }

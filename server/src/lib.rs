@@ -35,6 +35,7 @@ pub mod catalogue;
 pub mod checker;
 pub mod config;
 pub mod dashboard;
+pub mod design_file;
 pub mod embedded;
 pub mod error;
 pub mod group_commit;

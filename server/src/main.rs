@@ -307,6 +307,10 @@ enum ScenariosCommand {
         /// misses, how many schedules were explored and how long its check took.
         #[arg(long, short)]
         verbose: bool,
+        /// Also fail unless one of the scenarios has this id (the autograder's `setup.sh`
+        /// checks the scenario its `run_autograder` grades).
+        #[arg(long, value_name = "ID")]
+        scenario: Option<String>,
     },
     /// Write a new scenario file, ID.json, that validates, for you to change: a small
     /// template, or a copy of an existing scenario with a new id, order and title.
@@ -371,9 +375,11 @@ fn main() -> ExitCode {
     init_tracing();
     match cli.command {
         Command::Serve(args) => runtime().block_on(serve(args)),
-        Command::Scenarios(ScenariosCommand::Validate { paths, verbose }) => {
-            validate(paths, verbose)
-        }
+        Command::Scenarios(ScenariosCommand::Validate {
+            paths,
+            verbose,
+            scenario,
+        }) => validate(paths, verbose, scenario.as_deref()),
         Command::Scenarios(ScenariosCommand::New(args)) => new_scenario(args),
         Command::Check(args) => check(args),
         Command::Token(command) => runtime().block_on(token(command)),
@@ -813,7 +819,7 @@ async fn load(args: LoadArgs) -> ExitCode {
     }
 }
 
-fn validate(paths: Vec<PathBuf>, verbose: bool) -> ExitCode {
+fn validate(paths: Vec<PathBuf>, verbose: bool, expected: Option<&str>) -> ExitCode {
     let paths = if paths.is_empty() {
         vec![PathBuf::from("scenarios")]
     } else {
@@ -836,7 +842,17 @@ fn validate(paths: Vec<PathBuf>, verbose: bool) -> ExitCode {
                 "scenarios"
             };
             println!("{} {noun} valid", scenarios.len());
-            ExitCode::SUCCESS
+            match expected {
+                Some(id) if !scenarios.iter().any(|s| s.id == id) => {
+                    let ids: Vec<&str> = scenarios.iter().map(|s| s.id.as_str()).collect();
+                    eprintln!(
+                        "no scenario has the id \"{id}\"; the ids are {}",
+                        ids.join(", ")
+                    );
+                    ExitCode::FAILURE
+                }
+                _ => ExitCode::SUCCESS,
+            }
         }
         Err(problems) => {
             for p in &problems {

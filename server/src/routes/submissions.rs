@@ -24,7 +24,10 @@ use crate::checker::Checker;
 use crate::config::Config;
 use crate::error::{json_response, parse_json, read_body, AppError, ErrorBody, ErrorCode};
 use crate::report::CsvRow;
-use crate::store::{new_claim_owner, Attempt, AttemptSummary, Claim, IdempotentAnswer, Store};
+use crate::store::{
+    new_claim_owner, Attempt, AttemptSummary, AttemptsQuery, Claim, ExportedAttempt,
+    IdempotentAnswer, Store,
+};
 
 /// A design to check and record for a student.
 #[derive(Deserialize, ToSchema)]
@@ -91,11 +94,23 @@ pub struct SubmissionQuery {
     /// 422 `invalid_request` at `?limit`.
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
+    /// The page after the one that ended with this attempt: the `Link` header of a page that
+    /// has more after it names the next page with it. An id of no attempt → 422
+    /// `invalid_request` at `?before`.
+    pub before: Option<String>,
     /// `json` (the default) or `csv`: one row per attempt, as `POST /api/grade?format=csv`
     /// writes them. Another value → 422 `invalid_request` at `?format`.
     #[param(value_type = Option<ListFormat>)]
     pub format: Option<String>,
+    /// With `format=csv`: `true` starts the file with a UTF-8 byte order mark (U+FEFF), so
+    /// that Excel opens accents intact; `false` (the default) leaves it out.
+    pub bom: Option<bool>,
 }
+
+/// The most attempts one page of `GET /api/submissions` lists, and how many it lists unless
+/// asked.
+pub const LIST_LIMIT_MAX: u32 = 1000;
+pub const LIST_LIMIT_DEFAULT: u32 = 100;
 
 /// The longest student id a grader may name; ids come from graders' rosters, not from us.
 const MAX_STUDENT_ID_CHARS: usize = 128;
@@ -131,21 +146,23 @@ pub(super) fn submission_body(a: &Attempt, with_design: bool) -> Submission {
     }
 }
 
-/// Checks a design for `student` and builds the attempt to record.
+/// Checks a design for `student` and builds the attempt to record; `at` is where the design
+/// sits in the body (`$.design`), which the errors' paths start at.
 pub(super) async fn check_attempt(
     catalogue: &Catalogue,
     checker: &Checker,
     scenario: &str,
     student: String,
     design: Value,
+    at: &str,
 ) -> Result<Attempt, AppError> {
     let entry = scenario_entry(catalogue, scenario)?;
-    refuse_nul(&design, "$.design")?;
-    // The checker's paths start at the design; the body holds it under "design".
+    refuse_nul(&design, at)?;
+    // The checker's paths start at the design.
     let checked = checker
         .check(Arc::clone(&entry), design.clone())
         .await
-        .map_err(|e| e.under("$.design"))?;
+        .map_err(|e| e.under(at))?;
     let verdict = &checked.verdict;
     Ok(Attempt {
         id: uuid::Uuid::new_v4().to_string(),
@@ -207,6 +224,7 @@ async fn submit(parts: &Submitting, caller: &Caller, bytes: &[u8]) -> Result<Att
         &request.scenario,
         student,
         request.design,
+        "$.design",
     )
     .await?;
     attempt.class = request.class;
@@ -524,25 +542,34 @@ pub async fn get_submission(
 }
 
 #[utoipa::path(get, path = "/api/submissions", tag = "submissions",
-    description = "Attempts, newest first. A student sees only their own; a grader sees all. \
+    description = "Attempts, newest first, a page at a time (`limit`, 100 unless asked, at most 1000). A student sees only their own; \
+        a grader sees all. When more attempts follow the page, the answer has a `Link` header naming the next page \
+        (`<…&before=ID>; rel=\"next\"`); a page without one is the last. \
         With `?format=csv` the answer is `text/csv; charset=utf-8` (RFC 4180): a header, then one row per attempt with \
-        `student`, `scenario`, `score`, `max_score`, `passed`, `missed` (requirement ids, `;`-separated), `submission_id`, \
-        `submitted_at` and `error` (always empty here).",
+        `student`, `display_name` (the name the student gave the attempt's class, else their own), `scenario`, `score`, `max_score`, \
+        `passed`, `missed` (requirement ids, `;`-separated), `submission_id`, `submitted_at`, `error` and `note` (both always empty here); \
+        a field that starts with `=`, `+`, `-`, `@`, a tab or a CR is written as text (a `'` before it, quoted). \
+        `bom=true` starts the CSV with a UTF-8 byte order mark.",
     params(SubmissionQuery),
     security(("grader_token" = []), ("student_cookie" = [])),
     responses((status = 200, content(
             ([SubmissionSummary] = "application/json"),
-            (String = "text/csv", example = json!(super::csv::CSV_EXAMPLE)))),
-        (status = 400, description = "bad_request: a query string that cannot be read (a `limit` that is not a number, or too large for one); ambiguous_session", body = ErrorBody),
+            (String = "text/csv", example = json!(super::csv::CSV_EXAMPLE))),
+            headers(("Link" = String, description = "Only when more attempts follow this page: `</api/submissions?…&before=ID>; rel=\"next\"`, the next page"))),
+        (status = 400, description = "bad_request: a query string that cannot be read (a `limit` that is not a number, or too large for one, a `bom` other than true or false); ambiguous_session", body = ErrorBody),
         (status = 401, description = "unauthorized or no_session", body = ErrorBody),
         (status = 403, description = "forbidden: a student asking for another student's attempts (that needs a grader token)", body = ErrorBody),
-        (status = 422, description = "invalid_request: a `format` other than json or csv (path `?format`), a `limit` outside 1 to 1000 (path `?limit`), or a control character in `student` or `scenario`", body = ErrorBody)))]
+        (status = 422, description = "invalid_request: a `format` other than json or csv (path `?format`), a `limit` outside 1 to 1000 (path `?limit`), a `before` that names no attempt (path `?before`), or a control character in `student` or `scenario`", body = ErrorBody)))]
 pub async fn list_submissions(
     State(store): State<Store>,
     caller: Caller,
     Query(query): Query<SubmissionQuery>,
 ) -> Result<Response, AppError> {
-    for (name, value) in [("student", &query.student), ("scenario", &query.scenario)] {
+    for (name, value) in [
+        ("student", &query.student),
+        ("scenario", &query.scenario),
+        ("before", &query.before),
+    ] {
         if value
             .as_deref()
             .is_some_and(|v| v.chars().any(char::is_control))
@@ -566,34 +593,16 @@ pub async fn list_submissions(
         }
         Caller::Grader(_) => query.student.clone(),
     };
-    let limit = query.limit.unwrap_or(100);
-    if !(1..=1000).contains(&limit) {
-        return Err(
-            AppError::invalid_request("limit is a whole number from 1 to 1000").at("?limit"),
-        );
+    let limit = query.limit.unwrap_or(LIST_LIMIT_DEFAULT);
+    if !(1..=LIST_LIMIT_MAX).contains(&limit) {
+        return Err(AppError::invalid_request(format!(
+            "limit is a whole number from 1 to {LIST_LIMIT_MAX}"
+        ))
+        .at("?limit"));
     }
-    match query.format.as_deref() {
-        None | Some("json") => {}
-        Some("csv") => {
-            let list = store
-                .list_attempts_with_verdicts(student.as_deref(), query.scenario.as_deref(), limit)
-                .await?;
-            let rows: Vec<CsvRow> = list
-                .into_iter()
-                .map(|(a, verdict)| CsvRow {
-                    missed: CsvRow::missed_of(&verdict),
-                    student: a.student,
-                    scenario: a.scenario,
-                    score: Some(count(a.score)),
-                    max_score: Some(count(a.max_score)),
-                    passed: a.passed,
-                    submission_id: a.id,
-                    submitted_at: time(a.created_at),
-                    error: String::new(),
-                })
-                .collect();
-            return Ok(super::csv::csv_response(&rows));
-        }
+    let csv = match query.format.as_deref() {
+        None | Some("json") => false,
+        Some("csv") => true,
         Some(other) => {
             return Err(AppError::invalid_request(format!(
                 "unknown format \"{}\"; use json (the default) or csv",
@@ -601,11 +610,82 @@ pub async fn list_submissions(
             ))
             .at("?format"))
         }
+    };
+    if let Some(before) = &query.before {
+        let known = before.len() <= 64 && store.get_attempt(before).await?.is_some();
+        if !known {
+            return Err(AppError::invalid_request(
+                "\"before\" names no attempt: use the next page's link of the page before",
+            )
+            .at("?before"));
+        }
     }
-    let list = store
-        .list_attempts(student.as_deref(), query.scenario.as_deref(), limit)
-        .await?;
-    Ok(Json(list.into_iter().map(summary_body).collect::<Vec<_>>()).into_response())
+    // One attempt more than the page holds tells whether another page follows.
+    let page = AttemptsQuery {
+        student: student.as_deref(),
+        scenario: query.scenario.as_deref(),
+        before: query.before.as_deref(),
+        limit: limit + 1,
+    };
+    let (mut response, last) = if csv {
+        let mut list = store.attempts_page_for_export(&page).await?;
+        let more = list.len() > limit as usize;
+        list.truncate(limit as usize);
+        let last = list.last().map(|a| a.summary.id.clone()).filter(|_| more);
+        let rows: Vec<CsvRow> = list.into_iter().map(export_row).collect();
+        (
+            super::csv::csv_response(&rows, super::csv::Bom::asked(query.bom)),
+            last,
+        )
+    } else {
+        let mut list = store.attempts_page(&page).await?;
+        let more = list.len() > limit as usize;
+        list.truncate(limit as usize);
+        let last = list.last().map(|a| a.id.clone()).filter(|_| more);
+        let body: Vec<SubmissionSummary> = list.into_iter().map(summary_body).collect();
+        (Json(body).into_response(), last)
+    };
+    if let Some(last) = last {
+        if let Ok(link) = HeaderValue::from_str(&next_page_link(&query, &last)) {
+            response.headers_mut().insert(header::LINK, link);
+        }
+    }
+    Ok(response)
+}
+
+/// The `Link` header naming the page after the one that ended with the attempt `last`: the
+/// same query, starting after it.
+fn next_page_link(query: &SubmissionQuery, last: &str) -> String {
+    let limit = query.limit.map(|n| n.to_string());
+    let bom = query.bom.map(|b| b.to_string());
+    let pairs: Vec<(&str, &str)> = [
+        ("student", query.student.as_deref()),
+        ("scenario", query.scenario.as_deref()),
+        ("limit", limit.as_deref()),
+        ("format", query.format.as_deref()),
+        ("bom", bom.as_deref()),
+        ("before", Some(last)),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| value.map(|v| (name, v)))
+    .collect();
+    let query = serde_urlencoded::to_string(pairs).unwrap_or_default();
+    format!("</api/submissions?{query}>; rel=\"next\"")
+}
+
+fn export_row(a: ExportedAttempt) -> CsvRow {
+    CsvRow {
+        missed: CsvRow::missed_of(&a.verdict),
+        student: a.summary.student,
+        display_name: a.display_name,
+        scenario: a.summary.scenario,
+        score: Some(count(a.summary.score)),
+        max_score: Some(count(a.summary.max_score)),
+        passed: a.summary.passed,
+        submission_id: a.summary.id,
+        submitted_at: time(a.summary.created_at),
+        ..CsvRow::default()
+    }
 }
 
 fn summary_body(a: AttemptSummary) -> SubmissionSummary {

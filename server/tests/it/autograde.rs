@@ -383,14 +383,87 @@ fn requirement_points_become_the_tests_max_scores() {
     assert_eq!(result["extra_data"]["max_score"], 7);
 }
 
+/// The repository's `autograder/` scripts, laid out under a root of their own as Gradescope
+/// lays out its zip (`source/` with the binary under test and the scenarios, `submission/`
+/// with `files`, `results/`), grading `scenario`.
+struct Zip {
+    root: TempDir,
+}
+
+impl Zip {
+    fn new(scenario: &str, files: &[(&str, String)]) -> Zip {
+        let root = TempDir::new("zip");
+        let source = root.path().join("source");
+        std::fs::create_dir_all(source.join("scenarios")).unwrap();
+        std::fs::create_dir_all(root.path().join("submission")).unwrap();
+        std::fs::create_dir_all(root.path().join("results")).unwrap();
+        let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../autograder");
+        std::fs::copy(scripts.join("setup.sh"), source.join("setup.sh")).unwrap();
+        let run = std::fs::read_to_string(scripts.join("run_autograder")).unwrap();
+        let run = run.replace(
+            "SCENARIO=\"safe-retry\"",
+            &format!("SCENARIO=\"{scenario}\""),
+        );
+        std::fs::write(source.join("run_autograder"), run).unwrap();
+        for entry in std::fs::read_dir(scenarios_dir()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "json") {
+                std::fs::copy(
+                    &path,
+                    source.join("scenarios").join(path.file_name().unwrap()),
+                )
+                .unwrap();
+            }
+        }
+        std::os::unix::fs::symlink(BIN, source.join("pipeline-builder")).unwrap();
+        for (name, text) in files {
+            std::fs::write(root.path().join("submission").join(name), text).unwrap();
+        }
+        Zip { root }
+    }
+
+    /// Runs one of the scripts as Gradescope does, with bash.
+    fn run(&self, script: &str) -> Output {
+        Command::new("bash")
+            .arg(self.root.path().join("source").join(script))
+            .env("AUTOGRADER_ROOT", self.root.path())
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("bash runs")
+    }
+}
+
+fn said(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
 #[test]
-fn the_shipped_run_autograder_calls_autograde_with_the_zips_scenarios() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../autograder");
-    let script = std::fs::read_to_string(root.join("run_autograder")).unwrap();
-    assert!(script.starts_with("#!"), "Gradescope runs it directly");
-    assert!(script.contains("autograde"));
-    assert!(script.contains("--scenarios /autograder/source/scenarios"));
-    let setup = std::fs::read_to_string(root.join("setup.sh")).unwrap();
+fn the_shipped_scripts_set_up_and_grade_a_submission() {
+    let zip = Zip::new(
+        "safe-retry",
+        &[(
+            "safe-retry-design.json",
+            export("safe-retry", &passing_design("safe-retry")),
+        )],
+    );
+    let setup = zip.run("setup.sh");
+    assert!(setup.status.success(), "{}", said(&setup));
+    assert!(said(&setup).contains("scenarios valid"), "{}", said(&setup));
+    let run = zip.run("run_autograder");
+    assert!(run.status.success(), "{}", said(&run));
+    let text = std::fs::read_to_string(zip.root.path().join("results/results.json")).unwrap();
+    let result: Value = serde_json::from_str(&text).unwrap();
+    assert_gradescope_result("run_autograder", &result);
+    assert_eq!(result["score"], 3, "{result:#}");
+
+    let setup = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../autograder/setup.sh"),
+    )
+    .unwrap();
     for fetch in [
         "curl ", "wget ", "apt-get ", "apt ", "pip ", "pip3 ", "cargo ", "rustup ",
     ] {
@@ -399,6 +472,26 @@ fn the_shipped_run_autograder_calls_autograde_with_the_zips_scenarios() {
             "setup.sh installs nothing from the internet ({fetch})"
         );
     }
+}
+
+#[test]
+fn setup_refuses_a_scenario_that_is_not_in_the_zip() {
+    let zip = Zip::new("safe_retry", &[]);
+    let setup = zip.run("setup.sh");
+    assert!(
+        !setup.status.success(),
+        "a typo must fail the image's build: {}",
+        said(&setup)
+    );
+    let stderr = String::from_utf8_lossy(&setup.stderr);
+    assert!(
+        stderr.contains("no scenario has the id \"safe_retry\"") && stderr.contains("safe-retry"),
+        "{stderr}"
+    );
+    // Left empty, the export decides, and there is nothing to check.
+    let zip = Zip::new("", &[]);
+    let setup = zip.run("setup.sh");
+    assert!(setup.status.success(), "{}", said(&setup));
 }
 
 #[test]

@@ -501,15 +501,15 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
     let lines: Vec<&str> = csv.text.split("\r\n").filter(|l| !l.is_empty()).collect();
     assert_eq!(
         lines[0],
-        "student,scenario,score,max_score,passed,missed,submission_id,submitted_at,error"
+        "student,display_name,scenario,score,max_score,passed,missed,submission_id,submitted_at,error,note"
     );
     assert_eq!(lines.len(), 5, "{}", csv.text);
     assert!(lines[1].starts_with(&format!(
-        "{ada},safe-retry,0,3,false,revenue-correct;orders-unique;one-revenue-row-per-day,{ada_first},"
+        "{ada},Ada L.,safe-retry,0,3,false,revenue-correct;orders-unique;one-revenue-row-per-day,{ada_first},"
     )));
-    assert!(lines[2].starts_with(&format!("{ada},safe-retry,3,3,true,,{ada_second},")));
-    assert!(lines[3].starts_with(&format!("{bob},safe-retry,0,3,false,")));
-    assert!(lines[4].starts_with(&format!("{cy},idempotency-key,")));
+    assert!(lines[2].starts_with(&format!("{ada},Ada L.,safe-retry,3,3,true,,{ada_second},")));
+    assert!(lines[3].starts_with(&format!("{bob},Bob,safe-retry,0,3,false,")));
+    assert!(lines[4].starts_with(&format!("{cy},Cy,idempotency-key,")));
     let json_list = app
         .get(&format!("/api/classes/{class}/attempts"), &grader)
         .await;

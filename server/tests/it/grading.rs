@@ -27,7 +27,7 @@ fn mixed_class() -> Value {
 }
 
 /// RFC 4180 records: quoted fields may hold commas, CRLFs and doubled quotes.
-fn parse_csv(text: &str) -> Vec<Vec<String>> {
+pub fn parse_csv(text: &str) -> Vec<Vec<String>> {
     let mut records = Vec::new();
     let mut record = Vec::new();
     let mut field = String::new();
@@ -58,8 +58,9 @@ fn parse_csv(text: &str) -> Vec<Vec<String>> {
     records
 }
 
-const HEADER: [&str; 9] = [
+const HEADER: [&str; 11] = [
     "student",
+    "display_name",
     "scenario",
     "score",
     "max_score",
@@ -68,6 +69,7 @@ const HEADER: [&str; 9] = [
     "submission_id",
     "submitted_at",
     "error",
+    "note",
 ];
 
 async fn every_student_gets_a_csv_row(app: &TestApp) {
@@ -89,12 +91,16 @@ async fn every_student_gets_a_csv_row(app: &TestApp) {
         assert_eq!(row.len(), HEADER.len(), "{row:?}");
     }
     let all_missed = "revenue-correct;orders-unique;one-revenue-row-per-day";
-    assert_eq!(rows[0][..6], ["ada", "safe-retry", "3", "3", "true", ""]);
-    assert!(!rows[0][6].is_empty() && rows[0][7].ends_with('Z'));
     assert_eq!(
-        rows[1][..6],
+        rows[0][..7],
+        ["ada", "", "safe-retry", "3", "3", "true", ""]
+    );
+    assert!(!rows[0][7].is_empty() && rows[0][8].ends_with('Z'));
+    assert_eq!(
+        rows[1][..7],
         [
             "bob \"the builder\", jr",
+            "",
             "safe-retry",
             "0",
             "3",
@@ -103,21 +109,21 @@ async fn every_student_gets_a_csv_row(app: &TestApp) {
         ]
     );
     assert!(answer.text.contains("\"bob \"\"the builder\"\", jr\""));
-    // Not graded: no record, and why.
+    // Not graded: nothing was checked, so nothing is missed; no record, and why.
     assert_eq!(
-        rows[2][..6],
-        ["cy", "safe-retry", "0", "3", "false", all_missed]
+        rows[2][..7],
+        ["cy", "", "safe-retry", "0", "3", "false", ""]
     );
-    assert_eq!(rows[2][6..8], ["", ""]);
+    assert_eq!(rows[2][7..9], ["", ""]);
     assert!(
-        rows[2][8].contains("$.design.nodes[0].kind") && rows[2][8].contains("bogus"),
+        rows[2][9].contains("$.design.nodes[0].kind") && rows[2][9].contains("bogus"),
         "{:?}",
-        rows[2][8]
+        rows[2][9]
     );
-    assert_eq!(rows[3][..6], ["dee", "no-such", "0", "", "false", ""]);
-    assert!(rows[3][8].contains("no-such"), "{:?}", rows[3][8]);
+    assert_eq!(rows[3][..7], ["dee", "", "no-such", "0", "", "false", ""]);
+    assert!(rows[3][9].contains("no-such"), "{:?}", rows[3][9]);
     assert_eq!(rows[4][0], "eve");
-    assert!(rows[4][8].contains("design"), "{:?}", rows[4][8]);
+    assert!(rows[4][9].contains("design"), "{:?}", rows[4][9]);
 
     // The recorded attempts, read back as CSV: the same rows for the graded items.
     let listed = app
@@ -275,4 +281,198 @@ async fn submitting_for_a_named_student_without_a_token_says_a_token_is_needed()
         .as_str()
         .unwrap()
         .contains("needs a grader token"));
+}
+
+/// The canvas's **Download design** file for `design`, exported from `scenario_id` at the
+/// scenario version `hash`.
+fn export(scenario_id: &str, hash: &str, design: Value) -> Value {
+    json!({"scenario": scenario_id, "scenario_hash": hash, "design": design})
+}
+
+fn current_hash(id: &str) -> String {
+    shared::scenario_hash(&crate::common::scenario(id))
+}
+
+#[tokio::test]
+async fn the_canvas_export_is_graded_as_the_autograder_grades_it() {
+    let app = spawn_app().await;
+    let token = app.grader_token("ta").await;
+    let grader = As::grader(&token);
+    let hash = current_hash("safe-retry");
+    let mut bogus = failing_design();
+    bogus["nodes"][1]["kind"] = "bogus".into();
+    let batch = json!([
+        {"scenario": "safe-retry", "student": "ada", "design": export("safe-retry", &hash, passing_design("safe-retry"))},
+        {"scenario": "safe-retry", "student": "bob", "design": export("offset-commit", &current_hash("offset-commit"), passing_design("offset-commit"))},
+        {"scenario": "safe-retry", "student": "cy", "design": export("safe-retry", "sha256:an-older-version", passing_design("safe-retry"))},
+        {"scenario": "safe-retry", "student": "dee", "design": export("safe-retry", &hash, bogus)},
+        // No scenario in the item: the URL's is graded.
+        {"student": "eve", "design": passing_design("safe-retry")},
+    ]);
+    let answer = app
+        .post("/api/grade?scenario=safe-retry", &grader, &batch)
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    let results = answer.body.as_array().unwrap();
+    assert_eq!(results[0]["score"], 3, "{}", results[0]);
+    assert_eq!(results[0]["passed"], true);
+    assert!(results[0].get("note").is_none());
+    // The graded design is the export's design, not the file around it.
+    let id = results[0]["id"].as_str().unwrap();
+    let stored = app.get(&format!("/api/submissions/{id}"), &grader).await;
+    assert_eq!(stored.body["design"], passing_design("safe-retry"));
+
+    assert_eq!(
+        results[1]["error"]["code"], "scenario_mismatch",
+        "{}",
+        results[1]
+    );
+    assert_eq!(results[1]["error"]["path"], "$[1].design.scenario");
+    assert!(results[1]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("exported from scenario \"offset-commit\""));
+
+    assert_eq!(results[2]["score"], 3, "{}", results[2]);
+    assert_eq!(
+        results[2]["exported_scenario_hash"],
+        "sha256:an-older-version"
+    );
+    assert!(results[2]["note"].as_str().unwrap().contains(&hash));
+
+    assert_eq!(results[3]["error"]["code"], "invalid_design");
+    assert_eq!(
+        results[3]["error"]["path"],
+        "$[3].design.design.nodes[1].kind"
+    );
+    assert_eq!(results[4]["score"], 3, "{}", results[4]);
+    assert_eq!(results[4]["scenario"], "safe-retry");
+
+    // Gradescope's shape says the same as the autograder.
+    let gradescope = app
+        .post(
+            "/api/grade?format=gradescope&scenario=safe-retry",
+            &grader,
+            &batch,
+        )
+        .await;
+    let results = gradescope.body.as_array().unwrap();
+    for (i, r) in results.iter().enumerate() {
+        crate::autograde::assert_gradescope_result(&format!("item {i}"), r);
+    }
+    assert_eq!(results[0]["score"], 3);
+    let mismatch = results[1]["output"].as_str().unwrap();
+    assert!(
+        mismatch.starts_with("**Not graded: the export is for another scenario.**"),
+        "{mismatch}"
+    );
+    assert_eq!(results[1]["tests"].as_array().unwrap().len(), 3);
+    assert!(results[2]["output"]
+        .as_str()
+        .unwrap()
+        .starts_with("**Note:** your file was exported from another version"));
+    assert_eq!(
+        results[2]["extra_data"]["exported_scenario_hash"],
+        "sha256:an-older-version"
+    );
+    assert!(results[3]["output"]
+        .as_str()
+        .unwrap()
+        .contains("`$.design.design.nodes[1].kind`"));
+
+    // Without a scenario anywhere but in the export, the export's is graded; a bare design
+    // that names none is refused with the reason.
+    let unnamed = app
+        .post(
+            "/api/grade",
+            &grader,
+            &json!([
+                {"student": "ada", "design": export("safe-retry", &hash, passing_design("safe-retry"))},
+                {"student": "bob", "design": passing_design("safe-retry")},
+            ]),
+        )
+        .await;
+    assert_eq!(unnamed.body[0]["score"], 3, "{}", unnamed.text);
+    assert_eq!(unnamed.body[1]["error"]["path"], "$[1].scenario");
+    let unknown = app
+        .post("/api/grade?scenario=no-such", &grader, &json!([]))
+        .await;
+    assert_eq!(unknown.code(), ErrorCode::UnknownScenario);
+    assert_eq!(unknown.body["error"]["path"], "?scenario");
+}
+
+/// How many attempts the store holds.
+async fn attempts_recorded(app: &TestApp) -> usize {
+    app.state
+        .store()
+        .list_attempts(None, None, 1000)
+        .await
+        .unwrap()
+        .len()
+}
+
+async fn grading_in_three_formats_records_once(app: &TestApp) {
+    let token = app.grader_token("ta").await;
+    let grader = As::grader(&token);
+    let class = mixed_class();
+    let json_answer = app.post("/api/grade", &grader, &class).await;
+    assert_eq!(json_answer.status, StatusCode::OK, "{}", json_answer.text);
+    let graded_ids: Vec<&str> = json_answer
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .collect();
+    assert_eq!(graded_ids.len(), 2, "ada and bob are graded");
+    assert_eq!(attempts_recorded(app).await, 2);
+
+    let gradescope = app
+        .post("/api/grade?format=gradescope", &grader, &class)
+        .await;
+    assert_eq!(gradescope.status, StatusCode::OK);
+    let csv = app.post("/api/grade?format=csv", &grader, &class).await;
+    assert_eq!(csv.status, StatusCode::OK);
+    assert_eq!(
+        attempts_recorded(app).await,
+        2,
+        "the same class, asked again, records nothing"
+    );
+    // Every format names the attempts recorded the first time.
+    for (i, id) in graded_ids.iter().enumerate() {
+        assert_eq!(gradescope.body[i]["extra_data"]["submission_id"], *id);
+        assert_eq!(parse_csv(&csv.text)[i + 1][7], *id);
+    }
+
+    // The same item twice in one call is one attempt.
+    let twice = json!([
+        {"scenario": "safe-retry", "student": "fay", "design": failing_design()},
+        {"scenario": "safe-retry", "student": "fay", "design": failing_design()},
+    ]);
+    let answer = app.post("/api/grade", &grader, &twice).await;
+    assert_eq!(answer.body[0]["id"], answer.body[1]["id"]);
+    assert_eq!(attempts_recorded(app).await, 3);
+    // Another design of the same student is a new attempt; so is another token's grading.
+    let changed = json!([{"scenario": "safe-retry", "student": "fay", "design": passing_design("safe-retry")}]);
+    app.post("/api/grade", &grader, &changed).await;
+    assert_eq!(attempts_recorded(app).await, 4);
+    let other = app.grader_token("another-ta").await;
+    app.post("/api/grade", &As::grader(&other), &changed).await;
+    assert_eq!(attempts_recorded(app).await, 5);
+}
+
+#[tokio::test]
+async fn grading_in_three_formats_records_once_on_sqlite() {
+    grading_in_three_formats_records_once(&spawn_app().await).await;
+}
+
+#[tokio::test]
+async fn grading_in_three_formats_records_once_on_postgres() {
+    let Some(db) = postgres::database("grading_in_three_formats_records_once_on_postgres").await
+    else {
+        return;
+    };
+    let store = Store::connect(&db.url).await.expect("PostgreSQL connects");
+    let app = spawn_app_on(store, Config::default(), TempDir::new("grading-pg"));
+    grading_in_three_formats_records_once(&app).await;
 }

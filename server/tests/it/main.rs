@@ -9,6 +9,7 @@ mod classes;
 mod cli;
 mod common;
 mod crash;
+mod csv;
 mod docs;
 mod embedded;
 mod fuzz;

@@ -552,6 +552,28 @@ async fn every_error_code_a_request_can_provoke_matches_the_published_schema() {
         .await
     );
 
+    // An export for another scenario than the one graded is an item's error inside a batch,
+    // never a whole answer's: its entry is an error body too.
+    let batch = app
+        .post(
+            "/api/grade",
+            &As::grader(&token),
+            &json!([{"scenario": "safe-retry", "student": "ada",
+                     "design": {"scenario": "offset-commit", "design": failing_design()}}]),
+        )
+        .await;
+    let entry = batch.body[0].clone();
+    got!(
+        "post",
+        "/api/grade",
+        crate::common::Answer {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            headers: Default::default(),
+            text: entry.to_string(),
+            body: entry,
+        }
+    );
+
     let error_body = doc.component("ErrorBody");
     let mut seen = BTreeSet::new();
     for Provoked {
@@ -853,7 +875,7 @@ async fn the_grading_formats_are_what_the_document_says() {
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
         let content_type = answer.header("content-type").unwrap();
         assert_eq!(content_type, "text/csv; charset=utf-8");
-        assert!(answer.text.starts_with("student,scenario,"));
+        assert!(answer.text.starts_with("student,display_name,scenario,"));
     }
     for (method, route, path) in [
         (Method::POST, "/api/grade?format=xml", "/api/grade"),
