@@ -83,11 +83,16 @@ pub enum ErrorCode {
     NotAMember,
     /// 404: the class has no member with this student id.
     UnknownStudent,
+    /// 421: the request's `Host` is not a name this server answers to for the route (the
+    /// author's routes answer only to a loopback name or the public URL's host).
+    UnexpectedHost,
+    /// 409: the grader token has made as many classes as one token may.
+    ClassLimitReached,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the enum.
-    pub const ALL: [ErrorCode; 29] = [
+    pub const ALL: [ErrorCode; 31] = [
         ErrorCode::MalformedJson,
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidDesign,
@@ -117,6 +122,8 @@ impl ErrorCode {
         ErrorCode::ClassClosed,
         ErrorCode::NotAMember,
         ErrorCode::UnknownStudent,
+        ErrorCode::UnexpectedHost,
+        ErrorCode::ClassLimitReached,
     ];
 
     /// The code as it is written in an error body.
@@ -151,6 +158,8 @@ impl ErrorCode {
             ErrorCode::ClassClosed => "class_closed",
             ErrorCode::NotAMember => "not_a_member",
             ErrorCode::UnknownStudent => "unknown_student",
+            ErrorCode::UnexpectedHost => "unexpected_host",
+            ErrorCode::ClassLimitReached => "class_limit_reached",
         }
     }
 }

@@ -19,7 +19,8 @@
 //!   served, and `serve --watch`, which replaces it when the files change.
 //! - [`report`]: verdicts in words, in Gradescope's shape and as CSV rows.
 //! - [`autograde`]: `pipeline-builder autograde`, Gradescope's autograder contract, offline.
-//! - [`limit`]: per-client rate limits; [`headers`]: the security headers of every answer.
+//! - [`limit`]: per-client rate limits; [`share`]: what one address's checks may take of the
+//!   cores; [`headers`]: the security headers of every answer.
 //! - [`load`]: the load generator behind `pipeline-builder load`.
 //! - [`bounds`]: how much of a client's input answers repeat and the store keeps.
 //! - [`lti`]: LTI 1.3 launches from a learning platform: login, launch, the tool's keys.
@@ -50,6 +51,7 @@ pub mod report;
 pub mod routes;
 pub mod state;
 pub mod store;
+pub mod share;
 pub mod sweep;
 pub mod verdicts;
 pub mod watch;
