@@ -163,9 +163,7 @@ pub fn router(state: AppState) -> Router {
         );
     }
     let small = small.layer(RequestBodyLimitLayer::new(config.body_limit_bytes));
-    let mut app = credentialed
-        .merge(small)
-        .layer(DefaultBodyLimit::disable());
+    let mut app = credentialed.merge(small).layer(DefaultBodyLimit::disable());
 
     let static_dir = config
         .static_dir

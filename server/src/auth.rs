@@ -340,9 +340,8 @@ where
 /// HTTP to a host other than loopback, where browsers refuse `Secure` cookies and only
 /// `pb_grader` can be. (A request without a Host header is no browser's: the prefixed name.)
 fn grader_cookie_name(headers: &HeaderMap, config: &Config) -> &'static str {
-    let plain = !over_https(headers, config)
-        && request_host(headers).is_some()
-        && !loopback_host(headers);
+    let plain =
+        !over_https(headers, config) && request_host(headers).is_some() && !loopback_host(headers);
     if plain {
         PLAIN_GRADER_COOKIE
     } else {
@@ -368,14 +367,22 @@ pub fn presented_grader(headers: &HeaderMap, config: &Config) -> Option<String> 
 /// The `Set-Cookie` value that signs an instructor in with `token`.
 pub fn grader_cookie(headers: &HeaderMap, config: &Config, token: &str) -> String {
     let name = grader_cookie_name(headers, config);
-    let secure = if name == GRADER_COOKIE { "; Secure" } else { "" };
+    let secure = if name == GRADER_COOKIE {
+        "; Secure"
+    } else {
+        ""
+    };
     format!("{name}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={GRADER_COOKIE_SECONDS}{secure}")
 }
 
 /// The `Set-Cookie` value that signs an instructor out.
 pub fn expire_grader_cookie(headers: &HeaderMap, config: &Config) -> String {
     let name = grader_cookie_name(headers, config);
-    let secure = if name == GRADER_COOKIE { "; Secure" } else { "" };
+    let secure = if name == GRADER_COOKIE {
+        "; Secure"
+    } else {
+        ""
+    };
     format!("{name}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{secure}")
 }
 

@@ -89,7 +89,8 @@ struct Bucket {
 impl Bucket {
     /// How full the bucket would be at `now`, from 0 (empty or in debt) to 1 (full).
     fn fill(&self, now: Instant) -> f64 {
-        let refill = now.saturating_duration_since(self.updated).as_secs_f64() * self.limit.per_second;
+        let refill =
+            now.saturating_duration_since(self.updated).as_secs_f64() * self.limit.per_second;
         ((self.tokens + refill) / self.limit.burst).clamp(0.0, 1.0)
     }
 }
@@ -193,10 +194,7 @@ impl RateLimiter {
             page: config.page_rate_limit,
             failed_joins: config.failed_join_limit,
             trusted: Arc::new(config.trusted_proxies.clone()),
-            checks: CheckTurns::new(
-                config.checks_per_address,
-                config.checks_waiting_per_address,
-            ),
+            checks: CheckTurns::new(config.checks_per_address, config.checks_waiting_per_address),
             ..RateLimiter::new(limit)
         })
     }
@@ -272,9 +270,10 @@ impl RateLimiter {
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         for (client, limit) in buckets_of {
             if let Some(bucket) = buckets.get_mut(*client) {
-                let refill = now.saturating_duration_since(bucket.updated).as_secs_f64()
-                    * limit.per_second;
-                bucket.tokens = ((bucket.tokens + refill).min(limit.burst) - tokens).max(-limit.burst);
+                let refill =
+                    now.saturating_duration_since(bucket.updated).as_secs_f64() * limit.per_second;
+                bucket.tokens =
+                    ((bucket.tokens + refill).min(limit.burst) - tokens).max(-limit.burst);
                 bucket.updated = now;
             }
         }
@@ -351,28 +350,36 @@ impl RateLimiter {
 
 /// Makes room in a table past `capacity` for `incoming` more buckets: drops the full ones
 /// (a full bucket is the same as none), then, if that is not enough, the fullest tenth of
-/// the table. The emptiest buckets, the clients being limited, stay.
-fn make_room(buckets: &mut HashMap<String, Bucket>, capacity: usize, incoming: usize, now: Instant) {
+/// the table, the longest unused first among equals. The emptiest buckets, the clients being
+/// limited now (each refused request refreshes its bucket), are the last to go.
+fn make_room(
+    buckets: &mut HashMap<String, Bucket>,
+    capacity: usize,
+    incoming: usize,
+    now: Instant,
+) {
     buckets.retain(|_, b| b.fill(now) < 1.0);
     if buckets.len() + incoming <= capacity {
         return;
     }
-    let drop_count = (buckets.len() + incoming - capacity).max(capacity / 10).min(buckets.len());
-    let mut by_fill: Vec<(f64, String)> = buckets
+    let drop_count = (buckets.len() + incoming - capacity)
+        .max(capacity / 10)
+        .min(buckets.len());
+    let mut by_fill: Vec<(f64, Instant, String)> = buckets
         .iter()
-        .map(|(key, b)| (b.fill(now), key.clone()))
+        .map(|(key, b)| (b.fill(now), b.updated, key.clone()))
         .collect();
-    // The fullest first; `select_nth_unstable_by` puts the `drop_count` fullest before the cut
-    // without sorting the rest.
+    // The fullest first, and of equally full ones the longest unused; `select_nth_unstable_by`
+    // puts the `drop_count` first before the cut without sorting the rest.
     if drop_count < by_fill.len() {
-        by_fill.select_nth_unstable_by(drop_count, |a, b| b.0.total_cmp(&a.0));
+        by_fill.select_nth_unstable_by(drop_count, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     }
     tracing::warn!(
         clients = buckets.len(),
         dropped = drop_count,
         "the rate limiter's table is full of busy clients; forgetting the least limited"
     );
-    for (_, key) in by_fill.into_iter().take(drop_count) {
+    for (_, _, key) in by_fill.into_iter().take(drop_count) {
         buckets.remove(&key);
     }
 }
@@ -561,6 +568,63 @@ mod tests {
             assert!(limiter.take("ip", SHARED_ADDRESS_FACTOR, start).is_ok());
         }
         assert!(limiter.take("ip", SHARED_ADDRESS_FACTOR, start).is_err());
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    #[test]
+    fn a_full_table_forgets_its_fullest_buckets_and_keeps_limiting_the_busiest() {
+        let limit = RateLimit {
+            per_second: 0.001,
+            burst: 3.0,
+        };
+        let limiter = RateLimiter {
+            capacity: 100,
+            ..RateLimiter::new(limit)
+        };
+        let start = Instant::now();
+        // A flooder that has spent its bucket, among 99 other clients that have spent theirs.
+        for _ in 0..3 {
+            assert!(limiter.take("flooder", 1.0, start).is_ok());
+        }
+        for i in 0..99 {
+            for _ in 0..3 {
+                assert!(limiter.take(&format!("busy-{i}"), 1.0, start).is_ok());
+            }
+        }
+        // Then a crowd of new clients, each with one request, while the flooder keeps trying:
+        // the table makes room and the flooder stays limited.
+        for i in 0..1000 {
+            let now = start + Duration::from_millis(i);
+            assert!(limiter.take(&format!("new-{i}"), 1.0, now).is_ok());
+            assert!(limiter.clients() <= 100, "the table stays bounded");
+            assert!(
+                limiter.take("flooder", 1.0, now).is_err(),
+                "the flooder is limited after {i} new clients"
+            );
+        }
+        // Room was made from the new clients' nearly full buckets, not the spent ones: only
+        // the first room, when every bucket was spent, cost a tenth of them.
+        let kept = (0..99)
+            .filter(|i| {
+                let buckets = limiter.buckets.lock().unwrap();
+                buckets.contains_key(&format!("busy-{i}"))
+            })
+            .count();
+        assert!(kept >= 89, "{kept} of 99 spent buckets kept");
+    }
+
+    #[test]
+    fn an_ipv6_address_is_counted_by_its_64_network() {
+        let key = |ip: &str| address_key(ip.parse().unwrap());
+        assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff:1:2:3"));
+        assert_eq!(key("2001:db8:1:2::1"), "ip:2001:db8:1:2::/64");
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("203.0.113.4"), "ip:203.0.113.4");
+        assert_eq!(key("::ffff:203.0.113.4"), "ip:203.0.113.4");
     }
 }
 

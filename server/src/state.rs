@@ -100,8 +100,7 @@ impl AppState {
     /// How many checks of `address` wait for a turn.
     pub fn checks_waiting(&self, address: std::net::IpAddr) -> usize {
         self.0.rate_limiter.as_ref().map_or(0, |l| {
-            l.check_turns()
-                .waiting(&crate::limit::address_key(address))
+            l.check_turns().waiting(&crate::limit::address_key(address))
         })
     }
 }
