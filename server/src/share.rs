@@ -80,6 +80,19 @@ pub async fn turn() -> Result<Option<Turn>, AppError> {
     }
 }
 
+/// `work`, for a task of its own, within the share of the request being served: a spawned task
+/// does not inherit a task-local, so a route that runs its check in a task it spawns carries
+/// the share into it with this.
+pub fn carry<F: Future>(work: F) -> impl Future<Output = F::Output> {
+    let share = SHARE.try_with(Share::clone).ok();
+    async move {
+        match share {
+            Some(share) => SHARE.scope(share, work).await,
+            None => work.await,
+        }
+    }
+}
+
 /// Adds `ran` to the cost of the request being served (nothing outside a share).
 pub fn charge(ran: Duration) {
     let _ = SHARE.try_with(|s| {

@@ -1098,3 +1098,40 @@ async fn a_flood_of_checks_from_one_address_waits_its_turn_while_another_is_serv
         assert_eq!(answers.recv().await.unwrap(), StatusCode::OK);
     }
 }
+
+#[tokio::test]
+async fn a_submission_with_an_idempotency_key_waits_for_its_address_turn_too() {
+    let app = spawn_app_with(Config {
+        checks_per_address: 1,
+        ..Config::default()
+    })
+    .await;
+    let student: SocketAddr = "203.0.113.6:7000".parse().unwrap();
+    let cookie = session_from(&app, "203.0.113.6:7000").await;
+    let held = app.state.hold_check_turns(student.ip()).await;
+    let router = app.router.clone();
+    let submission = tokio::spawn(async move {
+        let body = json!({"scenario": "dedupe-by-key", "design": distinct_design(7)});
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri("/api/submissions")
+            .header("content-type", "application/json")
+            .header("cookie", cookie)
+            .header("idempotency-key", "waits-its-turn")
+            .extension(ConnectInfo(student))
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        router.oneshot(request).await.unwrap().status()
+    });
+    // The submission's check runs in a task of its own, and still waits for the address.
+    for _ in 0..1000 {
+        if app.state.checks_waiting(student.ip()) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(app.state.checks_waiting(student.ip()), 1);
+    assert!(!submission.is_finished());
+    drop(held);
+    assert_eq!(submission.await.unwrap(), StatusCode::CREATED);
+}
