@@ -51,8 +51,7 @@ pub fn router(state: AppState) -> Router {
             .unwrap_or_default()
             .into(),
     );
-    // The routes a student's cookie authenticates: refused when another site sends a
-    // state-changing request, and never kept by a cache.
+    // The routes a student's cookie authenticates: never kept by a cache.
     let personal = Router::new()
         .route(
             "/api/session",
@@ -100,13 +99,26 @@ pub fn router(state: AppState) -> Router {
                 .get(classes::whoami)
                 .delete(classes::sign_out),
         )
+        .route_layer(middleware::from_fn(auth::no_store))
+        .layer(RequestBodyLimitLayer::new(config.body_limit_bytes));
+    let grade = Router::new()
+        .route(
+            "/api/grade",
+            post(grading::grade).layer(middleware::from_fn(auth::no_store)),
+        )
+        .layer(RequestBodyLimitLayer::new(config.grade_body_limit_bytes));
+    // Every route a browser's cookie authenticates (a student's session, an instructor's
+    // sign-in) sits behind the one cross-site guard: a state-changing request another site
+    // makes is refused before its handler runs. A route that authenticates by cookie goes
+    // here and nowhere else (`tests/it/security.rs` walks the OpenAPI document to hold it).
+    let credentialed = personal
+        .merge(grade)
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::refuse_cross_site,
-        ))
-        .route_layer(middleware::from_fn(auth::no_store));
+        ));
+    // The routes open to anyone, which no cookie authenticates.
     let mut small = Router::new()
-        .merge(personal)
         .route(
             "/api/scenarios",
             // The catalogue carries the caller's progress.
@@ -142,17 +154,16 @@ pub fn router(state: AppState) -> Router {
             Router::new()
                 .route("/api/author/status", get(author::status))
                 .route("/api/author/scenarios/{id}", get(author::scenario))
-                .route_layer(middleware::from_fn(auth::no_store)),
+                .route_layer(middleware::from_fn(auth::no_store))
+                // They show the answers: only to a page opened by a loopback name.
+                .route_layer(middleware::from_fn_with_state(
+                    state.clone(),
+                    auth::refuse_unexpected_host,
+                )),
         );
     }
     let small = small.layer(RequestBodyLimitLayer::new(config.body_limit_bytes));
-    let grade = Router::new()
-        .route(
-            "/api/grade",
-            post(grading::grade).layer(middleware::from_fn(auth::no_store)),
-        )
-        .layer(RequestBodyLimitLayer::new(config.grade_body_limit_bytes));
-    let mut app = small.merge(grade).layer(DefaultBodyLimit::disable());
+    let mut app = credentialed.merge(small).layer(DefaultBodyLimit::disable());
 
     let static_dir = config
         .static_dir

@@ -174,21 +174,27 @@ fn request_host(headers: &HeaderMap) -> Option<&str> {
         .filter(|h| !h.is_empty())
 }
 
-/// True when the Host is a loopback address (`localhost`, `127.x.x.x`, `[::1]`), where
-/// browsers accept `Secure` cookies over plain HTTP.
-fn loopback_host(headers: &HeaderMap) -> bool {
-    let Some(host) = request_host(headers) else {
-        return false;
-    };
-    let name = if let Some(rest) = host.strip_prefix('[') {
+/// The name of a `Host` value without its port (and an IPv6 address without its brackets).
+fn host_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
         rest.split(']').next().unwrap_or("")
     } else {
         host.rsplit_once(':').map_or(host, |(name, _)| name)
-    };
+    }
+}
+
+/// True when `name` is `localhost` or a loopback address (`127.x.x.x`, `::1`).
+fn is_loopback_name(name: &str) -> bool {
     name.eq_ignore_ascii_case("localhost")
         || name
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// True when the Host is a loopback address (`localhost`, `127.x.x.x`, `[::1]`), where
+/// browsers accept `Secure` cookies over plain HTTP.
+fn loopback_host(headers: &HeaderMap) -> bool {
+    request_host(headers).is_some_and(|host| is_loopback_name(host_name(host)))
 }
 
 /// The name of the session cookie this request's answer sets: the `__Host-` one wherever
@@ -298,6 +304,7 @@ where
 impl<S> FromRequestParts<S> for Grader
 where
     Store: FromRef<S>,
+    Arc<Config>: FromRef<S>,
     S: Send + Sync,
 {
     type Rejection = AppError;
@@ -315,7 +322,7 @@ where
                 .ok_or_else(|| {
                     AppError::unauthorized("the Authorization header must be \"Bearer <token>\"")
                 })?,
-            None => match presented_grader(&parts.headers) {
+            None => match presented_grader(&parts.headers, &Arc::<Config>::from_ref(state)) {
                 Some(token) => token,
                 None => return Err(AppError::unauthorized("this route needs a grader token: send Authorization: Bearer <token> (pipeline-builder token create --name NAME makes one), or sign in at /instructor")),
             },
@@ -329,10 +336,27 @@ where
     }
 }
 
-/// The token of the one grader cookie a request carries, if exactly one.
-pub fn presented_grader(headers: &HeaderMap) -> Option<String> {
+/// The name of the grader cookie this request may carry: `__Host-pb_grader`, except on plain
+/// HTTP to a host other than loopback, where browsers refuse `Secure` cookies and only
+/// `pb_grader` can be. (A request without a Host header is no browser's: the prefixed name.)
+fn grader_cookie_name(headers: &HeaderMap, config: &Config) -> &'static str {
+    let plain =
+        !over_https(headers, config) && request_host(headers).is_some() && !loopback_host(headers);
+    if plain {
+        PLAIN_GRADER_COOKIE
+    } else {
+        GRADER_COOKIE
+    }
+}
+
+/// The token of the grader cookie a request carries, if exactly one of the name this request
+/// may carry ([`grader_cookie_name`]). The other name is ignored: where the server sets
+/// `__Host-pb_grader`, a `pb_grader` can only have been planted (by a sibling subdomain, say),
+/// and it must not lock the instructor out.
+pub fn presented_grader(headers: &HeaderMap, config: &Config) -> Option<String> {
+    let name = grader_cookie_name(headers, config);
     let mut found = cookie_pairs(headers)
-        .filter(|(name, _)| *name == GRADER_COOKIE || *name == PLAIN_GRADER_COOKIE)
+        .filter(|(n, _)| *n == name)
         .map(|(_, value)| value);
     match (found.next(), found.next()) {
         (Some(token), None) if !token.is_empty() => Some(token.to_string()),
@@ -342,23 +366,31 @@ pub fn presented_grader(headers: &HeaderMap) -> Option<String> {
 
 /// The `Set-Cookie` value that signs an instructor in with `token`.
 pub fn grader_cookie(headers: &HeaderMap, config: &Config, token: &str) -> String {
-    let (name, secure) = if cookie_name(headers, config) == COOKIE {
-        (GRADER_COOKIE, "; Secure")
+    let name = grader_cookie_name(headers, config);
+    let secure = if name == GRADER_COOKIE {
+        "; Secure"
     } else {
-        (PLAIN_GRADER_COOKIE, "")
+        ""
     };
     format!("{name}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={GRADER_COOKIE_SECONDS}{secure}")
 }
 
 /// The `Set-Cookie` value that signs an instructor out.
 pub fn expire_grader_cookie(headers: &HeaderMap, config: &Config) -> String {
-    let (name, secure) = if cookie_name(headers, config) == COOKIE {
-        (GRADER_COOKIE, "; Secure")
+    let name = grader_cookie_name(headers, config);
+    let secure = if name == GRADER_COOKIE {
+        "; Secure"
     } else {
-        (PLAIN_GRADER_COOKIE, "")
+        ""
     };
     format!("{name}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{secure}")
 }
+
+/// The `Set-Cookie` value that removes an unprefixed grader cookie set by this host, sent
+/// beside the `__Host-` one at sign-in. (One planted for a parent domain it cannot remove;
+/// that one is ignored, see [`presented_grader`].)
+pub const EXPIRE_PLAIN_GRADER_COOKIE: &str =
+    "pb_grader=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0";
 
 /// The origin the request was sent to (`https://host`), from its Host header; `None` without one.
 pub fn origin_of(headers: &HeaderMap, config: &Config) -> Option<String> {
@@ -373,6 +405,7 @@ pub fn origin_of(headers: &HeaderMap, config: &Config) -> Option<String> {
 impl<S> FromRequestParts<S> for Caller
 where
     Store: FromRef<S>,
+    Arc<Config>: FromRef<S>,
     S: Send + Sync,
 {
     type Rejection = AppError;
@@ -447,12 +480,13 @@ fn own_origin(request: &Request, config: &Config) -> Option<String> {
         .map(|host| format!("{scheme}://{}", host.to_ascii_lowercase()))
 }
 
-/// Middleware of the routes a student's cookie authenticates: a state-changing request
-/// (anything but GET, HEAD and OPTIONS) without a grader token is refused when another site
-/// made it (`Sec-Fetch-Site: cross-site` or `same-site`, or an `Origin` that is not ours:
-/// 403 `cross_site_request`), and when its body is not `application/json` (415), which no
-/// HTML form can send. A request with neither header (curl, scripts) passes. Nothing runs,
-/// so nothing changes and no cookie is set.
+/// The cross-site guard, the one middleware of every route a browser's cookie authenticates
+/// (a student's session, an instructor's grader cookie; `crate::app` puts each such route
+/// behind it): a state-changing request (anything but GET, HEAD and OPTIONS) without a bearer
+/// token is refused when another site made it (`Sec-Fetch-Site: cross-site` or `same-site`,
+/// or an `Origin` that is not ours: 403 `cross_site_request`), and when its body is not
+/// `application/json` (415), which no HTML form can send. A request with neither header
+/// (curl, scripts) passes. Nothing runs, so nothing changes and no cookie is set.
 pub async fn refuse_cross_site(
     State(config): State<Arc<Config>>,
     request: Request,
@@ -528,4 +562,48 @@ pub async fn https_layer(
         );
     }
     response
+}
+
+fn unexpected_host() -> Response {
+    AppError::new(
+        StatusCode::MISDIRECTED_REQUEST,
+        ErrorCode::UnexpectedHost,
+        "this route answers only to a loopback name (localhost, 127.0.0.1, [::1]) or the host of --public-url; open the page by one of those",
+    )
+    .into_response()
+}
+
+/// True when a request's `Host` names this server the way an author's browser reaches it: a
+/// loopback address, `localhost`, or the host of `--public-url`. A request without a Host
+/// header passes: every browser sends one, so it is no page's request.
+pub fn expected_host(headers: &HeaderMap, config: &Config) -> bool {
+    let Some(host) = request_host(headers) else {
+        return true;
+    };
+    let name = host_name(host);
+    if is_loopback_name(name) {
+        return true;
+    }
+    let public = config
+        .public_url
+        .as_deref()
+        .and_then(|u| reqwest::Url::parse(u).ok())
+        .and_then(|u| u.host_str().map(|h| h.trim_matches(['[', ']']).to_string()));
+    public.is_some_and(|p| p.eq_ignore_ascii_case(name))
+}
+
+/// Middleware of the author's routes, which show every scenario's answers: a request whose
+/// `Host` is not an [`expected_host`] is refused with 421 `unexpected_host`. The server under
+/// `--author` listens on a loopback address only, but a page of another site can still reach
+/// it through a name of its own that it points at 127.0.0.1 (DNS rebinding); its requests then
+/// carry that name as their Host, which this refuses.
+pub async fn refuse_unexpected_host(
+    State(config): State<Arc<Config>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !expected_host(request.headers(), &config) {
+        return unexpected_host();
+    }
+    next.run(request).await
 }

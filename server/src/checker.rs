@@ -6,6 +6,7 @@
 //! into an [`AppError`].
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::http::StatusCode;
 use serde_json::Value as Json;
@@ -129,7 +130,11 @@ impl Checker {
         }
         let larger =
             (inline.max_schedules, inline.max_steps) != (limits.max_schedules, limits.max_steps);
+        // One of the address's turns for the whole check, and its time charged to the request.
+        let _turn = crate::share::turn().await?;
+        let started = Instant::now();
         let first = check(&entry, &design, inline);
+        crate::share::charge(started.elapsed());
         // A verdict whose coverage or advisories were cut short by the inline limits starts
         // again too, so that it is the verdict the server's limits give.
         let again = larger
@@ -140,11 +145,16 @@ impl Checker {
             };
         let result = if again {
             let permit = self.permit().await;
-            tokio::task::spawn_blocking(move || {
+            let ran = tokio::task::spawn_blocking(move || {
                 let _permit = permit;
-                check(&entry, &design, limits)
+                let started = Instant::now();
+                (check(&entry, &design, limits), started.elapsed())
             })
-            .await
+            .await;
+            ran.map(|(result, took)| {
+                crate::share::charge(took);
+                result
+            })
         } else {
             Ok(first)
         };

@@ -48,6 +48,23 @@ pub const DEFAULT_HEADER_TIMEOUT_SECONDS: u64 = 10;
 pub const DEFAULT_BODY_TIMEOUT_SECONDS: u64 = 60;
 /// The most connections open at once; past it, new connections wait to be accepted.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Join codes that name no class one address may send at once, before the sustained rate.
+pub const DEFAULT_FAILED_JOINS_BURST: u32 = 20;
+/// Join codes that name no class one address may send per minute, sustained.
+pub const DEFAULT_FAILED_JOINS_PER_MINUTE: u32 = 10;
+/// Checks one address may have waiting for a turn to run; past it, `429 rate_limited`.
+pub const DEFAULT_CHECKS_WAITING_PER_ADDRESS: usize = 32;
+/// The most classes one grader token may make.
+pub const DEFAULT_CLASSES_PER_TOKEN_MAX: u32 = 1000;
+
+/// Checks one address may run at once by default: half the cores, at least one, so that one
+/// address (a classroom's NAT, or someone flooding) leaves the other half to everyone else.
+pub fn default_checks_per_address() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get() / 2)
+        .unwrap_or(1)
+        .max(1)
+}
 
 /// Limits and places the server is started with.
 #[derive(Clone, Debug)]
@@ -124,6 +141,17 @@ pub struct Config {
     /// Origins that may show the app's pages in a frame (`--frame-ancestor`), besides the
     /// registered LTI platforms' own.
     pub frame_ancestors: Vec<String>,
+    /// Join codes that name no class, per address (an IPv6 client by its /64): past it every
+    /// join from the address is refused until the bucket refills. Off when `rate_limit` is off.
+    pub failed_join_limit: RateLimit,
+    /// Checks one address may run at once; the next ones wait their turn. Off when
+    /// `rate_limit` is off.
+    pub checks_per_address: usize,
+    /// Checks one address may have waiting for a turn; past it, `429 rate_limited`.
+    pub checks_waiting_per_address: usize,
+    /// The most classes one grader token (by its name) may make; past it, `POST /api/classes`
+    /// is answered `409 class_limit_reached`.
+    pub classes_per_token_max: u32,
 }
 
 impl Default for Config {
@@ -164,6 +192,13 @@ impl Default for Config {
             author: false,
             public_url: None,
             frame_ancestors: Vec::new(),
+            failed_join_limit: RateLimit {
+                per_second: f64::from(DEFAULT_FAILED_JOINS_PER_MINUTE) / 60.0,
+                burst: f64::from(DEFAULT_FAILED_JOINS_BURST),
+            },
+            checks_per_address: default_checks_per_address(),
+            checks_waiting_per_address: DEFAULT_CHECKS_WAITING_PER_ADDRESS,
+            classes_per_token_max: DEFAULT_CLASSES_PER_TOKEN_MAX,
         }
     }
 }

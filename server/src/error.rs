@@ -85,11 +85,16 @@ pub enum ErrorCode {
     UnknownStudent,
     /// 422: the uploaded file is the canvas's export of another scenario than the one graded.
     ScenarioMismatch,
+    /// 421: the request's `Host` is not a name this server answers to for the route (the
+    /// author's routes answer only to a loopback name or the public URL's host).
+    UnexpectedHost,
+    /// 409: the grader token has made as many classes as one token may.
+    ClassLimitReached,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the enum.
-    pub const ALL: [ErrorCode; 30] = [
+    pub const ALL: [ErrorCode; 32] = [
         ErrorCode::MalformedJson,
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidDesign,
@@ -120,6 +125,8 @@ impl ErrorCode {
         ErrorCode::NotAMember,
         ErrorCode::UnknownStudent,
         ErrorCode::ScenarioMismatch,
+        ErrorCode::UnexpectedHost,
+        ErrorCode::ClassLimitReached,
     ];
 
     /// The code as it is written in an error body.
@@ -155,6 +162,8 @@ impl ErrorCode {
             ErrorCode::NotAMember => "not_a_member",
             ErrorCode::UnknownStudent => "unknown_student",
             ErrorCode::ScenarioMismatch => "scenario_mismatch",
+            ErrorCode::UnexpectedHost => "unexpected_host",
+            ErrorCode::ClassLimitReached => "class_limit_reached",
         }
     }
 }

@@ -19,7 +19,8 @@
 //!   served, and `serve --watch`, which replaces it when the files change.
 //! - [`report`]: verdicts in words, in Gradescope's shape and as CSV rows.
 //! - [`autograde`]: `pipeline-builder autograde`, Gradescope's autograder contract, offline.
-//! - [`limit`]: per-client rate limits; [`headers`]: the security headers of every answer.
+//! - [`limit`]: per-client rate limits; [`share`]: what one address's checks may take of the
+//!   cores; [`headers`]: the security headers of every answer.
 //! - [`load`]: the load generator behind `pipeline-builder load`.
 //! - [`bounds`]: how much of a client's input answers repeat and the store keeps.
 //! - [`lti`]: LTI 1.3 launches from a learning platform: login, launch, the tool's keys.
@@ -49,6 +50,7 @@ pub mod openapi;
 pub mod regrade;
 pub mod report;
 pub mod routes;
+pub mod share;
 pub mod state;
 pub mod store;
 pub mod sweep;

@@ -7,9 +7,22 @@
 //! cookie) names no identity: the request spends from its address's bucket alone, so
 //! inventing credentials never buys a fresh bucket. An address gets
 //! `Config::address_rate_factor` times one client's limit, since a classroom behind one NAT
-//! address shares it. A request past either bucket is answered `429 rate_limited` with
+//! address shares it. The requests of an address that carry no verified credential are one
+//! client between them: they spend from one more bucket of one client's limit (the request
+//! that makes a session, `POST /api/session`, excepted, so that a classroom can start
+//! together). A request past any of its buckets is answered `429 rate_limited` with
 //! `Retry-After`, before any work is done; the address is checked first, so that a refused
 //! request costs no database lookup.
+//!
+//! An IPv6 client is counted by its /64 network, the block one subscriber is given, so that
+//! walking the addresses of one's own network buys no fresh bucket.
+//!
+//! A check costs more than one request: every request runs within a [`Share`] of its
+//! address, which caps the checks the address runs at once, and the time its checks took is
+//! charged against the buckets it spent from, [`CHECK_MILLISECONDS_PER_REQUEST`] to a
+//! request (a grader token's are not: staff grade whole classes at once). Failed joins by
+//! code have a bucket per address of their own (`Config::failed_join_limit`, see
+//! [`JoinGuesses`]).
 //!
 //! Pages, static files, `/readyz` and `/metrics` spend from a separate, more generous bucket
 //! per address (`Config::page_rate_limit`); `/healthz` is never limited.
@@ -19,18 +32,20 @@
 //! address in it that is not itself a trusted proxy. From anyone else the header is ignored.
 //!
 //! Rationale: a hand-written bucket table instead of a rate-limiting crate, because the keys
-//! are ours and the table must stay bounded: past `MAX_CLIENTS` entries the idle ones are
-//! dropped, and if every entry is busy the table starts over (failing open rather than
-//! refusing clients it has no room to remember).
+//! are ours, a check is charged by its cost, and the table must stay bounded: past
+//! `MAX_CLIENTS` entries the full buckets are dropped (a full bucket is the same as none),
+//! then, when that is not room enough, the fullest tenth of the rest. The emptiest buckets,
+//! the clients being limited, are the last ever dropped, so a full table opens no limit.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{ConnectInfo, FromRef, FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
@@ -39,7 +54,12 @@ use crate::auth;
 use crate::config::{Config, RateLimit};
 use crate::error::{AppError, ErrorCode};
 use crate::net::Cidr;
+use crate::share::{CheckTurns, Share};
 use crate::store::Store;
+
+/// How many milliseconds of checking cost as much as one request: a check that ran 5 ms
+/// spends six requests' worth (the request and its 5 ms) from each of its buckets.
+pub const CHECK_MILLISECONDS_PER_REQUEST: f64 = 1.0;
 
 /// How many times one client's limit a peer address gets by default
 /// (`Config::address_rate_factor`).
@@ -62,7 +82,34 @@ const MAX_IDENTITIES: usize = 20_000;
 struct Bucket {
     tokens: f64,
     updated: Instant,
+    /// The limit it fills up to, for telling how full it is when the table must shrink.
+    limit: RateLimit,
 }
+
+impl Bucket {
+    /// How full the bucket would be at `now`, from 0 (empty or in debt) to 1 (full).
+    fn fill(&self, now: Instant) -> f64 {
+        let refill =
+            now.saturating_duration_since(self.updated).as_secs_f64() * self.limit.per_second;
+        ((self.tokens + refill) / self.limit.burst).clamp(0.0, 1.0)
+    }
+}
+
+/// The key of a client's address: an IPv4 address, or the /64 network of an IPv6 one.
+pub fn address_key(ip: IpAddr) -> String {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => format!("ip:{v4}"),
+        IpAddr::V6(v6) => {
+            let network = Ipv6Addr::from(u128::from(v6) & !(u128::from(u64::MAX)));
+            format!("ip:{network}/64")
+        }
+    }
+}
+
+/// The address key of a request, as the rate limiter counted it (a request extension that
+/// the limiter sets on every `/api` request it lets through).
+#[derive(Clone, Debug)]
+pub struct ClientAddress(pub String);
 
 /// The client's address: the peer, or what a trusted proxy's `X-Forwarded-For` says — the
 /// right-most hop that is not a trusted proxy (a hop that does not parse ends the walk: what
@@ -110,22 +157,33 @@ pub struct RateLimiter {
     limit: RateLimit,
     address_factor: f64,
     page: Option<RateLimit>,
+    failed_joins: RateLimit,
     trusted: Arc<Vec<Cidr>>,
+    /// The most buckets remembered ([`MAX_CLIENTS`]; smaller in tests).
+    capacity: usize,
     buckets: Arc<Mutex<HashMap<String, Bucket>>>,
     identities: Arc<Mutex<Identities>>,
+    checks: CheckTurns,
 }
 
 impl RateLimiter {
     /// A limiter with `limit` per client, [`SHARED_ADDRESS_FACTOR`] times it per address, no
-    /// page limit and no trusted proxy.
+    /// page limit, no trusted proxy, and the default limits of failed joins and checks.
     pub fn new(limit: RateLimit) -> RateLimiter {
+        let defaults = Config::default();
         RateLimiter {
             limit,
             address_factor: SHARED_ADDRESS_FACTOR,
             page: None,
+            failed_joins: defaults.failed_join_limit,
             trusted: Arc::new(Vec::new()),
+            capacity: MAX_CLIENTS,
             buckets: Arc::new(Mutex::new(HashMap::new())),
             identities: Arc::new(Mutex::new(Identities::default())),
+            checks: CheckTurns::new(
+                defaults.checks_per_address,
+                defaults.checks_waiting_per_address,
+            ),
         }
     }
 
@@ -134,9 +192,24 @@ impl RateLimiter {
         config.rate_limit.map(|limit| RateLimiter {
             address_factor: config.address_rate_factor.max(1.0),
             page: config.page_rate_limit,
+            failed_joins: config.failed_join_limit,
             trusted: Arc::new(config.trusted_proxies.clone()),
+            checks: CheckTurns::new(config.checks_per_address, config.checks_waiting_per_address),
             ..RateLimiter::new(limit)
         })
+    }
+
+    /// The turns of each address to run checks.
+    pub fn check_turns(&self) -> &CheckTurns {
+        &self.checks
+    }
+
+    /// One address's limit: the address factor times one client's.
+    fn per_address(&self) -> RateLimit {
+        RateLimit {
+            per_second: self.limit.per_second * self.address_factor,
+            burst: self.limit.burst * self.address_factor,
+        }
     }
 
     /// Takes one request from `client`'s bucket; `Err(wait)` when it is empty. `factor`
@@ -159,31 +232,20 @@ impl RateLimiter {
         spend: bool,
     ) -> Result<(), (Duration, usize)> {
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        if buckets.len() + buckets_of.len() > MAX_CLIENTS {
-            // Full buckets are the same as no bucket: forget them (at the client rate, the
-            // slowest refill, so that no bucket in use is forgotten).
-            let (per_second, burst) = (self.limit.per_second, self.limit.burst);
-            buckets.retain(|_, b| {
-                b.tokens + now.saturating_duration_since(b.updated).as_secs_f64() * per_second
-                    < burst
-            });
-            if buckets.len() + buckets_of.len() > MAX_CLIENTS {
-                tracing::warn!(
-                    clients = buckets.len(),
-                    "the rate limiter's table is full of busy clients; starting it over"
-                );
-                buckets.clear();
-            }
+        if buckets.len() + buckets_of.len() > self.capacity {
+            make_room(&mut buckets, self.capacity, buckets_of.len(), now);
         }
         for (i, (client, limit)) in buckets_of.iter().enumerate() {
             let bucket = buckets.entry(client.to_string()).or_insert(Bucket {
                 tokens: limit.burst,
                 updated: now,
+                limit: *limit,
             });
             let refill =
                 now.saturating_duration_since(bucket.updated).as_secs_f64() * limit.per_second;
             bucket.tokens = (bucket.tokens + refill).min(limit.burst);
             bucket.updated = now;
+            bucket.limit = *limit;
             if bucket.tokens < 1.0 {
                 return Err((
                     Duration::from_secs_f64((1.0 - bucket.tokens) / limit.per_second),
@@ -199,6 +261,22 @@ impl RateLimiter {
             }
         }
         Ok(())
+    }
+
+    /// Takes `tokens` more from each bucket (after the request that spent one from each):
+    /// what a request's checks cost. A bucket may go into debt, at most its burst, and is
+    /// refused until it has refilled past one token.
+    fn charge(&self, buckets_of: &[(&str, RateLimit)], tokens: f64, now: Instant) {
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        for (client, limit) in buckets_of {
+            if let Some(bucket) = buckets.get_mut(*client) {
+                let refill =
+                    now.saturating_duration_since(bucket.updated).as_secs_f64() * limit.per_second;
+                bucket.tokens =
+                    ((bucket.tokens + refill).min(limit.burst) - tokens).max(-limit.burst);
+                bucket.updated = now;
+            }
+        }
     }
 
     pub fn clients(&self) -> usize {
@@ -270,6 +348,42 @@ impl RateLimiter {
     }
 }
 
+/// Makes room in a table past `capacity` for `incoming` more buckets: drops the full ones
+/// (a full bucket is the same as none), then, if that is not enough, the fullest tenth of
+/// the table, the longest unused first among equals. The emptiest buckets, the clients being
+/// limited now (each refused request refreshes its bucket), are the last to go.
+fn make_room(
+    buckets: &mut HashMap<String, Bucket>,
+    capacity: usize,
+    incoming: usize,
+    now: Instant,
+) {
+    buckets.retain(|_, b| b.fill(now) < 1.0);
+    if buckets.len() + incoming <= capacity {
+        return;
+    }
+    let drop_count = (buckets.len() + incoming - capacity)
+        .max(capacity / 10)
+        .min(buckets.len());
+    let mut by_fill: Vec<(f64, Instant, String)> = buckets
+        .iter()
+        .map(|(key, b)| (b.fill(now), b.updated, key.clone()))
+        .collect();
+    // The fullest first, and of equally full ones the longest unused; `select_nth_unstable_by`
+    // puts the `drop_count` first before the cut without sorting the rest.
+    if drop_count < by_fill.len() {
+        by_fill.select_nth_unstable_by(drop_count, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    }
+    tracing::warn!(
+        clients = buckets.len(),
+        dropped = drop_count,
+        "the rate limiter's table is full of busy clients; forgetting the least limited"
+    );
+    for (_, _, key) in by_fill.into_iter().take(drop_count) {
+        buckets.remove(&key);
+    }
+}
+
 /// Asks the database who a credential is. `kind` is `t` for an `Authorization` header, `c`
 /// for the session cookie.
 async fn verify(headers: &HeaderMap, kind: u8, store: &Store) -> Result<Option<String>, AppError> {
@@ -306,7 +420,7 @@ async fn verified_session(headers: &HeaderMap, store: &Store) -> Result<Option<S
 pub async fn rate_limit(
     State(limiter): State<Option<RateLimiter>>,
     State(store): State<Store>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let Some(limiter) = limiter else {
@@ -317,8 +431,9 @@ pub async fn rate_limit(
     if is_probe {
         return next.run(request).await;
     }
+    let makes_session = request.method() == Method::POST && path == "/api/session";
     let address = match limiter.address(&request) {
-        Some(ip) => format!("ip:{ip}"),
+        Some(ip) => address_key(ip),
         None => "ip:unknown".to_string(),
     };
     let now = Instant::now();
@@ -332,23 +447,85 @@ pub async fn rate_limit(
             Err((wait, _)) => limiter.refused(wait, page, "address"),
         };
     }
-    let per_address = RateLimit {
-        per_second: limiter.limit.per_second * limiter.address_factor,
-        burst: limiter.limit.burst * limiter.address_factor,
-    };
+    let per_address = limiter.per_address();
     // The address first, without spending: a refused request costs no verification.
     if let Err((wait, _)) = limiter.take_all(&[(&address, per_address)], now, false) {
         return limiter.refused(wait, per_address, "address");
     }
     let identity = limiter.identity(request.headers(), &store).await;
-    let mut buckets = vec![(address.as_str(), per_address)];
-    if let Some(identity) = &identity {
-        buckets.push((identity.as_str(), limiter.limit));
+    let mut buckets = vec![(address.clone(), per_address)];
+    match &identity {
+        Some(identity) => buckets.push((identity.clone(), limiter.limit)),
+        // Without a verified credential, the address's requests are one client between them.
+        None if !makes_session => buckets.push((format!("anonymous:{address}"), limiter.limit)),
+        None => {}
     }
+    let buckets: Vec<(&str, RateLimit)> = buckets.iter().map(|(k, l)| (k.as_str(), *l)).collect();
     match limiter.take_all(&buckets, Instant::now(), true) {
-        Ok(()) => next.run(request).await,
-        Err((wait, 0)) => limiter.refused(wait, per_address, "address"),
-        Err((wait, _)) => limiter.refused(wait, limiter.limit, "client"),
+        Ok(()) => {}
+        Err((wait, 0)) => return limiter.refused(wait, per_address, "address"),
+        Err((wait, _)) => return limiter.refused(wait, limiter.limit, "client"),
+    }
+    request
+        .extensions_mut()
+        .insert(ClientAddress(address.clone()));
+    let share = Share::new(address, limiter.checks.clone());
+    let response = share.clone().scope(next.run(request)).await;
+    // What the request's checks took is charged as requests; a grader token's are not.
+    let staff = identity.as_deref().is_some_and(|i| i.starts_with("token:"));
+    let cost = share.cost();
+    if !staff && !cost.is_zero() {
+        let tokens = cost.as_secs_f64() * 1000.0 / CHECK_MILLISECONDS_PER_REQUEST;
+        limiter.charge(&buckets, tokens, Instant::now());
+    }
+    response
+}
+
+/// The failed joins left to the request's address (`POST /api/classes/join` takes it before
+/// anything else): a join by code is refused with `429 rate_limited` while its address has
+/// none left, whatever the code, and each code that names no class spends one
+/// ([`JoinGuesses::failed`]). The bucket is the address's, not the session's, so making new
+/// sessions buys no more guesses. Nothing is limited when rate limits are off.
+pub struct JoinGuesses(Option<(RateLimiter, String)>);
+
+impl JoinGuesses {
+    /// Spends one failed join of the address.
+    pub fn failed(&self) {
+        if let Some((limiter, key)) = &self.0 {
+            let _ = limiter.take_all(&[(key, limiter.failed_joins)], Instant::now(), true);
+        }
+    }
+}
+
+impl<S> FromRequestParts<S> for JoinGuesses
+where
+    Option<RateLimiter>: FromRef<S>,
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Some(limiter) = Option::<RateLimiter>::from_ref(state) else {
+            return Ok(JoinGuesses(None));
+        };
+        let address = parts
+            .extensions
+            .get::<ClientAddress>()
+            .map_or_else(|| "ip:unknown".to_string(), |a| a.0.clone());
+        let key = format!("join:{address}");
+        let limit = limiter.failed_joins;
+        if let Err((wait, _)) = limiter.take_all(&[(&key, limit)], Instant::now(), false) {
+            let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
+            return Err(AppError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                ErrorCode::RateLimited,
+                format!(
+                    "too many join codes from this address named no class; wait {seconds} s and check the code with your instructor"
+                ),
+            )
+            .retry_after(seconds));
+        }
+        Ok(JoinGuesses(Some((limiter, key))))
     }
 }
 
@@ -391,6 +568,63 @@ mod tests {
             assert!(limiter.take("ip", SHARED_ADDRESS_FACTOR, start).is_ok());
         }
         assert!(limiter.take("ip", SHARED_ADDRESS_FACTOR, start).is_err());
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    #[test]
+    fn a_full_table_forgets_its_fullest_buckets_and_keeps_limiting_the_busiest() {
+        let limit = RateLimit {
+            per_second: 0.001,
+            burst: 3.0,
+        };
+        let limiter = RateLimiter {
+            capacity: 100,
+            ..RateLimiter::new(limit)
+        };
+        let start = Instant::now();
+        // A flooder that has spent its bucket, among 99 other clients that have spent theirs.
+        for _ in 0..3 {
+            assert!(limiter.take("flooder", 1.0, start).is_ok());
+        }
+        for i in 0..99 {
+            for _ in 0..3 {
+                assert!(limiter.take(&format!("busy-{i}"), 1.0, start).is_ok());
+            }
+        }
+        // Then a crowd of new clients, each with one request, while the flooder keeps trying:
+        // the table makes room and the flooder stays limited.
+        for i in 0..1000 {
+            let now = start + Duration::from_millis(i);
+            assert!(limiter.take(&format!("new-{i}"), 1.0, now).is_ok());
+            assert!(limiter.clients() <= 100, "the table stays bounded");
+            assert!(
+                limiter.take("flooder", 1.0, now).is_err(),
+                "the flooder is limited after {i} new clients"
+            );
+        }
+        // Room was made from the new clients' nearly full buckets, not the spent ones: only
+        // the first room, when every bucket was spent, cost a tenth of them.
+        let kept = (0..99)
+            .filter(|i| {
+                let buckets = limiter.buckets.lock().unwrap();
+                buckets.contains_key(&format!("busy-{i}"))
+            })
+            .count();
+        assert!(kept >= 89, "{kept} of 99 spent buckets kept");
+    }
+
+    #[test]
+    fn an_ipv6_address_is_counted_by_its_64_network() {
+        let key = |ip: &str| address_key(ip.parse().unwrap());
+        assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff:1:2:3"));
+        assert_eq!(key("2001:db8:1:2::1"), "ip:2001:db8:1:2::/64");
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("203.0.113.4"), "ip:203.0.113.4");
+        assert_eq!(key("::ffff:203.0.113.4"), "ip:203.0.113.4");
     }
 }
 

@@ -203,8 +203,10 @@ struct ServeArgs {
     /// running the simulator; 0 checks every design anew.
     #[arg(long, env = "VERDICT_CACHE_MB", default_value_t = config::DEFAULT_VERDICT_CACHE_MIB)]
     verdict_cache_mb: usize,
-    /// Requests per second each client (grader token, else student session, else address)
-    /// may make to /api, sustained; 0 turns the limit off.
+    /// Requests per second each client may make to /api, sustained: a grader token, a student
+    /// session, or the requests of one address with neither (one client between them; an IPv6
+    /// client by its /64). A check costs one more request per millisecond it ran (not for a
+    /// grader token). 0 turns every rate limit off, the check and join limits included.
     #[arg(long, env = "RATE_LIMIT_PER_SECOND", default_value_t = config::DEFAULT_RATE_LIMIT_PER_SECOND)]
     rate_limit_per_second: u32,
     /// Requests each client may make at once before the sustained rate applies.
@@ -222,6 +224,14 @@ struct ServeArgs {
     /// from its address's bucket too).
     #[arg(long, env = "ADDRESS_RATE_FACTOR", default_value_t = config::DEFAULT_ADDRESS_RATE_FACTOR)]
     address_rate_factor: u32,
+    /// Checks one address (an IPv6 client by its /64) may run at once; the next ones wait
+    /// their turn. The default is half the cores, at least one.
+    #[arg(long, env = "CHECKS_PER_ADDRESS", default_value_t = config::default_checks_per_address())]
+    checks_per_address: usize,
+    /// The most classes one grader token may make (POST /api/classes answers
+    /// class_limit_reached past it).
+    #[arg(long, env = "CLASSES_PER_TOKEN_MAX", default_value_t = config::DEFAULT_CLASSES_PER_TOKEN_MAX)]
+    classes_per_token_max: u32,
     /// Requests per second one address may make for pages, static files, /readyz and
     /// /metrics; 0 turns this limit off.
     #[arg(long, env = "PAGE_RATE_LIMIT_PER_SECOND", default_value_t = config::DEFAULT_PAGE_RATE_LIMIT_PER_SECOND)]
@@ -504,6 +514,8 @@ async fn serve(args: ServeArgs) -> ExitCode {
             ..Config::default().check_limits
         },
         address_rate_factor: f64::from(args.address_rate_factor.max(1)),
+        checks_per_address: args.checks_per_address.max(1),
+        classes_per_token_max: args.classes_per_token_max,
         page_rate_limit: (args.page_rate_limit_per_second > 0).then(|| config::RateLimit {
             per_second: f64::from(args.page_rate_limit_per_second),
             burst: f64::from(args.page_rate_limit_burst.max(1)),

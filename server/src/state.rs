@@ -84,6 +84,25 @@ impl AppState {
     pub async fn check_permit(&self) -> Option<OwnedSemaphorePermit> {
         self.0.checker.permit().await
     }
+    /// Takes every turn of `address` to run checks (tests hold them to see what a busy
+    /// address is answered); nothing when rate limits are off.
+    pub async fn hold_check_turns(&self, address: std::net::IpAddr) -> Vec<crate::share::Turn> {
+        match &self.0.rate_limiter {
+            Some(limiter) => {
+                limiter
+                    .check_turns()
+                    .hold_all(&crate::limit::address_key(address))
+                    .await
+            }
+            None => Vec::new(),
+        }
+    }
+    /// How many checks of `address` wait for a turn.
+    pub fn checks_waiting(&self, address: std::net::IpAddr) -> usize {
+        self.0.rate_limiter.as_ref().map_or(0, |l| {
+            l.check_turns().waiting(&crate::limit::address_key(address))
+        })
+    }
 }
 
 impl FromRef<AppState> for Store {

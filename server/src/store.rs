@@ -933,6 +933,16 @@ pub struct Class {
     pub members: i64,
 }
 
+/// What [`Store::create_class_within`] came to.
+#[derive(Debug)]
+pub enum ClassMade {
+    Made(Class),
+    /// Another class has the join code: draw another.
+    CodeTaken,
+    /// The maker has made as many classes as it may.
+    LimitReached,
+}
+
 /// A student's place in a class.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Membership {
@@ -1024,17 +1034,54 @@ impl Store {
         join_code: &str,
         created_by: &str,
     ) -> StoreResult<Option<Class>> {
+        match self
+            .create_class_within(id, name, join_code, created_by, u32::MAX)
+            .await?
+        {
+            ClassMade::Made(class) => Ok(Some(class)),
+            ClassMade::CodeTaken | ClassMade::LimitReached => Ok(None),
+        }
+    }
+
+    /// Makes a class as [`Store::create_class`] does, unless `created_by` has made `max`
+    /// classes already. The count and the insert are one transaction, and on PostgreSQL the
+    /// maker's classes are locked for it (an advisory lock on the name), so that two makes at
+    /// once cannot both take the last place. (SQLite's writes take their turns already.)
+    pub async fn create_class_within(
+        &self,
+        id: &str,
+        name: &str,
+        join_code: &str,
+        created_by: &str,
+        max: u32,
+    ) -> StoreResult<ClassMade> {
         let _turn = self.write_turn().await;
         let now = Utc::now();
-        let made = with_pool!(self, pool => sqlx::query(
-            "INSERT INTO classes (id, name, join_code, open, preview, created_by, created_at) \
-             VALUES ($1, $2, $3, TRUE, 'everything', $4, $5) ON CONFLICT DO NOTHING")
-            .bind(id).bind(name).bind(join_code).bind(created_by).bind(now)
-            .execute(pool).await.map(|r| r.rows_affected()))?;
+        let postgres = matches!(self, Store::Postgres(..));
+        let made = with_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            if postgres {
+                sqlx::query("SELECT pg_advisory_xact_lock(hashtext('classes:' || $1))")
+                    .bind(created_by).execute(&mut *tx).await?;
+            }
+            let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM classes WHERE created_by = $1")
+                .bind(created_by).fetch_one(&mut *tx).await?;
+            if count >= i64::from(max) {
+                tx.rollback().await?;
+                return Ok(ClassMade::LimitReached);
+            }
+            let made = sqlx::query(
+                "INSERT INTO classes (id, name, join_code, open, preview, created_by, created_at) \
+                 VALUES ($1, $2, $3, TRUE, 'everything', $4, $5) ON CONFLICT DO NOTHING")
+                .bind(id).bind(name).bind(join_code).bind(created_by).bind(now)
+                .execute(&mut *tx).await?.rows_affected();
+            tx.commit().await?;
+            made
+        });
         if made != 1 {
-            return Ok(None);
+            return Ok(ClassMade::CodeTaken);
         }
-        Ok(Some(Class {
+        Ok(ClassMade::Made(Class {
             id: id.to_string(),
             name: name.to_string(),
             join_code: join_code.to_string(),
@@ -1052,6 +1099,33 @@ impl Store {
             format!("SELECT {CLASS_COLUMNS} FROM classes AS c ORDER BY c.created_at DESC, c.id");
         with_pool!(self, pool => {
             let rows = sqlx::query(&query).fetch_all(pool).await?;
+            rows.iter().map(class_of).collect()
+        })
+    }
+
+    /// At most `limit` classes, newest first (the order of [`Store::list_classes`]), after
+    /// the class `after` names by its creation time and id (the last one of the page before).
+    pub async fn list_classes_page(
+        &self,
+        limit: u32,
+        after: Option<&(DateTime<Utc>, String)>,
+    ) -> StoreResult<Vec<Class>> {
+        let limit = i64::from(limit);
+        with_pool!(self, pool => {
+            let rows = match after {
+                Some((at, id)) => {
+                    let query = format!(
+                        "SELECT {CLASS_COLUMNS} FROM classes AS c \
+                         WHERE c.created_at < $1 OR (c.created_at = $1 AND c.id > $2) \
+                         ORDER BY c.created_at DESC, c.id LIMIT $3");
+                    sqlx::query(&query).bind(*at).bind(id.as_str()).bind(limit).fetch_all(pool).await?
+                }
+                None => {
+                    let query = format!(
+                        "SELECT {CLASS_COLUMNS} FROM classes AS c ORDER BY c.created_at DESC, c.id LIMIT $1");
+                    sqlx::query(&query).bind(limit).fetch_all(pool).await?
+                }
+            };
             rows.iter().map(class_of).collect()
         })
     }

@@ -12,6 +12,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use base64::Engine;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -21,9 +22,10 @@ use crate::catalogue::Catalogue;
 use crate::config::Config;
 use crate::dashboard::{self, AttemptRow, ClassData, Matrix, MissedScenario};
 use crate::error::{AppError, ErrorBody, ErrorCode, JsonBody};
+use crate::limit::JoinGuesses;
 use crate::regrade::{self, RegradeReport};
 use crate::report::CsvRow;
-use crate::store::{Class, Joined, Membership, Store};
+use crate::store::{Class, ClassMade, Joined, Membership, Store};
 
 /// What the student's app shows before a check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
@@ -314,6 +316,7 @@ async fn existing(store: &Store, id: &str) -> Result<Class, AppError> {
         (status = 400, description = "malformed_json", body = ErrorBody),
         (status = 401, description = "unauthorized: no grader token (a student's session is not one)", body = ErrorBody),
         (status = 403, description = "cross_site_request: another site sent it (with the grader cookie)", body = ErrorBody),
+        (status = 409, description = "class_limit_reached: the token has made as many classes as one token may (`--classes-per-token-max`, 1,000 by default)", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request: the name", body = ErrorBody)))]
@@ -325,42 +328,124 @@ pub async fn create_class(
     JsonBody(body): JsonBody<NewClass>,
 ) -> Result<Response, AppError> {
     let name = class_name(&body.name, "$.name")?;
+    let max = config.classes_per_token_max;
     // A code already taken is drawn again; with 31^8 codes, twice is already rare.
     for _ in 0..8 {
         let code = new_join_code().map_err(AppError::internal)?;
-        if let Some(class) = store
-            .create_class(&new_class_id(), &name, &code, &grader.name)
+        match store
+            .create_class_within(&new_class_id(), &name, &code, &grader.name, max)
             .await?
         {
-            tracing::info!(class = %class.id, grader = %grader.name, "class made");
-            return Ok((
-                StatusCode::CREATED,
-                Json(class_body(class, &headers, &config)),
-            )
-                .into_response());
+            ClassMade::Made(class) => {
+                tracing::info!(class = %class.id, grader = %grader.name, "class made");
+                return Ok((
+                    StatusCode::CREATED,
+                    Json(class_body(class, &headers, &config)),
+                )
+                    .into_response());
+            }
+            ClassMade::CodeTaken => continue,
+            ClassMade::LimitReached => {
+                return Err(AppError::new(
+                    StatusCode::CONFLICT,
+                    ErrorCode::ClassLimitReached,
+                    format!("the grader token \"{}\" has made {max} classes, as many as one token may (--classes-per-token-max); make the class with another token", grader.name),
+                ))
+            }
         }
     }
     Err(AppError::internal("no free join code after 8 draws"))
 }
 
+/// The most classes one page of `GET /api/classes` lists, and how many by default.
+pub const CLASS_PAGE_MAX: u32 = 1000;
+pub const CLASS_PAGE_DEFAULT: u32 = 100;
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ClassPageQuery {
+    /// The most classes to list: 1 to 1000 (default 100). Another number → 422
+    /// `invalid_request` at `?limit`.
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<u32>,
+    /// Where the page starts: the `cursor` of the `Link: <…>; rel="next"` header of the page
+    /// before. Left out, the newest class. One the server did not make → 422
+    /// `invalid_request` at `?cursor`.
+    pub cursor: Option<String>,
+}
+
+/// The cursor of the page after `last`: its creation time and id, base64url.
+fn class_cursor(last: &Class) -> String {
+    let at = last
+        .created_at
+        .to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{at}|{}", last.id))
+}
+
+/// The creation time and id a cursor names.
+fn read_cursor(cursor: &str) -> Result<(chrono::DateTime<chrono::Utc>, String), AppError> {
+    let refused = || {
+        AppError::invalid_request(
+            "this cursor is not one the server gave; start again without ?cursor",
+        )
+        .at("?cursor")
+    };
+    let text = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor.trim())
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(refused)?;
+    let (at, id) = text.split_once('|').ok_or_else(refused)?;
+    let at = chrono::DateTime::parse_from_rfc3339(at).map_err(|_| refused())?;
+    if id.is_empty() || id.len() > 64 {
+        return Err(refused());
+    }
+    Ok((at.with_timezone(&chrono::Utc), id.to_string()))
+}
+
 #[utoipa::path(get, path = "/api/classes", tag = "classes",
-    description = "Every class, newest first. Any grader token sees every class.",
+    description = "The classes, newest first, a page at a time (`limit`, 100 by default). Any grader token sees every class. \
+        When there are more, the answer carries `Link: </api/classes?limit=N&cursor=C>; rel=\"next\"`, the next page's URL; \
+        the last page has no `Link`.",
+    params(ClassPageQuery),
     security(("grader_token" = []), ("grader_cookie" = [])),
-    responses((status = 200, body = [ClassBody]),
-        (status = 401, description = "unauthorized", body = ErrorBody)))]
+    responses((status = 200, body = [ClassBody], headers(
+            ("link" = String, description = "`</api/classes?limit=N&cursor=C>; rel=\"next\"` when there are more classes after this page"))),
+        (status = 400, description = "bad_request: a query string that cannot be read (a `limit` that is not a number)", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 422, description = "invalid_request: a `limit` outside 1 to 1000 (path `?limit`), or a `cursor` the server did not give (path `?cursor`)", body = ErrorBody)))]
 pub async fn list_classes(
     State(store): State<Store>,
     State(config): State<Arc<Config>>,
     _grader: Grader,
     headers: HeaderMap,
-) -> Result<Json<Vec<ClassBody>>, AppError> {
-    let classes = store.list_classes().await?;
-    Ok(Json(
-        classes
-            .into_iter()
-            .map(|c| class_body(c, &headers, &config))
-            .collect(),
-    ))
+    Query(query): Query<ClassPageQuery>,
+) -> Result<Response, AppError> {
+    let limit = query.limit.unwrap_or(CLASS_PAGE_DEFAULT);
+    if !(1..=CLASS_PAGE_MAX).contains(&limit) {
+        return Err(AppError::invalid_request(format!(
+            "limit is a whole number from 1 to {CLASS_PAGE_MAX}"
+        ))
+        .at("?limit"));
+    }
+    let after = query.cursor.as_deref().map(read_cursor).transpose()?;
+    // One more than the page, to tell whether another page follows.
+    let mut classes = store.list_classes_page(limit + 1, after.as_ref()).await?;
+    let more = classes.len() > limit as usize;
+    classes.truncate(limit as usize);
+    let next = more
+        .then(|| classes.last().map(class_cursor))
+        .flatten()
+        .map(|cursor| format!("</api/classes?limit={limit}&cursor={cursor}>; rel=\"next\""));
+    let body: Vec<ClassBody> = classes
+        .into_iter()
+        .map(|c| class_body(c, &headers, &config))
+        .collect();
+    let mut response = Json(body).into_response();
+    if let Some(link) = next.and_then(|l| HeaderValue::from_str(&l).ok()) {
+        response.headers_mut().insert(header::LINK, link);
+    }
+    Ok(response)
 }
 
 #[utoipa::path(get, path = "/api/classes/{id}", tag = "classes",
@@ -485,14 +570,18 @@ pub async fn reopen_class(
         (status = 409, description = "class_closed", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type", body = ErrorBody),
-        (status = 422, description = "invalid_request: a display name missing, empty, longer than 60 characters or with control characters", body = ErrorBody)))]
+        (status = 422, description = "invalid_request: a display name missing, empty, longer than 60 characters or with control characters", body = ErrorBody),
+        (status = 429, description = "rate_limited: too many codes from this address named no class (docs/security.md gives the limit); `Retry-After` says when to try again", body = ErrorBody)))]
 pub async fn join_class(
+    guesses: JoinGuesses,
     State(store): State<Store>,
     Session(student): Session,
     JsonBody(body): JsonBody<JoinRequest>,
 ) -> Result<Response, AppError> {
     let code = normal_code(&body.code);
+    // A code that names no class spends one of the address's failed joins.
     let not_found = || {
+        guesses.failed();
         AppError::new(
             StatusCode::NOT_FOUND,
             ErrorCode::UnknownClass,
@@ -864,9 +953,17 @@ pub async fn sign_in(
         return Err(AppError::unauthorized("the grader token is unknown or revoked").at("$.token"));
     };
     let mut response = Json(Instructor { name }).into_response();
-    let cookie = HeaderValue::from_str(&auth::grader_cookie(&headers, &config, token))
-        .map_err(AppError::internal)?;
+    let set = auth::grader_cookie(&headers, &config, token);
+    let prefixed = set.starts_with(auth::GRADER_COOKIE);
+    let cookie = HeaderValue::from_str(&set).map_err(AppError::internal)?;
     response.headers_mut().append(header::SET_COOKIE, cookie);
+    if prefixed {
+        // An unprefixed cookie this host set before is removed; it would not count anyway.
+        response.headers_mut().append(
+            header::SET_COOKIE,
+            HeaderValue::from_static(auth::EXPIRE_PLAIN_GRADER_COOKIE),
+        );
+    }
     Ok(response)
 }
 

@@ -139,14 +139,16 @@ pub struct GradeResult {
     params(GradeQuery),
     request_body(content = Vec<Value>, description = "An array of at most 1000 items, each meant to be a `GradeItem` (`scenario`, `student`, `design`). \
         The server takes any array: an item that is not a `GradeItem` is not refused with the batch, it gets its own error entry."),
-    security(("grader_token" = [])),
+    security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, description = "One result per item, in order", content(
             ([GradeEntry] = "application/json"),
             (String = "text/csv", example = json!(super::csv::CSV_EXAMPLE)))),
         (status = 400, description = "malformed_json, or bad_request: a `bom` other than true or false", body = ErrorBody),
         (status = 401, description = "unauthorized: no token, or a bad or revoked one", body = ErrorBody),
+        (status = 403, description = "cross_site_request: another site sent it (with the grader cookie)", body = ErrorBody),
         (status = 404, description = "unknown_scenario: the URL's `scenario` names no scenario (path `?scenario`)", body = ErrorBody),
         (status = 413, description = "body_too_large: more than 64 times the server's body limit (16 MiB by default)", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type: with the grader cookie, a body that is not application/json", body = ErrorBody),
         (status = 422, description = "invalid_request: not an array, more than 1000 items, or a `format` other than json, gradescope or csv (path `?format`)", body = ErrorBody)))]
 pub async fn grade(
     State(catalogue): State<Arc<Catalogue>>,

@@ -303,7 +303,8 @@ pub async fn create_submission(
         Err(e) => return e.into_response(),
     };
     // The work runs in its own task so that a client who hangs up cannot leave a half-done
-    // submission: the record and the stored answer are committed either way.
+    // submission: the record and the stored answer are committed either way. Its check is
+    // held to the request's share of the cores like any other.
     let parts = Submitting {
         catalogue,
         checker,
@@ -311,8 +312,9 @@ pub async fn create_submission(
         lease: config.idempotency_lease,
         answer_max_bytes: config.idempotency_answer_max_bytes,
     };
-    let task =
-        tokio::spawn(async move { submit_idempotently(parts, caller, key, bytes.to_vec()).await });
+    let task = tokio::spawn(crate::share::carry(async move {
+        submit_idempotently(parts, caller, key, bytes.to_vec()).await
+    }));
     match task.await {
         Ok(response) => response,
         Err(e) => AppError::internal(format!("the submission task stopped: {e}")).into_response(),

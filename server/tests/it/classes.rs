@@ -1175,3 +1175,153 @@ async fn the_sweeper_keeps_a_member_who_did_nothing_yet() {
     assert_eq!(gone.status, StatusCode::OK, "the member's session is kept");
     assert_ne!(member, idle);
 }
+
+/// The classes of every page of `GET /api/classes?limit={limit}`, following each page's
+/// `Link: <…>; rel="next"` to the end: the ids, page by page.
+async fn pages_of_classes(app: &TestApp, who: &As, limit: u32) -> Vec<Vec<String>> {
+    let mut pages = Vec::new();
+    let mut next = Some(format!("/api/classes?limit={limit}"));
+    while let Some(uri) = next.take() {
+        let page = app.get(&uri, who).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}: {}", page.text);
+        let ids: Vec<String> = page
+            .body
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap().to_string())
+            .collect();
+        assert!(ids.len() <= limit as usize, "{uri}: {ids:?}");
+        pages.push(ids);
+        next = page.header("link").map(|link| {
+            assert!(link.ends_with("; rel=\"next\""), "{link}");
+            link.trim_start_matches('<')
+                .split('>')
+                .next()
+                .unwrap()
+                .to_string()
+        });
+        assert!(pages.len() <= 20, "the pages end");
+    }
+    pages
+}
+
+async fn classes_come_in_pages_and_a_token_makes_at_most_its_share(app: &TestApp) {
+    let first = app.grader_token("first").await;
+    let second = app.grader_token("second").await;
+    for i in 0..5 {
+        new_class(app, &first, &format!("Section {i}")).await;
+    }
+    // The sixth class of one token is refused, and nothing is made.
+    let refused = app
+        .post(
+            "/api/classes",
+            &As::grader(&first),
+            &json!({"name": "Section 5"}),
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
+    assert_eq!(refused.code(), ErrorCode::ClassLimitReached);
+    assert!(refused.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("--classes-per-token-max"));
+    // Another token has classes of its own to make.
+    for i in 0..2 {
+        new_class(app, &second, &format!("Lab {i}")).await;
+    }
+    let grader = As::grader(&second);
+    let all = app.get("/api/classes?limit=1000", &grader).await;
+    assert!(all.header("link").is_none(), "one page holds them all");
+    let every: Vec<String> = all
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(every.len(), 7, "{every:?}");
+    // Pages of three: 3, 3, 1, in the same order, each class once, the last without a Link.
+    let pages = pages_of_classes(app, &grader, 3).await;
+    let sizes: Vec<usize> = pages.iter().map(Vec::len).collect();
+    assert_eq!(sizes, [3, 3, 1]);
+    assert_eq!(pages.concat(), every);
+    // The default page is 100.
+    let default = app.get("/api/classes", &grader).await;
+    assert_eq!(default.body.as_array().unwrap().len(), 7);
+    // A limit out of range or a cursor the server did not give is refused, by name.
+    for (uri, path) in [
+        ("/api/classes?limit=0", "?limit"),
+        ("/api/classes?limit=1001", "?limit"),
+        ("/api/classes?cursor=not-a-cursor", "?cursor"),
+        ("/api/classes?cursor=bm90fGl0", "?cursor"),
+    ] {
+        let answer = app.get(uri, &grader).await;
+        assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY, "{uri}");
+        assert_eq!(answer.code(), ErrorCode::InvalidRequest, "{uri}");
+        assert_eq!(answer.body["error"]["path"], path, "{uri}");
+    }
+}
+
+async fn capped(store: Store, label: &str) -> TestApp {
+    let config = Config {
+        classes_per_token_max: 5,
+        ..Config::default()
+    };
+    spawn_app_on(store, config, TempDir::new(label))
+}
+
+#[tokio::test]
+async fn classes_come_in_pages_and_a_token_makes_at_most_its_share_on_sqlite() {
+    let dir = TempDir::new("class-pages");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let app = capped(store, "class-pages-app").await;
+    classes_come_in_pages_and_a_token_makes_at_most_its_share(&app).await;
+    drop(dir);
+}
+
+#[tokio::test]
+async fn classes_come_in_pages_and_a_token_makes_at_most_its_share_on_postgres() {
+    let Some(db) = postgres::database("class_pages").await else {
+        return;
+    };
+    let store = Store::connect(&db.url).await.expect("PostgreSQL connects");
+    let app = capped(store, "class-pages-pg").await;
+    classes_come_in_pages_and_a_token_makes_at_most_its_share(&app).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_classes_made_at_once_cannot_both_take_a_tokens_last_place_on_postgres() {
+    let Some(db) = postgres::database("class_cap_race").await else {
+        return;
+    };
+    let store = Store::connect(&db.url).await.expect("PostgreSQL connects");
+    for round in 0..5 {
+        let racers: Vec<_> = (0..8)
+            .map(|i| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    store
+                        .create_class_within(
+                            &format!("c-{round}-{i}"),
+                            "Race",
+                            &format!("CODE{round}{i}"),
+                            &format!("racer-{round}"),
+                            3,
+                        )
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        let mut made = Vec::new();
+        for racer in racers {
+            made.push(racer.await.unwrap());
+        }
+        let won = made
+            .iter()
+            .filter(|m| matches!(m, server::store::ClassMade::Made(_)))
+            .count();
+        assert_eq!(won, 3, "round {round}: {made:?}");
+    }
+}

@@ -817,3 +817,321 @@ fn the_sweep_command_removes_what_has_expired() {
         "removed 0 idempotency record(s) and 0 session(s) with no work"
     );
 }
+
+// Join codes, IPv6 networks and the cost of checks.
+
+/// A request from `peer` with `method`, the `cookie` and a JSON `body`, as the accept loop
+/// hands it to the router: its status and JSON answer.
+async fn call_from(
+    app: &TestApp,
+    peer: &str,
+    method: Method,
+    uri: &str,
+    cookie: Option<&str>,
+    body: Option<&Value>,
+) -> (StatusCode, Value) {
+    let peer: SocketAddr = peer.parse().unwrap();
+    let mut builder = Request::builder().method(method).uri(uri);
+    if let Some(cookie) = cookie {
+        builder = builder.header("cookie", cookie);
+    }
+    let body = match body {
+        Some(b) => {
+            builder = builder.header("content-type", "application/json");
+            Body::from(serde_json::to_vec(b).unwrap())
+        }
+        None => Body::empty(),
+    };
+    let request = builder.extension(ConnectInfo(peer)).body(body).unwrap();
+    let response = app.router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+/// A new session made from `peer`: its cookie.
+async fn session_from(app: &TestApp, peer: &str) -> String {
+    let peer_address: SocketAddr = peer.parse().unwrap();
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/api/session")
+        .extension(ConnectInfo(peer_address))
+        .body(Body::empty())
+        .unwrap();
+    let response = app.router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED, "{peer}");
+    let set = response.headers()["set-cookie"].to_str().unwrap();
+    set.split(';').next().unwrap().to_string()
+}
+
+/// A guess at a join code from a fresh session of `peer`: the answer's status and code.
+async fn guess_from(app: &TestApp, peer: &str, code: &str) -> (StatusCode, String) {
+    let cookie = session_from(app, peer).await;
+    let (status, body) = call_from(
+        app,
+        peer,
+        Method::POST,
+        "/api/classes/join",
+        Some(&cookie),
+        Some(&json!({"code": code, "display_name": "Guesser"})),
+    )
+    .await;
+    (
+        status,
+        body["error"]["code"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+#[tokio::test]
+async fn failed_joins_are_limited_per_address_whatever_the_session() {
+    let app = spawn_app_with(Config {
+        failed_join_limit: RateLimit {
+            per_second: 0.0001,
+            burst: 5.0,
+        },
+        ..Config::default()
+    })
+    .await;
+    let token = app.grader_token("teacher").await;
+    let class = app
+        .post(
+            "/api/classes",
+            &As::grader(&token),
+            &json!({"name": "Data 101"}),
+        )
+        .await;
+    let code = class.body["join_code"].as_str().unwrap().to_string();
+    // A new session for every guess buys nothing: the address's failures are counted.
+    let guesser = "203.0.113.77:5000";
+    let mut answers = Vec::new();
+    for i in 0..8 {
+        answers.push(guess_from(&app, guesser, &format!("WRONG{i:03}")).await);
+    }
+    let codes: Vec<&str> = answers.iter().map(|(_, c)| c.as_str()).collect();
+    assert_eq!(codes[..5], ["unknown_class"; 5], "{answers:?}");
+    assert_eq!(codes[5..], ["rate_limited"; 3], "{answers:?}");
+    // While it is limited the address learns nothing, not even from the right code.
+    assert_eq!(
+        guess_from(&app, guesser, &code).await,
+        (StatusCode::TOO_MANY_REQUESTS, "rate_limited".to_string())
+    );
+    // Another address joins with the code; joining costs it nothing.
+    for _ in 0..7 {
+        let (status, _) = guess_from(&app, "198.51.100.8:5000", &code).await;
+        assert_eq!(status, StatusCode::CREATED);
+    }
+    // An IPv6 client is counted by its /64: walking its own network buys no more guesses.
+    let mut v6 = Vec::new();
+    for i in 1..=8 {
+        v6.push(
+            guess_from(&app, &format!("[2001:db8:1:2::{i:x}]:5000"), "WRONG999")
+                .await
+                .1,
+        );
+    }
+    assert_eq!(v6[..5], ["unknown_class"; 5], "{v6:?}");
+    assert_eq!(v6[5..], ["rate_limited"; 3], "{v6:?}");
+    assert_eq!(
+        guess_from(&app, "[2001:db8:1:3::1]:5000", "WRONG999")
+            .await
+            .1,
+        "unknown_class",
+        "another /64 has guesses of its own"
+    );
+}
+
+#[tokio::test]
+async fn an_ipv6_client_is_counted_by_its_64_network() {
+    let app = spawn_app_with(tight()).await;
+    let mut statuses = Vec::new();
+    for i in 1..=20 {
+        statuses.push(
+            send_from(
+                &app,
+                &format!("[2001:db8:a:b::{i:x}]:80"),
+                "/api/scenarios",
+                &[],
+            )
+            .await,
+        );
+    }
+    let limited = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert!(limited >= 10, "one /64 is one address: {statuses:?}");
+    assert_eq!(
+        send_from(&app, "[2001:db8:a:c::1]:80", "/api/scenarios", &[]).await,
+        StatusCode::OK,
+        "another /64 is another address"
+    );
+}
+
+/// The `i`th of many designs of dedupe-by-key that are the same pipeline and different
+/// text, so that none is answered from the verdict cache.
+fn distinct_design(i: usize) -> Value {
+    let design = crate::common::passing_design("dedupe-by-key").to_string();
+    serde_json::from_str(&design.replace("\"paid\"", &format!("\"paid{i}\""))).unwrap()
+}
+
+#[tokio::test]
+async fn anonymous_checks_are_charged_by_their_time_and_an_address_is_one_client() {
+    // One client: 40 requests at once, next to no refill; an address: ten times that.
+    let app = spawn_app_with(Config {
+        rate_limit: Some(RateLimit {
+            per_second: 0.001,
+            burst: 40.0,
+        }),
+        ..Config::default()
+    })
+    .await;
+    let flooder = "203.0.113.99:6000";
+    let uri = "/api/scenarios/dedupe-by-key/check";
+    let mut served = 0;
+    for i in 0..100 {
+        let (status, body) = call_from(
+            &app,
+            flooder,
+            Method::POST,
+            uri,
+            None,
+            Some(&distinct_design(i)),
+        )
+        .await;
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            assert_eq!(body["error"]["code"], "rate_limited");
+            break;
+        }
+        assert_eq!(status, StatusCode::OK, "{body}");
+        served += 1;
+    }
+    // Each check costs its request and its time: fewer than one client's 40 requests.
+    eprintln!("{served} distinct checks served before the first 429");
+    assert!(served < 40, "{served} checks served");
+    // Another address is served, and so is a student with a session of their own at the
+    // flooding address (a classroom behind one NAT address).
+    let (status, _) = call_from(
+        &app,
+        "198.51.100.99:6000",
+        Method::POST,
+        uri,
+        None,
+        Some(&distinct_design(1000)),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let student = session_from(&app, flooder).await;
+    let (status, body) = call_from(
+        &app,
+        flooder,
+        Method::POST,
+        uri,
+        Some(&student),
+        Some(&distinct_design(1001)),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn a_flood_of_checks_from_one_address_waits_its_turn_while_another_is_served() {
+    let app = spawn_app_with(Config {
+        checks_per_address: 1,
+        checks_waiting_per_address: 3,
+        ..Config::default()
+    })
+    .await;
+    let flooder: SocketAddr = "203.0.113.5:7000".parse().unwrap();
+    // Every turn of the address is taken, as by its own checks running.
+    let held = app.state.hold_check_turns(flooder.ip()).await;
+    assert_eq!(held.len(), 1);
+    let (done, mut answers) = tokio::sync::mpsc::unbounded_channel();
+    for i in 0..5 {
+        let router = app.router.clone();
+        let done = done.clone();
+        tokio::spawn(async move {
+            let request = Request::builder()
+                .method(Method::POST)
+                .uri("/api/scenarios/dedupe-by-key/check")
+                .header("content-type", "application/json")
+                .extension(ConnectInfo(flooder))
+                .body(Body::from(distinct_design(i).to_string()))
+                .unwrap();
+            let status = router.oneshot(request).await.unwrap().status();
+            let _ = done.send(status);
+        });
+    }
+    // Three wait their turn; the two past them are refused at once.
+    let mut refused = Vec::new();
+    while refused.len() < 2 {
+        refused.push(answers.recv().await.unwrap());
+    }
+    assert_eq!(refused, [StatusCode::TOO_MANY_REQUESTS; 2]);
+    for _ in 0..1000 {
+        if app.state.checks_waiting(flooder.ip()) == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(app.state.checks_waiting(flooder.ip()), 3);
+    // Another client is served meanwhile.
+    let (status, _) = call_from(
+        &app,
+        "198.51.100.5:7000",
+        Method::POST,
+        "/api/scenarios/dedupe-by-key/check",
+        None,
+        Some(&distinct_design(99)),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(app.state.checks_waiting(flooder.ip()), 3, "still waiting");
+    assert!(answers.try_recv().is_err(), "none of the waiting ones ran");
+    // Once the address's turn is free, the waiting checks run, one after another.
+    drop(held);
+    for _ in 0..3 {
+        assert_eq!(answers.recv().await.unwrap(), StatusCode::OK);
+    }
+}
+
+#[tokio::test]
+async fn a_submission_with_an_idempotency_key_waits_for_its_address_turn_too() {
+    let app = spawn_app_with(Config {
+        checks_per_address: 1,
+        ..Config::default()
+    })
+    .await;
+    let student: SocketAddr = "203.0.113.6:7000".parse().unwrap();
+    let cookie = session_from(&app, "203.0.113.6:7000").await;
+    let held = app.state.hold_check_turns(student.ip()).await;
+    let router = app.router.clone();
+    let submission = tokio::spawn(async move {
+        let body = json!({"scenario": "dedupe-by-key", "design": distinct_design(7)});
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri("/api/submissions")
+            .header("content-type", "application/json")
+            .header("cookie", cookie)
+            .header("idempotency-key", "waits-its-turn")
+            .extension(ConnectInfo(student))
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        router.oneshot(request).await.unwrap().status()
+    });
+    // The submission's check runs in a task of its own, and still waits for the address.
+    for _ in 0..1000 {
+        if app.state.checks_waiting(student.ip()) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(app.state.checks_waiting(student.ip()), 1);
+    assert!(!submission.is_finished());
+    drop(held);
+    assert_eq!(submission.await.unwrap(), StatusCode::CREATED);
+}

@@ -538,7 +538,7 @@ async fn the_rate_limit_holds_over_a_real_socket_by_peer_address() {
     // Over a socket, clients with neither token nor cookie are told apart by address.
     let dir = TempDir::new("rate-socket");
     let store = server::Store::connect(&dir.sqlite_url()).await.unwrap();
-    // An address gets ten clients' worth: 20 at once, 1 a second.
+    // Clients with neither are one client between them per address: 2 at once, 1 in 10 s.
     let config = Config {
         rate_limit: Some(RateLimit {
             per_second: 0.1,
@@ -566,8 +566,8 @@ async fn the_rate_limit_holds_over_a_real_socket_by_peer_address() {
                 .as_u16(),
         );
     }
-    assert!(statuses[..20].iter().all(|s| *s == 200), "{statuses:?}");
-    assert!(statuses[20..].contains(&429), "{statuses:?}");
+    assert!(statuses[..2].iter().all(|s| *s == 200), "{statuses:?}");
+    assert!(statuses[2..].iter().all(|s| *s == 429), "{statuses:?}");
     server.abort();
 }
 
@@ -650,4 +650,326 @@ async fn the_openapi_document_tells_of_rate_limits_and_outages() {
         responses("/healthz", "get")["429"].is_null(),
         "probes are not limited"
     );
+}
+
+// The cross-site guard, the author routes' Host, and the grader cookie.
+
+/// An instructor signed in at `/instructor` on `localhost:3000`: the `Cookie` value of their
+/// grader cookie, and the token it holds.
+async fn signed_in_instructor(app: &TestApp) -> (String, String) {
+    let token = app.grader_token("teacher").await;
+    let signed = app
+        .send(
+            Method::POST,
+            "/api/instructor/session",
+            &As::nobody(),
+            &[("host", "localhost:3000")],
+            Some(serde_json::to_vec(&json!({"token": token})).unwrap()),
+        )
+        .await;
+    assert_eq!(signed.status, StatusCode::OK, "{}", signed.text);
+    let cookie = signed.cookie().expect("the sign-in sets the grader cookie");
+    assert!(cookie.starts_with("__Host-pb_grader="), "{cookie}");
+    (cookie, token)
+}
+
+/// A page of a sibling subdomain posts a passing design for another student to `/api/grade`
+/// with the instructor's cookie, as a form can (`text/plain`): refused, and nothing is
+/// recorded. The instructor's own page may grade with the same cookie.
+async fn same_site_grade_forgery_is_refused(app: &TestApp) {
+    let (cookie, token) = signed_in_instructor(app).await;
+    let (_, victim) = app.new_student().await;
+    let batch = serde_json::to_vec(&json!([{
+        "scenario": "safe-retry",
+        "student": victim,
+        "design": crate::common::passing_design("safe-retry"),
+    }]))
+    .unwrap();
+    let instructor = As::student(&cookie);
+    for headers in [
+        vec![
+            ("host", "localhost:3000"),
+            ("sec-fetch-site", "same-site"),
+            ("origin", "http://evil.localhost:3000"),
+            ("content-type", "text/plain"),
+        ],
+        vec![
+            ("host", "localhost:3000"),
+            ("origin", "http://evil.example"),
+            ("content-type", "application/json"),
+        ],
+    ] {
+        let forged = app
+            .send(
+                Method::POST,
+                "/api/grade",
+                &instructor,
+                &headers,
+                Some(batch.clone()),
+            )
+            .await;
+        assert_eq!(
+            forged.status,
+            StatusCode::FORBIDDEN,
+            "{headers:?}: {}",
+            forged.text
+        );
+        assert_eq!(forged.code(), ErrorCode::CrossSiteRequest);
+    }
+    let recorded = app
+        .get(
+            &format!("/api/submissions?student={victim}"),
+            &As::grader(&token),
+        )
+        .await;
+    assert_eq!(recorded.status, StatusCode::OK, "{}", recorded.text);
+    assert_eq!(recorded.body, json!([]), "the forgery recorded nothing");
+    // The instructor's own page, with the same cookie, grades.
+    let own = app
+        .send(
+            Method::POST,
+            "/api/grade",
+            &instructor,
+            &[
+                ("host", "localhost:3000"),
+                ("sec-fetch-site", "same-origin"),
+                ("origin", "http://localhost:3000"),
+            ],
+            Some(batch),
+        )
+        .await;
+    assert_eq!(own.status, StatusCode::OK, "{}", own.text);
+    let recorded = app
+        .get(
+            &format!("/api/submissions?student={victim}"),
+            &As::grader(&token),
+        )
+        .await;
+    assert_eq!(recorded.body.as_array().map(Vec::len), Some(1));
+}
+
+#[tokio::test]
+async fn a_same_site_page_cannot_grade_with_the_instructors_cookie_on_sqlite() {
+    same_site_grade_forgery_is_refused(&spawn_app().await).await;
+}
+
+#[tokio::test]
+async fn a_same_site_page_cannot_grade_with_the_instructors_cookie_on_postgres() {
+    let Some(db) = crate::postgres::database("same_site_grade_forgery").await else {
+        return;
+    };
+    let store = server::Store::connect(&db.url)
+        .await
+        .expect("PostgreSQL connects");
+    let app = crate::common::spawn_app_on(store, Config::default(), TempDir::new("grade-forgery"));
+    same_site_grade_forgery_is_refused(&app).await;
+}
+
+/// The writes open to anyone, which no cookie authenticates; every other write in the OpenAPI
+/// document must be behind the cross-site guard.
+const OPEN_WRITES: [&str; 1] = ["post /api/scenarios/{id}/check"];
+
+#[tokio::test]
+async fn every_write_a_cookie_authenticates_is_behind_the_cross_site_guard() {
+    let app = spawn_app().await;
+    let (grader_cookie, _) = signed_in_instructor(&app).await;
+    let (session_cookie, _) = app.new_student().await;
+    let both = As::student(&format!("{session_cookie}; {grader_cookie}"));
+    let document = app.get("/api/openapi.json", &As::nobody()).await.body;
+    let paths = document["paths"]
+        .as_object()
+        .expect("the document has paths");
+    let mut walked = Vec::new();
+    let mut passed = Vec::new();
+    for (path, operations) in paths {
+        let operations = operations.as_object().expect("a path item");
+        for method in ["post", "put", "patch", "delete"] {
+            let Some(operation) = operations.get(method) else {
+                continue;
+            };
+            let uri = path
+                .replace("{id}", "safe-retry")
+                .replace("{scenario}", "safe-retry")
+                .replace("{student}", "s-0")
+                .replace("{attempt}", "a-0");
+            assert!(
+                !uri.contains('{'),
+                "{path}: a parameter the walk does not fill"
+            );
+            let answer = app
+                .send(
+                    method.to_uppercase().parse().unwrap(),
+                    &uri,
+                    &both,
+                    &[
+                        ("host", "localhost:3000"),
+                        ("sec-fetch-site", "same-site"),
+                        ("origin", "http://evil.localhost:3000"),
+                        ("content-type", "text/plain"),
+                    ],
+                    Some(b"{}".to_vec()),
+                )
+                .await;
+            let what = format!("{method} {path}");
+            if answer.status == StatusCode::FORBIDDEN
+                && answer.code() == ErrorCode::CrossSiteRequest
+            {
+                assert!(answer.header("set-cookie").is_none(), "{what} set a cookie");
+            } else {
+                // A route outside the guard must be one that no cookie authenticates.
+                assert!(
+                    operation.get("security").is_none(),
+                    "{what} is authenticated but answered {}: {}",
+                    answer.status,
+                    answer.text
+                );
+                passed.push(what.clone());
+            }
+            walked.push(what);
+        }
+    }
+    assert!(
+        walked.len() >= 12,
+        "the walk found the document's writes: {walked:?}"
+    );
+    assert_eq!(passed, OPEN_WRITES, "the writes open to anyone");
+}
+
+#[tokio::test]
+async fn a_planted_unprefixed_grader_cookie_does_not_lock_the_instructor_out() {
+    let app = spawn_app().await;
+    let (cookie, token) = signed_in_instructor(&app).await;
+    let localhost = [("host", "localhost:3000")];
+    let whoami = |cookie: String| {
+        let app = &app;
+        async move {
+            app.send(
+                Method::GET,
+                "/api/instructor/session",
+                &As::student(&cookie),
+                &localhost,
+                None,
+            )
+            .await
+        }
+    };
+    // A sibling subdomain tosses `pb_grader` for the parent domain, before and after ours.
+    for planted in [
+        format!("pb_grader=pbt_planted; {cookie}"),
+        format!("{cookie}; pb_grader=pbt_planted"),
+    ] {
+        let me = whoami(planted).await;
+        assert_eq!(me.status, StatusCode::OK, "{}", me.text);
+        assert_eq!(me.body["name"], "teacher");
+    }
+    // Alone, the unprefixed cookie counts for nothing here, even holding a real token.
+    let alone = whoami(format!("pb_grader={token}")).await;
+    assert_eq!(alone.status, StatusCode::UNAUTHORIZED, "{}", alone.text);
+    // Signing in again with the planted cookie present works, and removes an unprefixed
+    // cookie this host set.
+    let again = app
+        .send(
+            Method::POST,
+            "/api/instructor/session",
+            &As::student("pb_grader=pbt_planted"),
+            &localhost,
+            Some(serde_json::to_vec(&json!({"token": token})).unwrap()),
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.text);
+    let set: Vec<&str> = again
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    assert!(set[0].starts_with("__Host-pb_grader="), "{set:?}");
+    assert!(
+        set.iter()
+            .any(|c| c.starts_with("pb_grader=;") && c.contains("Max-Age=0")),
+        "{set:?}"
+    );
+    let fresh = again.cookie().unwrap();
+    let me = whoami(format!("{fresh}; pb_grader=pbt_planted")).await;
+    assert_eq!(me.status, StatusCode::OK, "{}", me.text);
+    // On plain HTTP to a LAN address, where browsers refuse `__Host-`, the unprefixed cookie
+    // is the one that counts.
+    let lan = [("host", "192.168.1.20:3000")];
+    let signed = app
+        .send(
+            Method::POST,
+            "/api/instructor/session",
+            &As::nobody(),
+            &lan,
+            Some(serde_json::to_vec(&json!({"token": token})).unwrap()),
+        )
+        .await;
+    let plain = signed.cookie().unwrap();
+    assert!(plain.starts_with("pb_grader="), "{plain}");
+    let me = app
+        .send(
+            Method::GET,
+            "/api/instructor/session",
+            &As::student(&plain),
+            &lan,
+            None,
+        )
+        .await;
+    assert_eq!(me.status, StatusCode::OK, "{}", me.text);
+}
+
+#[tokio::test]
+async fn the_author_routes_refuse_a_host_that_is_not_the_servers_own() {
+    let app = spawn_app_with(Config {
+        author: true,
+        public_url: Some("https://pipelines.example.edu".into()),
+        ..Config::default()
+    })
+    .await;
+    for uri in ["/api/author/status", "/api/author/scenarios/safe-retry"] {
+        for host in ["rebind.attacker.example", "rebind.attacker.example:3000"] {
+            let refused = app
+                .send(Method::GET, uri, &As::nobody(), &[("host", host)], None)
+                .await;
+            assert_eq!(
+                refused.status,
+                StatusCode::MISDIRECTED_REQUEST,
+                "{uri} {host}: {}",
+                refused.text
+            );
+            assert_eq!(refused.code(), ErrorCode::UnexpectedHost);
+            assert!(
+                !refused.text.contains("reference_designs"),
+                "{uri}: no answer leaks"
+            );
+        }
+        for host in [
+            "127.0.0.1:3000",
+            "localhost:3000",
+            "LOCALHOST",
+            "[::1]:3000",
+            "pipelines.example.edu",
+        ] {
+            let served = app
+                .send(Method::GET, uri, &As::nobody(), &[("host", host)], None)
+                .await;
+            assert_eq!(
+                served.status,
+                StatusCode::OK,
+                "{uri} {host}: {}",
+                served.text
+            );
+        }
+    }
+    // The rest of the API answers to any name, as before.
+    let open = app
+        .send(
+            Method::GET,
+            "/api/scenarios",
+            &As::nobody(),
+            &[("host", "rebind.attacker.example")],
+            None,
+        )
+        .await;
+    assert_eq!(open.status, StatusCode::OK);
 }
