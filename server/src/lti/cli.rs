@@ -47,6 +47,11 @@ pub enum PlatformCommand {
         /// The URL of the platform's public keys (JWKS).
         #[arg(long)]
         jwks_url: String,
+        /// An origin where the platform's line items and scores are besides those of the
+        /// URLs above, such as a Canvas school's https://school.instructure.com; repeat for
+        /// several. The tool sends scores nowhere else.
+        #[arg(long = "service-origin")]
+        service_origins: Vec<String>,
         #[command(flatten)]
         database: Database,
     },
@@ -82,6 +87,24 @@ fn url(name: &str, value: &str) -> Result<(), String> {
     }
 }
 
+/// An origin given with `--service-origin`, as the tool compares origins: scheme, host and
+/// the port when it is not the scheme's own.
+fn service_origin(value: &str) -> Result<String, String> {
+    match reqwest::Url::parse(value) {
+        Ok(u)
+            if (u.scheme() == "https" || u.scheme() == "http")
+                && u.path() == "/"
+                && u.query().is_none()
+                && u.host().is_some() =>
+        {
+            Ok(u.origin().ascii_serialization())
+        }
+        _ => Err(format!(
+            "--service-origin must be an origin such as https://school.instructure.com, not \"{value}\""
+        )),
+    }
+}
+
 pub async fn run(command: LtiCommand) -> ExitCode {
     let url_of = match &command {
         LtiCommand::Platform(PlatformCommand::Add { database, .. })
@@ -104,6 +127,7 @@ pub async fn run(command: LtiCommand) -> ExitCode {
             auth_url,
             token_url,
             jwks_url,
+            service_origins,
             ..
         }) => {
             let checks = [
@@ -111,11 +135,16 @@ pub async fn run(command: LtiCommand) -> ExitCode {
                 url("token-url", &token_url),
                 url("jwks-url", &jwks_url),
             ];
-            if let Some(Err(e)) = checks.into_iter().find(Result::is_err) {
-                eprintln!("{e}");
-                store.close().await;
-                return ExitCode::from(2);
-            }
+            let origins: Result<Vec<String>, String> =
+                service_origins.iter().map(|o| service_origin(o)).collect();
+            let origins = match (checks.into_iter().find(Result::is_err), origins) {
+                (Some(Err(e)), _) | (_, Err(e)) => {
+                    eprintln!("{e}");
+                    store.close().await;
+                    return ExitCode::from(2);
+                }
+                (_, Ok(origins)) => origins,
+            };
             let id = {
                 use sha2::Digest;
                 let digest = sha2::Sha256::digest(format!("{issuer}\n{client_id}").as_bytes());
@@ -132,6 +161,7 @@ pub async fn run(command: LtiCommand) -> ExitCode {
                 token_url,
                 jwks_url,
                 deployments: deployment_ids,
+                service_origins: origins,
             };
             match store.add_lti_platform(&platform).await {
                 Ok(true) => {
@@ -153,17 +183,18 @@ pub async fn run(command: LtiCommand) -> ExitCode {
         }
         LtiCommand::Platform(PlatformCommand::List { .. }) => match store.lti_platforms().await {
             Ok(platforms) => {
-                println!("id\tissuer\tclient_id\tdeployments\tauth_url\ttoken_url\tjwks_url");
+                println!("id\tissuer\tclient_id\tdeployments\tauth_url\ttoken_url\tjwks_url\tservice_origins");
                 for p in platforms {
                     println!(
-                        "{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                        "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
                         p.id,
                         p.issuer,
                         p.client_id,
                         p.deployments.join(","),
                         p.auth_url,
                         p.token_url,
-                        p.jwks_url
+                        p.jwks_url,
+                        p.service_origins.join(",")
                     );
                 }
                 ExitCode::SUCCESS
