@@ -17,6 +17,9 @@ use crate::common::{spawn_app_on, As, TempDir, TestApp};
 const LTI: &str = "https://purl.imsglobal.org/spec/lti/claim/";
 const PUBLIC: &str = "https://tool.example.edu";
 const CLIENT: &str = "tool-client-1";
+/// The client id of a second registration of the same platform (another activity of a course,
+/// as Open edX registers each).
+const CLIENT_2: &str = "tool-client-2";
 const DEPLOYMENT: &str = "deployment-1";
 const KID: &str = "platform-key-1";
 
@@ -39,6 +42,8 @@ struct Gradebook {
     down: std::sync::atomic::AtomicBool,
     refused: AtomicUsize,
     accepted: std::sync::Mutex<Vec<Value>>,
+    /// The bearer token each accepted score came with, in the same order.
+    bearers: std::sync::Mutex<Vec<String>>,
     /// Line items the tool made.
     made: std::sync::Mutex<Vec<Value>>,
 }
@@ -50,7 +55,7 @@ async fn lineitems_endpoint(
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     let bearer = headers.get("authorization").and_then(|v| v.to_str().ok());
-    if bearer != Some("Bearer platform-token") {
+    if !bearer.is_some_and(|b| b.starts_with("Bearer platform-token-")) {
         return (StatusCode::UNAUTHORIZED, "no").into_response();
     }
     let host = headers
@@ -69,18 +74,21 @@ async fn token_endpoint(
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     let keys = book.tool_keys.lock().unwrap().clone();
+    // The assertion's issuer is the registration's client id; the token is that client's own.
     let verified = (|| {
         let assertion = form.get("client_assertion")?;
         let header = jsonwebtoken::decode_header(assertion).ok()?;
         let keys = keys?;
         let key = jsonwebtoken::DecodingKey::from_jwk(keys.find(&header.kid?)?).ok()?;
         let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
-        v.set_issuer(&[CLIENT]);
+        v.set_issuer(&[CLIENT, CLIENT_2]);
         v.set_audience(&[form.get("token_aud")?.as_str()]);
         jsonwebtoken::decode::<Value>(assertion, &key, &v).ok()
     })();
-    if verified.is_none()
-        || form.get("grant_type").map(String::as_str) != Some("client_credentials")
+    let Some(client) = verified.as_ref().and_then(|t| t.claims["iss"].as_str()) else {
+        return (StatusCode::UNAUTHORIZED, "bad client assertion").into_response();
+    };
+    if form.get("grant_type").map(String::as_str) != Some("client_credentials")
         || !matches!(
             form.get("scope").map(String::as_str),
             Some(server::lti::grades::SCORE_SCOPE | server::lti::grades::LINEITEM_SCOPE)
@@ -88,9 +96,11 @@ async fn token_endpoint(
     {
         return (StatusCode::UNAUTHORIZED, "bad client assertion").into_response();
     }
-    axum::Json(
-        json!({"access_token": "platform-token", "token_type": "Bearer", "expires_in": 3600}),
-    )
+    axum::Json(json!({
+        "access_token": format!("platform-token-{client}"),
+        "token_type": "Bearer",
+        "expires_in": 3600,
+    }))
     .into_response()
 }
 
@@ -111,11 +121,13 @@ async fn score_endpoint(
     }
     let bearer = headers.get("authorization").and_then(|v| v.to_str().ok());
     let typed = headers.get("content-type").and_then(|v| v.to_str().ok());
-    if bearer != Some("Bearer platform-token")
-        || typed != Some("application/vnd.ims.lis.v1.score+json")
-    {
+    let Some(bearer) = bearer.filter(|b| b.starts_with("Bearer platform-token-")) else {
+        return (StatusCode::UNAUTHORIZED, "no").into_response();
+    };
+    if typed != Some("application/vnd.ims.lis.v1.score+json") {
         return (StatusCode::UNAUTHORIZED, "no").into_response();
     }
+    book.bearers.lock().unwrap().push(bearer.to_string());
     book.accepted
         .lock()
         .unwrap()
@@ -172,7 +184,10 @@ async fn start_platform() -> TestPlatform {
                 },
             ),
         )
-        .route("/lineitems/1/scores", axum::routing::post(score_endpoint))
+        .route(
+            "/lineitems/{item}/scores",
+            axum::routing::post(score_endpoint),
+        )
         .route("/lineitems", axum::routing::post(lineitems_endpoint))
         .with_state(Arc::clone(&grades));
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -187,14 +202,20 @@ async fn start_platform() -> TestPlatform {
 
 impl TestPlatform {
     fn registration(&self) -> Platform {
+        self.registration_of("test-platform", CLIENT)
+    }
+
+    /// A registration of this platform with its own id and client id.
+    fn registration_of(&self, id: &str, client: &str) -> Platform {
         Platform {
-            id: "test-platform".into(),
+            id: id.into(),
             issuer: self.issuer.clone(),
-            client_id: CLIENT.into(),
+            client_id: client.into(),
             auth_url: format!("{}/auth", self.issuer),
             token_url: format!("{}/token", self.issuer),
             jwks_url: format!("{}/jwks", self.issuer),
             deployments: vec![DEPLOYMENT.into()],
+            service_origins: Vec::new(),
         }
     }
 
@@ -243,17 +264,32 @@ async fn tool_on(store: Store) -> TestApp {
         store,
         Config {
             public_url: Some(PUBLIC.into()),
+            // LTI runs over HTTPS, where a login can leave its cookie in its browser.
+            https: true,
             ..Config::default()
         },
         TempDir::new("lti"),
     )
 }
 
-/// Starts a login as the platform does; answers the state and nonce the tool sent to the
-/// platform's authorization endpoint.
-async fn login(app: &TestApp, platform: &TestPlatform) -> (String, String) {
+/// A login the platform started, as the browser that started it holds it: the state and
+/// nonce the tool sent to the platform's authorization endpoint, and the cookie the login left
+/// (over HTTPS).
+struct Started {
+    state: String,
+    nonce: String,
+    cookie: Option<String>,
+}
+
+/// Starts a login as the platform does, for the registration of `CLIENT`.
+async fn login(app: &TestApp, platform: &TestPlatform) -> Started {
+    login_for(app, platform, CLIENT).await
+}
+
+/// Starts a login as the platform does, for the registration of `client`.
+async fn login_for(app: &TestApp, platform: &TestPlatform, client: &str) -> Started {
     let uri = format!(
-        "/lti/login?iss={}&login_hint=user-hint&target_link_uri={}&client_id={CLIENT}&lti_message_hint=m1",
+        "/lti/login?iss={}&login_hint=user-hint&target_link_uri={}&client_id={client}&lti_message_hint=m1",
         urlencode(&platform.issuer),
         urlencode(&format!("{PUBLIC}/lti/launch"))
     );
@@ -266,11 +302,15 @@ async fn login(app: &TestApp, platform: &TestPlatform) -> (String, String) {
     let q: std::collections::HashMap<String, String> =
         location.query_pairs().into_owned().collect();
     assert_eq!(q["redirect_uri"], format!("{PUBLIC}/lti/launch"));
-    assert_eq!(q["client_id"], CLIENT);
+    assert_eq!(q["client_id"], client);
     assert_eq!(q["response_mode"], "form_post");
     assert_eq!(q["scope"], "openid");
     assert_eq!(q["lti_message_hint"], "m1");
-    (q["state"].clone(), q["nonce"].clone())
+    Started {
+        state: q["state"].clone(),
+        nonce: q["nonce"].clone(),
+        cookie: answer.cookie(),
+    }
 }
 
 fn urlencode(text: &str) -> String {
@@ -282,7 +322,18 @@ fn urlencode(text: &str) -> String {
         .to_string()
 }
 
-async fn launch(app: &TestApp, id_token: &str, state: &str) -> crate::common::Answer {
+/// The platform's auto-submitted form post of a launch, from the browser that started its
+/// login (with the login's cookie, when it left one).
+async fn launch(app: &TestApp, id_token: &str, started: &Started) -> crate::common::Answer {
+    let who = match &started.cookie {
+        Some(cookie) => As::student(cookie),
+        None => As::nobody(),
+    };
+    launch_as(app, id_token, &started.state, &who).await
+}
+
+/// A launch's form post with `state`, from a browser holding `who`'s cookies.
+async fn launch_as(app: &TestApp, id_token: &str, state: &str, who: &As) -> crate::common::Answer {
     let body = format!(
         "id_token={}&state={}",
         urlencode(id_token),
@@ -291,7 +342,7 @@ async fn launch(app: &TestApp, id_token: &str, state: &str) -> crate::common::An
     app.send(
         Method::POST,
         "/lti/launch",
-        &As::nobody(),
+        who,
         &[
             ("content-type", "application/x-www-form-urlencoded"),
             ("origin", "https://platform.example"),
@@ -308,9 +359,10 @@ fn session_cookie(answer: &crate::common::Answer) -> String {
 
 async fn a_learner_launches_signed_in_on_the_scenario(store: Store) {
     let (platform, app) = registered(&store).await;
-    let (state, nonce) = login(&app, &platform).await;
+    let started = login(&app, &platform).await;
+    let nonce = started.nonce.clone();
     let token = platform.sign(&platform.claims(&nonce, "learner-1"), KID, &platform.key);
-    let answer = launch(&app, &token, &state).await;
+    let answer = launch(&app, &token, &started).await;
     assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
     let location = answer.header("location").unwrap().to_string();
     assert!(
@@ -337,7 +389,7 @@ async fn a_learner_launches_signed_in_on_the_scenario(store: Store) {
     // The platform's course is a class, and the learner a member under their name; an
     // attempt can be made for it.
     let class = store
-        .lti_context_class("test-platform", "course-1")
+        .lti_course_class(&platform.issuer, DEPLOYMENT, "course-1")
         .await
         .unwrap()
         .expect("the course's class");
@@ -354,11 +406,17 @@ async fn a_learner_launches_signed_in_on_the_scenario(store: Store) {
     assert_eq!(for_class.status, StatusCode::CREATED, "{}", for_class.text);
 
     // An instructor of the course lands on its class's dashboard; no second class is made.
-    let (state_i, nonce_i) = login(&app, &platform).await;
+    let started_i = login(&app, &platform).await;
+    let nonce_i = started_i.nonce.clone();
     let mut teacher = platform.claims(&nonce_i, "teacher-9");
     teacher[format!("{LTI}roles")] =
         json!(["http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"]);
-    let landed = launch(&app, &platform.sign(&teacher, KID, &platform.key), &state_i).await;
+    let landed = launch(
+        &app,
+        &platform.sign(&teacher, KID, &platform.key),
+        &started_i,
+    )
+    .await;
     assert_eq!(landed.status, StatusCode::SEE_OTHER, "{}", landed.text);
     assert!(
         landed
@@ -383,14 +441,15 @@ async fn a_learner_launches_signed_in_on_the_scenario(store: Store) {
     );
 
     // The same token and state again: the login was spent.
-    let replay = launch(&app, &token, &state).await;
+    let replay = launch(&app, &token, &started).await;
     assert_eq!(replay.status, StatusCode::FORBIDDEN);
     assert!(replay.cookie().is_none());
 
     // A later launch of the same user is the same student.
-    let (state, nonce) = login(&app, &platform).await;
+    let started = login(&app, &platform).await;
+    let nonce = started.nonce.clone();
     let token = platform.sign(&platform.claims(&nonce, "learner-1"), KID, &platform.key);
-    let again = launch(&app, &token, &state).await;
+    let again = launch(&app, &token, &started).await;
     assert_eq!(again.status, StatusCode::SEE_OTHER);
     let me = app
         .get("/api/session", &As::student(&session_cookie(&again)))
@@ -589,7 +648,8 @@ async fn every_refused_launch_says_why_and_creates_nothing() {
     ];
     for (i, (name, change, status, words)) in cases.into_iter().enumerate() {
         let sub = format!("refused-{i}");
-        let (mut state, nonce) = login(&app, &platform).await;
+        let mut started = login(&app, &platform).await;
+        let nonce = started.nonce.clone();
         let mut claims = platform.claims(&nonce, &sub);
         let token = match change {
             Change::Claims(f) => {
@@ -605,16 +665,16 @@ async fn every_refused_launch_says_why_and_creates_nothing() {
                     .unwrap()
             }
             Change::MadeUpState => {
-                state = "made-up-state".into();
+                started.state = "made-up-state".into();
                 platform.sign(&claims, KID, &platform.key)
             }
             Change::OtherNonce => {
-                let (_, other) = login(&app, &platform).await;
+                let other = login(&app, &platform).await.nonce;
                 claims["nonce"] = json!(other);
                 platform.sign(&claims, KID, &platform.key)
             }
         };
-        let answer = launch(&app, &token, &state).await;
+        let answer = launch(&app, &token, &started).await;
         assert_eq!(answer.status, status, "{name}: {}", answer.text);
         assert!(
             answer.text.contains(words),
@@ -630,14 +690,14 @@ async fn every_refused_launch_says_why_and_creates_nothing() {
         );
         assert!(answer.cookie().is_none(), "{name}: no session");
         assert_eq!(
-            store.lti_student("test-platform", &sub).await.unwrap(),
+            store.lti_student(&platform.issuer, &sub).await.unwrap(),
             None,
             "{name}: no student"
         );
         // The login was not spent: a refusal creates nothing and uses nothing.
-        if state != "made-up-state" {
+        if started.state != "made-up-state" {
             assert!(
-                store.lti_login(&state).await.unwrap().is_some(),
+                store.lti_login(&started.state).await.unwrap().is_some(),
                 "{name}: the login is still there"
             );
         }
@@ -785,21 +845,23 @@ async fn an_instructor_places_a_scenario_by_deep_linking(store: Store) {
         claims
     };
     // A learner cannot place an activity.
-    let (state, nonce) = login(&app, &platform).await;
+    let started = login(&app, &platform).await;
+    let nonce = started.nonce.clone();
     let refused = launch(
         &app,
         &platform.sign(&request(&nonce, "Learner"), KID, &platform.key),
-        &state,
+        &started,
     )
     .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text);
     assert!(refused.text.contains("only an instructor"));
 
-    let (state, nonce) = login(&app, &platform).await;
+    let started = login(&app, &platform).await;
+    let nonce = started.nonce.clone();
     let page = launch(
         &app,
         &platform.sign(&request(&nonce, "Instructor"), KID, &platform.key),
-        &state,
+        &started,
     )
     .await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.text);
@@ -880,13 +942,14 @@ async fn a_launched_learners_score_reaches_the_platform_once_even_after_an_outag
     let jwks = app.get("/lti/jwks", &As::nobody()).await.body;
     *platform.grades.tool_keys.lock().unwrap() = Some(serde_json::from_value(jwks).unwrap());
     let lineitem = format!("{}/lineitems/1?type=score", platform.issuer);
-    let (state, nonce) = login(&app, &platform).await;
+    let started = login(&app, &platform).await;
+    let nonce = started.nonce.clone();
     let mut claims = platform.claims(&nonce, "learner-7");
     claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = json!({
         "scope": [server::lti::grades::SCORE_SCOPE],
         "lineitem": lineitem,
     });
-    let answer = launch(&app, &platform.sign(&claims, KID, &platform.key), &state).await;
+    let answer = launch(&app, &platform.sign(&claims, KID, &platform.key), &started).await;
     assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
     let cookie = session_cookie(&answer);
     // Nothing to send before an attempt.
@@ -1013,16 +1076,47 @@ fn the_score_url_of_a_line_item_keeps_its_query() {
     );
 }
 
+/// The resume page's form post, from this tool's own page in a browser holding `who`'s
+/// cookies.
+async fn post_resume(app: &TestApp, code: &str, who: &As) -> crate::common::Answer {
+    app.send(
+        Method::POST,
+        "/lti/resume",
+        who,
+        &[
+            ("content-type", "application/x-www-form-urlencoded"),
+            ("origin", PUBLIC),
+            ("sec-fetch-site", "same-origin"),
+        ],
+        Some(format!("code={}", urlencode(code)).into_bytes()),
+    )
+    .await
+}
+
+/// The handoff code a launch's answer carries, in its fragment or in the resume page's query.
+fn handoff_code(answer: &crate::common::Answer) -> String {
+    let location = answer.header("location").expect("a redirect");
+    location
+        .split_once("#lti-handoff=")
+        .or_else(|| location.split_once("/lti/resume?code="))
+        .map(|(_, code)| code.to_string())
+        .unwrap_or_else(|| panic!("no handoff code in {location}"))
+}
+
 #[tokio::test]
-async fn a_frame_that_keeps_no_cookie_hands_the_student_to_a_new_window_once() {
+async fn a_frame_that_keeps_no_cookie_hands_the_student_to_a_new_window_that_names_them_once() {
     let dir = TempDir::new("lti-handoff");
     let store = Store::connect(&dir.sqlite_url()).await.unwrap();
     let (platform, app) = registered(&store).await;
-    let (state, nonce) = login(&app, &platform).await;
+    let started = login(&app, &platform).await;
     let answer = launch(
         &app,
-        &platform.sign(&platform.claims(&nonce, "framed-1"), KID, &platform.key),
-        &state,
+        &platform.sign(
+            &platform.claims(&started.nonce, "framed-1"),
+            KID,
+            &platform.key,
+        ),
+        &started,
     )
     .await;
     let launched = app
@@ -1030,12 +1124,40 @@ async fn a_frame_that_keeps_no_cookie_hands_the_student_to_a_new_window_once() {
         .await
         .body["student"]
         .clone();
-    let location = answer.header("location").unwrap().to_string();
-    let code = location.split("#lti-handoff=").nth(1).unwrap().to_string();
-    // The new window: signed in as the same student, on the scenario.
-    let resumed = app
-        .get(&format!("/lti/resume?code={code}"), &As::nobody())
+    let code = handoff_code(&answer);
+    // The new window's page names who it will sign in and asks; by itself it signs nobody
+    // in and spends nothing.
+    let uri = format!("/lti/resume?code={code}");
+    let page = app.get(&uri, &As::nobody()).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert!(
+        page.text.contains("<strong>Ada Lovelace</strong>"),
+        "{}",
+        page.text
+    );
+    assert!(
+        page.text
+            .contains("<form method=\"post\" action=\"/lti/resume\" target=\"_blank\">"),
+        "a page that may be in a frame opens a new window: {}",
+        page.text
+    );
+    assert!(page.header("set-cookie").is_none());
+    let top = app
+        .send(
+            Method::GET,
+            &uri,
+            &As::nobody(),
+            &[("sec-fetch-dest", "document")],
+            None,
+        )
         .await;
+    assert!(
+        top.text.contains("Continue as Ada Lovelace") && !top.text.contains("_blank"),
+        "a top-level page continues in place: {}",
+        top.text
+    );
+    // Its form signs the new window in as the launched student, on the scenario.
+    let resumed = post_resume(&app, &code, &As::nobody()).await;
     assert_eq!(resumed.status, StatusCode::SEE_OTHER, "{}", resumed.text);
     assert_eq!(resumed.header("location"), Some("/scenarios/safe-retry"));
     let me = app
@@ -1043,14 +1165,17 @@ async fn a_frame_that_keeps_no_cookie_hands_the_student_to_a_new_window_once() {
         .await;
     assert_eq!(me.body["student"], launched);
     // Once only; an unknown code too is refused with a page that says so.
+    let again = post_resume(&app, &code, &As::nobody()).await;
+    assert_eq!(again.status, StatusCode::FORBIDDEN, "{}", again.text);
+    assert!(again.header("set-cookie").is_none());
     for uri in [
-        format!("/lti/resume?code={code}"),
+        uri,
         "/lti/resume?code=made-up".to_string(),
         "/lti/resume".to_string(),
     ] {
         let again = app.get(&uri, &As::nobody()).await;
         assert!(again.status.is_client_error(), "{uri}: {}", again.status);
-        assert!(again.cookie().is_none(), "{uri}");
+        assert!(again.header("set-cookie").is_none(), "{uri}");
         assert!(
             again
                 .text
@@ -1059,6 +1184,220 @@ async fn a_frame_that_keeps_no_cookie_hands_the_student_to_a_new_window_once() {
             again.text
         );
     }
+}
+
+#[tokio::test]
+async fn a_launch_the_logins_browser_did_not_send_signs_nobody_in_and_goes_through_the_resume_page()
+{
+    let dir = TempDir::new("lti-unbound");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let (platform, app) = registered(&store).await;
+    // Over HTTPS the login leaves a cookie of its own in its browser, which the platform's
+    // cross-site form post carries back and a platform's frame may keep.
+    let uri = format!(
+        "/lti/login?iss={}&login_hint=h&target_link_uri={}&client_id={CLIENT}",
+        urlencode(&platform.issuer),
+        urlencode(&format!("{PUBLIC}/lti/launch"))
+    );
+    let answer = app.get(&uri, &As::nobody()).await;
+    let set_cookie = answer.header("set-cookie").expect("the login's cookie");
+    for part in [
+        "__Host-pb_lti_",
+        "HttpOnly",
+        "Secure",
+        "SameSite=None",
+        "Partitioned",
+        "Path=/",
+        "Max-Age=600",
+    ] {
+        assert!(set_cookie.contains(part), "{set_cookie} lacks {part}");
+    }
+    // A launch without it (a frame that keeps no cookie of this site) is the user's all the
+    // same, but signs this browser in as nobody: the resume page asks first.
+    let started = login(&app, &platform).await;
+    let token = platform.sign(
+        &platform.claims(&started.nonce, "cookieless-1"),
+        KID,
+        &platform.key,
+    );
+    let answer = launch_as(&app, &token, &started.state, &As::nobody()).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
+    assert!(
+        answer
+            .header("location")
+            .unwrap()
+            .starts_with("/lti/resume?code="),
+        "{:?}",
+        answer.header("location")
+    );
+    assert!(answer.header("set-cookie").is_none(), "no session is set");
+    let code = handoff_code(&answer);
+    let page = app
+        .get(answer.header("location").unwrap(), &As::nobody())
+        .await;
+    assert!(page.text.contains("Ada Lovelace"), "{}", page.text);
+    let resumed = post_resume(&app, &code, &As::nobody()).await;
+    assert_eq!(resumed.status, StatusCode::SEE_OTHER, "{}", resumed.text);
+    let cookie = resumed.cookie().unwrap();
+    let me = app.get("/api/session", &As::student(&cookie)).await;
+    let student = store
+        .lti_student(&platform.issuer, "cookieless-1")
+        .await
+        .unwrap();
+    assert_eq!(me.body["student"].as_str(), student.as_deref());
+    // The next such launch finds this browser signed in as the same student: the page sends
+    // it on at once.
+    let started = login(&app, &platform).await;
+    let token = platform.sign(
+        &platform.claims(&started.nonce, "cookieless-1"),
+        KID,
+        &platform.key,
+    );
+    let answer = launch_as(&app, &token, &started.state, &As::student(&cookie)).await;
+    let next = app
+        .get(answer.header("location").unwrap(), &As::student(&cookie))
+        .await;
+    assert_eq!(next.status, StatusCode::SEE_OTHER, "{}", next.text);
+    assert_eq!(next.header("location"), Some("/scenarios/safe-retry"));
+    // Over plain HTTP no cookie can make that trip: the login sets none, and every launch
+    // goes through the resume page.
+    let plain = spawn_app_on(
+        store.clone(),
+        Config {
+            public_url: Some(PUBLIC.into()),
+            ..Config::default()
+        },
+        TempDir::new("lti-unbound-http"),
+    );
+    let started = login(&plain, &platform).await;
+    assert_eq!(started.cookie, None);
+    let token = platform.sign(
+        &platform.claims(&started.nonce, "cookieless-2"),
+        KID,
+        &platform.key,
+    );
+    let answer = launch(&plain, &token, &started).await;
+    assert!(answer.header("set-cookie").is_none());
+    assert!(answer
+        .header("location")
+        .unwrap()
+        .starts_with("/lti/resume?code="));
+}
+
+/// A victim's browser with anonymous work in it, and an attacker who launches as themself.
+async fn a_planted_login_leaves_the_victims_session_as_it_was(store: Store) {
+    let (platform, app) = registered(&store).await;
+    let (victim, victim_id) = app.new_student().await;
+    let victim_browser = As::student(&victim);
+    let work = app
+        .post(
+            "/api/submissions",
+            &victim_browser,
+            &json!({"scenario": "safe-retry", "design": crate::common::failing_design()}),
+        )
+        .await;
+    assert_eq!(work.status, StatusCode::CREATED, "{}", work.text);
+    let as_the_attacker = |nonce: &str| {
+        let mut claims = platform.claims(nonce, "mallory");
+        claims["name"] = json!("Mallory");
+        platform.sign(&claims, KID, &platform.key)
+    };
+    let still_the_victims = || async {
+        let me = app.get("/api/session", &victim_browser).await;
+        assert_eq!(me.status, StatusCode::OK, "{}", me.text);
+        assert_eq!(me.body["student"], victim_id.as_str());
+        let mine = app.get("/api/submissions", &victim_browser).await;
+        assert_eq!(mine.body.as_array().map(Vec::len), Some(1), "{}", mine.text);
+    };
+
+    // A planted resume code: the attacker's own launch, its code opened in the victim's
+    // browser, by a link, by a forged form post, and by the page's own form.
+    let started = login(&app, &platform).await;
+    let attackers = launch(&app, &as_the_attacker(&started.nonce), &started).await;
+    let code = handoff_code(&attackers);
+    let page = app
+        .get(&format!("/lti/resume?code={code}"), &victim_browser)
+        .await;
+    assert_eq!(page.status, StatusCode::CONFLICT, "{}", page.text);
+    assert!(page.text.contains("Mallory"), "{}", page.text);
+    assert!(!page.text.contains("<form"), "{}", page.text);
+    let forged = app
+        .send(
+            Method::POST,
+            "/lti/resume",
+            &victim_browser,
+            &[
+                ("content-type", "application/x-www-form-urlencoded"),
+                ("origin", "https://evil.example"),
+                ("sec-fetch-site", "cross-site"),
+            ],
+            Some(format!("code={code}").into_bytes()),
+        )
+        .await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN, "{}", forged.text);
+    let posted = post_resume(&app, &code, &victim_browser).await;
+    assert_eq!(posted.status, StatusCode::CONFLICT, "{}", posted.text);
+    for answer in [&page, &forged, &posted] {
+        assert!(answer.header("set-cookie").is_none(), "{}", answer.text);
+    }
+    still_the_victims().await;
+
+    // A cross-site launch: another site's form posts the attacker's own id_token and state
+    // from the victim's browser, which never started that login.
+    let started = login(&app, &platform).await;
+    let posted = launch_as(
+        &app,
+        &as_the_attacker(&started.nonce),
+        &started.state,
+        &victim_browser,
+    )
+    .await;
+    assert_eq!(posted.status, StatusCode::SEE_OTHER, "{}", posted.text);
+    assert!(
+        posted.header("set-cookie").is_none(),
+        "{:?}",
+        posted.headers
+    );
+    let followed = app
+        .get(posted.header("location").unwrap(), &victim_browser)
+        .await;
+    assert_eq!(followed.status, StatusCode::CONFLICT, "{}", followed.text);
+    assert!(followed.header("set-cookie").is_none());
+    still_the_victims().await;
+    // The victim's next attempt is theirs.
+    let next = app
+        .post(
+            "/api/submissions",
+            &victim_browser,
+            &json!({"scenario": "safe-retry", "design": crate::common::failing_design()}),
+        )
+        .await;
+    assert_eq!(next.body["student"], victim_id.as_str());
+    // A browser with no session at all is told whom the link is for before anything happens.
+    let stranger = app
+        .get(&format!("/lti/resume?code={code}"), &As::nobody())
+        .await;
+    assert_eq!(stranger.status, StatusCode::OK);
+    assert!(stranger.text.contains("<strong>Mallory</strong>"));
+    assert!(stranger.header("set-cookie").is_none());
+}
+
+#[tokio::test]
+async fn a_planted_resume_code_and_a_cross_site_launch_leave_the_victims_session_as_it_was_on_sqlite(
+) {
+    let dir = TempDir::new("lti-planted");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    a_planted_login_leaves_the_victims_session_as_it_was(store).await;
+}
+
+#[tokio::test]
+async fn a_planted_resume_code_and_a_cross_site_launch_leave_the_victims_session_as_it_was_on_postgres(
+) {
+    let Some(db) = crate::postgres::database("lti_planted").await else {
+        return;
+    };
+    let store = Store::connect(&db.url).await.unwrap();
+    a_planted_login_leaves_the_victims_session_as_it_was(store).await;
 }
 
 #[tokio::test]
@@ -1080,11 +1419,12 @@ async fn over_https_the_launch_cookie_lives_in_a_platforms_frame() {
         },
         TempDir::new("lti-https-app"),
     );
-    let (state, nonce) = login(&app, &platform).await;
+    let started = login(&app, &platform).await;
+    let nonce = started.nonce.clone();
     let answer = launch(
         &app,
         &platform.sign(&platform.claims(&nonce, "framed-2"), KID, &platform.key),
-        &state,
+        &started,
     )
     .await;
     assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
@@ -1164,14 +1504,15 @@ async fn a_line_item_is_made_once_per_resource_link_when_the_launch_names_none()
         ("learner-a", "Learner"),
         ("teacher-a", "Instructor"),
     ] {
-        let (state, nonce) = login(&app, &platform).await;
+        let started = login(&app, &platform).await;
+        let nonce = started.nonce.clone();
         let mut claims = platform.claims(&nonce, sub);
         claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = endpoint.clone();
         claims[format!("{LTI}resource_link")] = json!({"id": "link-without-item"});
         claims[format!("{LTI}roles")] = json!([format!(
             "http://purl.imsglobal.org/vocab/lis/v2/membership#{role}"
         )]);
-        let answer = launch(&app, &platform.sign(&claims, KID, &platform.key), &state).await;
+        let answer = launch(&app, &platform.sign(&claims, KID, &platform.key), &started).await;
         assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
         if role == "Learner" {
             cookie = session_cookie(&answer);
@@ -1280,7 +1621,7 @@ async fn the_sweeper_removes_logins_past_their_ten_minutes() {
     let dir = TempDir::new("lti-sweep");
     let store = Store::connect(&dir.sqlite_url()).await.unwrap();
     let (platform, app) = registered(&store).await;
-    let (state, _) = login(&app, &platform).await;
+    let state = login(&app, &platform).await.state;
     // Within its ten minutes a login stays.
     let now = chrono::Utc::now();
     assert_eq!(
