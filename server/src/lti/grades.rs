@@ -337,10 +337,13 @@ struct CachedToken {
     until: std::time::Instant,
 }
 
-/// Access tokens by registration and scope. A token is the registration's (its client id's),
-/// so two registrations sharing one token endpoint (hosted Canvas tenants do) never share one.
-fn tokens() -> &'static Mutex<HashMap<(String, String), CachedToken>> {
-    static TOKENS: OnceLock<Mutex<HashMap<(String, String), CachedToken>>> = OnceLock::new();
+/// Access tokens by registration, its token endpoint and scope. A token is the
+/// registration's (its client id's), so two registrations sharing one token endpoint (hosted
+/// Canvas tenants do) never share one.
+type TokenKey = (String, String, String);
+
+fn tokens() -> &'static Mutex<HashMap<TokenKey, CachedToken>> {
+    static TOKENS: OnceLock<Mutex<HashMap<TokenKey, CachedToken>>> = OnceLock::new();
     TOKENS.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
@@ -348,7 +351,7 @@ fn forget_token(p: &Platform) {
     tokens()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .retain(|(platform, _), _| *platform != p.id);
+        .retain(|(platform, _, _), _| *platform != p.id);
 }
 
 #[derive(Deserialize)]
@@ -361,7 +364,7 @@ struct TokenAnswer {
 /// An access token for `scope`: cached until shortly before it expires, else asked for with a
 /// client assertion signed by the tool's key (RFC 7523).
 async fn access_token(store: &Store, p: &Platform, scope: &str) -> Result<String, Failure> {
-    let cache_key = (p.id.clone(), scope.to_string());
+    let cache_key = (p.id.clone(), p.token_url.clone(), scope.to_string());
     if let Some(t) = tokens()
         .lock()
         .unwrap_or_else(|e| e.into_inner())

@@ -1646,3 +1646,220 @@ async fn the_sweeper_removes_logins_past_their_ten_minutes() {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn the_platforms_name_for_a_user_follows_the_rules_of_a_typed_display_name() {
+    use server::lti::platform_name;
+    assert_eq!(
+        platform_name("Ada\r\nLovelace").as_deref(),
+        Some("Ada Lovelace")
+    );
+    assert_eq!(platform_name(" \u{0}\t\r\n\u{7f} "), None);
+    assert_eq!(
+        platform_name(&"é".repeat(200)).map(|n| n.chars().count()),
+        Some(60)
+    );
+    let dir = TempDir::new("lti-names");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let (platform, app) = registered(&store).await;
+    for (sub, claim, shown, member) in [
+        (
+            "named-1",
+            "Ada\r\nSet-Cookie: x=1\u{7}\u{1b}[31m",
+            Some("Ada Set-Cookie: x=1 [31m"),
+            "Ada Set-Cookie: x=1 [31m",
+        ),
+        ("named-2", "\r\n\u{0}", None, "Learner"),
+    ] {
+        let started = login(&app, &platform).await;
+        let mut claims = platform.claims(&started.nonce, sub);
+        claims["name"] = json!(claim);
+        let answer = launch(&app, &platform.sign(&claims, KID, &platform.key), &started).await;
+        assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
+        let me = app
+            .get("/api/session", &As::student(&session_cookie(&answer)))
+            .await;
+        assert_eq!(me.body["display_name"].as_str(), shown, "{claim:?}");
+        let class = store
+            .lti_course_class(&platform.issuer, DEPLOYMENT, "course-1")
+            .await
+            .unwrap()
+            .unwrap();
+        let members = store.members(&class).await.unwrap();
+        let theirs = members
+            .iter()
+            .find(|m| Some(m.student.as_str()) == me.body["student"].as_str())
+            .expect("a member");
+        assert_eq!(theirs.display_name, member, "{claim:?}");
+    }
+}
+
+/// The lines the tracing subscriber of the current thread writes, kept in memory.
+#[derive(Clone, Default)]
+struct LogLines(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogLines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogLines {
+    type Writer = LogLines;
+    fn make_writer(&'a self) -> LogLines {
+        self.clone()
+    }
+}
+
+#[tokio::test]
+async fn the_request_log_keeps_no_query_of_an_lti_route() {
+    let lines = LogLines::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(lines.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    // This test's runtime runs on this thread only, so the subscriber sees every request.
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let dir = TempDir::new("lti-log");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let (platform, app) = registered(&store).await;
+    let started = login(&app, &platform).await;
+    let token = platform.sign(
+        &platform.claims(&started.nonce, "logged-1"),
+        KID,
+        &platform.key,
+    );
+    let code = handoff_code(&launch(&app, &token, &started).await);
+    let page = app
+        .get(&format!("/lti/resume?code={code}"), &As::nobody())
+        .await;
+    assert_eq!(page.status, StatusCode::OK);
+    app.get("/api/scenarios?kept=yes", &As::nobody()).await;
+    let log = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    assert!(log.contains("uri=/lti/resume "), "{log}");
+    assert!(log.contains("uri=/lti/login "), "{log}");
+    assert!(
+        !log.contains(&code),
+        "the handoff code is in the log: {log}"
+    );
+    assert!(
+        !log.contains("user-hint"),
+        "the login hint is in the log: {log}"
+    );
+    assert!(
+        log.contains("uri=/api/scenarios?kept=yes"),
+        "other routes keep their query: {log}"
+    );
+}
+
+/// A learner's launch through the registration of `client`, whose scores go to `lineitem`,
+/// and a passing attempt of theirs.
+async fn a_launch_with_a_line_item(
+    app: &TestApp,
+    platform: &TestPlatform,
+    client: &str,
+    sub: &str,
+    endpoint: Value,
+) -> crate::common::Answer {
+    let started = login_for(app, platform, client).await;
+    let mut claims = platform.claims(&started.nonce, sub);
+    claims["aud"] = json!(client);
+    claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = endpoint;
+    let answer = launch(app, &platform.sign(&claims, KID, &platform.key), &started).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
+    let attempt = app
+        .post(
+            "/api/submissions",
+            &As::student(&session_cookie(&answer)),
+            &json!({"scenario": "safe-retry", "design": crate::common::passing_design("safe-retry")}),
+        )
+        .await;
+    assert_eq!(attempt.status, StatusCode::CREATED, "{}", attempt.text);
+    answer
+}
+
+#[tokio::test]
+async fn two_registrations_sharing_a_token_endpoint_send_scores_with_their_own_tokens() {
+    let dir = TempDir::new("lti-tokens");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let (platform, app) = registered(&store).await;
+    assert!(store
+        .add_lti_platform(&platform.registration_of("test-platform-2", CLIENT_2))
+        .await
+        .unwrap());
+    let jwks = app.get("/lti/jwks", &As::nobody()).await.body;
+    *platform.grades.tool_keys.lock().unwrap() = Some(serde_json::from_value(jwks).unwrap());
+    for (client, sub, item) in [(CLIENT, "learner-x", 1), (CLIENT_2, "learner-y", 2)] {
+        let endpoint = json!({
+            "scope": [server::lti::grades::SCORE_SCOPE],
+            "lineitem": format!("{}/lineitems/{item}", platform.issuer),
+        });
+        a_launch_with_a_line_item(&app, &platform, client, sub, endpoint).await;
+    }
+    let round = server::lti::grades::send_due(&store, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(round, server::lti::grades::Round { sent: 2, failed: 0 });
+    let accepted = platform.grades.accepted.lock().unwrap().clone();
+    let bearers = platform.grades.bearers.lock().unwrap().clone();
+    let sent: std::collections::BTreeMap<String, String> = accepted
+        .iter()
+        .zip(bearers)
+        .map(|(score, bearer)| (score["userId"].as_str().unwrap().to_string(), bearer))
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            (
+                "learner-x".to_string(),
+                format!("Bearer platform-token-{CLIENT}")
+            ),
+            (
+                "learner-y".to_string(),
+                format!("Bearer platform-token-{CLIENT_2}")
+            ),
+        ]
+        .into(),
+        "each registration's score goes with its own token"
+    );
+}
+
+#[tokio::test]
+async fn scores_and_line_items_go_only_to_the_platforms_own_origins() {
+    let dir = TempDir::new("lti-origins");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let (platform, app) = registered(&store).await;
+    // Another server, not the platform's: an internal host, say, with a score endpoint.
+    let elsewhere = start_platform().await;
+    let jwks = app.get("/lti/jwks", &As::nobody()).await.body;
+    *platform.grades.tool_keys.lock().unwrap() = Some(serde_json::from_value(jwks).unwrap());
+    let endpoint = json!({
+        "scope": [server::lti::grades::SCORE_SCOPE, server::lti::grades::LINEITEM_SCOPE],
+        "lineitem": format!("{}/lineitems/1", elsewhere.issuer),
+        "lineitems": format!("{}/lineitems", elsewhere.issuer),
+    });
+    a_launch_with_a_line_item(&app, &platform, CLIENT, "learner-o", endpoint.clone()).await;
+    let now = chrono::Utc::now();
+    assert!(store.due_grades(now).await.unwrap().is_empty());
+    let round = server::lti::grades::send_due(&store, now).await.unwrap();
+    assert_eq!(round, server::lti::grades::Round::default());
+    assert!(elsewhere.grades.made.lock().unwrap().is_empty());
+    assert!(elsewhere.grades.accepted.lock().unwrap().is_empty());
+    // Registered as one of the platform's service origins, the other server gets the score.
+    let mut with_origin = platform.registration_of("test-platform-2", CLIENT_2);
+    with_origin.service_origins = vec![elsewhere.issuer.clone()];
+    assert!(store.add_lti_platform(&with_origin).await.unwrap());
+    a_launch_with_a_line_item(&app, &platform, CLIENT_2, "learner-p", endpoint).await;
+    let round = server::lti::grades::send_due(&store, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(round, server::lti::grades::Round { sent: 1, failed: 0 });
+    let accepted = elsewhere.grades.accepted.lock().unwrap().clone();
+    assert_eq!(accepted.len(), 1, "{accepted:?}");
+    assert_eq!(accepted[0]["userId"], "learner-p");
+}
