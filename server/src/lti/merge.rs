@@ -239,6 +239,16 @@ mod tests {
     }
 
     #[test]
+    fn every_statement_of_a_merge_names_both_ids() {
+        for statement in STUDENT_MERGE.iter().chain(CLASS_MERGE) {
+            assert!(
+                statement.contains("$1") && statement.contains("$2"),
+                "{statement}"
+            );
+        }
+    }
+
+    #[test]
     fn ids_that_share_a_key_stay_as_the_one_made_first_even_through_other_keys() {
         let rows = [
             row("a", "late", 5),

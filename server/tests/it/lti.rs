@@ -14,19 +14,19 @@ use server::Store;
 
 use crate::common::{spawn_app_on, As, TempDir, TestApp};
 
-const LTI: &str = "https://purl.imsglobal.org/spec/lti/claim/";
-const PUBLIC: &str = "https://tool.example.edu";
-const CLIENT: &str = "tool-client-1";
+pub(crate) const LTI: &str = "https://purl.imsglobal.org/spec/lti/claim/";
+pub(crate) const PUBLIC: &str = "https://tool.example.edu";
+pub(crate) const CLIENT: &str = "tool-client-1";
 /// The client id of a second registration of the same platform (another activity of a course,
 /// as Open edX registers each).
-const CLIENT_2: &str = "tool-client-2";
-const DEPLOYMENT: &str = "deployment-1";
-const KID: &str = "platform-key-1";
+pub(crate) const CLIENT_2: &str = "tool-client-2";
+pub(crate) const DEPLOYMENT: &str = "deployment-1";
+pub(crate) const KID: &str = "platform-key-1";
 
 /// The test platform: its issuer (its own URL), its keys and how often its JWKS was fetched.
-struct TestPlatform {
-    issuer: String,
-    key: String,
+pub(crate) struct TestPlatform {
+    pub(crate) issuer: String,
+    pub(crate) key: String,
     /// A key the platform never published.
     stranger: String,
     jwks_fetches: Arc<AtomicUsize>,
@@ -149,7 +149,7 @@ fn rsa_pem() -> (String, String, String) {
 }
 
 /// Starts the platform: an axum app on a loopback port whose `/jwks` publishes one key.
-async fn start_platform() -> TestPlatform {
+pub(crate) async fn start_platform() -> TestPlatform {
     // Made once for every test platform: generating RSA keys is the slowest part of these
     // tests, and the tests beside them share the machine.
     static KEYS: std::sync::OnceLock<((String, String, String), String)> =
@@ -201,12 +201,12 @@ async fn start_platform() -> TestPlatform {
 }
 
 impl TestPlatform {
-    fn registration(&self) -> Platform {
+    pub(crate) fn registration(&self) -> Platform {
         self.registration_of("test-platform", CLIENT)
     }
 
     /// A registration of this platform with its own id and client id.
-    fn registration_of(&self, id: &str, client: &str) -> Platform {
+    pub(crate) fn registration_of(&self, id: &str, client: &str) -> Platform {
         Platform {
             id: id.into(),
             issuer: self.issuer.clone(),
@@ -220,7 +220,7 @@ impl TestPlatform {
     }
 
     /// The claims of a learner's resource link launch.
-    fn claims(&self, nonce: &str, sub: &str) -> Value {
+    pub(crate) fn claims(&self, nonce: &str, sub: &str) -> Value {
         let now = chrono::Utc::now().timestamp();
         json!({
             "iss": self.issuer, "aud": CLIENT, "sub": sub, "exp": now + 300, "iat": now,
@@ -236,7 +236,7 @@ impl TestPlatform {
         })
     }
 
-    fn sign(&self, claims: &Value, kid: &str, pem: &str) -> String {
+    pub(crate) fn sign(&self, claims: &Value, kid: &str, pem: &str) -> String {
         let mut header = Header::new(jsonwebtoken::Algorithm::RS256);
         header.kid = Some(kid.into());
         jsonwebtoken::encode(
@@ -249,7 +249,7 @@ impl TestPlatform {
 }
 
 /// A test platform registered with a tool on `store`.
-async fn registered(store: &Store) -> (TestPlatform, TestApp) {
+pub(crate) async fn registered(store: &Store) -> (TestPlatform, TestApp) {
     let platform = start_platform().await;
     assert!(store
         .add_lti_platform(&platform.registration())
@@ -259,7 +259,7 @@ async fn registered(store: &Store) -> (TestPlatform, TestApp) {
     (platform, app)
 }
 
-async fn tool_on(store: Store) -> TestApp {
+pub(crate) async fn tool_on(store: Store) -> TestApp {
     spawn_app_on(
         store,
         Config {
@@ -275,19 +275,19 @@ async fn tool_on(store: Store) -> TestApp {
 /// A login the platform started, as the browser that started it holds it: the state and
 /// nonce the tool sent to the platform's authorization endpoint, and the cookie the login left
 /// (over HTTPS).
-struct Started {
-    state: String,
-    nonce: String,
-    cookie: Option<String>,
+pub(crate) struct Started {
+    pub(crate) state: String,
+    pub(crate) nonce: String,
+    pub(crate) cookie: Option<String>,
 }
 
 /// Starts a login as the platform does, for the registration of `CLIENT`.
-async fn login(app: &TestApp, platform: &TestPlatform) -> Started {
+pub(crate) async fn login(app: &TestApp, platform: &TestPlatform) -> Started {
     login_for(app, platform, CLIENT).await
 }
 
 /// Starts a login as the platform does, for the registration of `client`.
-async fn login_for(app: &TestApp, platform: &TestPlatform, client: &str) -> Started {
+pub(crate) async fn login_for(app: &TestApp, platform: &TestPlatform, client: &str) -> Started {
     let uri = format!(
         "/lti/login?iss={}&login_hint=user-hint&target_link_uri={}&client_id={client}&lti_message_hint=m1",
         urlencode(&platform.issuer),
@@ -313,7 +313,7 @@ async fn login_for(app: &TestApp, platform: &TestPlatform, client: &str) -> Star
     }
 }
 
-fn urlencode(text: &str) -> String {
+pub(crate) fn urlencode(text: &str) -> String {
     reqwest::Url::parse_with_params("http://x/", &[("v", text)])
         .unwrap()
         .query()
@@ -324,7 +324,11 @@ fn urlencode(text: &str) -> String {
 
 /// The platform's auto-submitted form post of a launch, from the browser that started its
 /// login (with the login's cookie, when it left one).
-async fn launch(app: &TestApp, id_token: &str, started: &Started) -> crate::common::Answer {
+pub(crate) async fn launch(
+    app: &TestApp,
+    id_token: &str,
+    started: &Started,
+) -> crate::common::Answer {
     let who = match &started.cookie {
         Some(cookie) => As::student(cookie),
         None => As::nobody(),
@@ -353,7 +357,7 @@ async fn launch_as(app: &TestApp, id_token: &str, state: &str, who: &As) -> crat
     .await
 }
 
-fn session_cookie(answer: &crate::common::Answer) -> String {
+pub(crate) fn session_cookie(answer: &crate::common::Answer) -> String {
     answer.cookie().expect("the launch sets the session cookie")
 }
 
@@ -1579,6 +1583,8 @@ fn platforms_are_added_listed_and_removed_from_the_command_line() {
         "https://lms.example/token",
         "--jwks-url",
         "https://lms.example/jwks",
+        "--service-origin",
+        "https://school.lms.example/",
     ];
     let added = run(&add);
     assert!(
@@ -1593,6 +1599,10 @@ fn platforms_are_added_listed_and_removed_from_the_command_line() {
         listed.contains(&format!("{id}\thttps://lms.example\tc1\td1,d2\t")),
         "{listed}"
     );
+    assert!(
+        listed.contains("\thttps://lms.example/jwks\thttps://school.lms.example\n"),
+        "the service origin, as an origin: {listed}"
+    );
     // The same registration again is refused; so is a URL that is not one.
     let again = run(&add);
     assert_eq!(again.status.code(), Some(1));
@@ -1603,6 +1613,12 @@ fn platforms_are_added_listed_and_removed_from_the_command_line() {
     let refused = run(&bad);
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--auth-url"));
+    let mut not_an_origin = add.to_vec();
+    not_an_origin[4] = "https://other.example";
+    *not_an_origin.last_mut().unwrap() = "https://school.lms.example/grades";
+    let refused = run(&not_an_origin);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--service-origin"));
     let removed = run(&["lti", "platform", "remove", &id]);
     assert!(removed.status.success());
     let listed = String::from_utf8_lossy(&run(&["lti", "platform", "list"]).stdout).to_string();
