@@ -1710,62 +1710,65 @@ async fn the_platforms_name_for_a_user_follows_the_rules_of_a_typed_display_name
     }
 }
 
-/// The lines the tracing subscriber of the current thread writes, kept in memory.
-#[derive(Clone, Default)]
-struct LogLines(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogLines {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogLines {
-    type Writer = LogLines;
-    fn make_writer(&'a self) -> LogLines {
-        self.clone()
-    }
-}
-
 #[tokio::test]
 async fn the_request_log_keeps_no_query_of_an_lti_route() {
-    let lines = LogLines::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(lines.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    // This test's runtime runs on this thread only, so the subscriber sees every request.
-    let _guard = tracing::subscriber::set_default(subscriber);
+    use std::io::Read;
     let dir = TempDir::new("lti-log");
-    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    let (platform, app) = registered(&store).await;
-    let started = login(&app, &platform).await;
-    let token = platform.sign(
-        &platform.claims(&started.nonce, "logged-1"),
-        KID,
-        &platform.key,
-    );
-    let code = handoff_code(&launch(&app, &token, &started).await);
-    let page = app
-        .get(&format!("/lti/resume?code={code}"), &As::nobody())
-        .await;
-    assert_eq!(page.status, StatusCode::OK);
-    app.get("/api/scenarios?kept=yes", &As::nobody()).await;
-    let log = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    std::fs::create_dir_all(dir.path().join("db")).unwrap();
+    let mut server = std::process::Command::new(crate::processes::BIN)
+        .args([
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--static-dir",
+            "/nonexistent",
+        ])
+        .args(["--public-url", PUBLIC, "--database-url", &dir.sqlite_url()])
+        .arg("--scenarios")
+        .arg(crate::common::scenarios_dir())
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = server.stderr.take().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = log.read_to_string(&mut text);
+        text
+    });
+    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("pipeline-builder listening on ")
+        .unwrap_or_else(|| panic!("the server says where it listens: {line}"))
+        .to_string();
+    let client = reqwest::Client::new();
+    for path in [
+        "/lti/resume?code=a-planted-handoff-code",
+        "/lti/login?iss=https%3A%2F%2Flms.example&login_hint=a-login-hint&target_link_uri=x",
+        "/api/scenarios?kept=yes",
+    ] {
+        client.get(format!("{base}{path}")).send().await.unwrap();
+    }
+    std::process::Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    server.wait().unwrap();
+    let log = log.join().unwrap();
     assert!(log.contains("uri=/lti/resume "), "{log}");
     assert!(log.contains("uri=/lti/login "), "{log}");
     assert!(
-        !log.contains(&code),
-        "the handoff code is in the log: {log}"
+        !log.contains("a-planted-handoff-code"),
+        "the code is logged: {log}"
     );
     assert!(
-        !log.contains("user-hint"),
-        "the login hint is in the log: {log}"
+        !log.contains("a-login-hint"),
+        "the login hint is logged: {log}"
     );
     assert!(
         log.contains("uri=/api/scenarios?kept=yes"),
