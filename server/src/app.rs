@@ -138,7 +138,10 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/lti/launch", post(crate::lti::launch))
         .route("/lti/jwks", get(crate::lti::jwks))
-        .route("/lti/resume", get(crate::lti::resume))
+        .route(
+            "/lti/resume",
+            get(crate::lti::browser::resume_page).post(crate::lti::browser::resume),
+        )
         .route("/lti/config", get(crate::lti::config))
         .route("/healthz", get(operations::healthz))
         .route("/readyz", get(operations::readyz))
@@ -186,7 +189,7 @@ pub fn router(state: AppState) -> Router {
                 .make_span_with(|request: &Request| {
                     let id = request.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
                     let method = crate::metrics::method_label(request.method().as_str());
-                    tracing::info_span!("request", method = %method, uri = %crate::bounds::clip(&request.uri().to_string(), 512), request_id = %id)
+                    tracing::info_span!("request", method = %method, uri = %crate::bounds::clip(&crate::lti::logged_uri(request.uri()), 512), request_id = %id)
                 })
                 .on_response(DefaultOnResponse::new().level(Level::INFO)),
         )

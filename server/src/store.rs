@@ -299,16 +299,28 @@ impl Store {
     }
 
     async fn migrate(&self) -> Result<(), ConnectError> {
+        use crate::lti::merge::{merge_old_keys, Db};
+        // After the migrations, the data migration that SQL alone cannot do: learning
+        // platforms' users and courses moved to their issuer's keys (once; then it finds
+        // nothing to do).
         match self {
-            Store::Sqlite(pool, ..) => sqlx::migrate!("../migrations/sqlite")
-                .run(pool)
-                .await
-                .map_err(ConnectError::Migrate),
-            Store::Postgres(pool, _) => sqlx::migrate!("../migrations/postgres")
-                .run(pool)
-                .await
-                .map_err(ConnectError::Migrate),
+            Store::Sqlite(pool, ..) => {
+                sqlx::migrate!("../migrations/sqlite")
+                    .run(pool)
+                    .await
+                    .map_err(ConnectError::Migrate)?;
+                merge_old_keys(Db::Sqlite(pool)).await
+            }
+            Store::Postgres(pool, _) => {
+                sqlx::migrate!("../migrations/postgres")
+                    .run(pool)
+                    .await
+                    .map_err(ConnectError::Migrate)?;
+                merge_old_keys(Db::Postgres(pool)).await
+            }
         }
+        .map(|_| ())
+        .map_err(ConnectError::Database)
     }
 
     pub fn backend(&self) -> &'static str {
@@ -823,7 +835,7 @@ pub const STUDENT_DELETE: &[(&str, &str)] = &[
     ),
     (
         "learning platform links",
-        "DELETE FROM lti_users WHERE student = $1",
+        "DELETE FROM lti_identities WHERE student = $1",
     ),
     (
         "grade passback records",

@@ -4,9 +4,10 @@
 // auto-submitted form. `cargo xtask` registers the platform with the server and passes
 // LTI_PLATFORM_PORT and TOOL_URL.
 //
-// The server here speaks plain HTTP, so the launch's session cookie cannot live in the
-// platform's frame: the frame offers the way out, and the new window is signed in as the
-// launched student, on the activity's scenario.
+// The server here speaks plain HTTP, so no cookie of the login survives the platform's
+// cross-site form post and the launch signs no browser in by itself: the frame shows the
+// resume page, which names the launched student and offers the way out, and the new window
+// is signed in as that student, on the activity's scenario.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -75,7 +76,7 @@ function startPlatform() {
   return new Promise((resolve) => server.listen(PORT, '127.0.0.1', () => resolve({ server, seen })));
 }
 
-test("a launch through the platform's auto-submitted form, in its frame, ends on the scenario signed in", async () => {
+test("a launch through the platform's auto-submitted form, in its frame, names the student and ends on the scenario signed in", async () => {
   assert.ok(PORT && TOOL, 'LTI_PLATFORM_PORT and TOOL_URL are set by cargo xtask');
   const platform = await startPlatform();
   const browser = await openBrowser();
@@ -83,26 +84,25 @@ test("a launch through the platform's auto-submitted form, in its frame, ends on
   try {
     await page.goto(`${ISSUER}/course`);
     const frame = page.frameLocator('#tool');
-    // The launch reached the app inside the course page's frame.
-    const note = frame.locator('.frame-note');
-    await note.waitFor({ timeout: 30_000 });
+    // The launch reached the resume page inside the course page's frame, which names whom
+    // the launch was for.
+    const open = frame.getByRole('button', { name: 'Open it in a new window' });
+    await open.waitFor({ timeout: 30_000 });
     assert.deepEqual(platform.seen.slice(0, 3), ['/course', '/auth', '/jwks']);
+    assert.equal(await frame.locator('main strong').first().innerText(), 'Grace Hopper');
     const inFrame = page.frames().find((f) => f.url().startsWith(TOOL));
     assert.ok(inFrame, 'the tool is in the frame');
-    assert.equal(new URL(inFrame.url()).pathname, '/scenarios/safe-retry');
-    assert.equal(new URL(inFrame.url()).hash, '', 'the one-time code left the address bar');
+    assert.equal(new URL(inFrame.url()).pathname, '/lti/resume');
+    const code = new URL(inFrame.url()).searchParams.get('code');
     await screenshot(page, 'lti-frame');
     // The way out: a new window, signed in as the launched student, on the scenario.
-    const [popup] = await Promise.all([
-      context.waitForEvent('page'),
-      note.getByRole('link', { name: 'Open it in a new window' }).click(),
-    ]);
+    const [popup] = await Promise.all([context.waitForEvent('page'), open.click()]);
     await popup.waitForURL(`${TOOL}/scenarios/safe-retry`);
     await popup.locator('g.node[data-node="job"]').waitFor();
     assert.match(await popup.locator('.student').innerText(), /Grace Hopper/);
     await screenshot(popup, 'lti-new-window');
-    // The link works once.
-    const again = await popup.request.get(`${TOOL}/lti/resume?code=${new URL(await note.getByRole('link').getAttribute('href'), TOOL).searchParams.get('code')}`, { maxRedirects: 0 });
+    // The code works once.
+    const again = await popup.request.get(`${TOOL}/lti/resume?code=${code}`, { maxRedirects: 0 });
     assert.equal(again.status(), 403);
     assert.deepEqual(browser.problems, []);
   } finally {

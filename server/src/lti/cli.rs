@@ -47,6 +47,11 @@ pub enum PlatformCommand {
         /// The URL of the platform's public keys (JWKS).
         #[arg(long)]
         jwks_url: String,
+        /// An origin where the platform's line items and scores are besides those of the
+        /// URLs above, such as a Canvas school's https://school.instructure.com; repeat for
+        /// several. The tool sends scores nowhere else.
+        #[arg(long = "service-origin")]
+        service_origins: Vec<String>,
         #[command(flatten)]
         database: Database,
     },
@@ -82,6 +87,78 @@ fn url(name: &str, value: &str) -> Result<(), String> {
     }
 }
 
+/// An origin given with `--service-origin`, as the tool compares origins: scheme, host and
+/// the port when it is not the scheme's own.
+fn service_origin(value: &str) -> Result<String, String> {
+    match reqwest::Url::parse(value) {
+        Ok(u)
+            if (u.scheme() == "https" || u.scheme() == "http")
+                && u.path() == "/"
+                && u.query().is_none()
+                && u.host().is_some() =>
+        {
+            Ok(u.origin().ascii_serialization())
+        }
+        _ => Err(format!(
+            "--service-origin must be an origin such as https://school.instructure.com, not \"{value}\""
+        )),
+    }
+}
+
+/// The registration `lti platform add` was given, its URLs and origins checked; its id is
+/// derived from its issuer and client id.
+fn registration(
+    issuer: String,
+    client_id: String,
+    deployments: Vec<String>,
+    [auth_url, token_url, jwks_url]: [String; 3],
+    service_origins: &[String],
+) -> Result<Platform, String> {
+    url("auth-url", &auth_url)?;
+    url("token-url", &token_url)?;
+    url("jwks-url", &jwks_url)?;
+    let service_origins = service_origins
+        .iter()
+        .map(|o| service_origin(o))
+        .collect::<Result<Vec<String>, String>>()?;
+    let id = {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(format!("{issuer}\n{client_id}").as_bytes());
+        digest[..6]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    Ok(Platform {
+        id,
+        issuer,
+        client_id,
+        auth_url,
+        token_url,
+        jwks_url,
+        deployments,
+        service_origins,
+    })
+}
+
+/// The registered platforms, a line each, tab-separated under a header line.
+fn print_platforms(platforms: &[Platform]) {
+    println!("id\tissuer\tclient_id\tdeployments\tauth_url\ttoken_url\tjwks_url\tservice_origins");
+    for p in platforms {
+        println!(
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            p.id,
+            p.issuer,
+            p.client_id,
+            p.deployments.join(","),
+            p.auth_url,
+            p.token_url,
+            p.jwks_url,
+            p.service_origins.join(",")
+        );
+    }
+}
+
 pub async fn run(command: LtiCommand) -> ExitCode {
     let url_of = match &command {
         LtiCommand::Platform(PlatformCommand::Add { database, .. })
@@ -104,38 +181,22 @@ pub async fn run(command: LtiCommand) -> ExitCode {
             auth_url,
             token_url,
             jwks_url,
+            service_origins,
             ..
         }) => {
-            let checks = [
-                url("auth-url", &auth_url),
-                url("token-url", &token_url),
-                url("jwks-url", &jwks_url),
-            ];
-            if let Some(Err(e)) = checks.into_iter().find(Result::is_err) {
-                eprintln!("{e}");
-                store.close().await;
-                return ExitCode::from(2);
-            }
-            let id = {
-                use sha2::Digest;
-                let digest = sha2::Sha256::digest(format!("{issuer}\n{client_id}").as_bytes());
-                digest[..6]
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect::<String>()
-            };
-            let platform = Platform {
-                id: id.clone(),
-                issuer,
-                client_id,
-                auth_url,
-                token_url,
-                jwks_url,
-                deployments: deployment_ids,
-            };
+            let urls = [auth_url, token_url, jwks_url];
+            let platform =
+                match registration(issuer, client_id, deployment_ids, urls, &service_origins) {
+                    Ok(platform) => platform,
+                    Err(e) => {
+                        eprintln!("{e}");
+                        store.close().await;
+                        return ExitCode::from(2);
+                    }
+                };
             match store.add_lti_platform(&platform).await {
                 Ok(true) => {
-                    println!("{id}");
+                    println!("{}", platform.id);
                     ExitCode::SUCCESS
                 }
                 Ok(false) => {
@@ -153,19 +214,7 @@ pub async fn run(command: LtiCommand) -> ExitCode {
         }
         LtiCommand::Platform(PlatformCommand::List { .. }) => match store.lti_platforms().await {
             Ok(platforms) => {
-                println!("id\tissuer\tclient_id\tdeployments\tauth_url\ttoken_url\tjwks_url");
-                for p in platforms {
-                    println!(
-                        "{}\t{}\t{}\t{}\t{}\t{}\t{}",
-                        p.id,
-                        p.issuer,
-                        p.client_id,
-                        p.deployments.join(","),
-                        p.auth_url,
-                        p.token_url,
-                        p.jwks_url
-                    );
-                }
+                print_platforms(&platforms);
                 ExitCode::SUCCESS
             }
             Err(e) => {

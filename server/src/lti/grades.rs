@@ -242,6 +242,29 @@ impl Failure {
     }
 }
 
+/// The origin (scheme, host and port) of `url`, if it has one.
+fn origin(url: &str) -> Option<String> {
+    reqwest::Url::parse(url)
+        .ok()
+        .map(|u| u.origin().ascii_serialization())
+        .filter(|o| o != "null")
+}
+
+/// True when `url` is on one of the platform's own origins: those of its issuer and its
+/// registered endpoints, and the service origins registered with it (`--service-origin`).
+/// The tool sends the platform's access token only there, so that a launch cannot point it
+/// at another host (an internal one, say).
+pub fn on_platform(p: &Platform, url: &str) -> bool {
+    let Some(target) = origin(url) else {
+        return false;
+    };
+    [&p.issuer, &p.auth_url, &p.token_url, &p.jwks_url]
+        .into_iter()
+        .chain(&p.service_origins)
+        .filter_map(|u| origin(u))
+        .any(|o| o == target)
+}
+
 /// The score endpoint of a line item: its URL with `/scores` added to the path.
 pub fn scores_url(lineitem: &str) -> Option<String> {
     let mut url = reqwest::Url::parse(lineitem).ok()?;
@@ -256,9 +279,14 @@ async fn post_score(
     d: &Due,
     timestamp: DateTime<Utc>,
 ) -> Result<(), Failure> {
-    let token = access_token(store, p, SCORE_SCOPE).await?;
     let url =
         scores_url(&d.lineitem).ok_or_else(|| Failure::retry("the line item is not a URL"))?;
+    if !on_platform(p, &url) {
+        return Err(Failure::retry(format!(
+            "{url} is not on one of the platform's origins: no score is sent there"
+        )));
+    }
+    let token = access_token(store, p, SCORE_SCOPE).await?;
     let body = serde_json::json!({
         "userId": d.sub,
         "scoreGiven": d.score,
@@ -294,9 +322,12 @@ async fn post_score(
     })
 }
 
+/// The client of the platform's services. It follows no redirect: a redirect could take the
+/// access token's request to a host that is not the platform's.
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(15))
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap_or_default()
 }
@@ -306,8 +337,13 @@ struct CachedToken {
     until: std::time::Instant,
 }
 
-fn tokens() -> &'static Mutex<HashMap<String, CachedToken>> {
-    static TOKENS: OnceLock<Mutex<HashMap<String, CachedToken>>> = OnceLock::new();
+/// Access tokens by registration, its token endpoint and scope. A token is the
+/// registration's (its client id's), so two registrations sharing one token endpoint (hosted
+/// Canvas tenants do) never share one.
+type TokenKey = (String, String, String);
+
+fn tokens() -> &'static Mutex<HashMap<TokenKey, CachedToken>> {
+    static TOKENS: OnceLock<Mutex<HashMap<TokenKey, CachedToken>>> = OnceLock::new();
     TOKENS.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
@@ -315,7 +351,7 @@ fn forget_token(p: &Platform) {
     tokens()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .retain(|key, _| !key.starts_with(&format!("{} ", p.token_url)));
+        .retain(|(platform, _, _), _| *platform != p.id);
 }
 
 #[derive(Deserialize)]
@@ -328,7 +364,7 @@ struct TokenAnswer {
 /// An access token for `scope`: cached until shortly before it expires, else asked for with a
 /// client assertion signed by the tool's key (RFC 7523).
 async fn access_token(store: &Store, p: &Platform, scope: &str) -> Result<String, Failure> {
-    let cache_key = format!("{} {scope}", p.token_url);
+    let cache_key = (p.id.clone(), p.token_url.clone(), scope.to_string());
     if let Some(t) = tokens()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -408,6 +444,11 @@ pub async fn line_item_for(
     {
         return Ok(known);
     }
+    if !on_platform(p, lineitems) {
+        return Err(format!(
+            "{lineitems} is not on one of the platform's origins"
+        ));
+    }
     let token = access_token(store, p, LINEITEM_SCOPE)
         .await
         .map_err(|f| f.why)?;
@@ -440,6 +481,11 @@ pub async fn line_item_for(
         .get("id")
         .and_then(serde_json::Value::as_str)
         .ok_or("the line item the platform made has no id")?;
+    if !on_platform(p, id) {
+        return Err(format!(
+            "the line item the platform made, {id}, is not on one of its origins"
+        ));
+    }
     store
         .link_lti_line_item(&p.id, resource_link, id)
         .await

@@ -4,14 +4,20 @@
 //! in. The tool's public keys are at `/lti/jwks`; `/lti/config` lists every URL a platform's
 //! administrator registers.
 //!
+//! A platform's user is their issuer's `sub`, and a course the issuer's context within a
+//! deployment, whichever of the issuer's registrations (client ids) a launch comes through.
+//!
 //! Nothing cryptographic is written here: `jsonwebtoken` (on `ring`) verifies and signs, and
 //! the `rsa` crate only generates the tool's keys. Every refusal is a page with a 4xx status
 //! that says what was wrong, is logged, and creates nothing: the login is spent, and the
 //! student and session made, only after every check has passed.
 
+pub mod browser;
 pub mod cli;
 pub mod grades;
 pub mod keys;
+pub mod merge;
+pub mod page;
 pub mod store;
 
 use std::collections::HashMap;
@@ -31,13 +37,15 @@ use serde_json::Value as Json_;
 use crate::auth;
 use crate::catalogue::Catalogue;
 use crate::config::Config;
+use crate::routes::classes;
 use crate::store::Store;
+use browser::Browser;
+pub use browser::{HANDOFF_TTL, LOGIN_TTL};
+use page::{escape, internal, public_url, see_other, Refusal};
 use store::Platform;
 
 /// The claims' namespace.
 const LTI: &str = "https://purl.imsglobal.org/spec/lti/claim/";
-/// How long a login may wait for its launch.
-pub const LOGIN_TTL: Duration = Duration::from_secs(10 * 60);
 /// How far a token's times may be off the tool's clock.
 pub const LEEWAY_SECONDS: u64 = 60;
 /// How long a platform's key set is trusted before it is fetched again.
@@ -46,80 +54,15 @@ const JWKS_TTL: Duration = Duration::from_secs(10 * 60);
 /// with made-up key ids cannot make the tool hammer a platform.
 const JWKS_REFETCH_MIN: Duration = Duration::from_secs(5);
 
-/// A refused login or launch: the status, what was wrong in words, and the page that says it.
-#[derive(Debug)]
-pub struct Refusal {
-    pub status: StatusCode,
-    pub why: String,
-}
-
-impl Refusal {
-    fn bad(why: impl Into<String>) -> Refusal {
-        Refusal {
-            status: StatusCode::BAD_REQUEST,
-            why: why.into(),
-        }
+/// The request's URI as the request log shows it: without the query on the LTI routes, whose
+/// queries carry one-time handoff codes and the platform's login hints.
+pub fn logged_uri(uri: &axum::http::Uri) -> String {
+    let path = uri.path();
+    if path == "/lti" || path.starts_with("/lti/") {
+        path.to_string()
+    } else {
+        uri.to_string()
     }
-    fn forbidden(why: impl Into<String>) -> Refusal {
-        Refusal {
-            status: StatusCode::FORBIDDEN,
-            why: why.into(),
-        }
-    }
-    fn unavailable(why: impl Into<String>) -> Refusal {
-        Refusal {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            why: why.into(),
-        }
-    }
-}
-
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
-        tracing::warn!(status = self.status.as_u16(), why = %self.why, "LTI request refused");
-        let page = format!(
-            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>The launch was refused · Pipeline Builder</title></head>\
-             <body><main><h1>The launch was refused</h1><p>{}</p><p>Go back to your course and open the activity again. If this keeps happening, tell your instructor what this page says.</p></main></body></html>",
-            escape(&self.why)
-        );
-        (
-            self.status,
-            [
-                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-                (header::CACHE_CONTROL, "no-store"),
-            ],
-            page,
-        )
-            .into_response()
-    }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-fn internal(e: impl std::fmt::Display) -> Refusal {
-    tracing::error!(%e, "LTI: internal error");
-    Refusal {
-        status: StatusCode::INTERNAL_SERVER_ERROR,
-        why: "the tool could not finish the launch; try again in a moment".into(),
-    }
-}
-
-/// The tool's own URL, which platforms call back: `--public-url`.
-fn public_url(config: &Config) -> Result<&str, Refusal> {
-    config
-        .public_url
-        .as_deref()
-        .map(|u| u.trim_end_matches('/'))
-        .ok_or_else(|| {
-            Refusal::unavailable(
-                "this server was started without --public-url, which LTI launches need",
-            )
-        })
 }
 
 // The login.
@@ -138,20 +81,27 @@ pub struct LoginParams {
 pub async fn login_get(
     State(store): State<Store>,
     State(config): State<Arc<Config>>,
+    headers: HeaderMap,
     Query(params): Query<LoginParams>,
 ) -> Result<Response, Refusal> {
-    login(&store, &config, params).await
+    login(&store, &config, &headers, params).await
 }
 
 pub async fn login_post(
     State(store): State<Store>,
     State(config): State<Arc<Config>>,
+    headers: HeaderMap,
     Form(params): Form<LoginParams>,
 ) -> Result<Response, Refusal> {
-    login(&store, &config, params).await
+    login(&store, &config, &headers, params).await
 }
 
-async fn login(store: &Store, config: &Config, p: LoginParams) -> Result<Response, Refusal> {
+async fn login(
+    store: &Store,
+    config: &Config,
+    headers: &HeaderMap,
+    p: LoginParams,
+) -> Result<Response, Refusal> {
     let base = public_url(config)?;
     let (Some(iss), Some(login_hint), Some(target)) = (p.iss, p.login_hint, p.target_link_uri)
     else {
@@ -195,8 +145,16 @@ async fn login(store: &Store, config: &Config, p: LoginParams) -> Result<Respons
         }
     }
     let (state, nonce) = (random().map_err(internal)?, random().map_err(internal)?);
+    // Over HTTPS the login leaves a cookie in this browser, by which the launch tells it from
+    // any other; over plain HTTP no cookie makes the trip back through the platform's
+    // cross-site form post, and every launch is handed over through the resume page.
+    let binding = match auth::over_https(headers, config) {
+        true => Some(auth::new_session_secret().map_err(internal)?),
+        false => None,
+    };
+    let binding_hash = binding.as_deref().map(auth::hash_token);
     store
-        .start_lti_login(&state, &nonce, &platform.id)
+        .start_lti_login(&state, &nonce, &platform.id, binding_hash.as_deref())
         .await
         .map_err(internal)?;
     let mut url = reqwest::Url::parse(&platform.auth_url).map_err(internal)?;
@@ -215,14 +173,21 @@ async fn login(store: &Store, config: &Config, p: LoginParams) -> Result<Respons
             q.append_pair("lti_message_hint", hint);
         }
     }
-    Ok((
+    let mut response = (
         StatusCode::FOUND,
         [
             (header::LOCATION, url.to_string()),
             (header::CACHE_CONTROL, "no-store".to_string()),
         ],
     )
-        .into_response())
+        .into_response();
+    if let Some(secret) = &binding {
+        response.headers_mut().append(
+            header::SET_COOKIE,
+            HeaderValue::from_str(&browser::login_cookie(&state, secret)).map_err(internal)?,
+        );
+    }
+    Ok(response)
 }
 
 /// 32 random bytes, base64url.
@@ -275,15 +240,19 @@ impl Claims {
 /// Who launched, and where they go.
 #[derive(Debug)]
 pub struct Launch {
+    /// The registration (issuer and client id) the launch came through.
     pub platform: String,
+    pub issuer: String,
+    pub deployment: String,
     pub sub: String,
+    /// The platform's name for the user, made to follow the rules of a display name.
     pub name: Option<String>,
     pub instructor: bool,
     pub scenario: Option<String>,
     /// An instructor placing an activity (`LtiDeepLinkingRequest`): where to send the choice.
     pub deep_linking: Option<DeepLinking>,
     /// The line item the resource link's scores go to, when the platform lets the tool post
-    /// scores.
+    /// scores there (on one of the platform's own origins).
     pub lineitem: Option<String>,
     /// The platform's course (its id and title), which is a class here.
     pub context: Option<(String, String)>,
@@ -291,6 +260,8 @@ pub struct Launch {
     pub lineitems: Option<String>,
     /// The resource link launched.
     pub resource_link: Option<String>,
+    /// Whether the browser that started the login sent the launch.
+    pub browser: Browser,
 }
 
 /// What a deep linking request asks the tool to answer.
@@ -311,7 +282,7 @@ pub async fn launch(
     headers: HeaderMap,
     Form(form): Form<LaunchForm>,
 ) -> Result<Response, Refusal> {
-    let launch = verify_launch(&store, &form).await?;
+    let launch = verify_launch(&store, &form, &headers).await?;
     // Every check passed: now the login is spent (once), and the student signed in.
     let state = form.state.as_deref().unwrap_or_default();
     if !store.use_lti_login(state).await.map_err(internal)? {
@@ -319,108 +290,50 @@ pub async fn launch(
             "this login was used already: a launch is accepted once",
         ));
     }
-    let secret = auth::new_session_secret().map_err(internal)?;
-    let secret_hash = auth::hash_token(&secret);
-    let student = match store
-        .lti_student(&launch.platform, &launch.sub)
-        .await
-        .map_err(internal)?
-    {
-        Some(student) => {
-            store
-                .add_session(&student, &secret_hash)
-                .await
-                .map_err(internal)?;
-            student
-        }
-        None => {
-            let student = store
-                .create_session(&auth::new_student_id(), &secret_hash)
-                .await
-                .map_err(internal)?;
-            store
-                .link_lti_user(&launch.platform, &launch.sub, &student.id)
-                .await
-                .map_err(internal)?;
-            student.id
-        }
-    };
-    if let Some(name) = &launch.name {
-        let name: String = name.chars().take(80).collect();
-        store
-            .set_display_name(&student, Some(name.trim()))
-            .await
-            .map_err(internal)?;
-    }
+    let student = launched_student(&store, &launch).await?;
     // The platform's course is a class: made at its first launch; a learner is a member.
     let class = match &launch.context {
-        Some((id, title)) => Some(course_class(&store, &launch.platform, id, title).await?),
+        Some((id, title)) => Some(course_class(&store, &launch, id, title).await?),
         None => None,
     };
     if let (Some(class), false) = (&class, launch.instructor) {
         let shown = launch.name.as_deref().unwrap_or("Learner");
-        let shown: String = shown.trim().chars().take(60).collect();
-        let shown = if shown.is_empty() {
-            "Learner".to_string()
-        } else {
-            shown
-        };
         if let crate::store::Joined::Closed = store
-            .join_class(class, &student, &shown)
+            .join_class(class, &student, shown)
             .await
             .map_err(internal)?
         {
             tracing::info!(class = %class, student = %student, "a launch into a closed class: not made a member");
         }
     }
-    if let Some(deep) = &launch.deep_linking {
-        let page = deep_linking_page(&store, &catalogue, deep).await?;
-        let mut response = page.into_response();
-        response.headers_mut().append(
-            header::SET_COOKIE,
-            HeaderValue::from_str(&auth::session_cookie(&headers, &config, &secret))
-                .map_err(internal)?,
-        );
-        return Ok(response);
-    }
-    // The scores of the scenario this resource link opens go to its line item: the launch's,
-    // or the one made for the resource link (once) when the launch named none. A platform
-    // that cannot make one now does not stop the launch; the next launch tries again.
-    if let Some(entry) = launch.scenario.as_deref().and_then(|id| catalogue.get(id)) {
-        let lineitem = match (&launch.lineitem, &launch.lineitems, &launch.resource_link) {
-            (Some(l), _, _) => Some(l.clone()),
-            (None, Some(container), Some(link)) => {
-                let platforms = store.lti_platforms().await.map_err(internal)?;
-                match platforms.iter().find(|p| p.id == launch.platform) {
-                    Some(p) => {
-                        match grades::line_item_for(&store, p, container, link, &entry.scenario)
-                            .await
-                        {
-                            Ok(l) => Some(l),
-                            Err(e) => {
-                                tracing::warn!(platform = %launch.platform, "no line item for the resource link yet: {e}");
-                                None
-                            }
-                        }
-                    }
-                    None => None,
-                }
-            }
-            _ => None,
-        };
-        if let (Some(lineitem), false) = (lineitem, launch.instructor) {
+    // Only the browser that started the login is signed in: any other keeps its session.
+    let secret = match launch.browser {
+        Browser::Started => {
+            let secret = auth::new_session_secret().map_err(internal)?;
             store
-                .set_grade_target(
-                    &student,
-                    &entry.scenario.id,
-                    &launch.platform,
-                    &launch.sub,
-                    &lineitem,
-                )
+                .add_session(&student, &auth::hash_token(&secret))
                 .await
                 .map_err(internal)?;
+            Some(secret)
         }
+        Browser::Other => None,
+    };
+    if let Some(deep) = &launch.deep_linking {
+        let mut response = deep_linking_page(&store, &catalogue, deep).await?;
+        if let Some(secret) = &secret {
+            for cookie in [
+                auth::session_cookie(&headers, &config, secret),
+                browser::expire_login_cookie(state),
+            ] {
+                response.headers_mut().append(
+                    header::SET_COOKIE,
+                    HeaderValue::from_str(&cookie).map_err(internal)?,
+                );
+            }
+        }
+        return Ok(response);
     }
+    record_grade_target(&store, &catalogue, &launch, &student).await?;
     let target = match (&launch.scenario, &class) {
         (_, Some(class)) if launch.instructor => format!("/instructor/classes/{class}"),
         (Some(id), _) if !launch.instructor && catalogue.get(id).is_some() => {
@@ -428,30 +341,113 @@ pub async fn launch(
         }
         _ => "/".to_string(),
     };
-    tracing::info!(student = %student, platform = %launch.platform, instructor = launch.instructor, "LTI launch");
-    // A frame that keeps no cookie of this site can still hand the student over to a new
-    // window: the launched page gets a one-time code in its URL's fragment (never sent to a
-    // server by the browser, never logged), which `/lti/resume` exchanges for a session.
+    tracing::info!(student = %student, platform = %launch.platform, instructor = launch.instructor, signed_in = secret.is_some(), "LTI launch");
     let code = random().map_err(internal)?;
     store
         .add_lti_handoff(&auth::hash_token(&code), &student, &target)
         .await
         .map_err(internal)?;
-    let location = format!("{target}#lti-handoff={code}");
-    let cookie =
-        HeaderValue::from_str(&launch_cookie(&headers, &config, &secret)).map_err(internal)?;
-    see_other(&location, cookie)
+    match secret {
+        // A frame that keeps no cookie of this site can still hand the student over to a new
+        // window: the launched page gets a one-time code in its URL's fragment (never sent to
+        // a server by the browser), which the resume page exchanges for a session.
+        Some(secret) => see_other(
+            &format!("{target}#lti-handoff={code}"),
+            &[
+                browser::launch_cookie(&headers, &config, &secret),
+                browser::expire_login_cookie(state),
+            ],
+        ),
+        // A browser that did not start the login is signed in by nobody but itself: the
+        // resume page names whom the launch was for and asks first.
+        None => see_other(&format!("/lti/resume?code={code}"), &[]),
+    }
 }
 
-/// The class of a platform's course, made (with the course's title) at its first launch.
+/// The student a launch's user is: found by their issuer and `sub`, or made now, with the
+/// platform's name for them as display name.
+async fn launched_student(store: &Store, launch: &Launch) -> Result<String, Refusal> {
+    let student = match store
+        .lti_student(&launch.issuer, &launch.sub)
+        .await
+        .map_err(internal)?
+    {
+        Some(student) => student,
+        None => {
+            let id = auth::new_student_id();
+            store.add_lti_student(&id).await.map_err(internal)?;
+            store
+                .link_lti_user(&launch.issuer, &launch.sub, &id)
+                .await
+                .map_err(internal)?
+        }
+    };
+    if let Some(name) = &launch.name {
+        store
+            .set_display_name(&student, Some(name))
+            .await
+            .map_err(internal)?;
+    }
+    Ok(student)
+}
+
+/// The scores of the scenario a resource link opens go to its line item: the launch's, or
+/// the one made for the resource link (once) when the launch named none. A platform that
+/// cannot make one now does not stop the launch; the next launch tries again.
+async fn record_grade_target(
+    store: &Store,
+    catalogue: &Catalogue,
+    launch: &Launch,
+    student: &str,
+) -> Result<(), Refusal> {
+    let Some(entry) = launch.scenario.as_deref().and_then(|id| catalogue.get(id)) else {
+        return Ok(());
+    };
+    let lineitem = match (&launch.lineitem, &launch.lineitems, &launch.resource_link) {
+        (Some(l), _, _) => Some(l.clone()),
+        (None, Some(container), Some(link)) => {
+            let platforms = store.lti_platforms().await.map_err(internal)?;
+            match platforms.iter().find(|p| p.id == launch.platform) {
+                Some(p) => {
+                    match grades::line_item_for(store, p, container, link, &entry.scenario).await {
+                        Ok(l) => Some(l),
+                        Err(e) => {
+                            tracing::warn!(platform = %launch.platform, "no line item for the resource link yet: {e}");
+                            None
+                        }
+                    }
+                }
+                None => None,
+            }
+        }
+        _ => None,
+    };
+    if let (Some(lineitem), false) = (lineitem, launch.instructor) {
+        store
+            .set_grade_target(
+                student,
+                &entry.scenario.id,
+                &launch.platform,
+                &launch.sub,
+                &lineitem,
+            )
+            .await
+            .map_err(internal)?;
+    }
+    Ok(())
+}
+
+/// The class of a platform's course, made (with the course's title) at its first launch
+/// through any of the issuer's registrations.
 async fn course_class(
     store: &Store,
-    platform: &str,
+    launch: &Launch,
     context: &str,
     title: &str,
 ) -> Result<String, Refusal> {
+    let (issuer, deployment) = (&launch.issuer, &launch.deployment);
     if let Some(class) = store
-        .lti_context_class(platform, context)
+        .lti_course_class(issuer, deployment, context)
         .await
         .map_err(internal)?
     {
@@ -468,17 +464,17 @@ async fn course_class(
         name.trim().to_string()
     };
     for _ in 0..8 {
-        let code = crate::routes::classes::new_join_code().map_err(internal)?;
-        let id = crate::routes::classes::new_class_id();
+        let code = classes::new_join_code().map_err(internal)?;
+        let id = classes::new_class_id();
         if store
-            .create_class(&id, &name, &code, &format!("lti:{platform}"))
+            .create_class(&id, &name, &code, &format!("lti:{}", launch.platform))
             .await
             .map_err(internal)?
             .is_some()
         {
-            tracing::info!(class = %id, platform, context, "a class made for a platform's course");
+            tracing::info!(class = %id, platform = %launch.platform, context, "a class made for a platform's course");
             return store
-                .link_lti_context(platform, context, &id)
+                .link_lti_course(issuer, deployment, context, &id)
                 .await
                 .map_err(internal);
         }
@@ -486,77 +482,29 @@ async fn course_class(
     Err(internal("no free join code after 8 draws"))
 }
 
-/// A 303 to `location` that sets `cookie`.
-fn see_other(location: &str, cookie: HeaderValue) -> Result<Response, Refusal> {
-    let mut response = (
-        StatusCode::SEE_OTHER,
-        [
-            (
-                header::LOCATION,
-                HeaderValue::from_str(location).map_err(internal)?,
-            ),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
-        ],
-    )
-        .into_response();
-    response.headers_mut().append(header::SET_COOKIE, cookie);
-    Ok(response)
-}
-
-/// The session cookie a launch sets. Over HTTPS it is `SameSite=None; Secure; Partitioned`,
-/// so that a platform's frame keeps it (partitioned by the platform's site, as browsers that
-/// block third-party cookies still allow); over plain HTTP (a developer's machine) it is the
-/// ordinary session cookie, and a frame falls back to a new window.
-pub fn launch_cookie(headers: &HeaderMap, config: &Config, secret: &str) -> String {
-    let plain = auth::session_cookie(headers, config, secret);
-    if auth::over_https(headers, config) {
-        plain.replace("SameSite=Lax", "SameSite=None") + "; Partitioned"
-    } else {
-        plain
-    }
-}
-
-/// How long a handoff code may wait for its new window.
-pub const HANDOFF_TTL: Duration = Duration::from_secs(10 * 60);
-
-#[derive(Debug, Deserialize)]
-pub struct ResumeQuery {
-    code: Option<String>,
-}
-
-/// `GET /lti/resume?code=…`: a new window of a launch whose frame could not keep its session
-/// is signed in as the launched student (once per code, within ten minutes) and sent on.
-pub async fn resume(
-    State(store): State<Store>,
-    State(config): State<Arc<Config>>,
-    headers: HeaderMap,
-    Query(q): Query<ResumeQuery>,
-) -> Result<Response, Refusal> {
-    let code = q.code.filter(|c| !c.is_empty()).ok_or_else(|| {
-        Refusal::bad("the link has no code: open the activity from the course again")
-    })?;
-    let since = Utc::now() - chrono::Duration::from_std(HANDOFF_TTL).unwrap_or_default();
-    let (student, target) = store
-        .use_lti_handoff(&auth::hash_token(&code), since)
-        .await
-        .map_err(internal)?
-        .ok_or_else(|| {
-            Refusal::forbidden(
-                "this link was used already or is too old: open the activity from the course again",
-            )
-        })?;
-    let secret = auth::new_session_secret().map_err(internal)?;
-    store
-        .add_session(&student, &auth::hash_token(&secret))
-        .await
-        .map_err(internal)?;
-    let cookie = HeaderValue::from_str(&auth::session_cookie(&headers, &config, &secret))
-        .map_err(internal)?;
-    see_other(&target, cookie)
+/// The platform's name for a user, made to follow the rules of a name a student types
+/// (`routes::classes::member_name`): control characters (line breaks among them) become
+/// spaces, runs of spaces one space, and it is cut to the rule's length. `None` when nothing
+/// is left.
+pub fn platform_name(claim: &str) -> Option<String> {
+    let spaced: String = claim
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let joined = spaced.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cut: String = joined
+        .chars()
+        .take(classes::MEMBER_NAME_CHARS_MAX)
+        .collect();
+    classes::member_name(&cut).map(str::to_string)
 }
 
 /// Every check of a launch, in order; creates nothing.
-async fn verify_launch(store: &Store, form: &LaunchForm) -> Result<Launch, Refusal> {
+async fn verify_launch(
+    store: &Store,
+    form: &LaunchForm,
+    headers: &HeaderMap,
+) -> Result<Launch, Refusal> {
     let (Some(token), Some(state)) = (form.id_token.as_deref(), form.state.as_deref()) else {
         return Err(Refusal::bad("a launch needs id_token and state"));
     };
@@ -578,6 +526,16 @@ async fn verify_launch(store: &Store, form: &LaunchForm) -> Result<Launch, Refus
         .into_iter()
         .find(|p| p.id == login.platform)
         .ok_or_else(|| Refusal::forbidden("the platform of this login is no longer registered"))?;
+    let claims = verified_claims(token, &platform, &login.nonce).await?;
+    read_launch(
+        platform,
+        &claims,
+        browser::browser_of(headers, state, &login),
+    )
+}
+
+/// The id_token's claims, once its signature, issuer, audience, times and nonce are checked.
+async fn verified_claims(token: &str, platform: &Platform, nonce: &str) -> Result<Claims, Refusal> {
     let header = jsonwebtoken::decode_header(token)
         .map_err(|e| Refusal::bad(format!("the id_token is not a JWT: {e}")))?;
     if header.alg != Algorithm::RS256 {
@@ -619,11 +577,17 @@ async fn verify_launch(store: &Store, form: &LaunchForm) -> Result<Launch, Refus
         }
         _ => {}
     }
-    if claims.nonce.as_deref() != Some(login.nonce.as_str()) {
+    if claims.nonce.as_deref() != Some(nonce) {
         return Err(Refusal::forbidden(
             "the id_token's nonce is not the one this login sent",
         ));
     }
+    Ok(claims)
+}
+
+/// What a verified token launches: its deployment is registered, its message type one the
+/// tool takes, its version 1.3.0, and it names a user.
+fn read_launch(platform: Platform, claims: &Claims, browser: Browser) -> Result<Launch, Refusal> {
     let deployment = claims
         .lti_str("deployment_id")
         .ok_or_else(|| Refusal::bad("the id_token has no deployment_id"))?;
@@ -660,71 +624,29 @@ async fn verify_launch(store: &Store, form: &LaunchForm) -> Result<Launch, Refus
             || r.ends_with("membership/Instructor#TeachingAssistant")
             || r.ends_with("membership#ContentDeveloper")
     });
-    let name = claims.name.clone().or_else(|| {
-        let parts: Vec<&str> = [&claims.given_name, &claims.family_name]
-            .into_iter()
-            .flatten()
-            .map(String::as_str)
-            .collect();
-        (!parts.is_empty()).then(|| parts.join(" "))
-    });
-    let scenario = claims
-        .lti("custom")
-        .and_then(|c| c.get("scenario"))
-        .and_then(Json_::as_str)
-        .map(str::to_string);
-    let deep_linking = if deep {
-        if !instructor {
+    let name = claims
+        .name
+        .clone()
+        .or_else(|| {
+            let parts: Vec<&str> = [&claims.given_name, &claims.family_name]
+                .into_iter()
+                .flatten()
+                .map(String::as_str)
+                .collect();
+            (!parts.is_empty()).then(|| parts.join(" "))
+        })
+        .as_deref()
+        .and_then(platform_name);
+    let deep_linking = match deep {
+        true if !instructor => {
             return Err(Refusal::forbidden(
                 "only an instructor places an activity (deep linking)",
-            ));
+            ))
         }
-        let settings = claims
-            .rest
-            .get("https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings")
-            .ok_or_else(|| Refusal::bad("a deep linking request has no deep_linking_settings"))?;
-        let return_url = settings
-            .get("deep_link_return_url")
-            .and_then(Json_::as_str)
-            .ok_or_else(|| {
-                Refusal::bad("the deep linking settings have no deep_link_return_url")
-            })?;
-        Some(DeepLinking {
-            return_url: return_url.to_string(),
-            data: settings
-                .get("data")
-                .and_then(Json_::as_str)
-                .map(str::to_string),
-            client_id: platform.client_id.clone(),
-            issuer: platform.issuer.clone(),
-            deployment_id: deployment.to_string(),
-        })
-    } else {
-        None
+        true => Some(deep_linking_of(claims, &platform, deployment)?),
+        false => None,
     };
-    let endpoint = claims
-        .rest
-        .get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint");
-    let allows = |scope: &str| {
-        endpoint
-            .and_then(|e| e.get("scope"))
-            .and_then(Json_::as_array)
-            .is_some_and(|s| s.iter().any(|x| x.as_str() == Some(scope)))
-    };
-    let endpoint_url = |name: &str| {
-        endpoint
-            .and_then(|e| e.get(name))
-            .and_then(Json_::as_str)
-            .map(str::to_string)
-    };
-    let lineitem = endpoint_url("lineitem").filter(|_| allows(grades::SCORE_SCOPE));
-    let lineitems = endpoint_url("lineitems")
-        .filter(|_| allows(grades::LINEITEM_SCOPE) && allows(grades::SCORE_SCOPE));
-    let resource_link = claims
-        .lti("resource_link")
-        .and_then(|r| r.get("id"))
-        .and_then(Json_::as_str)
-        .map(str::to_string);
+    let (lineitem, lineitems) = service_urls(claims, &platform);
     let context = claims.lti("context").and_then(|c| {
         let id = c.get("id").and_then(Json_::as_str)?.to_string();
         let title = ["title", "label"]
@@ -735,17 +657,82 @@ async fn verify_launch(store: &Store, form: &LaunchForm) -> Result<Launch, Refus
         Some((id, title))
     });
     Ok(Launch {
+        deployment: deployment.to_string(),
+        issuer: platform.issuer.clone(),
         platform: platform.id,
         sub,
         name,
         instructor,
-        scenario,
+        scenario: claims
+            .lti("custom")
+            .and_then(|c| c.get("scenario"))
+            .and_then(Json_::as_str)
+            .map(str::to_string),
         deep_linking,
         lineitem,
         context,
         lineitems,
-        resource_link,
+        resource_link: claims
+            .lti("resource_link")
+            .and_then(|r| r.get("id"))
+            .and_then(Json_::as_str)
+            .map(str::to_string),
+        browser,
     })
+}
+
+/// Where a deep linking request's answer goes.
+fn deep_linking_of(
+    claims: &Claims,
+    platform: &Platform,
+    deployment: &str,
+) -> Result<DeepLinking, Refusal> {
+    let settings = claims
+        .rest
+        .get("https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings")
+        .ok_or_else(|| Refusal::bad("a deep linking request has no deep_linking_settings"))?;
+    let return_url = settings
+        .get("deep_link_return_url")
+        .and_then(Json_::as_str)
+        .ok_or_else(|| Refusal::bad("the deep linking settings have no deep_link_return_url"))?;
+    Ok(DeepLinking {
+        return_url: return_url.to_string(),
+        data: settings
+            .get("data")
+            .and_then(Json_::as_str)
+            .map(str::to_string),
+        client_id: platform.client_id.clone(),
+        issuer: platform.issuer.clone(),
+        deployment_id: deployment.to_string(),
+    })
+}
+
+/// The launch's line item and line items container (Assignment and Grade Services), each
+/// when its scope is granted and it is on one of the platform's own origins: the tool sends
+/// the platform's access token there, so a URL elsewhere (an internal host, say) is dropped.
+fn service_urls(claims: &Claims, platform: &Platform) -> (Option<String>, Option<String>) {
+    let endpoint = claims
+        .rest
+        .get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint");
+    let allows = |scope: &str| {
+        endpoint
+            .and_then(|e| e.get("scope"))
+            .and_then(Json_::as_array)
+            .is_some_and(|s| s.iter().any(|x| x.as_str() == Some(scope)))
+    };
+    let own = |name: &str| {
+        let url = endpoint.and_then(|e| e.get(name)).and_then(Json_::as_str)?;
+        if grades::on_platform(platform, url) {
+            Some(url.to_string())
+        } else {
+            tracing::warn!(platform = %platform.id, url, "a launch's {name} is not on one of the platform's origins: ignored");
+            None
+        }
+    };
+    let lineitem = own("lineitem").filter(|_| allows(grades::SCORE_SCOPE));
+    let lineitems =
+        own("lineitems").filter(|_| allows(grades::LINEITEM_SCOPE) && allows(grades::SCORE_SCOPE));
+    (lineitem, lineitems)
 }
 
 /// A verification error in words.

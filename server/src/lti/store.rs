@@ -1,5 +1,6 @@
 //! What LTI keeps in the database: the tool's keys, the platforms and their deployments, the
-//! logins in flight, and the students of platforms' users. The same queries run on SQLite and
+//! logins in flight, the students of platforms' users (by issuer and `sub`) and the classes of
+//! their courses (by issuer, deployment and context). The same queries run on SQLite and
 //! PostgreSQL, as in `crate::store`.
 
 use chrono::{DateTime, Utc};
@@ -17,6 +18,9 @@ pub struct Platform {
     pub token_url: String,
     pub jwks_url: String,
     pub deployments: Vec<String>,
+    /// Origins besides those of the URLs above where the platform's line items and scores
+    /// may be (`--service-origin`).
+    pub service_origins: Vec<String>,
 }
 
 /// One of the tool's signing keys.
@@ -36,6 +40,9 @@ pub struct Login {
     pub nonce: String,
     pub platform: String,
     pub created_at: DateTime<Utc>,
+    /// The sha256 of the secret of the cookie that the login set in its browser; `None` for a
+    /// login over plain HTTP, which set none.
+    pub browser_hash: Option<String>,
 }
 
 impl Store {
@@ -61,6 +68,10 @@ impl Store {
                 sqlx::query("INSERT INTO lti_deployments (platform, deployment_id) VALUES ($1, $2) ON CONFLICT DO NOTHING")
                     .bind(&p.id).bind(d).execute(&mut *tx).await?;
             }
+            for o in &p.service_origins {
+                sqlx::query("INSERT INTO lti_service_origins (platform, origin) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+                    .bind(&p.id).bind(o).execute(&mut *tx).await?;
+            }
             tx.commit().await?;
             Ok(true)
         })
@@ -74,12 +85,20 @@ impl Store {
                 .fetch_all(pool).await?;
             let deployments = sqlx::query("SELECT platform, deployment_id FROM lti_deployments ORDER BY deployment_id")
                 .fetch_all(pool).await?;
+            let origins = sqlx::query("SELECT platform, origin FROM lti_service_origins ORDER BY origin")
+                .fetch_all(pool).await?;
             rows.iter().map(|r| {
                 let id: String = r.try_get("id")?;
                 let mut ds = Vec::new();
                 for d in &deployments {
                     if d.try_get::<String, _>("platform")? == id {
                         ds.push(d.try_get("deployment_id")?);
+                    }
+                }
+                let mut service_origins = Vec::new();
+                for o in &origins {
+                    if o.try_get::<String, _>("platform")? == id {
+                        service_origins.push(o.try_get("origin")?);
                     }
                 }
                 Ok(Platform {
@@ -89,26 +108,42 @@ impl Store {
                     token_url: r.try_get("token_url")?,
                     jwks_url: r.try_get("jwks_url")?,
                     deployments: ds,
+                    service_origins,
                     id,
                 })
             }).collect()
         })
     }
 
-    /// Removes a platform by id, with its deployments, logins and users' links (the students
-    /// and their attempts stay). `Ok(false)` when there is none.
+    /// Removes a platform by id, with its deployments and logins (the students and their
+    /// attempts stay). The links of its issuer's users and courses go with the issuer's last
+    /// registration. `Ok(false)` when there is none.
     pub async fn remove_lti_platform(&self, id: &str) -> StoreResult<bool> {
         let _turn = self.write_turn().await;
         with_pool!(self, pool => {
             let mut tx = pool.begin().await?;
-            for table in ["lti_deployments", "lti_logins", "lti_users"] {
+            let issuer: Option<String> = sqlx::query_scalar("SELECT issuer FROM lti_platforms WHERE id = $1")
+                .bind(id).fetch_optional(&mut *tx).await?;
+            let Some(issuer) = issuer else {
+                tx.rollback().await?;
+                return Ok(false);
+            };
+            for table in ["lti_deployments", "lti_logins", "lti_service_origins", "lti_users", "lti_contexts"] {
                 sqlx::query(&format!("DELETE FROM {table} WHERE platform = $1"))
                     .bind(id).execute(&mut *tx).await?;
             }
-            let removed = sqlx::query("DELETE FROM lti_platforms WHERE id = $1")
-                .bind(id).execute(&mut *tx).await?.rows_affected();
+            sqlx::query("DELETE FROM lti_platforms WHERE id = $1")
+                .bind(id).execute(&mut *tx).await?;
+            let others: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM lti_platforms WHERE issuer = $1")
+                .bind(&issuer).fetch_one(&mut *tx).await?;
+            if others == 0 {
+                for table in ["lti_identities", "lti_courses"] {
+                    sqlx::query(&format!("DELETE FROM {table} WHERE issuer = $1"))
+                        .bind(&issuer).execute(&mut *tx).await?;
+                }
+            }
             tx.commit().await?;
-            Ok(removed == 1)
+            Ok(true)
         })
     }
 
@@ -151,25 +186,33 @@ impl Store {
 
     // Logins.
 
+    /// Keeps a login in flight: `browser_hash` is the sha256 of the secret of the cookie the
+    /// login sets in its browser, if it sets one.
     pub async fn start_lti_login(
         &self,
         state: &str,
         nonce: &str,
         platform: &str,
+        browser_hash: Option<&str>,
     ) -> StoreResult<()> {
         let _turn = self.write_turn().await;
         let now = Utc::now();
         with_pool!(self, pool => sqlx::query(
-            "INSERT INTO lti_logins (state, nonce, platform, created_at, used_at) VALUES ($1, $2, $3, $4, NULL)")
-            .bind(state).bind(nonce).bind(platform).bind(now).execute(pool).await.map(|_| ()))
+            "INSERT INTO lti_logins (state, nonce, platform, created_at, used_at, browser_hash) VALUES ($1, $2, $3, $4, NULL, $5)")
+            .bind(state).bind(nonce).bind(platform).bind(now).bind(browser_hash).execute(pool).await.map(|_| ()))
     }
 
     /// The login started with `state`, if it was never used.
     pub async fn lti_login(&self, state: &str) -> StoreResult<Option<Login>> {
         with_pool!(self, pool => {
-            let row = sqlx::query("SELECT nonce, platform, created_at FROM lti_logins WHERE state = $1 AND used_at IS NULL")
+            let row = sqlx::query("SELECT nonce, platform, created_at, browser_hash FROM lti_logins WHERE state = $1 AND used_at IS NULL")
                 .bind(state).fetch_optional(pool).await?;
-            row.map(|r| Ok(Login { nonce: r.try_get("nonce")?, platform: r.try_get("platform")?, created_at: r.try_get("created_at")? })).transpose()
+            row.map(|r| Ok(Login {
+                nonce: r.try_get("nonce")?,
+                platform: r.try_get("platform")?,
+                created_at: r.try_get("created_at")?,
+                browser_hash: r.try_get("browser_hash")?,
+            })).transpose()
         })
     }
 
@@ -183,24 +226,74 @@ impl Store {
 
     // Users.
 
-    /// The student a platform's user is, if they launched before.
-    pub async fn lti_student(&self, platform: &str, sub: &str) -> StoreResult<Option<String>> {
+    /// The student a platform's user is, if they launched before: a user is their issuer's
+    /// `sub`, whichever registration of the issuer they came through.
+    pub async fn lti_student(&self, issuer: &str, sub: &str) -> StoreResult<Option<String>> {
         with_pool!(self, pool => {
             let row = sqlx::query(
-                "SELECT u.student FROM lti_users AS u JOIN students AS s ON s.id = u.student \
-                 WHERE u.platform = $1 AND u.sub = $2")
-                .bind(platform).bind(sub).fetch_optional(pool).await?;
+                "SELECT u.student FROM lti_identities AS u JOIN students AS s ON s.id = u.student \
+                 WHERE u.issuer = $1 AND u.sub = $2")
+                .bind(issuer).bind(sub).fetch_optional(pool).await?;
             row.map(|r| r.try_get("student")).transpose()
         })
     }
 
-    /// Links a platform's user to a student (replacing a link to a student that is gone).
-    pub async fn link_lti_user(&self, platform: &str, sub: &str, student: &str) -> StoreResult<()> {
+    /// Links a platform's user to `student`, unless they are linked to a student who still
+    /// exists: of two first launches at once, the link made first wins. Answers the student
+    /// the user is.
+    pub async fn link_lti_user(
+        &self,
+        issuer: &str,
+        sub: &str,
+        student: &str,
+    ) -> StoreResult<String> {
+        {
+            let _turn = self.write_turn().await;
+            with_pool!(self, pool => sqlx::query(
+                "INSERT INTO lti_identities (issuer, sub, student) VALUES ($1, $2, $3) \
+                 ON CONFLICT (issuer, sub) DO UPDATE SET student = excluded.student \
+                 WHERE NOT EXISTS (SELECT 1 FROM students WHERE students.id = lti_identities.student)")
+                .bind(issuer).bind(sub).bind(student).execute(pool).await.map(|_| ()))?;
+        }
+        Ok(self
+            .lti_student(issuer, sub)
+            .await?
+            .unwrap_or_else(|| student.to_string()))
+    }
+
+    /// A new student for a platform's user, without a session: a launch that cannot sign its
+    /// browser in still knows who launched.
+    pub async fn add_lti_student(&self, id: &str) -> StoreResult<()> {
         let _turn = self.write_turn().await;
+        let now = Utc::now();
         with_pool!(self, pool => sqlx::query(
-            "INSERT INTO lti_users (platform, sub, student) VALUES ($1, $2, $3) \
-             ON CONFLICT (platform, sub) DO UPDATE SET student = excluded.student")
-            .bind(platform).bind(sub).bind(student).execute(pool).await.map(|_| ()))
+            "INSERT INTO students (id, display_name, origin, created_at, legacy_cookie) VALUES ($1, NULL, 'session', $2, FALSE)")
+            .bind(id).bind(now).execute(pool).await.map(|_| ()))
+    }
+
+    /// The display name of student `id`, if it has one.
+    pub async fn lti_student_name(&self, id: &str) -> StoreResult<Option<String>> {
+        with_pool!(self, pool => {
+            let name: Option<Option<String>> = sqlx::query_scalar("SELECT display_name FROM students WHERE id = $1")
+                .bind(id).fetch_optional(pool).await?;
+            Ok(name.flatten())
+        })
+    }
+
+    /// True when student `id` holds anything of a person's: an attempt, a draft, a class
+    /// joined, a learning platform's user, or a display name. A session of such a student is
+    /// never replaced by another student's.
+    pub async fn holds_work(&self, id: &str) -> StoreResult<bool> {
+        with_pool!(self, pool => {
+            let found: Option<i32> = sqlx::query_scalar(
+                "SELECT 1 FROM students WHERE id = $1 AND (display_name IS NOT NULL \
+                 OR EXISTS (SELECT 1 FROM attempts WHERE attempts.student = $1) \
+                 OR EXISTS (SELECT 1 FROM drafts WHERE drafts.student = $1) \
+                 OR EXISTS (SELECT 1 FROM memberships WHERE memberships.student = $1) \
+                 OR EXISTS (SELECT 1 FROM lti_identities WHERE lti_identities.student = $1))")
+                .bind(id).fetch_optional(pool).await?;
+            Ok(found.is_some())
+        })
     }
 
     /// A new session of an existing student: `secret_hash` is the sha256 of the cookie's secret.
@@ -226,6 +319,21 @@ impl Store {
         with_pool!(self, pool => sqlx::query(
             "INSERT INTO lti_handoffs (code_hash, student, target, created_at, used_at) VALUES ($1, $2, $3, $4, NULL)")
             .bind(code_hash).bind(student).bind(target).bind(now).execute(pool).await.map(|_| ()))
+    }
+
+    /// The student and target of the handoff whose code hashes to `code_hash`, if it is
+    /// unused and was made after `since`; spends nothing.
+    pub async fn lti_handoff(
+        &self,
+        code_hash: &str,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Option<(String, String)>> {
+        with_pool!(self, pool => {
+            let row = sqlx::query(
+                "SELECT student, target FROM lti_handoffs WHERE code_hash = $1 AND used_at IS NULL AND created_at > $2")
+                .bind(code_hash).bind(since).fetch_optional(pool).await?;
+            row.map(|r| Ok((r.try_get("student")?, r.try_get("target")?))).transpose()
+        })
     }
 
     /// Spends the handoff whose code hashes to `code_hash` if it is unused and was made after
@@ -261,35 +369,38 @@ impl Store {
 impl Store {
     // Courses.
 
-    /// The class of a platform's context, if a launch from it made one.
-    pub async fn lti_context_class(
+    /// The class of a platform's course, if a launch from it made one: a course is its
+    /// issuer's context within a deployment, whichever registration it came through.
+    pub async fn lti_course_class(
         &self,
-        platform: &str,
+        issuer: &str,
+        deployment: &str,
         context: &str,
     ) -> StoreResult<Option<String>> {
         with_pool!(self, pool => {
-            let row = sqlx::query("SELECT class_id FROM lti_contexts WHERE platform = $1 AND context_id = $2")
-                .bind(platform).bind(context).fetch_optional(pool).await?;
+            let row = sqlx::query("SELECT class_id FROM lti_courses WHERE issuer = $1 AND deployment_id = $2 AND context_id = $3")
+                .bind(issuer).bind(deployment).bind(context).fetch_optional(pool).await?;
             row.map(|r| r.try_get("class_id")).transpose()
         })
     }
 
-    /// Links a platform's context to a class; the link made first wins (two first launches
+    /// Links a platform's course to a class; the link made first wins (two first launches
     /// at once both find the same class afterwards).
-    pub async fn link_lti_context(
+    pub async fn link_lti_course(
         &self,
-        platform: &str,
+        issuer: &str,
+        deployment: &str,
         context: &str,
         class: &str,
     ) -> StoreResult<String> {
         {
             let _turn = self.write_turn().await;
             with_pool!(self, pool => sqlx::query(
-                "INSERT INTO lti_contexts (platform, context_id, class_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
-                .bind(platform).bind(context).bind(class).execute(pool).await.map(|_| ()))?;
+                "INSERT INTO lti_courses (issuer, deployment_id, context_id, class_id) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING")
+                .bind(issuer).bind(deployment).bind(context).bind(class).execute(pool).await.map(|_| ()))?;
         }
         Ok(self
-            .lti_context_class(platform, context)
+            .lti_course_class(issuer, deployment, context)
             .await?
             .unwrap_or_else(|| class.to_string()))
     }

@@ -287,6 +287,21 @@ fn student_class(class: Class, m: Membership) -> StudentClass {
     }
 }
 
+/// The most characters of the name a member of a class is shown by.
+pub const MEMBER_NAME_CHARS_MAX: usize = 60;
+
+/// The rules of the name a member of a class is shown by, as the student typed it: trimmed,
+/// 1 to [`MEMBER_NAME_CHARS_MAX`] characters and no control characters. `None` when it
+/// breaks them. A learning platform's name for a user is made to follow them too
+/// (`crate::lti::platform_name`).
+pub fn member_name(typed: &str) -> Option<&str> {
+    let name = typed.trim();
+    let fits = !name.is_empty()
+        && name.chars().count() <= MEMBER_NAME_CHARS_MAX
+        && !name.chars().any(char::is_control);
+    fits.then_some(name)
+}
+
 fn class_name(name: &str, path: &str) -> Result<String, AppError> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
@@ -596,13 +611,12 @@ pub async fn join_class(
     if let Some(m) = store.membership(&class.id, &student.id).await? {
         return Ok((StatusCode::OK, Json(student_class(class, m))).into_response());
     }
-    let name = body.display_name.as_deref().map(str::trim).unwrap_or("");
-    if name.is_empty() || name.chars().count() > 60 || name.chars().any(char::is_control) {
+    let Some(name) = body.display_name.as_deref().and_then(member_name) else {
         return Err(AppError::invalid_request(
             "give the name your instructor will see: 1 to 60 characters, no control characters",
         )
         .at("$.display_name"));
-    }
+    };
     match store.join_class(&class.id, &student.id, name).await? {
         Joined::New(m) => {
             let class = store.get_class(&class.id).await?.unwrap_or(class);

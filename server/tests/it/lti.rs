@@ -14,16 +14,19 @@ use server::Store;
 
 use crate::common::{spawn_app_on, As, TempDir, TestApp};
 
-const LTI: &str = "https://purl.imsglobal.org/spec/lti/claim/";
-const PUBLIC: &str = "https://tool.example.edu";
-const CLIENT: &str = "tool-client-1";
-const DEPLOYMENT: &str = "deployment-1";
-const KID: &str = "platform-key-1";
+pub(crate) const LTI: &str = "https://purl.imsglobal.org/spec/lti/claim/";
+pub(crate) const PUBLIC: &str = "https://tool.example.edu";
+pub(crate) const CLIENT: &str = "tool-client-1";
+/// The client id of a second registration of the same platform (another activity of a course,
+/// as Open edX registers each).
+pub(crate) const CLIENT_2: &str = "tool-client-2";
+pub(crate) const DEPLOYMENT: &str = "deployment-1";
+pub(crate) const KID: &str = "platform-key-1";
 
 /// The test platform: its issuer (its own URL), its keys and how often its JWKS was fetched.
-struct TestPlatform {
-    issuer: String,
-    key: String,
+pub(crate) struct TestPlatform {
+    pub(crate) issuer: String,
+    pub(crate) key: String,
     /// A key the platform never published.
     stranger: String,
     jwks_fetches: Arc<AtomicUsize>,
@@ -39,6 +42,8 @@ struct Gradebook {
     down: std::sync::atomic::AtomicBool,
     refused: AtomicUsize,
     accepted: std::sync::Mutex<Vec<Value>>,
+    /// The bearer token each accepted score came with, in the same order.
+    bearers: std::sync::Mutex<Vec<String>>,
     /// Line items the tool made.
     made: std::sync::Mutex<Vec<Value>>,
 }
@@ -50,7 +55,7 @@ async fn lineitems_endpoint(
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     let bearer = headers.get("authorization").and_then(|v| v.to_str().ok());
-    if bearer != Some("Bearer platform-token") {
+    if !bearer.is_some_and(|b| b.starts_with("Bearer platform-token-")) {
         return (StatusCode::UNAUTHORIZED, "no").into_response();
     }
     let host = headers
@@ -69,18 +74,21 @@ async fn token_endpoint(
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     let keys = book.tool_keys.lock().unwrap().clone();
+    // The assertion's issuer is the registration's client id; the token is that client's own.
     let verified = (|| {
         let assertion = form.get("client_assertion")?;
         let header = jsonwebtoken::decode_header(assertion).ok()?;
         let keys = keys?;
         let key = jsonwebtoken::DecodingKey::from_jwk(keys.find(&header.kid?)?).ok()?;
         let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
-        v.set_issuer(&[CLIENT]);
+        v.set_issuer(&[CLIENT, CLIENT_2]);
         v.set_audience(&[form.get("token_aud")?.as_str()]);
         jsonwebtoken::decode::<Value>(assertion, &key, &v).ok()
     })();
-    if verified.is_none()
-        || form.get("grant_type").map(String::as_str) != Some("client_credentials")
+    let Some(client) = verified.as_ref().and_then(|t| t.claims["iss"].as_str()) else {
+        return (StatusCode::UNAUTHORIZED, "bad client assertion").into_response();
+    };
+    if form.get("grant_type").map(String::as_str) != Some("client_credentials")
         || !matches!(
             form.get("scope").map(String::as_str),
             Some(server::lti::grades::SCORE_SCOPE | server::lti::grades::LINEITEM_SCOPE)
@@ -88,9 +96,11 @@ async fn token_endpoint(
     {
         return (StatusCode::UNAUTHORIZED, "bad client assertion").into_response();
     }
-    axum::Json(
-        json!({"access_token": "platform-token", "token_type": "Bearer", "expires_in": 3600}),
-    )
+    axum::Json(json!({
+        "access_token": format!("platform-token-{client}"),
+        "token_type": "Bearer",
+        "expires_in": 3600,
+    }))
     .into_response()
 }
 
@@ -111,11 +121,13 @@ async fn score_endpoint(
     }
     let bearer = headers.get("authorization").and_then(|v| v.to_str().ok());
     let typed = headers.get("content-type").and_then(|v| v.to_str().ok());
-    if bearer != Some("Bearer platform-token")
-        || typed != Some("application/vnd.ims.lis.v1.score+json")
-    {
+    let Some(bearer) = bearer.filter(|b| b.starts_with("Bearer platform-token-")) else {
+        return (StatusCode::UNAUTHORIZED, "no").into_response();
+    };
+    if typed != Some("application/vnd.ims.lis.v1.score+json") {
         return (StatusCode::UNAUTHORIZED, "no").into_response();
     }
+    book.bearers.lock().unwrap().push(bearer.to_string());
     book.accepted
         .lock()
         .unwrap()
@@ -137,7 +149,7 @@ fn rsa_pem() -> (String, String, String) {
 }
 
 /// Starts the platform: an axum app on a loopback port whose `/jwks` publishes one key.
-async fn start_platform() -> TestPlatform {
+pub(crate) async fn start_platform() -> TestPlatform {
     // Made once for every test platform: generating RSA keys is the slowest part of these
     // tests, and the tests beside them share the machine.
     static KEYS: std::sync::OnceLock<((String, String, String), String)> =
@@ -172,7 +184,10 @@ async fn start_platform() -> TestPlatform {
                 },
             ),
         )
-        .route("/lineitems/1/scores", axum::routing::post(score_endpoint))
+        .route(
+            "/lineitems/{item}/scores",
+            axum::routing::post(score_endpoint),
+        )
         .route("/lineitems", axum::routing::post(lineitems_endpoint))
         .with_state(Arc::clone(&grades));
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -186,20 +201,26 @@ async fn start_platform() -> TestPlatform {
 }
 
 impl TestPlatform {
-    fn registration(&self) -> Platform {
+    pub(crate) fn registration(&self) -> Platform {
+        self.registration_of("test-platform", CLIENT)
+    }
+
+    /// A registration of this platform with its own id and client id.
+    pub(crate) fn registration_of(&self, id: &str, client: &str) -> Platform {
         Platform {
-            id: "test-platform".into(),
+            id: id.into(),
             issuer: self.issuer.clone(),
-            client_id: CLIENT.into(),
+            client_id: client.into(),
             auth_url: format!("{}/auth", self.issuer),
             token_url: format!("{}/token", self.issuer),
             jwks_url: format!("{}/jwks", self.issuer),
             deployments: vec![DEPLOYMENT.into()],
+            service_origins: Vec::new(),
         }
     }
 
     /// The claims of a learner's resource link launch.
-    fn claims(&self, nonce: &str, sub: &str) -> Value {
+    pub(crate) fn claims(&self, nonce: &str, sub: &str) -> Value {
         let now = chrono::Utc::now().timestamp();
         json!({
             "iss": self.issuer, "aud": CLIENT, "sub": sub, "exp": now + 300, "iat": now,
@@ -215,7 +236,7 @@ impl TestPlatform {
         })
     }
 
-    fn sign(&self, claims: &Value, kid: &str, pem: &str) -> String {
+    pub(crate) fn sign(&self, claims: &Value, kid: &str, pem: &str) -> String {
         let mut header = Header::new(jsonwebtoken::Algorithm::RS256);
         header.kid = Some(kid.into());
         jsonwebtoken::encode(
@@ -228,7 +249,7 @@ impl TestPlatform {
 }
 
 /// A test platform registered with a tool on `store`.
-async fn registered(store: &Store) -> (TestPlatform, TestApp) {
+pub(crate) async fn registered(store: &Store) -> (TestPlatform, TestApp) {
     let platform = start_platform().await;
     assert!(store
         .add_lti_platform(&platform.registration())
@@ -238,22 +259,37 @@ async fn registered(store: &Store) -> (TestPlatform, TestApp) {
     (platform, app)
 }
 
-async fn tool_on(store: Store) -> TestApp {
+pub(crate) async fn tool_on(store: Store) -> TestApp {
     spawn_app_on(
         store,
         Config {
             public_url: Some(PUBLIC.into()),
+            // LTI runs over HTTPS, where a login can leave its cookie in its browser.
+            https: true,
             ..Config::default()
         },
         TempDir::new("lti"),
     )
 }
 
-/// Starts a login as the platform does; answers the state and nonce the tool sent to the
-/// platform's authorization endpoint.
-async fn login(app: &TestApp, platform: &TestPlatform) -> (String, String) {
+/// A login the platform started, as the browser that started it holds it: the state and
+/// nonce the tool sent to the platform's authorization endpoint, and the cookie the login left
+/// (over HTTPS).
+pub(crate) struct Started {
+    pub(crate) state: String,
+    pub(crate) nonce: String,
+    pub(crate) cookie: Option<String>,
+}
+
+/// Starts a login as the platform does, for the registration of `CLIENT`.
+pub(crate) async fn login(app: &TestApp, platform: &TestPlatform) -> Started {
+    login_for(app, platform, CLIENT).await
+}
+
+/// Starts a login as the platform does, for the registration of `client`.
+pub(crate) async fn login_for(app: &TestApp, platform: &TestPlatform, client: &str) -> Started {
     let uri = format!(
-        "/lti/login?iss={}&login_hint=user-hint&target_link_uri={}&client_id={CLIENT}&lti_message_hint=m1",
+        "/lti/login?iss={}&login_hint=user-hint&target_link_uri={}&client_id={client}&lti_message_hint=m1",
         urlencode(&platform.issuer),
         urlencode(&format!("{PUBLIC}/lti/launch"))
     );
@@ -266,14 +302,18 @@ async fn login(app: &TestApp, platform: &TestPlatform) -> (String, String) {
     let q: std::collections::HashMap<String, String> =
         location.query_pairs().into_owned().collect();
     assert_eq!(q["redirect_uri"], format!("{PUBLIC}/lti/launch"));
-    assert_eq!(q["client_id"], CLIENT);
+    assert_eq!(q["client_id"], client);
     assert_eq!(q["response_mode"], "form_post");
     assert_eq!(q["scope"], "openid");
     assert_eq!(q["lti_message_hint"], "m1");
-    (q["state"].clone(), q["nonce"].clone())
+    Started {
+        state: q["state"].clone(),
+        nonce: q["nonce"].clone(),
+        cookie: answer.cookie(),
+    }
 }
 
-fn urlencode(text: &str) -> String {
+pub(crate) fn urlencode(text: &str) -> String {
     reqwest::Url::parse_with_params("http://x/", &[("v", text)])
         .unwrap()
         .query()
@@ -282,7 +322,22 @@ fn urlencode(text: &str) -> String {
         .to_string()
 }
 
-async fn launch(app: &TestApp, id_token: &str, state: &str) -> crate::common::Answer {
+/// The platform's auto-submitted form post of a launch, from the browser that started its
+/// login (with the login's cookie, when it left one).
+pub(crate) async fn launch(
+    app: &TestApp,
+    id_token: &str,
+    started: &Started,
+) -> crate::common::Answer {
+    let who = match &started.cookie {
+        Some(cookie) => As::student(cookie),
+        None => As::nobody(),
+    };
+    launch_as(app, id_token, &started.state, &who).await
+}
+
+/// A launch's form post with `state`, from a browser holding `who`'s cookies.
+async fn launch_as(app: &TestApp, id_token: &str, state: &str, who: &As) -> crate::common::Answer {
     let body = format!(
         "id_token={}&state={}",
         urlencode(id_token),
@@ -291,7 +346,7 @@ async fn launch(app: &TestApp, id_token: &str, state: &str) -> crate::common::An
     app.send(
         Method::POST,
         "/lti/launch",
-        &As::nobody(),
+        who,
         &[
             ("content-type", "application/x-www-form-urlencoded"),
             ("origin", "https://platform.example"),
@@ -302,15 +357,16 @@ async fn launch(app: &TestApp, id_token: &str, state: &str) -> crate::common::An
     .await
 }
 
-fn session_cookie(answer: &crate::common::Answer) -> String {
+pub(crate) fn session_cookie(answer: &crate::common::Answer) -> String {
     answer.cookie().expect("the launch sets the session cookie")
 }
 
 async fn a_learner_launches_signed_in_on_the_scenario(store: Store) {
     let (platform, app) = registered(&store).await;
-    let (state, nonce) = login(&app, &platform).await;
+    let started = login(&app, &platform).await;
+    let nonce = started.nonce.clone();
     let token = platform.sign(&platform.claims(&nonce, "learner-1"), KID, &platform.key);
-    let answer = launch(&app, &token, &state).await;
+    let answer = launch(&app, &token, &started).await;
     assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
     let location = answer.header("location").unwrap().to_string();
     assert!(
@@ -337,7 +393,7 @@ async fn a_learner_launches_signed_in_on_the_scenario(store: Store) {
     // The platform's course is a class, and the learner a member under their name; an
     // attempt can be made for it.
     let class = store
-        .lti_context_class("test-platform", "course-1")
+        .lti_course_class(&platform.issuer, DEPLOYMENT, "course-1")
         .await
         .unwrap()
         .expect("the course's class");
@@ -354,11 +410,17 @@ async fn a_learner_launches_signed_in_on_the_scenario(store: Store) {
     assert_eq!(for_class.status, StatusCode::CREATED, "{}", for_class.text);
 
     // An instructor of the course lands on its class's dashboard; no second class is made.
-    let (state_i, nonce_i) = login(&app, &platform).await;
+    let started_i = login(&app, &platform).await;
+    let nonce_i = started_i.nonce.clone();
     let mut teacher = platform.claims(&nonce_i, "teacher-9");
     teacher[format!("{LTI}roles")] =
         json!(["http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"]);
-    let landed = launch(&app, &platform.sign(&teacher, KID, &platform.key), &state_i).await;
+    let landed = launch(
+        &app,
+        &platform.sign(&teacher, KID, &platform.key),
+        &started_i,
+    )
+    .await;
     assert_eq!(landed.status, StatusCode::SEE_OTHER, "{}", landed.text);
     assert!(
         landed
@@ -383,14 +445,15 @@ async fn a_learner_launches_signed_in_on_the_scenario(store: Store) {
     );
 
     // The same token and state again: the login was spent.
-    let replay = launch(&app, &token, &state).await;
+    let replay = launch(&app, &token, &started).await;
     assert_eq!(replay.status, StatusCode::FORBIDDEN);
     assert!(replay.cookie().is_none());
 
     // A later launch of the same user is the same student.
-    let (state, nonce) = login(&app, &platform).await;
+    let started = login(&app, &platform).await;
+    let nonce = started.nonce.clone();
     let token = platform.sign(&platform.claims(&nonce, "learner-1"), KID, &platform.key);
-    let again = launch(&app, &token, &state).await;
+    let again = launch(&app, &token, &started).await;
     assert_eq!(again.status, StatusCode::SEE_OTHER);
     let me = app
         .get("/api/session", &As::student(&session_cookie(&again)))
@@ -589,7 +652,8 @@ async fn every_refused_launch_says_why_and_creates_nothing() {
     ];
     for (i, (name, change, status, words)) in cases.into_iter().enumerate() {
         let sub = format!("refused-{i}");
-        let (mut state, nonce) = login(&app, &platform).await;
+        let mut started = login(&app, &platform).await;
+        let nonce = started.nonce.clone();
         let mut claims = platform.claims(&nonce, &sub);
         let token = match change {
             Change::Claims(f) => {
@@ -605,16 +669,16 @@ async fn every_refused_launch_says_why_and_creates_nothing() {
                     .unwrap()
             }
             Change::MadeUpState => {
-                state = "made-up-state".into();
+                started.state = "made-up-state".into();
                 platform.sign(&claims, KID, &platform.key)
             }
             Change::OtherNonce => {
-                let (_, other) = login(&app, &platform).await;
+                let other = login(&app, &platform).await.nonce;
                 claims["nonce"] = json!(other);
                 platform.sign(&claims, KID, &platform.key)
             }
         };
-        let answer = launch(&app, &token, &state).await;
+        let answer = launch(&app, &token, &started).await;
         assert_eq!(answer.status, status, "{name}: {}", answer.text);
         assert!(
             answer.text.contains(words),
@@ -630,14 +694,14 @@ async fn every_refused_launch_says_why_and_creates_nothing() {
         );
         assert!(answer.cookie().is_none(), "{name}: no session");
         assert_eq!(
-            store.lti_student("test-platform", &sub).await.unwrap(),
+            store.lti_student(&platform.issuer, &sub).await.unwrap(),
             None,
             "{name}: no student"
         );
         // The login was not spent: a refusal creates nothing and uses nothing.
-        if state != "made-up-state" {
+        if started.state != "made-up-state" {
             assert!(
-                store.lti_login(&state).await.unwrap().is_some(),
+                store.lti_login(&started.state).await.unwrap().is_some(),
                 "{name}: the login is still there"
             );
         }
@@ -785,21 +849,23 @@ async fn an_instructor_places_a_scenario_by_deep_linking(store: Store) {
         claims
     };
     // A learner cannot place an activity.
-    let (state, nonce) = login(&app, &platform).await;
+    let started = login(&app, &platform).await;
+    let nonce = started.nonce.clone();
     let refused = launch(
         &app,
         &platform.sign(&request(&nonce, "Learner"), KID, &platform.key),
-        &state,
+        &started,
     )
     .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text);
     assert!(refused.text.contains("only an instructor"));
 
-    let (state, nonce) = login(&app, &platform).await;
+    let started = login(&app, &platform).await;
+    let nonce = started.nonce.clone();
     let page = launch(
         &app,
         &platform.sign(&request(&nonce, "Instructor"), KID, &platform.key),
-        &state,
+        &started,
     )
     .await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.text);
@@ -880,13 +946,14 @@ async fn a_launched_learners_score_reaches_the_platform_once_even_after_an_outag
     let jwks = app.get("/lti/jwks", &As::nobody()).await.body;
     *platform.grades.tool_keys.lock().unwrap() = Some(serde_json::from_value(jwks).unwrap());
     let lineitem = format!("{}/lineitems/1?type=score", platform.issuer);
-    let (state, nonce) = login(&app, &platform).await;
+    let started = login(&app, &platform).await;
+    let nonce = started.nonce.clone();
     let mut claims = platform.claims(&nonce, "learner-7");
     claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = json!({
         "scope": [server::lti::grades::SCORE_SCOPE],
         "lineitem": lineitem,
     });
-    let answer = launch(&app, &platform.sign(&claims, KID, &platform.key), &state).await;
+    let answer = launch(&app, &platform.sign(&claims, KID, &platform.key), &started).await;
     assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
     let cookie = session_cookie(&answer);
     // Nothing to send before an attempt.
@@ -1013,16 +1080,47 @@ fn the_score_url_of_a_line_item_keeps_its_query() {
     );
 }
 
+/// The resume page's form post, from this tool's own page in a browser holding `who`'s
+/// cookies.
+async fn post_resume(app: &TestApp, code: &str, who: &As) -> crate::common::Answer {
+    app.send(
+        Method::POST,
+        "/lti/resume",
+        who,
+        &[
+            ("content-type", "application/x-www-form-urlencoded"),
+            ("origin", PUBLIC),
+            ("sec-fetch-site", "same-origin"),
+        ],
+        Some(format!("code={}", urlencode(code)).into_bytes()),
+    )
+    .await
+}
+
+/// The handoff code a launch's answer carries, in its fragment or in the resume page's query.
+fn handoff_code(answer: &crate::common::Answer) -> String {
+    let location = answer.header("location").expect("a redirect");
+    location
+        .split_once("#lti-handoff=")
+        .or_else(|| location.split_once("/lti/resume?code="))
+        .map(|(_, code)| code.to_string())
+        .unwrap_or_else(|| panic!("no handoff code in {location}"))
+}
+
 #[tokio::test]
-async fn a_frame_that_keeps_no_cookie_hands_the_student_to_a_new_window_once() {
+async fn a_frame_that_keeps_no_cookie_hands_the_student_to_a_new_window_that_names_them_once() {
     let dir = TempDir::new("lti-handoff");
     let store = Store::connect(&dir.sqlite_url()).await.unwrap();
     let (platform, app) = registered(&store).await;
-    let (state, nonce) = login(&app, &platform).await;
+    let started = login(&app, &platform).await;
     let answer = launch(
         &app,
-        &platform.sign(&platform.claims(&nonce, "framed-1"), KID, &platform.key),
-        &state,
+        &platform.sign(
+            &platform.claims(&started.nonce, "framed-1"),
+            KID,
+            &platform.key,
+        ),
+        &started,
     )
     .await;
     let launched = app
@@ -1030,12 +1128,40 @@ async fn a_frame_that_keeps_no_cookie_hands_the_student_to_a_new_window_once() {
         .await
         .body["student"]
         .clone();
-    let location = answer.header("location").unwrap().to_string();
-    let code = location.split("#lti-handoff=").nth(1).unwrap().to_string();
-    // The new window: signed in as the same student, on the scenario.
-    let resumed = app
-        .get(&format!("/lti/resume?code={code}"), &As::nobody())
+    let code = handoff_code(&answer);
+    // The new window's page names who it will sign in and asks; by itself it signs nobody
+    // in and spends nothing.
+    let uri = format!("/lti/resume?code={code}");
+    let page = app.get(&uri, &As::nobody()).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert!(
+        page.text.contains("<strong>Ada Lovelace</strong>"),
+        "{}",
+        page.text
+    );
+    assert!(
+        page.text
+            .contains("<form method=\"post\" action=\"/lti/resume\" target=\"_blank\">"),
+        "a page that may be in a frame opens a new window: {}",
+        page.text
+    );
+    assert!(page.header("set-cookie").is_none());
+    let top = app
+        .send(
+            Method::GET,
+            &uri,
+            &As::nobody(),
+            &[("sec-fetch-dest", "document")],
+            None,
+        )
         .await;
+    assert!(
+        top.text.contains("Continue as Ada Lovelace") && !top.text.contains("_blank"),
+        "a top-level page continues in place: {}",
+        top.text
+    );
+    // Its form signs the new window in as the launched student, on the scenario.
+    let resumed = post_resume(&app, &code, &As::nobody()).await;
     assert_eq!(resumed.status, StatusCode::SEE_OTHER, "{}", resumed.text);
     assert_eq!(resumed.header("location"), Some("/scenarios/safe-retry"));
     let me = app
@@ -1043,14 +1169,17 @@ async fn a_frame_that_keeps_no_cookie_hands_the_student_to_a_new_window_once() {
         .await;
     assert_eq!(me.body["student"], launched);
     // Once only; an unknown code too is refused with a page that says so.
+    let again = post_resume(&app, &code, &As::nobody()).await;
+    assert_eq!(again.status, StatusCode::FORBIDDEN, "{}", again.text);
+    assert!(again.header("set-cookie").is_none());
     for uri in [
-        format!("/lti/resume?code={code}"),
+        uri,
         "/lti/resume?code=made-up".to_string(),
         "/lti/resume".to_string(),
     ] {
         let again = app.get(&uri, &As::nobody()).await;
         assert!(again.status.is_client_error(), "{uri}: {}", again.status);
-        assert!(again.cookie().is_none(), "{uri}");
+        assert!(again.header("set-cookie").is_none(), "{uri}");
         assert!(
             again
                 .text
@@ -1059,6 +1188,220 @@ async fn a_frame_that_keeps_no_cookie_hands_the_student_to_a_new_window_once() {
             again.text
         );
     }
+}
+
+#[tokio::test]
+async fn a_launch_the_logins_browser_did_not_send_signs_nobody_in_and_goes_through_the_resume_page()
+{
+    let dir = TempDir::new("lti-unbound");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let (platform, app) = registered(&store).await;
+    // Over HTTPS the login leaves a cookie of its own in its browser, which the platform's
+    // cross-site form post carries back and a platform's frame may keep.
+    let uri = format!(
+        "/lti/login?iss={}&login_hint=h&target_link_uri={}&client_id={CLIENT}",
+        urlencode(&platform.issuer),
+        urlencode(&format!("{PUBLIC}/lti/launch"))
+    );
+    let answer = app.get(&uri, &As::nobody()).await;
+    let set_cookie = answer.header("set-cookie").expect("the login's cookie");
+    for part in [
+        "__Host-pb_lti_",
+        "HttpOnly",
+        "Secure",
+        "SameSite=None",
+        "Partitioned",
+        "Path=/",
+        "Max-Age=600",
+    ] {
+        assert!(set_cookie.contains(part), "{set_cookie} lacks {part}");
+    }
+    // A launch without it (a frame that keeps no cookie of this site) is the user's all the
+    // same, but signs this browser in as nobody: the resume page asks first.
+    let started = login(&app, &platform).await;
+    let token = platform.sign(
+        &platform.claims(&started.nonce, "cookieless-1"),
+        KID,
+        &platform.key,
+    );
+    let answer = launch_as(&app, &token, &started.state, &As::nobody()).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
+    assert!(
+        answer
+            .header("location")
+            .unwrap()
+            .starts_with("/lti/resume?code="),
+        "{:?}",
+        answer.header("location")
+    );
+    assert!(answer.header("set-cookie").is_none(), "no session is set");
+    let code = handoff_code(&answer);
+    let page = app
+        .get(answer.header("location").unwrap(), &As::nobody())
+        .await;
+    assert!(page.text.contains("Ada Lovelace"), "{}", page.text);
+    let resumed = post_resume(&app, &code, &As::nobody()).await;
+    assert_eq!(resumed.status, StatusCode::SEE_OTHER, "{}", resumed.text);
+    let cookie = resumed.cookie().unwrap();
+    let me = app.get("/api/session", &As::student(&cookie)).await;
+    let student = store
+        .lti_student(&platform.issuer, "cookieless-1")
+        .await
+        .unwrap();
+    assert_eq!(me.body["student"].as_str(), student.as_deref());
+    // The next such launch finds this browser signed in as the same student: the page sends
+    // it on at once.
+    let started = login(&app, &platform).await;
+    let token = platform.sign(
+        &platform.claims(&started.nonce, "cookieless-1"),
+        KID,
+        &platform.key,
+    );
+    let answer = launch_as(&app, &token, &started.state, &As::student(&cookie)).await;
+    let next = app
+        .get(answer.header("location").unwrap(), &As::student(&cookie))
+        .await;
+    assert_eq!(next.status, StatusCode::SEE_OTHER, "{}", next.text);
+    assert_eq!(next.header("location"), Some("/scenarios/safe-retry"));
+    // Over plain HTTP no cookie can make that trip: the login sets none, and every launch
+    // goes through the resume page.
+    let plain = spawn_app_on(
+        store.clone(),
+        Config {
+            public_url: Some(PUBLIC.into()),
+            ..Config::default()
+        },
+        TempDir::new("lti-unbound-http"),
+    );
+    let started = login(&plain, &platform).await;
+    assert_eq!(started.cookie, None);
+    let token = platform.sign(
+        &platform.claims(&started.nonce, "cookieless-2"),
+        KID,
+        &platform.key,
+    );
+    let answer = launch(&plain, &token, &started).await;
+    assert!(answer.header("set-cookie").is_none());
+    assert!(answer
+        .header("location")
+        .unwrap()
+        .starts_with("/lti/resume?code="));
+}
+
+/// A victim's browser with anonymous work in it, and an attacker who launches as themself.
+async fn a_planted_login_leaves_the_victims_session_as_it_was(store: Store) {
+    let (platform, app) = registered(&store).await;
+    let (victim, victim_id) = app.new_student().await;
+    let victim_browser = As::student(&victim);
+    let work = app
+        .post(
+            "/api/submissions",
+            &victim_browser,
+            &json!({"scenario": "safe-retry", "design": crate::common::failing_design()}),
+        )
+        .await;
+    assert_eq!(work.status, StatusCode::CREATED, "{}", work.text);
+    let as_the_attacker = |nonce: &str| {
+        let mut claims = platform.claims(nonce, "mallory");
+        claims["name"] = json!("Mallory");
+        platform.sign(&claims, KID, &platform.key)
+    };
+    let still_the_victims = || async {
+        let me = app.get("/api/session", &victim_browser).await;
+        assert_eq!(me.status, StatusCode::OK, "{}", me.text);
+        assert_eq!(me.body["student"], victim_id.as_str());
+        let mine = app.get("/api/submissions", &victim_browser).await;
+        assert_eq!(mine.body.as_array().map(Vec::len), Some(1), "{}", mine.text);
+    };
+
+    // A planted resume code: the attacker's own launch, its code opened in the victim's
+    // browser, by a link, by a forged form post, and by the page's own form.
+    let started = login(&app, &platform).await;
+    let attackers = launch(&app, &as_the_attacker(&started.nonce), &started).await;
+    let code = handoff_code(&attackers);
+    let page = app
+        .get(&format!("/lti/resume?code={code}"), &victim_browser)
+        .await;
+    assert_eq!(page.status, StatusCode::CONFLICT, "{}", page.text);
+    assert!(page.text.contains("Mallory"), "{}", page.text);
+    assert!(!page.text.contains("<form"), "{}", page.text);
+    let forged = app
+        .send(
+            Method::POST,
+            "/lti/resume",
+            &victim_browser,
+            &[
+                ("content-type", "application/x-www-form-urlencoded"),
+                ("origin", "https://evil.example"),
+                ("sec-fetch-site", "cross-site"),
+            ],
+            Some(format!("code={code}").into_bytes()),
+        )
+        .await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN, "{}", forged.text);
+    let posted = post_resume(&app, &code, &victim_browser).await;
+    assert_eq!(posted.status, StatusCode::CONFLICT, "{}", posted.text);
+    for answer in [&page, &forged, &posted] {
+        assert!(answer.header("set-cookie").is_none(), "{}", answer.text);
+    }
+    still_the_victims().await;
+
+    // A cross-site launch: another site's form posts the attacker's own id_token and state
+    // from the victim's browser, which never started that login.
+    let started = login(&app, &platform).await;
+    let posted = launch_as(
+        &app,
+        &as_the_attacker(&started.nonce),
+        &started.state,
+        &victim_browser,
+    )
+    .await;
+    assert_eq!(posted.status, StatusCode::SEE_OTHER, "{}", posted.text);
+    assert!(
+        posted.header("set-cookie").is_none(),
+        "{:?}",
+        posted.headers
+    );
+    let followed = app
+        .get(posted.header("location").unwrap(), &victim_browser)
+        .await;
+    assert_eq!(followed.status, StatusCode::CONFLICT, "{}", followed.text);
+    assert!(followed.header("set-cookie").is_none());
+    still_the_victims().await;
+    // The victim's next attempt is theirs.
+    let next = app
+        .post(
+            "/api/submissions",
+            &victim_browser,
+            &json!({"scenario": "safe-retry", "design": crate::common::failing_design()}),
+        )
+        .await;
+    assert_eq!(next.body["student"], victim_id.as_str());
+    // A browser with no session at all is told whom the link is for before anything happens.
+    let stranger = app
+        .get(&format!("/lti/resume?code={code}"), &As::nobody())
+        .await;
+    assert_eq!(stranger.status, StatusCode::OK);
+    assert!(stranger.text.contains("<strong>Mallory</strong>"));
+    assert!(stranger.header("set-cookie").is_none());
+}
+
+#[tokio::test]
+async fn a_planted_resume_code_and_a_cross_site_launch_leave_the_victims_session_as_it_was_on_sqlite(
+) {
+    let dir = TempDir::new("lti-planted");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    a_planted_login_leaves_the_victims_session_as_it_was(store).await;
+}
+
+#[tokio::test]
+async fn a_planted_resume_code_and_a_cross_site_launch_leave_the_victims_session_as_it_was_on_postgres(
+) {
+    let Some(db) = crate::postgres::database("lti_planted").await else {
+        return;
+    };
+    let store = Store::connect(&db.url).await.unwrap();
+    a_planted_login_leaves_the_victims_session_as_it_was(store).await;
 }
 
 #[tokio::test]
@@ -1080,11 +1423,12 @@ async fn over_https_the_launch_cookie_lives_in_a_platforms_frame() {
         },
         TempDir::new("lti-https-app"),
     );
-    let (state, nonce) = login(&app, &platform).await;
+    let started = login(&app, &platform).await;
+    let nonce = started.nonce.clone();
     let answer = launch(
         &app,
         &platform.sign(&platform.claims(&nonce, "framed-2"), KID, &platform.key),
-        &state,
+        &started,
     )
     .await;
     assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
@@ -1164,14 +1508,15 @@ async fn a_line_item_is_made_once_per_resource_link_when_the_launch_names_none()
         ("learner-a", "Learner"),
         ("teacher-a", "Instructor"),
     ] {
-        let (state, nonce) = login(&app, &platform).await;
+        let started = login(&app, &platform).await;
+        let nonce = started.nonce.clone();
         let mut claims = platform.claims(&nonce, sub);
         claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = endpoint.clone();
         claims[format!("{LTI}resource_link")] = json!({"id": "link-without-item"});
         claims[format!("{LTI}roles")] = json!([format!(
             "http://purl.imsglobal.org/vocab/lis/v2/membership#{role}"
         )]);
-        let answer = launch(&app, &platform.sign(&claims, KID, &platform.key), &state).await;
+        let answer = launch(&app, &platform.sign(&claims, KID, &platform.key), &started).await;
         assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
         if role == "Learner" {
             cookie = session_cookie(&answer);
@@ -1238,6 +1583,8 @@ fn platforms_are_added_listed_and_removed_from_the_command_line() {
         "https://lms.example/token",
         "--jwks-url",
         "https://lms.example/jwks",
+        "--service-origin",
+        "https://school.lms.example/",
     ];
     let added = run(&add);
     assert!(
@@ -1252,6 +1599,10 @@ fn platforms_are_added_listed_and_removed_from_the_command_line() {
         listed.contains(&format!("{id}\thttps://lms.example\tc1\td1,d2\t")),
         "{listed}"
     );
+    assert!(
+        listed.contains("\thttps://lms.example/jwks\thttps://school.lms.example\n"),
+        "the service origin, as an origin: {listed}"
+    );
     // The same registration again is refused; so is a URL that is not one.
     let again = run(&add);
     assert_eq!(again.status.code(), Some(1));
@@ -1262,6 +1613,12 @@ fn platforms_are_added_listed_and_removed_from_the_command_line() {
     let refused = run(&bad);
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--auth-url"));
+    let mut not_an_origin = add.to_vec();
+    not_an_origin[4] = "https://other.example";
+    *not_an_origin.last_mut().unwrap() = "https://school.lms.example/grades";
+    let refused = run(&not_an_origin);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--service-origin"));
     let removed = run(&["lti", "platform", "remove", &id]);
     assert!(removed.status.success());
     let listed = String::from_utf8_lossy(&run(&["lti", "platform", "list"]).stdout).to_string();
@@ -1280,7 +1637,7 @@ async fn the_sweeper_removes_logins_past_their_ten_minutes() {
     let dir = TempDir::new("lti-sweep");
     let store = Store::connect(&dir.sqlite_url()).await.unwrap();
     let (platform, app) = registered(&store).await;
-    let (state, _) = login(&app, &platform).await;
+    let state = login(&app, &platform).await.state;
     // Within its ten minutes a login stays.
     let now = chrono::Utc::now();
     assert_eq!(
@@ -1304,4 +1661,224 @@ async fn the_sweeper_removes_logins_past_their_ten_minutes() {
     server::sweep::sweep_once(&store, &Config::default(), &metrics)
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn the_platforms_name_for_a_user_follows_the_rules_of_a_typed_display_name() {
+    use server::lti::platform_name;
+    assert_eq!(
+        platform_name("Ada\r\nLovelace").as_deref(),
+        Some("Ada Lovelace")
+    );
+    assert_eq!(platform_name(" \u{0}\t\r\n\u{7f} "), None);
+    assert_eq!(
+        platform_name(&"é".repeat(200)).map(|n| n.chars().count()),
+        Some(60)
+    );
+    let dir = TempDir::new("lti-names");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let (platform, app) = registered(&store).await;
+    for (sub, claim, shown, member) in [
+        (
+            "named-1",
+            "Ada\r\nSet-Cookie: x=1\u{7}\u{1b}[31m",
+            Some("Ada Set-Cookie: x=1 [31m"),
+            "Ada Set-Cookie: x=1 [31m",
+        ),
+        ("named-2", "\r\n\u{0}", None, "Learner"),
+    ] {
+        let started = login(&app, &platform).await;
+        let mut claims = platform.claims(&started.nonce, sub);
+        claims["name"] = json!(claim);
+        let answer = launch(&app, &platform.sign(&claims, KID, &platform.key), &started).await;
+        assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
+        let me = app
+            .get("/api/session", &As::student(&session_cookie(&answer)))
+            .await;
+        assert_eq!(me.body["display_name"].as_str(), shown, "{claim:?}");
+        let class = store
+            .lti_course_class(&platform.issuer, DEPLOYMENT, "course-1")
+            .await
+            .unwrap()
+            .unwrap();
+        let members = store.members(&class).await.unwrap();
+        let theirs = members
+            .iter()
+            .find(|m| Some(m.student.as_str()) == me.body["student"].as_str())
+            .expect("a member");
+        assert_eq!(theirs.display_name, member, "{claim:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_request_log_keeps_no_query_of_an_lti_route() {
+    use std::io::Read;
+    let dir = TempDir::new("lti-log");
+    std::fs::create_dir_all(dir.path().join("db")).unwrap();
+    let mut server = std::process::Command::new(crate::processes::BIN)
+        .args([
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--static-dir",
+            "/nonexistent",
+        ])
+        .args(["--public-url", PUBLIC, "--database-url", &dir.sqlite_url()])
+        .arg("--scenarios")
+        .arg(crate::common::scenarios_dir())
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = server.stderr.take().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = log.read_to_string(&mut text);
+        text
+    });
+    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("pipeline-builder listening on ")
+        .unwrap_or_else(|| panic!("the server says where it listens: {line}"))
+        .to_string();
+    let client = reqwest::Client::new();
+    for path in [
+        "/lti/resume?code=a-planted-handoff-code",
+        "/lti/login?iss=https%3A%2F%2Flms.example&login_hint=a-login-hint&target_link_uri=x",
+        "/api/scenarios?kept=yes",
+    ] {
+        client.get(format!("{base}{path}")).send().await.unwrap();
+    }
+    std::process::Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    server.wait().unwrap();
+    let log = log.join().unwrap();
+    assert!(log.contains("uri=/lti/resume "), "{log}");
+    assert!(log.contains("uri=/lti/login "), "{log}");
+    assert!(
+        !log.contains("a-planted-handoff-code"),
+        "the code is logged: {log}"
+    );
+    assert!(
+        !log.contains("a-login-hint"),
+        "the login hint is logged: {log}"
+    );
+    assert!(
+        log.contains("uri=/api/scenarios?kept=yes"),
+        "other routes keep their query: {log}"
+    );
+}
+
+/// A learner's launch through the registration of `client`, whose scores go to `lineitem`,
+/// and a passing attempt of theirs.
+async fn a_launch_with_a_line_item(
+    app: &TestApp,
+    platform: &TestPlatform,
+    client: &str,
+    sub: &str,
+    endpoint: Value,
+) -> crate::common::Answer {
+    let started = login_for(app, platform, client).await;
+    let mut claims = platform.claims(&started.nonce, sub);
+    claims["aud"] = json!(client);
+    claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = endpoint;
+    let answer = launch(app, &platform.sign(&claims, KID, &platform.key), &started).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
+    let attempt = app
+        .post(
+            "/api/submissions",
+            &As::student(&session_cookie(&answer)),
+            &json!({"scenario": "safe-retry", "design": crate::common::passing_design("safe-retry")}),
+        )
+        .await;
+    assert_eq!(attempt.status, StatusCode::CREATED, "{}", attempt.text);
+    answer
+}
+
+#[tokio::test]
+async fn two_registrations_sharing_a_token_endpoint_send_scores_with_their_own_tokens() {
+    let dir = TempDir::new("lti-tokens");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let (platform, app) = registered(&store).await;
+    assert!(store
+        .add_lti_platform(&platform.registration_of("test-platform-2", CLIENT_2))
+        .await
+        .unwrap());
+    let jwks = app.get("/lti/jwks", &As::nobody()).await.body;
+    *platform.grades.tool_keys.lock().unwrap() = Some(serde_json::from_value(jwks).unwrap());
+    for (client, sub, item) in [(CLIENT, "learner-x", 1), (CLIENT_2, "learner-y", 2)] {
+        let endpoint = json!({
+            "scope": [server::lti::grades::SCORE_SCOPE],
+            "lineitem": format!("{}/lineitems/{item}", platform.issuer),
+        });
+        a_launch_with_a_line_item(&app, &platform, client, sub, endpoint).await;
+    }
+    let round = server::lti::grades::send_due(&store, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(round, server::lti::grades::Round { sent: 2, failed: 0 });
+    let accepted = platform.grades.accepted.lock().unwrap().clone();
+    let bearers = platform.grades.bearers.lock().unwrap().clone();
+    let sent: std::collections::BTreeMap<String, String> = accepted
+        .iter()
+        .zip(bearers)
+        .map(|(score, bearer)| (score["userId"].as_str().unwrap().to_string(), bearer))
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            (
+                "learner-x".to_string(),
+                format!("Bearer platform-token-{CLIENT}")
+            ),
+            (
+                "learner-y".to_string(),
+                format!("Bearer platform-token-{CLIENT_2}")
+            ),
+        ]
+        .into(),
+        "each registration's score goes with its own token"
+    );
+}
+
+#[tokio::test]
+async fn scores_and_line_items_go_only_to_the_platforms_own_origins() {
+    let dir = TempDir::new("lti-origins");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let (platform, app) = registered(&store).await;
+    // Another server, not the platform's: an internal host, say, with a score endpoint.
+    let elsewhere = start_platform().await;
+    let jwks = app.get("/lti/jwks", &As::nobody()).await.body;
+    *platform.grades.tool_keys.lock().unwrap() = Some(serde_json::from_value(jwks).unwrap());
+    let endpoint = json!({
+        "scope": [server::lti::grades::SCORE_SCOPE, server::lti::grades::LINEITEM_SCOPE],
+        "lineitem": format!("{}/lineitems/1", elsewhere.issuer),
+        "lineitems": format!("{}/lineitems", elsewhere.issuer),
+    });
+    a_launch_with_a_line_item(&app, &platform, CLIENT, "learner-o", endpoint.clone()).await;
+    let now = chrono::Utc::now();
+    assert!(store.due_grades(now).await.unwrap().is_empty());
+    let round = server::lti::grades::send_due(&store, now).await.unwrap();
+    assert_eq!(round, server::lti::grades::Round::default());
+    assert!(elsewhere.grades.made.lock().unwrap().is_empty());
+    assert!(elsewhere.grades.accepted.lock().unwrap().is_empty());
+    // Registered as one of the platform's service origins, the other server gets the score.
+    let mut with_origin = platform.registration_of("test-platform-2", CLIENT_2);
+    with_origin.service_origins = vec![elsewhere.issuer.clone()];
+    assert!(store.add_lti_platform(&with_origin).await.unwrap());
+    a_launch_with_a_line_item(&app, &platform, CLIENT_2, "learner-p", endpoint).await;
+    let round = server::lti::grades::send_due(&store, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(round, server::lti::grades::Round { sent: 1, failed: 0 });
+    let accepted = elsewhere.grades.accepted.lock().unwrap().clone();
+    assert_eq!(accepted.len(), 1, "{accepted:?}");
+    assert_eq!(accepted[0]["userId"], "learner-p");
 }

@@ -18,6 +18,7 @@ mod group_commit;
 mod limits;
 mod load;
 mod lti;
+mod lti_identity;
 mod openapi;
 mod operations;
 mod outage;

@@ -1,0 +1,118 @@
+//! What the LTI routes answer a browser with: pages (a refusal that says what was wrong, and
+//! the others), redirects that set cookies, and the tool's own URL they are built on.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use crate::config::Config;
+
+/// A refused login or launch: the status, what was wrong in words, and the page that says it.
+#[derive(Debug)]
+pub struct Refusal {
+    pub status: StatusCode,
+    pub why: String,
+}
+
+impl Refusal {
+    pub fn bad(why: impl Into<String>) -> Refusal {
+        Refusal {
+            status: StatusCode::BAD_REQUEST,
+            why: why.into(),
+        }
+    }
+    pub fn forbidden(why: impl Into<String>) -> Refusal {
+        Refusal {
+            status: StatusCode::FORBIDDEN,
+            why: why.into(),
+        }
+    }
+    pub fn unavailable(why: impl Into<String>) -> Refusal {
+        Refusal {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            why: why.into(),
+        }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        tracing::warn!(status = self.status.as_u16(), why = %self.why, "LTI request refused");
+        html(
+            self.status,
+            "The launch was refused",
+            &format!(
+                "<p>{}</p><p>Go back to your course and open the activity again. If this keeps happening, tell your instructor what this page says.</p>",
+                escape(&self.why)
+            ),
+        )
+    }
+}
+
+/// A page of the tool's own: `title` is its heading too, `body` its markup (escaped by the
+/// caller). Never kept by a cache.
+pub fn html(status: StatusCode, title: &str, body: &str) -> Response {
+    let page = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title} · Pipeline Builder</title></head>\
+         <body><main><h1>{title}</h1>{body}</main></body></html>",
+        title = escape(title),
+    );
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        page,
+    )
+        .into_response()
+}
+
+pub fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+pub fn internal(e: impl std::fmt::Display) -> Refusal {
+    tracing::error!(%e, "LTI: internal error");
+    Refusal {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        why: "the tool could not finish the launch; try again in a moment".into(),
+    }
+}
+
+/// The tool's own URL, which platforms call back: `--public-url`.
+pub fn public_url(config: &Config) -> Result<&str, Refusal> {
+    config
+        .public_url
+        .as_deref()
+        .map(|u| u.trim_end_matches('/'))
+        .ok_or_else(|| {
+            Refusal::unavailable(
+                "this server was started without --public-url, which LTI launches need",
+            )
+        })
+}
+
+/// A 303 to `location` that sets each of `cookies`.
+pub fn see_other(location: &str, cookies: &[String]) -> Result<Response, Refusal> {
+    let mut response = (
+        StatusCode::SEE_OTHER,
+        [
+            (
+                header::LOCATION,
+                HeaderValue::from_str(location).map_err(internal)?,
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+    )
+        .into_response();
+    for cookie in cookies {
+        response.headers_mut().append(
+            header::SET_COOKIE,
+            HeaderValue::from_str(cookie).map_err(internal)?,
+        );
+    }
+    Ok(response)
+}
