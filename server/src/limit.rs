@@ -595,10 +595,14 @@ mod table_tests {
                 assert!(limiter.take(&format!("busy-{i}"), 1.0, start).is_ok());
             }
         }
+        // The flooder keeps trying, so its bucket is the one used last.
+        assert!(limiter
+            .take("flooder", 1.0, start + Duration::from_micros(500))
+            .is_err());
         // Then a crowd of new clients, each with one request, while the flooder keeps trying:
         // the table makes room and the flooder stays limited.
         for i in 0..1000 {
-            let now = start + Duration::from_millis(i);
+            let now = start + Duration::from_millis(i + 1);
             assert!(limiter.take(&format!("new-{i}"), 1.0, now).is_ok());
             assert!(limiter.clients() <= 100, "the table stays bounded");
             assert!(
