@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use serde_json::json;
-use shared::Scenario;
+use shared::Compiled;
 
 /// The median of some measurements (the mean of the middle two for an even count); 0 for none.
 pub fn median(mut values: Vec<f64>) -> f64 {
@@ -35,7 +35,7 @@ pub fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
 
 /// One stream consumer over `n` messages that may crash `crashes` times anywhere in its loop:
 /// it commits its offset after the write and writes by key, so every requirement holds.
-pub fn stream_scenario(n: usize, crashes: u32) -> (Scenario, serde_json::Value) {
+pub fn stream_scenario(n: usize, crashes: u32) -> (Compiled, serde_json::Value) {
     let messages: Vec<_> = (0..n)
         .map(|i| json!({"order_id": 1000 + i, "amount": format!("{}.25", i % 90 + 1)}))
         .collect();
@@ -53,6 +53,7 @@ pub fn stream_scenario(n: usize, crashes: u32) -> (Scenario, serde_json::Value) 
         "reference_designs": [], "wrong_designs": []
     }))
     .expect("the scaling scenario parses");
+    let scenario = Compiled::new(scenario).expect("the scaling scenario compiles");
     let design = json!({
         "nodes": [
             {"id": "stream", "kind": "stream", "options": {"topic": "orders_paid"}},

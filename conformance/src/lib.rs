@@ -14,11 +14,12 @@ use std::path::PathBuf;
 
 use rust_decimal::Decimal;
 use shared::check::Schedule;
-use shared::design::{Pipeline, SinkOptions, WriteMode};
+use shared::design::{Pipeline, Stage};
 use shared::scenario::{Scenario, TableDef};
 use shared::sql::Dialect;
 use shared::value::{format_time, parse_timestamp, ColumnType};
 use shared::verdict::TableView;
+use shared::Compiled;
 use sqlx::AnyConnection;
 use sqlx::{Connection, Row};
 
@@ -86,6 +87,8 @@ impl fmt::Display for Mismatch {
 #[derive(Clone, Debug, Default)]
 pub struct Report {
     pub schedules: u64,
+    /// Each scenario's schedules, in the order they were replayed.
+    pub per_scenario: Vec<(String, u64)>,
     pub mismatches: Vec<Mismatch>,
 }
 
@@ -126,15 +129,26 @@ impl Setup {
         pipeline: &Pipeline,
         dialect: Dialect,
     ) -> Result<Setup, String> {
-        let sinks_written: Vec<&SinkOptions> = match pipeline {
-            Pipeline::Batch { sinks, .. } => sinks.iter().collect(),
-            Pipeline::Stream { sink, .. } | Pipeline::Sender { sink, .. } => vec![sink],
-        };
         let mut statements = vec!["DROP TABLE IF EXISTS consumer_offsets".to_string()];
-        let mut reset = vec![
-            "DELETE FROM consumer_offsets".to_string(),
-            "INSERT INTO consumer_offsets VALUES ('consumer', 0)".to_string(),
-        ];
+        let mut reset = vec!["DELETE FROM consumer_offsets".to_string()];
+        // The simulator names the one consumer of a pipeline `consumer`, and the consumers of
+        // a pipeline of several by what each reads.
+        let consumers: Vec<&str> = pipeline
+            .stages
+            .iter()
+            .filter_map(|s| match s {
+                Stage::Consumer(c) => Some(c.input.name()),
+                Stage::Job(_) => None,
+            })
+            .collect();
+        let names: Vec<&str> = if consumers.len() > 1 {
+            consumers
+        } else {
+            vec!["consumer"]
+        };
+        for name in names {
+            reset.push(format!("INSERT INTO consumer_offsets VALUES ('{name}', 0)"));
+        }
         for t in &scenario.tables {
             statements.push(format!("DROP TABLE IF EXISTS {}", t.name));
         }
@@ -157,13 +171,11 @@ impl Setup {
                 ));
             }
         }
-        for sink in sinks_written {
+        for sink in pipeline.sinks() {
             // `ON CONFLICT` (and SQLite's stand-in for MERGE) needs a unique index on the key;
             // a table written by plain INSERT (`append`) has none, since it uses no unique
             // constraint.
-            if matches!(sink.write, WriteMode::Merge | WriteMode::InsertIgnore)
-                && !sink.key.is_empty()
-            {
+            if sink.write.by_key() && !sink.key.is_empty() {
                 statements.push(format!(
                     "CREATE UNIQUE INDEX {}_key ON {} ({})",
                     sink.table,
@@ -518,14 +530,14 @@ pub fn designs(scenario: &Scenario) -> Vec<(String, serde_json::Value)> {
 
 /// Every schedule of one design, traced in the runner's dialect.
 pub fn schedules(
-    scenario: &Scenario,
+    scenario: &Compiled,
     design: &serde_json::Value,
     dialect: Dialect,
     mutation: shared::check::Mutation,
 ) -> Result<(Setup, Vec<Schedule>), String> {
     let valid = shared::validate_json(scenario, design)
         .map_err(|e| shared::CheckError::Design(e).to_string())?;
-    let setup = Setup::new(scenario, valid.pipeline(), dialect)?;
+    let setup = Setup::new(scenario.scenario(), valid.pipeline(), dialect)?;
     let mut all = Vec::new();
     shared::check::for_each_schedule_of(
         scenario,
@@ -539,18 +551,21 @@ pub fn schedules(
     Ok((setup, all))
 }
 
-/// Replays every schedule of every design of every scenario on one database.
+/// Replays every schedule of every design of every scenario on one database. `progress` is
+/// told of each design's schedules, and of each scenario's count when it is done.
 pub async fn run(
     database: Database,
-    scenarios: &[Scenario],
+    scenarios: &[Compiled],
     progress: &mut dyn FnMut(&str),
 ) -> Result<Report, String> {
     let mut runner = Runner::open(database).await?;
     let mut report = Report::default();
-    for scenario in scenarios {
+    for compiled in scenarios {
+        let scenario = compiled.scenario();
+        let before = report.schedules;
         for (name, design) in designs(scenario) {
             let (setup, all) = schedules(
-                scenario,
+                compiled,
                 &design,
                 runner.dialect(),
                 shared::check::Mutation::None,
@@ -569,6 +584,9 @@ pub async fn run(
                 all.len()
             ));
         }
+        report
+            .per_scenario
+            .push((scenario.id.clone(), report.schedules - before));
     }
     runner.finish().await?;
     Ok(report)
@@ -594,8 +612,8 @@ pub async fn postgres_reachable(url: &str) -> bool {
     )
 }
 
-/// Reads every scenario file of a folder (not the schema).
-pub fn load_scenarios(dir: &std::path::Path) -> Result<Vec<Scenario>, String> {
+/// Reads every scenario file of a folder (not the schema), compiled, in course order.
+pub fn load_scenarios(dir: &std::path::Path) -> Result<Vec<Compiled>, String> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -608,8 +626,15 @@ pub fn load_scenarios(dir: &std::path::Path) -> Result<Vec<Scenario>, String> {
     let mut out = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-        out.push(Scenario::from_json(&text).map_err(|e| format!("{}: {e}", f.display()))?);
+        let compiled = Compiled::parse(&text).map_err(|errors| {
+            let said: Vec<String> = errors
+                .iter()
+                .map(|e| format!("{}: {}: {}", f.display(), e.path, e.message))
+                .collect();
+            said.join("\n")
+        })?;
+        out.push(compiled);
     }
-    out.sort_by_key(|s| s.order);
+    out.sort_by_key(|s| s.scenario().order);
     Ok(out)
 }

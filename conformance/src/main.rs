@@ -60,6 +60,9 @@ async fn main() -> ExitCode {
                     eprintln!("{m}");
                 }
                 failed |= !report.mismatches.is_empty();
+                for (id, count) in &report.per_scenario {
+                    println!("conformance ({name}): {id}: {count} schedules");
+                }
                 eprintln!("  {name}: {:.1} s", started.elapsed().as_secs_f64());
                 lines.push(report.summary(name));
             }

@@ -4,12 +4,12 @@
 use conformance::{designs, load_scenarios, schedules, Database, Mismatch, Runner};
 use shared::check::Mutation;
 
-fn scenarios(ids: &[&str]) -> Vec<shared::Scenario> {
+fn scenarios(ids: &[&str]) -> Vec<shared::Compiled> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
     load_scenarios(&dir)
         .unwrap()
         .into_iter()
-        .filter(|s| ids.contains(&s.id.as_str()))
+        .filter(|s| ids.contains(&s.scenario().id.as_str()))
         .collect()
 }
 
@@ -22,14 +22,15 @@ fn sqlite(name: &str) -> Database {
 
 async fn replay_all(
     database: Database,
-    scenario: &shared::Scenario,
+    compiled: &shared::Compiled,
     mutation: Mutation,
 ) -> (u64, Vec<Mismatch>) {
+    let scenario = compiled.scenario();
     let mut runner = Runner::open(database).await.unwrap();
     let mut mismatches = Vec::new();
     let mut count = 0;
     for (name, design) in designs(scenario) {
-        let (setup, all) = schedules(scenario, &design, runner.dialect(), mutation).unwrap();
+        let (setup, all) = schedules(compiled, &design, runner.dialect(), mutation).unwrap();
         runner.create(&setup).await.unwrap();
         for s in &all {
             runner
@@ -46,12 +47,12 @@ async fn replay_all(
 #[tokio::test]
 async fn sqlite_agrees_with_the_simulator_on_batch_and_stream_scenarios() {
     for s in scenarios(&["safe-retry", "safe-rerun", "offset-commit", "exactly-once"]) {
-        let (count, mismatches) = replay_all(sqlite(&s.id), &s, Mutation::None).await;
-        assert!(count > 0, "{}: schedules were replayed", s.id);
+        let id = &s.scenario().id;
+        let (count, mismatches) = replay_all(sqlite(id), &s, Mutation::None).await;
+        assert!(count > 0, "{id}: schedules were replayed");
         assert!(
             mismatches.is_empty(),
-            "{}: {}",
-            s.id,
+            "{id}: {}",
             mismatches
                 .iter()
                 .map(|m| m.to_string())
@@ -90,14 +91,21 @@ async fn postgres_agrees_with_the_simulator() {
         }
         panic!("PostgreSQL is not reachable at {url}; start it, or set PIPELINE_BUILDER_SKIP_POSTGRES=1 to skip loudly");
     }
-    for s in scenarios(&["safe-retry", "offset-commit", "idempotency-key"]) {
+    for s in scenarios(&[
+        "safe-retry",
+        "offset-commit",
+        "idempotency-key",
+        "whole-path",
+        "late-correction",
+        "out-of-order",
+    ]) {
         let (count, mismatches) =
             replay_all(Database::Postgres(url.clone()), &s, Mutation::None).await;
         assert!(count > 0);
         assert!(
             mismatches.is_empty(),
             "{}: {}",
-            s.id,
+            s.scenario().id,
             mismatches
                 .iter()
                 .map(|m| m.to_string())
@@ -106,10 +114,67 @@ async fn postgres_agrees_with_the_simulator() {
         );
     }
     let s = scenarios(&["safe-retry"]).remove(0);
-    let (_, mismatches) =
-        replay_all(Database::Postgres(url), &s, Mutation::RollbackKeepsRows).await;
+    let (_, mismatches) = replay_all(
+        Database::Postgres(url.clone()),
+        &s,
+        Mutation::RollbackKeepsRows,
+    )
+    .await;
     assert!(
         !mismatches.is_empty(),
         "PostgreSQL catches the wrong model too"
+    );
+    let s = scenarios(&["whole-path"]).remove(0);
+    let (_, mismatches) = replay_all(Database::Postgres(url), &s, Mutation::StaleUpstream).await;
+    assert!(
+        !mismatches.is_empty(),
+        "PostgreSQL catches a job that does not see what the consumer committed"
+    );
+}
+
+#[tokio::test]
+async fn sqlite_agrees_with_the_simulator_on_the_scenarios_of_several_stages_and_changing_sources()
+{
+    for s in scenarios(&[
+        "whole-path",
+        "late-correction",
+        "out-of-order",
+        "delivery-promise",
+    ]) {
+        let id = &s.scenario().id;
+        let (count, mismatches) = replay_all(sqlite(id), &s, Mutation::None).await;
+        assert!(count > 0, "{id}: schedules were replayed");
+        assert!(
+            mismatches.is_empty(),
+            "{id}: {}",
+            mismatches
+                .iter()
+                .map(|m| m.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}
+
+/// A second stage that reads the first stage's table as if nothing had been committed to it
+/// computes a revenue the real database does not: the runner reports where.
+#[tokio::test]
+async fn a_job_that_does_not_see_what_the_consumer_committed_is_caught() {
+    let s = scenarios(&["whole-path"]).remove(0);
+    let (_, mismatches) = replay_all(sqlite("stale"), &s, Mutation::StaleUpstream).await;
+    assert!(!mismatches.is_empty(), "the wrong model must be caught");
+    assert!(
+        mismatches
+            .iter()
+            .all(|m| m.problem == "daily_revenue differs from the simulator"),
+        "{}",
+        mismatches[0]
+    );
+    assert!(
+        mismatches[0]
+            .action
+            .starts_with("step 1: sum the day's payments"),
+        "{}",
+        mismatches[0]
     );
 }

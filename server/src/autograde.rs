@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde_json::{json, Value as Json};
-use shared::{CheckError, Scenario};
+use shared::{CheckError, Compiled, Scenario};
 
 use crate::catalogue;
 use crate::design_file;
@@ -89,7 +89,7 @@ fn grade_inner(options: &Options) -> Graded {
     };
     let submitted = match read_submission(&options.submission) {
         Ok(s) => s,
-        Err(why) => return not_graded(named.as_ref(), &why, extra, None),
+        Err(why) => return not_graded(named.as_ref().map(|c| c.scenario()), &why, extra, None),
     };
     extra["file"] = json!(submitted.file);
     let upload = match design_file::read(&submitted.json) {
@@ -100,14 +100,20 @@ fn grade_inner(options: &Options) -> Graded {
                 Some(&damaged.path),
                 damaged.message,
             );
-            return not_graded(named.as_ref(), &why, extra, Some(&submitted.file));
+            return not_graded(
+                named.as_ref().map(|c| c.scenario()),
+                &why,
+                extra,
+                Some(&submitted.file),
+            );
         }
     };
-    let scenario = match scenario_of(options, named.as_ref(), &upload, &submitted.file, &extra) {
+    let compiled = match scenario_of(options, named.as_ref(), &upload, &submitted.file, &extra) {
         Ok(s) => s,
         Err(graded) => return graded,
     };
-    let hash = shared::scenario_hash(&scenario);
+    let scenario = compiled.scenario();
+    let hash = shared::scenario_hash(scenario);
     extra["scenario"] = json!(scenario.id);
     extra["scenario_hash"] = json!(hash);
     let mut notes = Vec::new();
@@ -115,25 +121,25 @@ fn grade_inner(options: &Options) -> Graded {
         notes.push(note);
         extra["exported_scenario_hash"] = json!(upload.scenario_hash);
     }
-    let valid = match shared::validate_json(&scenario, upload.design) {
+    let valid = match shared::validate_json(&compiled, upload.design) {
         Ok(v) => v,
         Err(errors) => {
             let why = NotGraded::design(&errors, upload.at);
-            let mut graded = not_graded(Some(&scenario), &why, extra, Some(&submitted.file));
+            let mut graded = not_graded(Some(scenario), &why, extra, Some(&submitted.file));
             graded.results = report::with_notes(graded.results, &notes);
             return graded;
         }
     };
-    match shared::check_with(&scenario, &valid, shared::Limits::default()) {
+    match shared::check_with(&compiled, &valid, shared::Limits::default()) {
         Ok(verdict) => {
             extra["schedules_explored"] = json!(verdict.schedules_explored);
-            let results = report::gradescope(&scenario, &verdict, extra);
+            let results = report::gradescope(scenario, &verdict, extra);
             Graded {
                 results: report::with_notes(results, &notes),
                 log: format!(
                     "{}: {}",
                     submitted.file,
-                    report::verdict_text(&scenario, &verdict)
+                    report::verdict_text(scenario, &verdict)
                 ),
                 setup_problem: false,
             }
@@ -144,14 +150,11 @@ fn grade_inner(options: &Options) -> Graded {
                 None,
                 format!("the check stopped after {schedules} failure schedules: it exceeds {limit}; simplify the design"),
             );
-            not_graded(Some(&scenario), &why, extra, Some(&submitted.file))
+            not_graded(Some(scenario), &why, extra, Some(&submitted.file))
         }
         Err(CheckError::Design(errors)) => {
             let why = NotGraded::design(&errors, upload.at);
-            not_graded(Some(&scenario), &why, extra, Some(&submitted.file))
-        }
-        Err(e @ CheckError::Scenario(_)) => {
-            setup_problem(Some(&scenario), extra, format!("{}: {e}", scenario.id))
+            not_graded(Some(scenario), &why, extra, Some(&submitted.file))
         }
     }
 }
@@ -160,14 +163,16 @@ fn grade_inner(options: &Options) -> Graded {
 /// one, else the one an export names; or the result that says why there is none.
 fn scenario_of(
     options: &Options,
-    named: Option<&Scenario>,
+    named: Option<&Compiled>,
     upload: &design_file::Upload<'_>,
     file: &str,
     extra: &Json,
-) -> Result<Scenario, Graded> {
+) -> Result<Compiled, Graded> {
     let extra = extra.clone();
-    match (design_file::scenario_to_grade(named.map(|s| s.id.as_str()), upload), named) {
-        (Err(exported), Some(s)) => {
+    let id = named.map(|c| c.scenario().id.as_str());
+    match (design_file::scenario_to_grade(id, upload), named) {
+        (Err(exported), Some(c)) => {
+            let s = c.scenario();
             let why = NotGraded::invalid(
                 "the export is for another scenario",
                 Some("$.scenario"),

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde_json::Value as Json;
 use shared::authoring::{check_catalogue, Diagnostic};
-use shared::Scenario;
+use shared::{Compiled, Scenario};
 
 /// The largest scenario file accepted. The shipped ones are about 10 KB.
 pub const MAX_SCENARIO_FILE_BYTES: u64 = 1024 * 1024;
@@ -33,7 +33,8 @@ pub const AUTHORING_LIMITS: shared::Limits = shared::Limits {
 /// One scenario and what the server derives from it once.
 #[derive(Debug)]
 pub struct Entry {
-    pub scenario: Scenario,
+    /// The scenario, compiled: what every check reads.
+    pub compiled: Compiled,
     pub hash: String,
     /// The scenario as a student sees it: no reference or wrong designs.
     pub student_view: Json,
@@ -46,16 +47,24 @@ pub struct Catalogue {
     by_id: BTreeMap<String, usize>,
 }
 
+impl Entry {
+    /// The scenario file.
+    pub fn scenario(&self) -> &Scenario {
+        self.compiled.scenario()
+    }
+}
+
 impl Catalogue {
-    pub fn new(scenarios: Vec<Scenario>) -> Catalogue {
+    pub fn new(scenarios: Vec<Compiled>) -> Catalogue {
         let mut entries = Vec::with_capacity(scenarios.len());
         let mut by_id = BTreeMap::new();
-        for scenario in scenarios {
+        for compiled in scenarios {
+            let scenario = compiled.scenario();
             by_id.insert(scenario.id.clone(), entries.len());
             entries.push(Arc::new(Entry {
-                hash: shared::scenario_hash(&scenario),
-                student_view: student_view(&scenario),
-                scenario,
+                hash: shared::scenario_hash(scenario),
+                student_view: student_view(scenario),
+                compiled,
             }));
         }
         Catalogue { entries, by_id }
@@ -219,6 +228,10 @@ pub fn precheck(file: &str, text: &str) -> Vec<Diagnostic> {
     if !shared::authoring::problems_without_simulating(file, text).is_empty() {
         return Vec::new();
     }
+    // A file whose parts do not fit together is left to it as well.
+    let Ok(compiled) = shared::Compiled::new(scenario.clone()) else {
+        return Vec::new();
+    };
     let designs = scenario
         .reference_designs
         .iter()
@@ -239,11 +252,11 @@ pub fn precheck(file: &str, text: &str) -> Vec<Diagnostic> {
         );
     let mut problems = Vec::new();
     for (path, design) in designs {
-        let Ok(valid) = shared::validate_json(&scenario, design) else {
+        let Ok(valid) = shared::validate_json(&compiled, design) else {
             continue;
         };
         if let Err(shared::CheckError::TooLarge { schedules, limit }) =
-            shared::check_with(&scenario, &valid, AUTHORING_LIMITS)
+            shared::check_with(&compiled, &valid, AUTHORING_LIMITS)
         {
             problems.push(problem(
                 path,
@@ -258,7 +271,7 @@ pub fn precheck(file: &str, text: &str) -> Vec<Diagnostic> {
 
 /// Reads and validates every scenario under `paths`; all diagnostics, or the scenarios in
 /// course order.
-pub fn validate_paths(paths: &[PathBuf]) -> Result<Vec<Scenario>, Vec<Diagnostic>> {
+pub fn validate_paths(paths: &[PathBuf]) -> Result<Vec<Compiled>, Vec<Diagnostic>> {
     let (result, _warnings) = validate_paths_with_warnings(paths);
     result
 }
@@ -267,7 +280,7 @@ pub fn validate_paths(paths: &[PathBuf]) -> Result<Vec<Scenario>, Vec<Diagnostic
 /// start with "warning: "); warnings never refuse a file.
 pub fn validate_paths_with_warnings(
     paths: &[PathBuf],
-) -> (Result<Vec<Scenario>, Vec<Diagnostic>>, Vec<Diagnostic>) {
+) -> (Result<Vec<Compiled>, Vec<Diagnostic>>, Vec<Diagnostic>) {
     let (files, mut problems) = read_files(paths);
     let mut checked = Vec::with_capacity(files.len());
     for (file, text) in files {
@@ -305,7 +318,7 @@ pub fn load(dir: &Path) -> Result<Catalogue, Vec<Diagnostic>> {
 
 /// Finds one scenario by id among the files of `dir` without validating the others, for the
 /// offline `check` command.
-pub fn find(dir: &Path, id: &str) -> Result<Scenario, String> {
+pub fn find(dir: &Path, id: &str) -> Result<Compiled, String> {
     let (files, problems) = read_files(&[dir.to_path_buf()]);
     if let Some(p) = problems.first() {
         return Err(p.to_string());
@@ -313,7 +326,15 @@ pub fn find(dir: &Path, id: &str) -> Result<Scenario, String> {
     let mut known = Vec::new();
     for (file, text) in &files {
         match Scenario::from_json(text) {
-            Ok(s) if s.id == id => return Ok(s),
+            Ok(s) if s.id == id => {
+                return Compiled::new(s).map_err(|errors| {
+                    let said: Vec<String> = errors
+                        .iter()
+                        .map(|e| format!("{file}: {}: {}", e.path, e.message))
+                        .collect();
+                    said.join("\n")
+                })
+            }
             Ok(s) => known.push(s.id),
             Err(_) => {
                 // Said in an author's words, as `scenarios validate` says it.

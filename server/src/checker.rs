@@ -97,7 +97,7 @@ impl Checker {
     fn cached(&self, entry: &Entry, key: &[u8]) -> Option<Arc<Checked>> {
         let known = self.0.verdicts.get(key)?;
         self.0.metrics.observe_cached_check(
-            &entry.scenario.id,
+            &entry.scenario().id,
             if known.verdict.passed {
                 "passed"
             } else {
@@ -117,7 +117,7 @@ impl Checker {
         key: Vec<u8>,
         design: Json,
     ) -> Result<Arc<Checked>, AppError> {
-        let scenario_id = entry.scenario.id.clone();
+        let scenario_id = entry.scenario().id.clone();
         let (limits, inline) = (self.0.limits, self.0.inline);
         fn check(
             entry: &Entry,
@@ -125,8 +125,8 @@ impl Checker {
             limits: shared::Limits,
         ) -> Result<Verdict, CheckError> {
             let valid =
-                shared::validate_json(&entry.scenario, design).map_err(CheckError::Design)?;
-            shared::check::check_hashed(&entry.scenario, &entry.hash, &valid, limits)
+                shared::validate_json(&entry.compiled, design).map_err(CheckError::Design)?;
+            shared::check::check_hashed(&entry.compiled, &entry.hash, &valid, limits)
         }
         let larger =
             (inline.max_schedules, inline.max_steps) != (limits.max_schedules, limits.max_steps);
@@ -174,10 +174,9 @@ impl Checker {
                 let (outcome, schedules) = match &e {
                     CheckError::Design(_) => ("invalid", 0),
                     CheckError::TooLarge { schedules, .. } => ("too_large", *schedules),
-                    CheckError::Scenario(_) => ("broken_scenario", 0),
                 };
                 metrics.observe_check(&scenario_id, outcome, schedules);
-                Err(check_error(&scenario_id, e))
+                Err(check_error(e))
             }
             Err(join) => Err(AppError::internal(format!(
                 "the check of {scenario_id} stopped: {join}"
@@ -187,7 +186,7 @@ impl Checker {
 }
 
 /// The answer to a check that gave no verdict.
-pub fn check_error(scenario_id: &str, error: CheckError) -> AppError {
+pub fn check_error(error: CheckError) -> AppError {
     match error {
         CheckError::Design(errors) => design_error(errors),
         CheckError::TooLarge { schedules, limit } => AppError::new(
@@ -195,8 +194,6 @@ pub fn check_error(scenario_id: &str, error: CheckError) -> AppError {
             ErrorCode::CheckTooLarge,
             format!("the check stopped after {schedules} failure schedules: it exceeds {limit}; simplify the design"),
         ),
-        // The catalogue was validated at start, so this is our bug, not the client's.
-        e @ CheckError::Scenario(_) => AppError::internal(format!("scenario {scenario_id} is broken: {e}")),
     }
 }
 

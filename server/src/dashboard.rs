@@ -208,8 +208,8 @@ pub fn matrix(data: &ClassData<'_>) -> Matrix {
     let mut scenarios: Vec<ScenarioProgress> = entries
         .iter()
         .map(|e| ScenarioProgress {
-            scenario: e.scenario.id.clone(),
-            title: e.scenario.title.clone(),
+            scenario: e.scenario().id.clone(),
+            title: e.scenario().title.clone(),
             scenario_hash: e.hash.clone(),
             not_tried: 0,
             tried: 0,
@@ -221,7 +221,7 @@ pub fn matrix(data: &ClassData<'_>) -> Matrix {
     for m in data.members {
         let mut cells = Vec::with_capacity(entries.len());
         for (column, e) in entries.iter().enumerate() {
-            let id = e.scenario.id.as_str();
+            let id = e.scenario().id.as_str();
             let list = outcomes
                 .get(&(m.student.as_str(), id))
                 .map(Vec::as_slice)
@@ -353,7 +353,7 @@ pub fn missed(data: &ClassData<'_>) -> Vec<MissedScenario> {
         .collect();
     let mut answer = Vec::new();
     for e in data.catalogue.entries() {
-        let id = e.scenario.id.as_str();
+        let id = e.scenario().id.as_str();
         let mut tried = 0;
         // requirement → (student → still missing)
         let mut by_requirement: BTreeMap<&str, BTreeMap<&str, bool>> = BTreeMap::new();
@@ -368,7 +368,7 @@ pub fn missed(data: &ClassData<'_>) -> Vec<MissedScenario> {
             let latest = list.last().map(|(_, o)| &o.missed);
             for (_, o) in list {
                 for r in &o.missed {
-                    let Some(requirement) = e.scenario.requirements.iter().find(|q| &q.id == r)
+                    let Some(requirement) = e.scenario().requirements.iter().find(|q| &q.id == r)
                     else {
                         continue;
                     };
@@ -381,7 +381,7 @@ pub fn missed(data: &ClassData<'_>) -> Vec<MissedScenario> {
             }
         }
         let mut requirements: Vec<(usize, MissedRequirement)> = e
-            .scenario
+            .scenario()
             .requirements
             .iter()
             .enumerate()
@@ -415,7 +415,7 @@ pub fn missed(data: &ClassData<'_>) -> Vec<MissedScenario> {
         requirements.sort_by(|(oa, a), (ob, b)| b.students.cmp(&a.students).then(oa.cmp(ob)));
         answer.push(MissedScenario {
             scenario: id.to_string(),
-            title: e.scenario.title.clone(),
+            title: e.scenario().title.clone(),
             students_tried: count(tried),
             requirements: requirements.into_iter().map(|(_, r)| r).collect(),
         });

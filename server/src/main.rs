@@ -855,8 +855,9 @@ fn validate(paths: Vec<PathBuf>, verbose: bool, expected: Option<&str>) -> ExitC
             };
             println!("{} {noun} valid", scenarios.len());
             match expected {
-                Some(id) if !scenarios.iter().any(|s| s.id == id) => {
-                    let ids: Vec<&str> = scenarios.iter().map(|s| s.id.as_str()).collect();
+                Some(id) if !scenarios.iter().any(|s| s.scenario().id == id) => {
+                    let ids: Vec<&str> =
+                        scenarios.iter().map(|s| s.scenario().id.as_str()).collect();
                     eprintln!(
                         "no scenario has the id \"{id}\"; the ids are {}",
                         ids.join(", ")
@@ -878,8 +879,9 @@ fn validate(paths: Vec<PathBuf>, verbose: bool, expected: Option<&str>) -> ExitC
 
 /// What each reference and wrong design of a scenario passes and misses, with the schedules
 /// explored and the time its check took.
-fn design_report(scenario: &shared::Scenario) -> String {
+fn design_report(compiled: &shared::Compiled) -> String {
     use std::fmt::Write;
+    let scenario = compiled.scenario();
     let mut out = format!(
         "{} (order {}, bound {}):\n",
         scenario.id, scenario.order, scenario.failures.bound
@@ -896,7 +898,7 @@ fn design_report(scenario: &shared::Scenario) -> String {
         );
     for (what, name, design, misses) in designs {
         let started = std::time::Instant::now();
-        let result = shared::check_json(scenario, design);
+        let result = shared::check_json(compiled, design);
         let took = started.elapsed();
         let _ = writeln!(out, "  {what} \"{name}\"");
         match result {
@@ -1085,7 +1087,7 @@ fn check(args: CheckArgs) -> ExitCode {
                     Err(e) => return bad_input(format!("cannot write the verdict: {e}")),
                 }
             } else {
-                print!("{}", report::verdict_text(&scenario, &verdict));
+                print!("{}", report::verdict_text(scenario.scenario(), &verdict));
             }
             if verdict.passed {
                 ExitCode::SUCCESS

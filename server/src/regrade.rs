@@ -96,10 +96,10 @@ fn check_batch(
     let mut out = Vec::with_capacity(batch.len());
     for stored in batch {
         let now = Utc::now();
-        let checked = shared::validate_json(&entry.scenario, &stored.design)
+        let checked = shared::validate_json(&entry.compiled, &stored.design)
             .map_err(CheckError::Design)
             .and_then(|valid| {
-                shared::check::check_hashed(&entry.scenario, &entry.hash, &valid, limits)
+                shared::check::check_hashed(&entry.compiled, &entry.hash, &valid, limits)
             });
         let regrade = match checked {
             Ok(verdict) => Regrade {
@@ -152,7 +152,7 @@ pub async fn regrade(
     limits: shared::Limits,
     mut progress: impl FnMut(u32, u32),
 ) -> Result<RegradeReport, RegradeError> {
-    let id = entry.scenario.id.clone();
+    let id = entry.scenario().id.clone();
     let outdated = store.count_outdated(&id, class, &entry.hash).await?;
     let already = store.regraded_pairs(&id, class, &entry.hash).await?.len();
     let total = u32::try_from(outdated).unwrap_or(u32::MAX);
@@ -187,7 +187,7 @@ pub async fn report(
     regraded_now: u32,
 ) -> Result<RegradeReport, RegradeError> {
     let pairs = store
-        .regraded_pairs(&entry.scenario.id, class, &entry.hash)
+        .regraded_pairs(&entry.scenario().id, class, &entry.hash)
         .await?;
     let mut changes: BTreeMap<String, RequirementChange> = BTreeMap::new();
     let mut passed_changed = 0;
@@ -224,7 +224,7 @@ pub async fn report(
     }
     // The scenario's order first, then requirements only the old versions had.
     let mut requirements = Vec::new();
-    for q in &entry.scenario.requirements {
+    for q in &entry.scenario().requirements {
         requirements.push(changes.remove(&q.id).unwrap_or_else(|| RequirementChange {
             requirement: q.id.clone(),
             ..RequirementChange::default()
@@ -232,7 +232,7 @@ pub async fn report(
     }
     requirements.extend(changes.into_values());
     Ok(RegradeReport {
-        scenario: entry.scenario.id.clone(),
+        scenario: entry.scenario().id.clone(),
         class: class.map(str::to_string),
         scenario_hash: entry.hash.clone(),
         outdated: u32::try_from(outdated).unwrap_or(u32::MAX),

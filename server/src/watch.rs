@@ -145,15 +145,15 @@ impl LiveCatalogue {
 fn changes(before: &Catalogue, after: &Catalogue) -> String {
     let mut words = Vec::new();
     for entry in after.entries() {
-        match before.get(&entry.scenario.id) {
-            None => words.push(format!("+{}", entry.scenario.id)),
-            Some(old) if old.hash != entry.hash => words.push(format!("~{}", entry.scenario.id)),
+        match before.get(&entry.scenario().id) {
+            None => words.push(format!("+{}", entry.scenario().id)),
+            Some(old) if old.hash != entry.hash => words.push(format!("~{}", entry.scenario().id)),
             Some(_) => {}
         }
     }
     for entry in before.entries() {
-        if after.get(&entry.scenario.id).is_none() {
-            words.push(format!("-{}", entry.scenario.id));
+        if after.get(&entry.scenario().id).is_none() {
+            words.push(format!("-{}", entry.scenario().id));
         }
     }
     if words.is_empty() {

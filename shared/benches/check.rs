@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use shared::Scenario;
+use shared::Compiled;
 
 const SCENARIOS: [&str; 8] = [
     "safe-retry",
@@ -18,20 +18,21 @@ const SCENARIOS: [&str; 8] = [
     "exactly-once",
 ];
 
-fn load(id: &str) -> Option<Scenario> {
+fn load(id: &str) -> Option<Compiled> {
     let path = format!("{}/../scenarios/{id}.json", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(path).ok()?;
-    Scenario::from_json(&text).ok()
+    Compiled::parse(&text).ok()
 }
 
 /// The scenario's design (reference or wrong) whose check explores the most schedules.
-fn heaviest(s: &Scenario) -> (String, serde_json::Value, u64) {
-    let designs = s
+fn heaviest(s: &Compiled) -> (String, serde_json::Value, u64) {
+    let file = s.scenario();
+    let designs = file
         .reference_designs
         .iter()
         .map(|d| (d.name.clone(), d.design.clone()))
         .chain(
-            s.wrong_designs
+            file.wrong_designs
                 .iter()
                 .map(|d| (d.name.clone(), d.design.clone())),
         );

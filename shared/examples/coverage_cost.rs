@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use shared::{Limits, Scenario};
+use shared::{Compiled, Limits};
 
 fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
     let mut times: Vec<f64> = (0..runs)
@@ -33,13 +33,14 @@ fn main() {
     println!("|---|---:|---:|---:|");
     for name in names {
         let text = std::fs::read_to_string(dir.join(&name)).expect("a scenario file");
-        let s = Scenario::from_json(&text).expect("a scenario");
-        let designs = s
+        let s = Compiled::parse(&text).expect("a scenario");
+        let file = s.scenario();
+        let designs = file
             .reference_designs
             .iter()
             .map(|d| (format!("reference: {}", d.name), &d.design))
             .chain(
-                s.wrong_designs
+                file.wrong_designs
                     .iter()
                     .map(|d| (format!("wrong: {}", d.name), &d.design)),
             );
@@ -49,7 +50,7 @@ fn main() {
             let without = median_ms(runs, || {
                 std::hint::black_box(shared::check::check_graded(
                     &s,
-                    &shared::scenario_hash(&s),
+                    &shared::scenario_hash(file),
                     &valid,
                     Limits::default(),
                 ))
@@ -62,7 +63,7 @@ fn main() {
             total_without += without;
             println!(
                 "| {} {label} | {without:.2} | {with:.2} | {:.1}× |",
-                s.id,
+                file.id,
                 with / without
             );
         }

@@ -6,13 +6,14 @@ fn main() {
     let id = args.next().unwrap_or_else(|| "dedupe-by-key".into());
     let times: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(200);
     let path = format!("{}/../scenarios/{id}.json", env!("CARGO_MANIFEST_DIR"));
-    let s = shared::Scenario::from_json(&std::fs::read_to_string(path).expect("scenario file"))
+    let s = shared::Compiled::parse(&std::fs::read_to_string(path).expect("scenario file"))
         .expect("scenario parses");
-    let designs: Vec<_> = s
+    let file = s.scenario();
+    let designs: Vec<_> = file
         .reference_designs
         .iter()
         .map(|d| &d.design)
-        .chain(s.wrong_designs.iter().map(|d| &d.design))
+        .chain(file.wrong_designs.iter().map(|d| &d.design))
         .collect();
     let mut explored = 0;
     for _ in 0..times {

@@ -23,6 +23,15 @@ fn main() {
             }
         };
         println!("== {} ({})", scenario.id, file.display());
+        let compiled = match shared::Compiled::new(scenario.clone()) {
+            Ok(c) => c,
+            Err(errors) => {
+                for e in errors {
+                    println!("  {}: {}", e.path, e.message);
+                }
+                continue;
+            }
+        };
         let designs = scenario
             .starting_design
             .iter()
@@ -40,7 +49,7 @@ fn main() {
                 )
             }));
         for (name, design) in designs {
-            match shared::check_json(&scenario, design) {
+            match shared::check_json(&compiled, design) {
                 Err(e) => println!("  {name}: {e}"),
                 Ok(v) => {
                     println!(

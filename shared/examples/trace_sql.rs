@@ -8,8 +8,8 @@ fn main() {
         env!("CARGO_MANIFEST_DIR"),
         args[0]
     );
-    let s = shared::Scenario::from_json(&std::fs::read_to_string(path).expect("scenario"))
-        .expect("parses");
+    let s =
+        shared::Compiled::parse(&std::fs::read_to_string(path).expect("scenario")).expect("parses");
     let design: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&args[1]).expect("design")).expect("json");
     let v = shared::check_json(&s, &design).expect("checks");

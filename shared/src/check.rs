@@ -6,12 +6,13 @@ use std::rc::Rc;
 
 use sha2::{Digest, Sha256};
 
+use crate::compiled::Compiled;
 use crate::design::{validate_json, DesignError, ValidDesign};
-pub use crate::model::{Mutation, ScenarioError};
+pub use crate::model::Mutation;
 use crate::scenario::Scenario;
 
 use crate::model::Model;
-use crate::run::{step_cap, Clean, Fault, Miss, Offers, Outcome, Saved, Sim, Trace};
+use crate::run::{step_cap, Clean, Fault, Offers, Outcome, Saved, Sim, Trace};
 use crate::sql::Dialect;
 use crate::verdict::{Counterexample, RequirementVerdict, Verdict};
 
@@ -36,8 +37,6 @@ impl Default for Limits {
 pub enum CheckError {
     /// The design is not valid for the scenario.
     Design(Vec<DesignError>),
-    /// The scenario itself is broken (an author's mistake).
-    Scenario(Vec<ScenarioError>),
     /// The check would explore more than the limits allow.
     TooLarge { schedules: u64, limit: String },
 }
@@ -49,13 +48,6 @@ impl std::fmt::Display for CheckError {
                 write!(f, "the design is not valid:")?;
                 for e in errors {
                     write!(f, "\n  {e}")?;
-                }
-                Ok(())
-            }
-            CheckError::Scenario(errors) => {
-                write!(f, "the scenario is broken:")?;
-                for e in errors {
-                    write!(f, "\n  {}: {}", e.path, e.message)?;
                 }
                 Ok(())
             }
@@ -76,12 +68,12 @@ pub fn scenario_hash(scenario: &Scenario) -> String {
 }
 
 /// Validates design JSON for a scenario and checks it.
-pub fn check_json(scenario: &Scenario, design: &serde_json::Value) -> Result<Verdict, CheckError> {
+pub fn check_json(scenario: &Compiled, design: &serde_json::Value) -> Result<Verdict, CheckError> {
     let valid = validate_json(scenario, design).map_err(CheckError::Design)?;
     check(scenario, &valid)
 }
 
-pub fn check(scenario: &Scenario, design: &ValidDesign) -> Result<Verdict, CheckError> {
+pub fn check(scenario: &Compiled, design: &ValidDesign) -> Result<Verdict, CheckError> {
     check_with(scenario, design, Limits::default())
 }
 
@@ -153,7 +145,7 @@ pub struct Schedule {
 /// Calls `f` with every schedule the check of this design explores, traced with SQL of the
 /// given dialect, in the check's order. Returns the number of schedules.
 pub fn for_each_schedule(
-    scenario: &Scenario,
+    scenario: &Compiled,
     design: &ValidDesign,
     dialect: Dialect,
     limits: Limits,
@@ -165,14 +157,14 @@ pub fn for_each_schedule(
 /// As `for_each_schedule`, under a deliberately wrong model (for testing the conformance
 /// runner).
 pub fn for_each_schedule_of(
-    scenario: &Scenario,
+    scenario: &Compiled,
     design: &ValidDesign,
     dialect: Dialect,
     limits: Limits,
     mutation: Mutation,
     f: &mut dyn FnMut(Schedule),
 ) -> Result<u64, CheckError> {
-    let mut model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
+    let mut model = Model::compile(scenario, design);
     model.mutation = mutation;
     let clean = clean_run(&model);
     explore(&model, &clean, limits, &mut |plan, _| {
@@ -202,22 +194,27 @@ pub fn for_each_schedule_of(
 
 /// Checks a design under every failure schedule the scenario allows, within `limits`.
 pub fn check_with(
-    scenario: &Scenario,
+    scenario: &Compiled,
     design: &ValidDesign,
     limits: Limits,
 ) -> Result<Verdict, CheckError> {
-    check_hashed(scenario, &scenario_hash(scenario), design, limits)
+    check_hashed(
+        scenario,
+        &scenario_hash(scenario.scenario()),
+        design,
+        limits,
+    )
 }
 
 /// As `check_with`, for a caller that keeps the scenario's hash (`scenario_hash`), which
 /// otherwise costs a serialisation of the whole scenario per check.
 pub fn check_hashed(
-    scenario: &Scenario,
+    scenario: &Compiled,
     hash: &str,
     design: &ValidDesign,
     limits: Limits,
 ) -> Result<Verdict, CheckError> {
-    let counted = crate::coverage::counted_kinds(&scenario.failures);
+    let counted = crate::coverage::counted_kinds(&scenario.scenario().failures);
     let (mut verdict, without) = graded(scenario, hash, design, limits, &counted)?;
     annotate(scenario, design, &mut verdict, &without, limits);
     Ok(verdict)
@@ -226,7 +223,7 @@ pub fn check_hashed(
 /// Fills in the verdict's coverage and advisories, checking the variants within the check's
 /// limits (`Variants::within`).
 fn annotate(
-    scenario: &Scenario,
+    scenario: &Compiled,
     design: &ValidDesign,
     verdict: &mut Verdict,
     without: &[u64],
@@ -246,7 +243,7 @@ fn annotate(
 /// passes no hash, so the app carries neither the scenario's serialisation nor sha256), and
 /// for comparing the two.
 pub fn check_graded(
-    scenario: &Scenario,
+    scenario: &Compiled,
     hash: &str,
     design: &ValidDesign,
     limits: Limits,
@@ -257,13 +254,13 @@ pub fn check_graded(
 /// The graded verdict, and per failure kind of `counted` how many of its schedules have no
 /// failure of that kind.
 fn graded(
-    scenario: &Scenario,
+    scenario: &Compiled,
     hash: &str,
     design: &ValidDesign,
     limits: Limits,
     counted: &[&'static str],
 ) -> Result<(Verdict, Vec<u64>), CheckError> {
-    let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
+    let model = Model::compile(scenario, design);
     let clean = clean_run(&model);
     let ask = Ask {
         count_without: counted,
@@ -281,17 +278,17 @@ fn graded(
 /// shared between them: the plain enumeration the search must agree with, byte for byte.
 #[doc(hidden)]
 pub fn check_every_schedule(
-    scenario: &Scenario,
+    scenario: &Compiled,
     design: &ValidDesign,
     limits: Limits,
 ) -> Result<Verdict, CheckError> {
-    let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
+    let model = Model::compile(scenario, design);
     let clean = clean_run(&model);
     // Per requirement, the shortest failing plan: the search is depth-first in lexicographic
     // order, so the first failing plan of a given length is the one whose failures come
     // earliest, and only a strictly shorter one replaces it.
-    let mut best: Vec<Option<Plan>> = vec![None; scenario.requirements.len()];
-    let counted = crate::coverage::counted_kinds(&scenario.failures);
+    let mut best: Vec<Option<Plan>> = vec![None; scenario.scenario().requirements.len()];
+    let counted = crate::coverage::counted_kinds(&scenario.scenario().failures);
     let mut without = vec![0u64; counted.len()];
     let explored = explore(&model, &clean, limits, &mut |plan, outcome| {
         for (i, miss) in outcome.misses.iter().enumerate() {
@@ -306,7 +303,7 @@ pub fn check_every_schedule(
         }
     })?;
     let mut verdict = verdict(scenario, &model, &clean, explored, &best);
-    verdict.scenario_hash = scenario_hash(scenario);
+    verdict.scenario_hash = scenario_hash(scenario.scenario());
     // The schedules per failure kind are counted schedule by schedule here; the variants of
     // coverage and advisories come from the search in both checks: they are the same either
     // way, and the plain enumeration would repeat each variant schedule by schedule.
@@ -316,15 +313,16 @@ pub fn check_every_schedule(
 
 /// The verdict, with each missed requirement's plan replayed traced.
 fn verdict(
-    scenario: &Scenario,
+    scenario: &Compiled,
     model: &Model,
     clean: &Clean,
     explored: u64,
     best: &[Option<Plan>],
 ) -> Verdict {
-    let mut requirements = Vec::with_capacity(scenario.requirements.len());
+    let file = scenario.scenario();
+    let mut requirements = Vec::with_capacity(file.requirements.len());
     let mut traced: BTreeMap<Plan, Outcome> = BTreeMap::new();
-    for (i, req) in scenario.requirements.iter().enumerate() {
+    for (i, req) in file.requirements.iter().enumerate() {
         let counterexample = best[i].as_ref().map(|plan| {
             let outcome = traced.entry(plan.clone()).or_insert_with(|| {
                 Sim::run(
@@ -362,14 +360,14 @@ fn verdict(
         });
     }
     // Each requirement is worth its points (1 unless the scenario says otherwise).
-    let points = |i: usize| scenario.requirements[i].points;
+    let points = |i: usize| file.requirements[i].points;
     let score = (0..requirements.len())
         .filter(|&i| requirements[i].passed)
         .map(points)
         .sum();
     let max_score = (0..requirements.len()).map(points).sum();
     Verdict {
-        scenario: scenario.id.clone(),
+        scenario: file.id.clone(),
         scenario_hash: String::new(),
         passed: requirements.iter().all(|r| r.passed),
         score,
@@ -408,12 +406,11 @@ impl Variants {
 impl crate::coverage::Checker for Variants {
     fn differs(
         &self,
-        scenario: &Scenario,
+        scenario: &Compiled,
         design: &ValidDesign,
         missed: &[bool],
     ) -> Result<bool, String> {
-        let model =
-            Model::compile(scenario, design).map_err(|e| CheckError::Scenario(e).to_string())?;
+        let model = Model::compile(scenario, design);
         let clean = clean_run(&model);
         let ask = Ask {
             count_without: &[],
@@ -429,9 +426,8 @@ impl crate::coverage::Checker for Variants {
         }
     }
 
-    fn verdict(&self, scenario: &Scenario, design: &ValidDesign) -> Result<Verdict, String> {
-        let model =
-            Model::compile(scenario, design).map_err(|e| CheckError::Scenario(e).to_string())?;
+    fn verdict(&self, scenario: &Compiled, design: &ValidDesign) -> Result<Verdict, String> {
+        let model = Model::compile(scenario, design);
         let clean = clean_run(&model);
         let Ended::All(found) =
             Search::run(&model, &clean, self.limits, Ask::default()).map_err(|e| e.to_string())?
@@ -475,22 +471,6 @@ fn better(a: &Plan, a_shift: u32, b: &Plan, b_shift: u32) -> bool {
 }
 
 impl Summary {
-    /// One schedule, run to its end, with no failure yet (they come with `behind`). `kinds`
-    /// is how many failure kinds the search counts.
-    fn leaf(misses: &[Option<Miss>], kinds: usize) -> Summary {
-        Summary {
-            schedules: 1,
-            shift: 0,
-            best: Rc::new(
-                misses
-                    .iter()
-                    .map(|m| m.as_ref().map(|_| Vec::new()))
-                    .collect(),
-            ),
-            without: vec![1; kinds].into_boxed_slice(),
-        }
-    }
-
     /// `without`, once the failures `before` come first: a kind among them leaves no
     /// schedule without it.
     fn without_behind(&self, before: &[(u32, Fault)], counted: &[&str]) -> Box<[u64]> {
@@ -659,6 +639,8 @@ struct Search<'m> {
     stop_beyond: Option<Vec<bool>>,
     /// Set when a schedule missed a requirement outside `stop_beyond`.
     new_miss: bool,
+    /// The best plans of a leaf, one per set of requirements leaves missed so far.
+    leaves: Vec<Rc<Vec<Option<Plan>>>>,
 }
 
 /// What a search did, for benchmarks and profiles.
@@ -678,11 +660,11 @@ pub struct SearchStats {
 
 /// Runs the check's search and tells what it did (the verdict aside).
 pub fn search_stats(
-    scenario: &Scenario,
+    scenario: &Compiled,
     design: &ValidDesign,
     limits: Limits,
 ) -> Result<SearchStats, CheckError> {
-    let model = Model::compile(scenario, design).map_err(CheckError::Scenario)?;
+    let model = Model::compile(scenario, design);
     let clean = clean_run(&model);
     let (result, stats) = Search::run_counted(&model, &clean, limits, Ask::default());
     result.map(|_| stats)
@@ -708,6 +690,7 @@ impl<'m> Search<'m> {
             counted: ask.count_without.to_vec(),
             stop_beyond: ask.stop_beyond.map(<[bool]>::to_vec),
             new_miss: false,
+            leaves: Vec::new(),
             sim: Sim::searching(model),
             clean,
             limits,
@@ -753,7 +736,33 @@ impl<'m> Search<'m> {
                 self.new_miss = true;
             }
         }
-        Summary::leaf(&self.sim.misses, self.counted.len())
+        // The leaves of one search miss one of a few sets of requirements: each set's plans
+        // (every one empty) are made once and shared.
+        let missed = &self.sim.misses;
+        let same = |best: &Rc<Vec<Option<Plan>>>| {
+            best.iter()
+                .map(Option::is_some)
+                .eq(missed.iter().map(Option::is_some))
+        };
+        let best = match self.leaves.iter().find(|b| same(b)) {
+            Some(best) => Rc::clone(best),
+            None => {
+                let best: Rc<Vec<Option<Plan>>> = Rc::new(
+                    missed
+                        .iter()
+                        .map(|m| m.as_ref().map(|_| Vec::new()))
+                        .collect(),
+                );
+                self.leaves.push(Rc::clone(&best));
+                best
+            }
+        };
+        Summary {
+            schedules: 1,
+            shift: 0,
+            best,
+            without: vec![1; self.counted.len()].into_boxed_slice(),
+        }
     }
 
     /// `None` once past a limit, or once a schedule missed a requirement outside
@@ -1001,13 +1010,12 @@ enum Next {
 /// verdict (`job_crash`, `consumer_crash`, `message_lost`, `ack_lost`, `redelivery:N`), and
 /// returns its trace. A failure that the run does not offer at that point is an error.
 pub fn replay(
-    scenario: &Scenario,
+    scenario: &Compiled,
     design: &serde_json::Value,
     faults: &[(u32, &str)],
 ) -> Result<Vec<crate::verdict::TraceEntry>, String> {
     let valid = validate_json(scenario, design).map_err(|e| CheckError::Design(e).to_string())?;
-    let model =
-        Model::compile(scenario, &valid).map_err(|e| CheckError::Scenario(e).to_string())?;
+    let model = Model::compile(scenario, &valid);
     let clean = clean_run(&model);
     let mut plan: Plan = Vec::new();
     for &(point, kind) in faults {

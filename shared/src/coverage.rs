@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value as Json;
 
-use crate::design::{validate, NodeKind, OptionValues, Pipeline, ValidDesign};
+use crate::compiled::Compiled;
+use crate::design::{validate, ConsumerInput, NodeKind, OptionValues, Stage, ValidDesign};
 use crate::scenario::{
     ConsumerCrashSpec, Enabled, FailureSpec, JobCrashSpec, RedeliverySpec, Scenario,
 };
@@ -46,12 +47,12 @@ pub(crate) trait Checker {
     /// misses a requirement `missed` does not name.
     fn differs(
         &self,
-        scenario: &Scenario,
+        scenario: &Compiled,
         design: &ValidDesign,
         missed: &[bool],
     ) -> Result<bool, String>;
     /// The verdict, without coverage or advisories.
-    fn verdict(&self, scenario: &Scenario, design: &ValidDesign) -> Result<Verdict, String>;
+    fn verdict(&self, scenario: &Compiled, design: &ValidDesign) -> Result<Verdict, String>;
 }
 
 /// The failure kinds whose schedules the check counts for coverage: with two kinds or more
@@ -69,7 +70,7 @@ pub(crate) fn counted_kinds(failures: &FailureSpec) -> Vec<&'static str> {
 /// holds, per kind of [`counted_kinds`], how many of the check's schedules have no failure
 /// of that kind.
 pub(crate) fn annotate(
-    scenario: &Scenario,
+    scenario: &Compiled,
     design: &ValidDesign,
     verdict: &mut Verdict,
     without: &[u64],
@@ -105,13 +106,14 @@ pub fn kinds_of(failures: &FailureSpec) -> Vec<&'static str> {
 }
 
 fn coverage(
-    scenario: &Scenario,
+    compiled: &Compiled,
     design: &ValidDesign,
     schedules: u64,
     without: &[u64],
     missed: &[bool],
     checker: &dyn Checker,
 ) -> Coverage {
+    let scenario = compiled.scenario();
     let mut notes = Vec::new();
     // Per kind: the schedules with at least one failure of it are all of them but those
     // without it, which the check counted.
@@ -134,7 +136,7 @@ fn coverage(
 
     let mut untested = Vec::new();
     // The scenario whose palette is widened, option by option (made once, when needed).
-    let mut wide: Option<Scenario> = None;
+    let mut wide: Option<Compiled> = None;
     for node in &design.design().nodes {
         let palette = scenario.palette.kind(node.kind);
         for spec in node.kind.options() {
@@ -143,14 +145,7 @@ fn coverage(
                 match spec.values {
                     OptionValues::Choice(values) => {
                         let allowed = palette.and_then(|p| p.get(spec.name));
-                        let default = match allowed {
-                            Some(allowed) if !allowed.iter().any(|a| a == values[0]) => values
-                                .iter()
-                                .copied()
-                                .find(|v| allowed.iter().any(|a| a == v))
-                                .unwrap_or(values[0]),
-                            _ => values[0],
-                        };
+                        let default = scenario.palette.default_of(node.kind, spec.name, values);
                         let current = match node.options.get(spec.name) {
                             Some(Json::String(s)) => s.clone(),
                             _ => default.to_string(),
@@ -182,12 +177,12 @@ fn coverage(
             // scenario with its palette widened for this option alone.
             let widened = others.is_empty().then(|| {
                 others = all_values.into_iter().filter(|v| *v != current).collect();
-                let wide = wide.get_or_insert_with(|| scenario.clone());
-                set_palette(wide, node.kind, spec.name, &current, &others)
+                let wide = wide.get_or_insert_with(|| compiled.clone());
+                set_palette(wide.palette_mut(), node.kind, spec.name, &current, &others)
             });
             let in_scenario = match (&widened, &wide) {
                 (Some(_), Some(wide)) => wide,
-                _ => scenario,
+                _ => compiled,
             };
             let mut tried = Vec::new();
             let mut tested = false;
@@ -225,7 +220,7 @@ fn coverage(
                 }
             }
             if let (Some(previous), Some(wide)) = (widened, wide.as_mut()) {
-                reset_palette(wide, node.kind, spec.name, previous);
+                reset_palette(wide.palette_mut(), node.kind, spec.name, previous);
             }
             if !tested && !tried.is_empty() {
                 untested.push(UntestedOption {
@@ -255,10 +250,9 @@ fn coverage(
 
 /// The palette's options for one kind of node, if the scenario offers that kind.
 fn palette_options(
-    scenario: &mut Scenario,
+    p: &mut crate::scenario::Palette,
     kind: NodeKind,
 ) -> Option<&mut BTreeMap<String, Vec<String>>> {
-    let p = &mut scenario.palette;
     let field = match kind {
         NodeKind::SourceTable => &mut p.source_table,
         NodeKind::Stream => &mut p.stream,
@@ -273,7 +267,7 @@ fn palette_options(
 /// Offers `current` and `others` for `option` in the palette; returns what it offered before
 /// (for [`reset_palette`]).
 fn set_palette(
-    scenario: &mut Scenario,
+    scenario: &mut crate::scenario::Palette,
     kind: NodeKind,
     option: &str,
     current: &str,
@@ -287,7 +281,7 @@ fn set_palette(
 
 /// Puts back what `set_palette` replaced.
 fn reset_palette(
-    scenario: &mut Scenario,
+    scenario: &mut crate::scenario::Palette,
     kind: NodeKind,
     option: &str,
     previous: Option<Vec<String>>,
@@ -370,40 +364,49 @@ fn why_untested(failures: &FailureSpec, option: &str, table: &str, others: &[Str
     }
 }
 
-/// The failures the model has for a design's shape, each as wide as it goes, at
-/// `ADVISORY_BOUND`.
+/// The failures the model has for a design's stages, each as wide as it goes, at
+/// `ADVISORY_BOUND`: a job crashes at any point of any run; a stream's consumer crashes at any
+/// offset and any message may come again; a sender's messages and acks may be lost and its
+/// consumer may crash.
 pub(crate) fn advisory_failures(scenario: &Scenario, design: &ValidDesign) -> FailureSpec {
     let mut f = FailureSpec {
         bound: ADVISORY_BOUND,
         ..FailureSpec::default()
     };
-    match design.pipeline() {
-        Pipeline::Batch { .. } => {
-            f.job_crash = Some(JobCrashSpec {
-                max_per_run: ADVISORY_BOUND,
-                retry_delay_minutes: scenario
-                    .failures
-                    .job_crash
-                    .as_ref()
-                    .map_or(0, |j| j.retry_delay_minutes),
-                runs: None,
-            });
-        }
-        Pipeline::Stream { topic, .. } => {
-            let messages = scenario
-                .streams
-                .iter()
-                .find(|s| &s.name == topic)
-                .map_or(1, |s| s.messages.len() as u32);
-            f.consumer_crash = Some(ConsumerCrashSpec { offsets: None });
-            f.redelivery = Some(RedeliverySpec {
-                after_min: 1,
-                after_max: messages.max(1),
-            });
-        }
-        Pipeline::Sender { .. } => {
-            f.message_lost = Some(Enabled {});
-            f.ack_lost = Some(Enabled {});
+    for stage in &design.pipeline().stages {
+        match stage {
+            Stage::Job(_) => {
+                f.job_crash = Some(JobCrashSpec {
+                    max_per_run: ADVISORY_BOUND,
+                    retry_delay_minutes: scenario
+                        .failures
+                        .job_crash
+                        .as_ref()
+                        .map_or(0, |j| j.retry_delay_minutes),
+                    runs: None,
+                });
+            }
+            Stage::Consumer(c) => {
+                f.consumer_crash = Some(ConsumerCrashSpec { offsets: None });
+                match &c.input {
+                    ConsumerInput::Stream { topic, .. } => {
+                        let messages = scenario
+                            .streams
+                            .iter()
+                            .find(|s| &s.name == topic)
+                            .map_or(1, |s| s.messages.len() as u32);
+                        let widest = f.redelivery.as_ref().map_or(1, |r| r.after_max);
+                        f.redelivery = Some(RedeliverySpec {
+                            after_min: 1,
+                            after_max: messages.max(widest),
+                        });
+                    }
+                    ConsumerInput::Sender { .. } => {
+                        f.message_lost = Some(Enabled {});
+                        f.ack_lost = Some(Enabled {});
+                    }
+                }
+            }
         }
     }
     f
@@ -440,11 +443,12 @@ fn covers(f: &FailureSpec, wider: &FailureSpec) -> bool {
 }
 
 fn advisories(
-    scenario: &Scenario,
+    compiled: &Compiled,
     design: &ValidDesign,
     missed: &[bool],
     checker: &dyn Checker,
 ) -> Advisories {
+    let scenario = compiled.scenario();
     let failures = advisory_failures(scenario, design);
     let mut out = Advisories {
         failures: kinds_of(&failures).iter().map(|k| k.to_string()).collect(),
@@ -455,8 +459,7 @@ fn advisories(
     if covers(&scenario.failures, &failures) || missed.iter().all(|m| *m) {
         return out;
     }
-    let mut variant = scenario.clone();
-    variant.failures = failures;
+    let variant = compiled.with_failures(failures);
     let verdict = match checker.verdict(&variant, design) {
         Ok(verdict) => verdict,
         Err(e) => {

@@ -25,6 +25,7 @@ impl Fingerprint {
         f
     }
 
+    #[inline]
     pub(crate) fn value(&mut self, v: &Value) {
         match v {
             Value::Null => self.write_u8(0),
@@ -53,6 +54,7 @@ impl Fingerprint {
         }
     }
 
+    #[inline]
     pub(crate) fn values<'v>(&mut self, values: impl ExactSizeIterator<Item = &'v Value>) {
         self.write_usize(values.len());
         for v in values {

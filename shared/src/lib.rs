@@ -16,8 +16,9 @@
 //! - [`warehouse`]: the simulated database: tables, transactions and the SQL writes.
 //! - [`diff`]: the rows a table should hold beside the rows it holds, for a counterexample.
 //! - [`scenario`]: the scenario file format that course authors write.
+//! - [`compiled`]: a scenario checked and compiled once, which everything below reads.
 //! - [`design`]: the graph a student draws, and its validation against a scenario.
-//! - `model`: a scenario and a design compiled together into what the simulator runs.
+//! - `model`: a compiled scenario and a design put together into what the simulator runs.
 //! - [`sql`]: the SQL a design amounts to, for the trace and the canvas.
 //! - `run`: the run of one failure schedule on a compiled model, with its trace.
 //! - [`coverage`]: what a scenario puts to the test in a design, and what the design would
@@ -40,6 +41,8 @@ pub mod diff;
 
 pub mod scenario;
 
+pub mod compiled;
+
 pub mod design;
 
 mod model;
@@ -55,6 +58,7 @@ pub mod check;
 pub mod authoring;
 
 pub use check::{check, check_json, check_with, scenario_hash, CheckError, Limits};
+pub use compiled::{Compiled, ScenarioError};
 pub use design::{validate, validate_json, Design, DesignError, DesignErrorCode, ValidDesign};
 pub use scenario::Scenario;
 pub use verdict::Verdict;

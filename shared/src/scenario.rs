@@ -105,7 +105,11 @@ pub struct Scenario {
     /// The daily batch job, when the scenario has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<JobDef>,
-    /// The batch job's runs, in the order the scheduler (or a person) starts them.
+    /// Further batch jobs, for a pipeline of several stages (a second job reading what the
+    /// first one wrote). Each has an `id`, which its runs name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<JobDef>,
+    /// The batch jobs' runs, in the order the scheduler (or a person) starts them.
     #[serde(default)]
     pub runs: Vec<RunDef>,
     /// Which failures the simulator injects, and how many at most in one schedule.
@@ -162,6 +166,11 @@ pub struct TableDef {
     /// Empty when the table has no natural key.
     #[serde(default)]
     pub keys: Vec<Vec<String>>,
+    /// The columns a design may name as the version of `merge_if_newer`, which applies an
+    /// incoming row only when its version is greater than the stored row's; the first is the
+    /// default. Empty when the table has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub versions: Vec<String>,
     /// The date column that names a partition (one day), used by `delete_insert` and the job's
     /// date filter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -186,6 +195,20 @@ pub struct StreamDef {
     /// When the consumer starts reading.
     #[serde(default = "default_start")]
     pub start: Instant,
+    /// Messages that reach the stream later than `start`: each is appended at its time, so a
+    /// consumer that has read everything before it waits for it. Messages keep their offsets
+    /// in list order, so a late message and every one after it arrive no earlier than it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub late: Vec<Late>,
+}
+
+/// A message that arrives after the start: `message` is its index in `messages`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Late {
+    pub message: u32,
+    pub at: Instant,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -207,6 +230,10 @@ pub struct SenderDef {
     pub idempotency_field: String,
     #[serde(default = "default_start")]
     pub start: Instant,
+    /// Messages the sender sends later than `start`: it sends each no earlier than its time,
+    /// and the messages after it no earlier either.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub late: Vec<Late>,
 }
 
 fn default_idempotency_field() -> String {
@@ -225,7 +252,18 @@ fn default_start() -> Instant {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct JobDef {
-    /// The source table the job reads.
+    /// The job's id, which runs name with `job`: needed by every job of `jobs`; the job of
+    /// `job` is `job` unless it says otherwise.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(regex(pattern = r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"))
+    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// How a trace names the job (for example "the nightly job"); "the job" when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The table the job reads: a source table, or a warehouse table an earlier stage writes.
     pub source: String,
     /// The job's steps, in order; each writes one sink table. At least one.
     #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
@@ -255,6 +293,27 @@ pub enum StepDef {
         #[serde(default, rename = "where")]
         filter: Vec<Condition>,
     },
+    /// `INSERT INTO target (columns) SELECT DISTINCT columns FROM from WHERE <day>`.
+    Distinct {
+        id: String,
+        title: String,
+        from: String,
+        target: String,
+        columns: Vec<String>,
+        #[serde(default, rename = "where")]
+        filter: Vec<Condition>,
+    },
+    /// `INSERT INTO target (group_by, into) SELECT group_by, COUNT(*) FROM from WHERE <day> AND … GROUP BY group_by`.
+    Count {
+        id: String,
+        title: String,
+        from: String,
+        target: String,
+        group_by: String,
+        into: String,
+        #[serde(default, rename = "where")]
+        filter: Vec<Condition>,
+    },
     /// `INSERT INTO target (group_by, into) SELECT group_by, SUM(sum) FROM from WHERE <day> AND … GROUP BY group_by`.
     Sum {
         id: String,
@@ -272,27 +331,42 @@ pub enum StepDef {
 impl StepDef {
     pub fn id(&self) -> &str {
         match self {
-            StepDef::Copy { id, .. } | StepDef::Sum { id, .. } => id,
+            StepDef::Copy { id, .. }
+            | StepDef::Distinct { id, .. }
+            | StepDef::Count { id, .. }
+            | StepDef::Sum { id, .. } => id,
         }
     }
     pub fn title(&self) -> &str {
         match self {
-            StepDef::Copy { title, .. } | StepDef::Sum { title, .. } => title,
+            StepDef::Copy { title, .. }
+            | StepDef::Distinct { title, .. }
+            | StepDef::Count { title, .. }
+            | StepDef::Sum { title, .. } => title,
         }
     }
     pub fn from(&self) -> &str {
         match self {
-            StepDef::Copy { from, .. } | StepDef::Sum { from, .. } => from,
+            StepDef::Copy { from, .. }
+            | StepDef::Distinct { from, .. }
+            | StepDef::Count { from, .. }
+            | StepDef::Sum { from, .. } => from,
         }
     }
     pub fn target(&self) -> &str {
         match self {
-            StepDef::Copy { target, .. } | StepDef::Sum { target, .. } => target,
+            StepDef::Copy { target, .. }
+            | StepDef::Distinct { target, .. }
+            | StepDef::Count { target, .. }
+            | StepDef::Sum { target, .. } => target,
         }
     }
     pub fn filter(&self) -> &[Condition] {
         match self {
-            StepDef::Copy { filter, .. } | StepDef::Sum { filter, .. } => filter,
+            StepDef::Copy { filter, .. }
+            | StepDef::Distinct { filter, .. }
+            | StepDef::Count { filter, .. }
+            | StepDef::Sum { filter, .. } => filter,
         }
     }
 }
@@ -329,6 +403,59 @@ pub struct RunDef {
     pub start: Instant,
     #[serde(default = "default_run_kind")]
     pub kind: RunKind,
+    /// The job this run is of (its `id`); the scenario's `job` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+    /// Changes to source tables that the shop makes before this run starts (an order paid
+    /// late, one cancelled, a row for an earlier day that arrives late), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<Change>,
+}
+
+/// A change the shop makes to a source table between runs, committed on its own.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Change {
+    /// `INSERT INTO table VALUES …`: rows in column order, as a table's starting rows.
+    Insert {
+        table: String,
+        /// What happens, in a student's words ("order 107 of 2026-01-10 arrives late").
+        title: String,
+        rows: Vec<Vec<serde_json::Value>>,
+    },
+    /// `UPDATE table SET column = value, … WHERE …`.
+    Update {
+        table: String,
+        title: String,
+        set: BTreeMap<String, serde_json::Value>,
+        #[serde(default, rename = "where")]
+        filter: Vec<Condition>,
+    },
+    /// `DELETE FROM table WHERE …`.
+    Delete {
+        table: String,
+        title: String,
+        #[serde(default, rename = "where")]
+        filter: Vec<Condition>,
+    },
+}
+
+impl Change {
+    pub fn table(&self) -> &str {
+        match self {
+            Change::Insert { table, .. }
+            | Change::Update { table, .. }
+            | Change::Delete { table, .. } => table,
+        }
+    }
+    pub fn title(&self) -> &str {
+        match self {
+            Change::Insert { title, .. }
+            | Change::Update { title, .. }
+            | Change::Delete { title, .. } => title,
+        }
+    }
 }
 
 fn default_run_kind() -> RunKind {
@@ -385,7 +512,8 @@ pub struct JobCrashSpec {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ConsumerCrashSpec {
-    /// Crash only while the consumer handles these offsets; every offset when absent.
+    /// Crash only while the consumer handles these offsets (for a consumer fed by a sender,
+    /// these message numbers); every offset when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offsets: Option<Vec<u32>>,
 }
@@ -568,6 +696,15 @@ pub enum Check {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         value: Option<serde_json::Value>,
     },
+    /// At every committed point, the sum of `column` over the rows matching `where` is never
+    /// less than a reader has seen it before: a total, once published, never drops (no rows
+    /// count as 0, so a day that disappears is a drop too).
+    NeverDrops {
+        table: String,
+        column: String,
+        #[serde(default, rename = "where")]
+        filter: Vec<Condition>,
+    },
     /// Every run and every message is handled to the end, with no unhandled error.
     Finishes {},
 }
@@ -611,6 +748,31 @@ impl Scenario {
     }
     pub fn requirement(&self, id: &str) -> Option<&Requirement> {
         self.requirements.iter().find(|r| r.id == id)
+    }
+    /// Every batch job: `job` first, then `jobs`, in the scenario's order.
+    pub fn all_jobs(&self) -> impl Iterator<Item = &JobDef> {
+        self.job.iter().chain(&self.jobs)
+    }
+    /// The runs of the job with id `job`, with their indices in `runs`.
+    pub fn runs_of<'a>(&'a self, job: &'a str) -> impl Iterator<Item = (usize, &'a RunDef)> + 'a {
+        self.runs
+            .iter()
+            .enumerate()
+            .filter(move |(_, r)| r.job.as_deref().unwrap_or(DEFAULT_JOB_ID) == job)
+    }
+}
+
+/// The id of the scenario's `job` when it gives none.
+pub const DEFAULT_JOB_ID: &str = "job";
+
+impl JobDef {
+    /// The job's id: its own, or [`DEFAULT_JOB_ID`].
+    pub fn id(&self) -> &str {
+        self.id.as_deref().unwrap_or(DEFAULT_JOB_ID)
+    }
+    /// How a trace names the job.
+    pub fn title(&self) -> &str {
+        self.title.as_deref().unwrap_or("the job")
     }
 }
 

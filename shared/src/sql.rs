@@ -5,12 +5,10 @@
 
 use chrono::{NaiveDate, NaiveDateTime};
 
-use crate::design::{
-    DateFilter, JobOptions, LoadedAt, OffsetCommit, Transaction, ValidDesign, WriteMode,
-};
+use crate::compiled::{ChangeInfo, Compiled};
+use crate::design::{DateFilter, LoadedAt, OffsetCommit, Transaction, ValidDesign, WriteMode};
 pub use crate::dialect::Dialect;
-use crate::model::{CStep, Model, Shape, Sink, StepKind};
-use crate::scenario::{Scenario, StepDef};
+use crate::model::{CStep, ConsumerModel, JobModel, Model, Sink, StageModel, StepKind};
 use crate::value::{ColumnType, Value};
 use crate::warehouse::{Row, Table};
 
@@ -94,7 +92,7 @@ fn step_select(ctx: &Ctx, step: &CStep) -> (Vec<String>, String) {
     }
     let stamp = stamp_sql(ctx, &step.sink);
     match &step.kind {
-        StepKind::Copy { map } => {
+        StepKind::Copy { map, distinct } => {
             let mut cols: Vec<String> = Vec::new();
             let mut exprs: Vec<String> = Vec::new();
             for (i, m) in map.iter().enumerate() {
@@ -108,7 +106,31 @@ fn step_select(ctx: &Ctx, step: &CStep) -> (Vec<String>, String) {
                 exprs.push(format!("{v} AS {c}"));
             }
             let select = format!(
-                "SELECT {}\nFROM {}\nWHERE {}",
+                "SELECT {}{}\nFROM {}\nWHERE {}",
+                if *distinct { "DISTINCT " } else { "" },
+                exprs.join(", "),
+                from.name,
+                conds.join(" AND ")
+            );
+            (cols, select)
+        }
+        StepKind::Count {
+            group_from,
+            group_to,
+            into,
+        } => {
+            let g = &from.columns[*group_from];
+            let mut cols = vec![
+                target.columns[*group_to].clone(),
+                target.columns[*into].clone(),
+            ];
+            let mut exprs = vec![g.clone(), format!("COUNT(*) AS {}", target.columns[*into])];
+            if let Some((c, v)) = stamp {
+                cols.push(c.clone());
+                exprs.push(format!("{v} AS {c}"));
+            }
+            let select = format!(
+                "SELECT {}\nFROM {}\nWHERE {}\nGROUP BY {g}",
                 exprs.join(", "),
                 from.name,
                 conds.join(" AND ")
@@ -183,6 +205,9 @@ fn write_sql(
             cols.join(", "),
             key.join(", ")
         ),
+        WriteMode::MergeIfNewer => {
+            merge_if_newer_sql(table, cols, select, &key, sink, target, dialect)
+        }
         WriteMode::Merge if dialect == Dialect::Sqlite => {
             // SQLite has no MERGE: an upsert on the key's unique index does the same for
             // incoming rows with distinct keys (which every step and message produces).
@@ -243,7 +268,7 @@ fn message_sql(
     dialect: Dialect,
 ) -> String {
     match sink.write {
-        WriteMode::Merge if dialect != Dialect::Sqlite => {
+        WriteMode::Merge | WriteMode::MergeIfNewer if dialect != Dialect::Sqlite => {
             let select = format!(
                 "SELECT {}",
                 cols.iter()
@@ -261,8 +286,98 @@ fn message_sql(
     }
 }
 
-pub(crate) fn offset_update(next: u64) -> String {
-    format!("UPDATE consumer_offsets SET next_offset = {next} WHERE consumer = 'consumer';")
+/// A merge on the key that updates a matched row only when the incoming version is greater.
+/// SQLite has no MERGE: its upsert's `DO UPDATE … WHERE` does the same.
+fn merge_if_newer_sql(
+    table: &str,
+    cols: &[String],
+    select: &str,
+    key: &[&str],
+    sink: &Sink,
+    target: &Table,
+    dialect: Dialect,
+) -> String {
+    let version = sink
+        .version
+        .map_or("version", |v| target.columns[v].as_str());
+    let others: Vec<&String> = cols.iter().filter(|c| !key.contains(&c.as_str())).collect();
+    if dialect == Dialect::Sqlite {
+        let set: Vec<String> = others
+            .iter()
+            .map(|c| format!("{c} = excluded.{c}"))
+            .collect();
+        return format!(
+            "INSERT INTO {table} ({})\n{select}\nON CONFLICT ({}) DO UPDATE SET {}\nWHERE excluded.{version} > {table}.{version};",
+            cols.join(", "),
+            key.join(", "),
+            set.join(", ")
+        );
+    }
+    let on: Vec<String> = key.iter().map(|k| format!("t.{k} = s.{k}")).collect();
+    let set: Vec<String> = others.iter().map(|c| format!("{c} = s.{c}")).collect();
+    let values: Vec<String> = cols.iter().map(|c| format!("s.{c}")).collect();
+    format!(
+        "MERGE INTO {table} AS t\nUSING ({}) AS s\nON {}\nWHEN MATCHED AND s.{version} > t.{version} THEN\n  UPDATE SET {}\nWHEN NOT MATCHED THEN\n  INSERT ({})\n  VALUES ({});",
+        select.replace('\n', " "),
+        on.join(" AND "),
+        set.join(", "),
+        cols.join(", "),
+        values.join(", ")
+    )
+}
+
+/// The statement that saves a consumer's next offset with its rows.
+pub(crate) fn offset_update(consumer: &str, next: u64) -> String {
+    format!("UPDATE consumer_offsets SET next_offset = {next} WHERE consumer = '{consumer}';")
+}
+
+/// A condition as SQL.
+fn cond_sql(table: &Table, cond: &crate::model::Cond, dialect: Dialect) -> String {
+    cond.sql(&table.columns, dialect)
+}
+
+/// The statement of a change the shop makes to a source table.
+pub(crate) fn change(
+    table: &Table,
+    _types: &[ColumnType],
+    change: &ChangeInfo,
+    dialect: Dialect,
+) -> String {
+    let filter = |conds: &[crate::model::Cond]| {
+        if conds.is_empty() {
+            String::new()
+        } else {
+            let parts: Vec<String> = conds.iter().map(|c| cond_sql(table, c, dialect)).collect();
+            format!(" WHERE {}", parts.join(" AND "))
+        }
+    };
+    match change {
+        ChangeInfo::Insert { rows, .. } => {
+            let values: Vec<String> = rows
+                .iter()
+                .map(|r| {
+                    let cells: Vec<String> = r.iter().map(|v| v.literal(dialect)).collect();
+                    format!("({})", cells.join(", "))
+                })
+                .collect();
+            format!(
+                "INSERT INTO {} ({})\nVALUES {};",
+                table.name,
+                table.columns.join(", "),
+                values.join(", ")
+            )
+        }
+        ChangeInfo::Update { set, filter: f, .. } => {
+            let set: Vec<String> = set
+                .iter()
+                .map(|(c, v)| format!("{} = {}", table.columns[*c], v.literal(dialect)))
+                .collect();
+            format!("UPDATE {} SET {}{};", table.name, set.join(", "), filter(f))
+        }
+        ChangeInfo::Delete { filter: f, .. } => {
+            format!("DELETE FROM {}{};", table.name, filter(f))
+        }
+    }
 }
 
 /// One block of the SQL view: a title and its statements.
@@ -272,51 +387,65 @@ pub struct SqlBlock {
     pub sql: String,
 }
 
-/// The SQL a valid design amounts to, for the canvas's SQL view: the job's statements for its
-/// first run, or the consumer's statements for one message (with `:field` placeholders).
-pub fn design_sql(scenario: &Scenario, design: &ValidDesign) -> Vec<SqlBlock> {
-    let Ok(model) = Model::compile(scenario, design) else {
-        return Vec::new();
-    };
-    let (consumer, is_stream) = match &model.shape {
-        Shape::Batch(b) => {
-            let Some(run) = b.runs.first() else {
-                return Vec::new();
-            };
-            return batch_sql(&model, &b.steps, &b.job, run.logical_date, run.start);
+/// The SQL a valid design amounts to, for the canvas's SQL view: each stage's statements, in
+/// the stages' order: a job's for its first run, a consumer's for one message (with `:field`
+/// placeholders). In a pipeline of several stages each block's title names its stage.
+pub fn design_sql(scenario: &Compiled, design: &ValidDesign) -> Vec<SqlBlock> {
+    let model = Model::compile(scenario, design);
+    let several = model.stages.len() > 1;
+    let mut out = Vec::new();
+    for stage in &model.stages {
+        let (name, blocks) = match stage {
+            StageModel::Job(b) => (b.job_node.as_str(), batch_sql(&model, b)),
+            StageModel::Stream(s) => (
+                s.consumer.node.as_str(),
+                vec![consumer_sql(&model, &s.consumer, true)],
+            ),
+            StageModel::Sender(s) => (
+                s.consumer.node.as_str(),
+                vec![consumer_sql(&model, &s.consumer, false)],
+            ),
+        };
+        for mut block in blocks {
+            if several {
+                block.title = format!("{name}: {}", block.title);
+            }
+            out.push(block);
         }
-        Shape::Stream(s) => (&s.consumer, true),
-        Shape::Sender(s) => (&s.consumer, false),
-    };
+    }
+    out
+}
+
+/// A consumer's statements for one message.
+fn consumer_sql(model: &Model, consumer: &ConsumerModel, is_stream: bool) -> SqlBlock {
     let sink = &consumer.sink;
     let table = &model.initial.tables[sink.table];
     let cols = table.columns.clone();
     let literals: Vec<String> = cols.iter().map(|c| format!(":{c}")).collect();
     let write = message_sql(table, sink, &cols, &literals, Dialect::Display);
-    let sql = if !is_stream {
-        format!("-- for each message the sender delivers, then ack it\n{write}")
-    } else {
-        match consumer.options.offset_commit {
-            OffsetCommit::BeforeWrite => format!("-- for each message at :offset\n-- 1. commit offset :offset + 1 to the broker (commitSync)\n-- 2. write the row\n{write}"),
-            OffsetCommit::AfterWrite => format!("-- for each message at :offset\n-- 1. write the row\n{write}\n-- 2. commit offset :offset + 1 to the broker (commitSync)"),
-            OffsetCommit::WithWrite => format!(
-                "-- for each message at :offset: the row and the offset in one transaction\nBEGIN;\n{write}\nUPDATE consumer_offsets SET next_offset = :offset + 1 WHERE consumer = 'consumer';\nCOMMIT;"
-            ),
-        }
+    let name = &consumer.slot_name;
+    let sql = match (is_stream, consumer.options.offset_commit) {
+        (false, OffsetCommit::BeforeWrite) => format!("-- for each message the sender delivers: ack it, then\n{write}"),
+        (false, _) => format!("-- for each message the sender delivers, then ack it\n{write}"),
+        (true, OffsetCommit::BeforeWrite) => format!("-- for each message at :offset\n-- 1. commit offset :offset + 1 to the broker (commitSync)\n-- 2. write the row\n{write}"),
+        (true, OffsetCommit::AfterWrite) => format!("-- for each message at :offset\n-- 1. write the row\n{write}\n-- 2. commit offset :offset + 1 to the broker (commitSync)"),
+        (true, OffsetCommit::WithWrite) => format!(
+            "-- for each message at :offset: the row and the offset in one transaction\nBEGIN;\n{write}\nUPDATE consumer_offsets SET next_offset = :offset + 1 WHERE consumer = '{name}';\nCOMMIT;"
+        ),
     };
-    vec![SqlBlock {
+    SqlBlock {
         title: format!("consumer → {}", table.name),
         sql,
-    }]
+    }
 }
 
-fn batch_sql(
-    model: &Model,
-    steps: &[CStep],
-    job: &JobOptions,
-    logical: NaiveDate,
-    start: NaiveDateTime,
-) -> Vec<SqlBlock> {
+/// A job's statements for its first run.
+fn batch_sql(model: &Model, b: &JobModel) -> Vec<SqlBlock> {
+    let Some(run) = b.runs.first() else {
+        return Vec::new();
+    };
+    let (logical, start) = (run.logical_date, run.start);
+    let job = &b.job;
     let clock = job.date_filter == DateFilter::CurrentDateMinus1;
     let day = if clock {
         start.date() - chrono::Duration::days(1)
@@ -344,19 +473,17 @@ fn batch_sql(
             sql: "BEGIN;".into(),
         });
     }
-    for step in steps {
+    for step in &b.steps {
         let mut sql = String::new();
         if step.sink.write == WriteMode::DeleteInsert {
             sql.push_str(&delete_partition(&ctx, step));
             sql.push('\n');
         }
         sql.push_str(&step_write(&ctx, step));
-        let title = match &step.def {
-            StepDef::Copy { title, .. } | StepDef::Sum { title, .. } => {
-                format!("step {}: {title}", step.number)
-            }
-        };
-        out.push(SqlBlock { title, sql });
+        out.push(SqlBlock {
+            title: format!("step {}: {}", step.number, step.def.title()),
+            sql,
+        });
     }
     if per_run {
         out.push(SqlBlock {

@@ -8,6 +8,7 @@
 //! every change, so the search can go back to an earlier state), and the warehouse can keep a
 //! fingerprint of its contents up to date with every change.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 
@@ -38,7 +39,7 @@ enum Undo {
     Inserted { table: usize },
     Deleted { table: usize, at: usize, row: Row },
     Updated { table: usize, at: usize, row: Row },
-    Offset { old: u64 },
+    Offset { slot: usize, old: u64 },
 }
 
 /// Raised by a statement that a real database would refuse.
@@ -130,8 +131,9 @@ fn same_key(a: &Row, b: &Row, key: &[usize]) -> bool {
 #[derive(Clone, Debug)]
 pub struct Warehouse {
     pub tables: Vec<Table>,
-    /// The consumer's next offset when it is stored in the warehouse (`with_write`).
-    pub stored_offset: u64,
+    /// Each consumer's next offset when it stores it in the warehouse (`with_write`), by the
+    /// consumer's slot.
+    pub stored_offsets: Vec<u64>,
     /// Undo entries: those of the open transaction, and, when `journaling`, every earlier one.
     journal: Vec<Undo>,
     /// Where the open transaction's entries start in the journal.
@@ -200,11 +202,17 @@ impl Affected {
 }
 
 impl Warehouse {
+    /// A warehouse of `tables`, with room for the stored offset of one consumer.
     pub fn new(tables: Vec<Table>) -> Self {
+        Warehouse::with_offset_slots(tables, 1)
+    }
+
+    /// A warehouse of `tables`, with room for the stored offsets of `slots` consumers.
+    pub fn with_offset_slots(tables: Vec<Table>, slots: usize) -> Self {
         let indexes = vec![None; tables.len()];
         Warehouse {
             tables,
-            stored_offset: 0,
+            stored_offsets: vec![0; slots],
             journal: Vec::new(),
             transaction: None,
             journaling: false,
@@ -231,15 +239,19 @@ impl Warehouse {
             .fold(0, u128::wrapping_add)
     }
 
-    /// The fingerprint of the tables' contents (row order aside) and the stored offset. Equal
-    /// contents always give equal fingerprints; different ones almost never do (2^-128).
-    pub fn fingerprint(&self) -> (u128, u64) {
-        let contents = if self.fingerprinting {
+    /// The fingerprint of the tables' contents (row order aside) and the stored offsets.
+    /// Equal contents always give equal fingerprints; different ones almost never do (2^-128).
+    pub fn fingerprint(&self) -> (u128, Vec<u64>) {
+        (self.contents_fingerprint(), self.stored_offsets.clone())
+    }
+
+    /// The fingerprint of the tables' contents alone (row order aside).
+    pub fn contents_fingerprint(&self) -> u128 {
+        if self.fingerprinting {
             self.contents
         } else {
             self.contents_hash()
-        };
-        (contents, self.stored_offset)
+        }
     }
 
     /// A point in the journal to come back to; only taken with no transaction open.
@@ -323,7 +335,7 @@ impl Warehouse {
                     let now = std::mem::replace(&mut self.tables[table].rows[at], row);
                     self.forget(table, &now);
                 }
-                Undo::Offset { old } => self.stored_offset = old,
+                Undo::Offset { slot, old } => self.stored_offsets[slot] = old,
             }
         }
     }
@@ -356,10 +368,11 @@ impl Warehouse {
         }
     }
 
-    pub fn set_offset(&mut self, offset: u64) {
-        let old = self.stored_offset;
-        self.stored_offset = offset;
-        self.log(Undo::Offset { old });
+    /// Stores the next offset of the consumer of `slot`.
+    pub fn set_offset(&mut self, slot: usize, offset: u64) {
+        let old = self.stored_offsets[slot];
+        self.stored_offsets[slot] = offset;
+        self.log(Undo::Offset { slot, old });
     }
 
     fn push(&mut self, table: usize, row: Row) {
@@ -545,6 +558,135 @@ impl Warehouse {
         }
         Ok(affected)
     }
+
+    /// A plain `INSERT` of one row.
+    pub fn insert_one(&mut self, table: usize, row: Row) -> Affected {
+        self.push(table, row);
+        Affected {
+            inserted: 1,
+            ..Affected::default()
+        }
+    }
+
+    /// `INSERT … ON CONFLICT (key) DO NOTHING` of one row, copied only when it is inserted.
+    pub fn insert_ignore_one(
+        &mut self,
+        table: usize,
+        key: &[usize],
+        row: Cow<'_, Row>,
+    ) -> Affected {
+        if self.key_present(table, key, &row) {
+            return Affected {
+                ignored: 1,
+                ..Affected::default()
+            };
+        }
+        self.insert_one(table, row.into_owned())
+    }
+
+    /// `MERGE … ON key` of one row: every row it matches is updated (one incoming row may match
+    /// several), or it is inserted.
+    pub fn merge_one(&mut self, table: usize, key: &[usize], row: Cow<'_, Row>) -> Affected {
+        let matched = self.matches(table, key, &row);
+        if matched.is_empty() {
+            return self.insert_one(table, row.into_owned());
+        }
+        let mut affected = Affected::default();
+        for at in matched {
+            self.update_from(table, at, key, &row);
+            affected.updated += 1;
+        }
+        affected
+    }
+
+    /// `merge_if_newer` of one row (see [`Warehouse::merge_if_newer`]).
+    pub fn merge_if_newer_one(
+        &mut self,
+        table: usize,
+        key: &[usize],
+        version: usize,
+        row: Cow<'_, Row>,
+    ) -> Affected {
+        let matched = self.matches(table, key, &row);
+        if matched.is_empty() {
+            return self.insert_one(table, row.into_owned());
+        }
+        let mut affected = Affected::default();
+        for at in matched {
+            let old = &self.tables[table].rows[at];
+            if row[version].sql_cmp(&old[version]) == Some(std::cmp::Ordering::Greater) {
+                self.update_from(table, at, key, &row);
+                affected.updated += 1;
+            } else {
+                affected.ignored += 1;
+            }
+        }
+        affected
+    }
+
+    /// Updates the row at `at` with every cell of `row` but the key's.
+    fn update_from(&mut self, table: usize, at: usize, key: &[usize], row: &Row) {
+        let mut new = self.tables[table].rows[at].clone();
+        for (c, v) in row.iter().enumerate() {
+            if !key.contains(&c) {
+                new[c] = v.clone();
+            }
+        }
+        self.update_at(table, at, new);
+    }
+
+    /// `UPDATE` of the row at `at` to `row`.
+    pub fn update_at(&mut self, table: usize, at: usize, row: Row) {
+        self.indexes[table] = None;
+        let old = std::mem::replace(&mut self.tables[table].rows[at], row);
+        self.forget(table, &old);
+        let new = self.tables[table].rows[at].clone();
+        self.remember(table, &new);
+        self.log(Undo::Updated {
+            table,
+            at,
+            row: old,
+        });
+    }
+
+    /// `DELETE` of the rows at the positions `ats`.
+    pub fn delete_at(&mut self, table: usize, ats: &[usize]) -> Affected {
+        let mut ats = ats.to_vec();
+        ats.sort_unstable();
+        ats.dedup();
+        for &at in ats.iter().rev() {
+            self.indexes[table] = None;
+            let row = self.tables[table].rows.remove(at);
+            self.forget(table, &row);
+            self.log(Undo::Deleted { table, at, row });
+        }
+        Affected {
+            deleted: ats.len(),
+            ..Affected::default()
+        }
+    }
+
+    /// A merge on `key` that applies an incoming row only when its `version` is greater than
+    /// the stored row's (`INSERT … ON CONFLICT (key) DO UPDATE … WHERE stored.version <
+    /// excluded.version`): a new key is inserted, an older or equal version is skipped, and a
+    /// NULL version is never greater. A target row matched by two incoming rows is an error,
+    /// as in `merge`.
+    pub fn merge_if_newer(
+        &mut self,
+        table: usize,
+        key: &[usize],
+        version: usize,
+        rows: Vec<Row>,
+    ) -> Result<Affected, SqlError> {
+        let mut affected = Affected::default();
+        for row in rows {
+            let one = self.merge_if_newer_one(table, key, version, Cow::Owned(row));
+            affected.inserted += one.inserted;
+            affected.updated += one.updated;
+            affected.ignored += one.ignored;
+        }
+        Ok(affected)
+    }
 }
 
 #[cfg(test)]
@@ -571,11 +713,11 @@ mod tests {
         w.delete_where_eq(0, 0, &Value::Int(1));
         w.merge(0, &[0], vec![vec![Value::Int(2), Value::Int(99)]])
             .unwrap();
-        w.set_offset(7);
+        w.set_offset(0, 7);
         assert_ne!(w.tables, before);
         assert!(w.rollback());
         assert_eq!(w.tables, before);
-        assert_eq!(w.stored_offset, 0);
+        assert_eq!(w.stored_offsets[0], 0);
     }
 
     /// A table past the size at which lookups go through the index: keys of every kind, and
@@ -708,7 +850,7 @@ mod tests {
         w.begin();
         w.merge(0, &[0], vec![vec![Value::Int(2), Value::Int(99)]])
             .unwrap();
-        w.set_offset(4);
+        w.set_offset(0, 4);
         w.commit();
         w.delete_where_eq(0, 0, &Value::Int(1));
         w.begin();
@@ -740,13 +882,13 @@ mod tests {
         b.insert(0, vec![vec![Value::Int(4), Value::Int(40)]]);
         b.insert(0, vec![vec![Value::Int(3), Value::Int(30)]]);
         assert_eq!(a.fingerprint(), b.fingerprint());
-        b.set_offset(1);
+        b.set_offset(0, 1);
         assert_ne!(
             a.fingerprint(),
             b.fingerprint(),
             "the stored offset is part of the state"
         );
-        a.set_offset(1);
+        a.set_offset(0, 1);
         a.merge(0, &[0], vec![vec![Value::Int(4), Value::Int(41)]])
             .unwrap();
         assert_ne!(a.fingerprint(), b.fingerprint());

@@ -133,8 +133,11 @@ test('under the verdict: what this scenario did not test, and what other failure
     assert.match(await untested.locator('.not-graded').innerText(), /^Not graded\./);
     const commit = untested.locator('li[data-option="offset_commit"]');
     assert.match(await commit.innerText(), /^Offset commit: .+ — this scenario never crashes the consumer, so when the consumer commits its offset is not tested here/);
-    // A sender's consumer never crashes in the simulator: no other failure breaks this design.
-    assert.equal(await page.locator('section.beyond.advisories').count(), 0);
+    // A consumer crash, which offset-commit teaches, would lose an order: the consumer acks
+    // before it writes.
+    const crash = page.locator('section.beyond.advisories .advisory[data-requirement="every-order-arrives"]');
+    assert.match(await crash.innerText(), /the consumer crashes while it handles message 0/);
+    assert.equal(await crash.getByRole('link', { name: 'offset-commit' }).getAttribute('href'), '/scenarios/offset-commit');
     await untested.scrollIntoViewIfNeeded();
     await screenshot(page, 'not-tested-here');
 

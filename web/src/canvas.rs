@@ -54,19 +54,63 @@ pub fn snap_point(p: Point) -> Point {
 
 /// Whether something can flow into this kind (sources are where data starts).
 pub fn has_input(kind: NodeKind) -> bool {
-    !matches!(
-        kind,
-        NodeKind::SourceTable | NodeKind::Stream | NodeKind::Sender
-    )
+    NodeKind::ALL
+        .into_iter()
+        .any(|source| source.may_feed(kind))
 }
 
-/// Whether this kind can feed anything (a warehouse table is where data ends).
+/// Whether this kind can feed anything: every kind but a warehouse table always can, and a
+/// table can where a batch job reads it ([`Ports`]).
 pub fn has_output(kind: NodeKind) -> bool {
-    kind != NodeKind::Table
+    NodeKind::ALL
+        .into_iter()
+        .any(|target| kind.may_feed(target))
 }
 
-/// Which column of the default layout a kind belongs to: sources, processors, tables.
-fn column(kind: NodeKind) -> usize {
+/// Which nodes of a scenario's designs draw which ports. A warehouse table has an output port
+/// only when one of the scenario's batch jobs reads it (a nightly job summing what a consumer
+/// landed); elsewhere a table is where data ends, and the drawing says so.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ports {
+    /// The warehouse tables a batch job of the scenario reads.
+    read_by_jobs: Vec<String>,
+}
+
+impl Ports {
+    pub fn of(scenario: &Scenario) -> Ports {
+        let sink = |name: &str| {
+            scenario
+                .table(name)
+                .is_some_and(|t| t.role == TableRole::Sink)
+        };
+        Ports {
+            read_by_jobs: scenario
+                .all_jobs()
+                .map(|j| j.source.clone())
+                .filter(|t| sink(t))
+                .collect(),
+        }
+    }
+
+    pub fn has_input(&self, node: &Node) -> bool {
+        has_input(node.kind)
+    }
+
+    pub fn has_output(&self, node: &Node) -> bool {
+        match node.kind {
+            NodeKind::Table => node
+                .options
+                .get("table")
+                .and_then(Json::as_str)
+                .is_some_and(|t| self.read_by_jobs.iter().any(|r| r == t)),
+            kind => has_output(kind),
+        }
+    }
+}
+
+/// Which column of the default layout a kind belongs to when nothing connects it: sources,
+/// processors, tables.
+fn kind_column(kind: NodeKind) -> usize {
     match kind {
         NodeKind::SourceTable | NodeKind::Stream | NodeKind::Sender => 0,
         NodeKind::BatchJob | NodeKind::StreamConsumer => 1,
@@ -74,14 +118,48 @@ fn column(kind: NodeKind) -> usize {
     }
 }
 
-const COLUMN_X: [f64; 3] = [40.0, 320.0, 600.0];
+const COLUMN_X0: f64 = 40.0;
+const COLUMN_DX: f64 = 280.0;
 const ROW_Y0: f64 = 60.0;
 const ROW_DY: f64 = 120.0;
+
+fn column_x(column: usize) -> f64 {
+    COLUMN_X0 + COLUMN_DX * column as f64
+}
+
+/// The column of each node in the order data flows, left to right: a node stands at least one
+/// column right of every node that feeds it, and no further left than its kind's column. So a
+/// sender, its consumer, the table it lands, the job reading that table and the job's table
+/// stand in five columns, and a job between a source and its tables in three.
+pub fn flow_columns(design: &Design) -> Vec<usize> {
+    let index = |id: &str| design.nodes.iter().position(|n| n.id == id);
+    let edges: Vec<(usize, usize)> = design
+        .edges
+        .iter()
+        .filter_map(|e| Some((index(&e.from)?, index(&e.to)?)))
+        .collect();
+    let mut columns: Vec<usize> = design.nodes.iter().map(|n| kind_column(n.kind)).collect();
+    // Bounded: a graph without a cycle settles within one pass per node, and a drawing with a
+    // cycle (which validation refuses) stops there too.
+    for _ in 0..design.nodes.len() {
+        let mut changed = false;
+        for &(from, to) in &edges {
+            if columns[to] <= columns[from] {
+                columns[to] = columns[from] + 1;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    columns
+}
 
 pub fn position(node: &Node) -> Point {
     node.position
         .map(|p| Point::new(p.x, p.y))
-        .unwrap_or(Point::new(COLUMN_X[column(node.kind)], ROW_Y0))
+        .unwrap_or(Point::new(column_x(kind_column(node.kind)), ROW_Y0))
 }
 
 pub fn in_port(node: &Node) -> Point {
@@ -94,15 +172,16 @@ pub fn out_port(node: &Node) -> Point {
     Point::new(p.x + NODE_W, p.y + NODE_H / 2.0)
 }
 
-/// A free spot for a new node of this kind: its column, in the first row no node covers.
-pub fn free_spot(design: &Design, kind: NodeKind) -> Point {
-    let x = COLUMN_X[column(kind)];
+/// The first row of a column at `x` that no node covers.
+fn free_row(design: &Design, x: f64) -> Point {
     let mut y = ROW_Y0;
     // Bounded: each step passes at least one node, and there are at most MAX_NODES of them.
     for _ in 0..=shared::design::MAX_NODES {
         let taken = design.nodes.iter().any(|n| {
-            let p = position(n);
-            (p.x - x).abs() < NODE_W && (p.y - y).abs() < NODE_H + GRID
+            n.position.is_some() && {
+                let p = position(n);
+                (p.x - x).abs() < NODE_W && (p.y - y).abs() < NODE_H + GRID
+            }
         });
         if !taken {
             break;
@@ -112,11 +191,19 @@ pub fn free_spot(design: &Design, kind: NodeKind) -> Point {
     Point::new(x, y)
 }
 
-/// Gives every node without a position one in the default layout, keeping the others.
+/// A free spot for a new node of this kind: its kind's column, in the first row no node
+/// covers.
+pub fn free_spot(design: &Design, kind: NodeKind) -> Point {
+    free_row(design, column_x(kind_column(kind)))
+}
+
+/// Gives every node without a position one in the default layout, keeping the others: its
+/// column in the order data flows ([`flow_columns`]), in the first free row.
 pub fn lay_out(design: &mut Design) {
-    for i in 0..design.nodes.len() {
+    let columns = flow_columns(design);
+    for (i, column) in columns.into_iter().enumerate() {
         if design.nodes[i].position.is_none() {
-            let p = free_spot(design, design.nodes[i].kind);
+            let p = free_row(design, column_x(column));
             design.nodes[i].position = Some(Position { x: p.x, y: p.y });
         }
     }
@@ -138,18 +225,18 @@ pub fn port_hit_radius(zoom: f64) -> f64 {
 
 /// Ports win over node bodies, and a node drawn later (on top) wins over one below it.
 /// Port hits are forgiven as at the default zoom; see [`hit_test_at`].
-pub fn hit_test(design: &Design, p: Point) -> Hit {
-    hit_test_at(design, p, 1.0)
+pub fn hit_test(design: &Design, ports: &Ports, p: Point) -> Hit {
+    hit_test_at(design, ports, p, 1.0)
 }
 
 /// [`hit_test`] at a zoom: a port takes taps within [`port_hit_radius`] of its centre.
-pub fn hit_test_at(design: &Design, p: Point, zoom: f64) -> Hit {
+pub fn hit_test_at(design: &Design, ports: &Ports, p: Point, zoom: f64) -> Hit {
     let r = port_hit_radius(zoom);
     for node in design.nodes.iter().rev() {
-        if has_output(node.kind) && out_port(node).distance(p) <= r {
+        if ports.has_output(node) && out_port(node).distance(p) <= r {
             return Hit::OutPort(node.id.clone());
         }
-        if has_input(node.kind) && in_port(node).distance(p) <= r {
+        if ports.has_input(node) && in_port(node).distance(p) <= r {
             return Hit::InPort(node.id.clone());
         }
     }
@@ -419,12 +506,35 @@ pub fn allowed_values(scenario: &Scenario, kind: NodeKind, option: &str) -> Vec<
         OptionValues::Stream => scenario.streams.iter().map(|s| s.name.clone()).collect(),
         // A count is offered as the palette's values when the scenario names them.
         OptionValues::Count { .. } => return palette.cloned().unwrap_or_default(),
-        OptionValues::Key => return Vec::new(),
+        // A key and a version are offered by the node's table: see `table_keys` and
+        // `table_versions`.
+        OptionValues::Key | OptionValues::Version => return Vec::new(),
     };
     match palette {
         Some(allowed) => all.into_iter().filter(|v| allowed.contains(v)).collect(),
         None => all,
     }
+}
+
+/// The table a node stands for, when it names one.
+fn table_of<'a>(scenario: &'a Scenario, node: &Node) -> Option<&'a shared::scenario::TableDef> {
+    scenario.table(node.options.get("table")?.as_str()?)
+}
+
+/// The keys a table node may write by: its table's, the default first. Empty when the table
+/// has no natural key (or the node names no table yet).
+pub fn table_keys(scenario: &Scenario, node: &Node) -> Vec<Vec<String>> {
+    table_of(scenario, node)
+        .map(|t| t.keys.clone())
+        .unwrap_or_default()
+}
+
+/// The columns a table node may name as the version of "merge if newer": its table's, the
+/// default first. Empty when the table has none.
+pub fn table_versions(scenario: &Scenario, node: &Node) -> Vec<String> {
+    table_of(scenario, node)
+        .map(|t| t.versions.clone())
+        .unwrap_or_default()
 }
 
 /// The kinds this scenario's palette offers, in the product's order.
@@ -441,8 +551,9 @@ pub fn default_options(scenario: &Scenario, design: &Design, kind: NodeKind) -> 
     let mut options = Map::new();
     for spec in kind.options() {
         match spec.values {
-            // A missing count takes its default, and the key its table's first key.
-            OptionValues::Key | OptionValues::Count { .. } => {}
+            // A missing count takes its default, the key its table's first key and the
+            // version its table's first version column.
+            OptionValues::Key | OptionValues::Version | OptionValues::Count { .. } => {}
             OptionValues::SourceTable | OptionValues::SinkTable | OptionValues::Stream => {
                 let values = allowed_values(scenario, kind, spec.name);
                 let used = |v: &String| {
@@ -476,25 +587,33 @@ pub struct Editor {
     /// A design shown, not edited (an author's reference design, an attempt under review):
     /// every edit is refused.
     locked: bool,
+    /// Which nodes of the scenario may feed others: a connection from a port the drawing
+    /// does not show is refused.
+    ports: Ports,
 }
 
 impl Editor {
-    pub fn new(mut design: Design) -> Editor {
+    pub fn new(mut design: Design, ports: Ports) -> Editor {
         lay_out(&mut design);
         Editor {
             design,
             history: History::default(),
             moving: None,
             locked: false,
+            ports,
         }
     }
 
     /// An editor that shows `design` and refuses every edit.
-    pub fn read_only(design: Design) -> Editor {
+    pub fn read_only(design: Design, ports: Ports) -> Editor {
         Editor {
             locked: true,
-            ..Editor::new(design)
+            ..Editor::new(design, ports)
         }
+    }
+
+    pub fn ports(&self) -> &Ports {
+        &self.ports
     }
 
     pub fn is_read_only(&self) -> bool {
@@ -610,6 +729,16 @@ impl Editor {
         if let Some(why) = wiring_refusal(s.kind, t.kind) {
             return Some(why);
         }
+        if !self.ports.has_output(s) {
+            let table = s
+                .options
+                .get("table")
+                .and_then(Json::as_str)
+                .unwrap_or("it");
+            return Some(format!(
+                "a warehouse table is where data ends here: no batch job of this scenario reads {table}"
+            ));
+        }
         if self
             .design
             .edges
@@ -619,7 +748,12 @@ impl Editor {
             return Some(format!("\"{source}\" already feeds \"{target}\""));
         }
         if let Some(existing) = self.design.edges.iter().find(|e| e.to == target) {
-            return Some(format!("{} reads from one source, and \"{target}\" already reads from \"{}\"; delete that connection first", t.kind.describe(), existing.from));
+            let from = &existing.from;
+            return Some(if t.kind == NodeKind::Table {
+                format!("\"{target}\" is already written by \"{from}\", and one stage writes a table (a later job may read it); delete that connection first")
+            } else {
+                format!("{} reads from one source, and \"{target}\" already reads from \"{from}\"; delete that connection first", t.kind.describe())
+            });
         }
         if s.kind == NodeKind::StreamConsumer {
             if let Some(existing) = self.design.edges.iter().find(|e| e.from == source) {
@@ -629,7 +763,31 @@ impl Editor {
                 ));
             }
         }
+        if self.feeds(target, source) {
+            return Some(format!(
+                "data would go round in a circle: \"{target}\" already feeds \"{source}\""
+            ));
+        }
         None
+    }
+
+    /// Whether data flows from `source` to `target` along the design's connections.
+    fn feeds(&self, source: &str, target: &str) -> bool {
+        let mut reached = vec![source];
+        let mut next = 0;
+        // Bounded: each node is reached once, and there are as many steps as nodes reached.
+        while let Some(&node) = reached.get(next) {
+            next += 1;
+            for edge in self.design.edges.iter().filter(|e| e.from == node) {
+                if edge.to == target {
+                    return true;
+                }
+                if !reached.contains(&edge.to.as_str()) {
+                    reached.push(&edge.to);
+                }
+            }
+        }
+        false
     }
 
     pub fn connect(&mut self, source: &str, target: &str) -> Result<(), String> {
@@ -771,7 +929,7 @@ mod tests {
     fn a_read_only_editor_refuses_every_edit() {
         let scenario = scenario();
         let design = starting(&scenario);
-        let mut editor = Editor::read_only(design.clone());
+        let mut editor = Editor::read_only(design.clone(), Ports::default());
         let shown = editor.design().clone();
         let job = shown.nodes.iter().find(|n| n.id == "job").unwrap().clone();
         assert!(editor.add_node(&scenario, NodeKind::Table, None).is_empty());
@@ -790,7 +948,7 @@ mod tests {
         assert_eq!(editor.node("job"), Some(&job));
         assert!(editor.is_read_only() && !editor.can_undo());
         // The same edits change an editable one.
-        let mut editable = Editor::new(design);
+        let mut editable = Editor::new(design, Ports::default());
         assert!(editable.delete_node("job"));
         assert!(!editable.is_read_only() && editable.can_undo());
     }
@@ -808,23 +966,40 @@ mod tests {
     fn hit_tests_prefer_ports_then_the_topmost_node() {
         let design = starting(&scenario());
         let job = design.nodes.iter().find(|n| n.id == "job").unwrap();
-        assert_eq!(hit_test(&design, out_port(job)), Hit::OutPort("job".into()));
-        assert_eq!(hit_test(&design, in_port(job)), Hit::InPort("job".into()));
+        assert_eq!(
+            hit_test(&design, &Ports::default(), out_port(job)),
+            Hit::OutPort("job".into())
+        );
+        assert_eq!(
+            hit_test(&design, &Ports::default(), in_port(job)),
+            Hit::InPort("job".into())
+        );
         let p = position(job);
         assert_eq!(
-            hit_test(&design, Point::new(p.x + NODE_W / 2.0, p.y + 10.0)),
+            hit_test(
+                &design,
+                &Ports::default(),
+                Point::new(p.x + NODE_W / 2.0, p.y + 10.0)
+            ),
             Hit::Node("job".into())
         );
         assert_eq!(
-            hit_test(&design, Point::new(p.x - 50.0, p.y - 50.0)),
+            hit_test(
+                &design,
+                &Ports::default(),
+                Point::new(p.x - 50.0, p.y - 50.0)
+            ),
             Hit::Empty
         );
         // A source has no input port and a table has no output port.
         let src = design.nodes.iter().find(|n| n.id == "src").unwrap();
-        assert_eq!(hit_test(&design, in_port(src)), Hit::Node("src".into()));
+        assert_eq!(
+            hit_test(&design, &Ports::default(), in_port(src)),
+            Hit::Node("src".into())
+        );
         let orders = design.nodes.iter().find(|n| n.id == "orders").unwrap();
         assert_eq!(
-            hit_test(&design, out_port(orders)),
+            hit_test(&design, &Ports::default(), out_port(orders)),
             Hit::Node("orders".into())
         );
     }
@@ -892,10 +1067,13 @@ mod tests {
     #[test]
     fn connection_rules_refuse_with_a_reason() {
         let scenario = scenario();
-        let mut editor = Editor::new(Design {
-            nodes: Vec::new(),
-            edges: Vec::new(),
-        });
+        let mut editor = Editor::new(
+            Design {
+                nodes: Vec::new(),
+                edges: Vec::new(),
+            },
+            Ports::of(&scenario),
+        );
         let src = editor.add_node(&scenario, NodeKind::SourceTable, None);
         let job = editor.add_node(&scenario, NodeKind::BatchJob, None);
         let orders = editor.add_node(&scenario, NodeKind::Table, None);
@@ -904,9 +1082,10 @@ mod tests {
             (src.as_str(), job.as_str(), orders.as_str(), rev.as_str()),
             ("src", "job", "orders", "daily_revenue")
         );
+        // The job of this scenario reads the shop's orders, never a warehouse table.
         assert_eq!(
             editor.connect(&orders, &job).unwrap_err(),
-            "a warehouse table is where data ends; it cannot feed a batch job"
+            "a warehouse table is where data ends here: no batch job of this scenario reads orders"
         );
         assert_eq!(
             editor.connect(&job, &src).unwrap_err(),
@@ -923,20 +1102,218 @@ mod tests {
             .contains("already feeds"));
         editor.connect(&job, &orders).unwrap();
         editor.connect(&job, &rev).unwrap();
-        let valid = shared::validate(&scenario, editor.design().clone());
+        let valid = shared::validate(&compiled(scenario), editor.design().clone());
         assert!(
             valid.is_ok(),
             "a design built on the canvas is valid: {valid:?}"
         );
     }
 
+    fn whole_path() -> Scenario {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scenarios/whole-path.json"
+        ))
+        .unwrap();
+        Scenario::from_json(&text).unwrap()
+    }
+
+    fn compiled(scenario: Scenario) -> shared::Compiled {
+        shared::Compiled::new(scenario).unwrap()
+    }
+
+    /// A design without positions: the whole-path scenario's first reference design.
+    fn whole_path_reference(scenario: &Scenario) -> Design {
+        shared::design::design_from_json(&scenario.reference_designs[0].design).unwrap()
+    }
+
+    #[test]
+    fn a_table_a_consumer_lands_feeds_the_nightly_job_that_reads_it() {
+        let scenario = whole_path();
+        let mut editor = Editor::new(
+            Design {
+                nodes: Vec::new(),
+                edges: Vec::new(),
+            },
+            Ports::of(&scenario),
+        );
+        let sender = editor.add_node(&scenario, NodeKind::Sender, None);
+        let consumer = editor.add_node(&scenario, NodeKind::StreamConsumer, None);
+        let raw = editor.add_node(&scenario, NodeKind::Table, None);
+        let job = editor.add_node(&scenario, NodeKind::BatchJob, None);
+        let revenue = editor.add_node(&scenario, NodeKind::Table, None);
+        assert_eq!(
+            (raw.as_str(), revenue.as_str()),
+            ("raw_payments", "daily_revenue")
+        );
+        editor.connect(&sender, &consumer).unwrap();
+        editor.connect(&consumer, &raw).unwrap();
+        editor.connect(&raw, &job).unwrap();
+        editor.connect(&job, &revenue).unwrap();
+        let valid = shared::validate(&compiled(scenario.clone()), editor.design().clone());
+        assert!(
+            valid.is_ok(),
+            "the whole path drawn on the canvas: {valid:?}"
+        );
+        // The table the job reads has an output port; the job's own table has none, since no
+        // job reads daily_revenue.
+        let design = editor.design();
+        let ports = editor.ports();
+        let node = |id: &str| design.nodes.iter().find(|n| n.id == id).unwrap();
+        assert_eq!(
+            hit_test(design, ports, out_port(node(&raw))),
+            Hit::OutPort(raw.clone())
+        );
+        assert_eq!(
+            hit_test(design, ports, out_port(node(&revenue))),
+            Hit::Node(revenue.clone())
+        );
+        assert!(editor
+            .connect(&revenue, &job)
+            .unwrap_err()
+            .contains("no batch job of this scenario reads daily_revenue"));
+    }
+
+    #[test]
+    fn a_table_has_one_writer_and_a_job_or_consumer_one_input() {
+        let scenario = whole_path();
+        let mut editor = Editor::new(whole_path_reference(&scenario), Ports::of(&scenario));
+        // The nightly job writing the raw table beside the consumer: two writers.
+        assert_eq!(
+            editor.connect("nightly", "raw").unwrap_err(),
+            "\"raw\" is already written by \"consumer\", and one stage writes a table (a later job may read it); delete that connection first"
+        );
+        // A second input of the job, and a second table of the consumer.
+        let other = editor.add_node(&scenario, NodeKind::Table, None);
+        assert!(editor
+            .connect(&other, "nightly")
+            .unwrap_err()
+            .contains("reads from one source, and \"nightly\" already reads from \"raw\""));
+        assert!(editor
+            .connect("consumer", &other)
+            .unwrap_err()
+            .contains("a stream consumer writes one table"));
+    }
+
+    #[test]
+    fn a_connection_that_would_close_a_circle_is_refused() {
+        let scenario = whole_path();
+        let mut editor = Editor::new(
+            Design {
+                nodes: Vec::new(),
+                edges: Vec::new(),
+            },
+            Ports::of(&scenario),
+        );
+        let raw = editor.add_node(&scenario, NodeKind::Table, None);
+        let job = editor.add_node(&scenario, NodeKind::BatchJob, None);
+        editor.connect(&raw, &job).unwrap();
+        assert_eq!(
+            editor.connect(&job, &raw).unwrap_err(),
+            "data would go round in a circle: \"raw_payments\" already feeds \"job\""
+        );
+        assert_eq!(editor.design().edges.len(), 1);
+    }
+
+    #[test]
+    fn the_default_layout_of_several_stages_reads_left_to_right_in_the_order_data_flows() {
+        let scenario = whole_path();
+        let design = whole_path_reference(&scenario);
+        assert!(design.nodes.iter().all(|n| n.position.is_none()));
+        let editor = Editor::new(design, Ports::of(&scenario));
+        let at = |id: &str| position(editor.node(id).unwrap());
+        let path = ["checkout", "consumer", "raw", "nightly", "revenue"];
+        for pair in path.windows(2) {
+            let (a, b) = (at(pair[0]), at(pair[1]));
+            assert!(
+                b.x >= a.x + NODE_W,
+                "{} at {a:?} stands left of {} at {b:?}",
+                pair[0],
+                pair[1]
+            );
+            assert_eq!(a.y, b.y, "one row: {pair:?}");
+        }
+        // Fit shows the whole path on a canvas as wide as the page's at 1280 px.
+        let view = fit(editor.design(), 650.0, 400.0);
+        for id in path {
+            let p = at(id);
+            for corner in [p, Point::new(p.x + NODE_W, p.y + NODE_H)] {
+                let x = corner.x * view.zoom + view.pan_x;
+                let y = corner.y * view.zoom + view.pan_y;
+                assert!(
+                    (0.0..=650.0).contains(&x) && (0.0..=400.0).contains(&y),
+                    "{id} at ({x}, {y})"
+                );
+            }
+        }
+    }
+
+    /// The browser test's path on the host: each hop of the starting design fixed in turn,
+    /// the last one left wrong until the end.
+    #[test]
+    fn fixing_every_hop_of_the_whole_path_on_the_canvas_passes_and_a_hop_left_wrong_names_its_stage(
+    ) {
+        let scenario = whole_path();
+        let start =
+            shared::design::design_from_json(scenario.starting_design.as_ref().unwrap()).unwrap();
+        let compiled = compiled(scenario.clone());
+        let mut editor = Editor::new(start, Ports::of(&scenario));
+        editor.set_option("checkout", "on_timeout", Json::from("resend"));
+        editor.set_option("checkout", "idempotency_key", Json::from("per_action"));
+        editor.set_option("consumer", "offset_commit", Json::from("after_write"));
+        editor.set_option("raw", "write", Json::from("insert_ignore"));
+        let check = |design: &Design| {
+            shared::check_json(&compiled, &serde_json::to_value(design).unwrap()).unwrap()
+        };
+        let verdict = check(editor.design());
+        let missed: Vec<&str> = verdict
+            .requirements
+            .iter()
+            .filter(|r| !r.passed)
+            .map(|r| r.id.as_str())
+            .collect();
+        assert_eq!(missed, ["revenue-correct", "one-revenue-row-per-day"]);
+        let failures = &verdict.requirements[2]
+            .counterexample
+            .as_ref()
+            .unwrap()
+            .failures;
+        assert!(
+            failures.iter().any(|f| f.contains("the nightly job")),
+            "{failures:?}"
+        );
+        editor.set_option("revenue", "write", Json::from("delete_insert"));
+        let verdict = check(editor.design());
+        assert!(verdict.passed, "{:?}", verdict.requirements);
+    }
+
+    #[test]
+    fn a_node_of_a_pipeline_of_several_stages_is_dragged_as_any_other() {
+        let scenario = whole_path();
+        let mut editor = Editor::new(whole_path_reference(&scenario), Ports::of(&scenario));
+        let laid_out = editor.design().clone();
+        let before = editor.design().clone();
+        editor.place("nightly", Point::new(905.0, 333.0));
+        editor.finish_move("nightly", before);
+        assert_eq!(
+            position(editor.node("nightly").unwrap()),
+            Point::new(900.0, 340.0)
+        );
+        assert!(same_meaning(editor.design(), &laid_out));
+        assert!(editor.undo());
+        assert_eq!(editor.design(), &laid_out);
+    }
+
     #[test]
     fn new_nodes_get_free_spots_and_unique_ids() {
         let scenario = scenario();
-        let mut editor = Editor::new(Design {
-            nodes: Vec::new(),
-            edges: Vec::new(),
-        });
+        let mut editor = Editor::new(
+            Design {
+                nodes: Vec::new(),
+                edges: Vec::new(),
+            },
+            Ports::default(),
+        );
         let a = editor.add_node(&scenario, NodeKind::BatchJob, None);
         let b = editor.add_node(&scenario, NodeKind::BatchJob, None);
         assert_eq!((a.as_str(), b.as_str()), ("job", "job2"));
@@ -954,7 +1331,7 @@ mod tests {
     fn every_edit_can_be_undone_and_redone() {
         let scenario = scenario();
         let start = starting(&scenario);
-        let mut editor = Editor::new(start.clone());
+        let mut editor = Editor::new(start.clone(), Ports::default());
         let original = editor.design().clone();
         editor.set_option("orders", "write", Json::from("delete_insert"));
         editor.nudge("job", 1, 0);
@@ -1014,7 +1391,7 @@ mod tests {
             {"id":"x","kind":"table"},{"id":"y","kind":"table"}],
             "edges":[{"from":"a","to":"c"},{"from":"c","to":"x"}]}"#;
         let design = shared::design::parse_design(text).unwrap();
-        let mut editor = Editor::new(design);
+        let mut editor = Editor::new(design, Ports::default());
         assert!(editor
             .connect("b", "c")
             .unwrap_err()
@@ -1035,26 +1412,41 @@ mod tests {
         // At the default zoom a port is hit 12 units (12 CSS px) from its centre.
         assert!(port_hit_radius(1.0) >= TOUCH_R);
         let near = Point::new(out.x + 12.0, out.y);
-        assert_eq!(hit_test(&design, near), Hit::OutPort("job".into()));
-        assert_eq!(hit_test_at(&design, near, 1.0), Hit::OutPort("job".into()));
+        assert_eq!(
+            hit_test(&design, &Ports::default(), near),
+            Hit::OutPort("job".into())
+        );
+        assert_eq!(
+            hit_test_at(&design, &Ports::default(), near, 1.0),
+            Hit::OutPort("job".into())
+        );
         // At a phone's zoom the same 12 CSS px are 20 canvas units.
         let zoom = ZOOM_READABLE;
         let far = Point::new(out.x, out.y + TOUCH_R / zoom - 0.5);
-        assert_eq!(hit_test_at(&design, far, zoom), Hit::OutPort("job".into()));
-        assert_ne!(hit_test(&design, far), Hit::OutPort("job".into()));
+        assert_eq!(
+            hit_test_at(&design, &Ports::default(), far, zoom),
+            Hit::OutPort("job".into())
+        );
+        assert_ne!(
+            hit_test(&design, &Ports::default(), far),
+            Hit::OutPort("job".into())
+        );
         let input = in_port(job);
         let left = Point::new(input.x - TOUCH_R / zoom + 0.5, input.y);
-        assert_eq!(hit_test_at(&design, left, zoom), Hit::InPort("job".into()));
+        assert_eq!(
+            hit_test_at(&design, &Ports::default(), left, zoom),
+            Hit::InPort("job".into())
+        );
         // Beyond it, nothing; and the hit area never grows past a node's middle.
         let beyond = Point::new(out.x + TOUCH_R / zoom + 1.0, out.y);
         assert_ne!(
-            hit_test_at(&design, beyond, zoom),
+            hit_test_at(&design, &Ports::default(), beyond, zoom),
             Hit::OutPort("job".into())
         );
         assert!(port_hit_radius(ZOOM_MIN) < NODE_W / 2.0);
         let middle = Point::new(position(job).x + NODE_W / 2.0, input.y);
         assert_eq!(
-            hit_test_at(&design, middle, ZOOM_MIN),
+            hit_test_at(&design, &Ports::default(), middle, ZOOM_MIN),
             Hit::Node("job".into())
         );
     }
@@ -1106,13 +1498,13 @@ mod tests {
     #[test]
     fn moving_a_node_does_not_change_what_the_design_means() {
         let start = starting(&scenario());
-        let mut editor = Editor::new(start.clone());
+        let mut editor = Editor::new(start.clone(), Ports::default());
         editor.nudge("job", 3, 1);
         assert_ne!(editor.design(), &start);
         assert!(same_meaning(editor.design(), &start));
         editor.set_option("job", "transaction", Json::from("per_run"));
         assert!(!same_meaning(editor.design(), &start));
-        let mut editor = Editor::new(start.clone());
+        let mut editor = Editor::new(start.clone(), Ports::default());
         editor.delete_edge("job", "rev");
         assert!(!same_meaning(editor.design(), &start));
     }
@@ -1120,7 +1512,7 @@ mod tests {
     #[test]
     fn a_run_of_moves_of_one_node_is_one_undo_step() {
         let start = starting(&scenario());
-        let mut editor = Editor::new(start.clone());
+        let mut editor = Editor::new(start.clone(), Ports::default());
         let original = editor.design().clone();
         for _ in 0..5 {
             editor.nudge("job", 1, 0);
@@ -1138,7 +1530,7 @@ mod tests {
             Point::new(600.0, 400.0)
         );
         // Another node, or any other edit, starts a new step.
-        let mut editor = Editor::new(start);
+        let mut editor = Editor::new(start, Ports::default());
         editor.nudge("job", 1, 0);
         editor.nudge("job", 1, 0);
         editor.nudge("src", 0, 1);
@@ -1182,7 +1574,10 @@ mod tests {
     #[test]
     fn lay_out_places_nodes_without_positions_in_columns() {
         let text = r#"{"nodes":[{"id":"s","kind":"source_table"},{"id":"j","kind":"batch_job"},{"id":"t1","kind":"table"},{"id":"t2","kind":"table"}]}"#;
-        let editor = Editor::new(shared::design::parse_design(text).unwrap());
+        let editor = Editor::new(
+            shared::design::parse_design(text).unwrap(),
+            Ports::default(),
+        );
         let ps: Vec<Point> = editor.design().nodes.iter().map(position).collect();
         assert_eq!(ps[0].x, 40.0);
         assert_eq!(ps[1].x, 320.0);

@@ -3,10 +3,10 @@
 //! (`after_write`); a student reads the node by its kind and name, the option by its label
 //! and the values by theirs.
 
-use shared::design::{Design, DesignError, NodeKind, OptionValues};
+use shared::design::{Design, DesignError, DesignErrorCode, Node, NodeKind, OptionValues};
 use shared::Scenario;
 
-use crate::canvas::allowed_values;
+use crate::canvas::{allowed_values, table_versions};
 use crate::words::{kind_title, option_title, value_label};
 
 /// A path into the body the server was sent (`$.design.nodes[2]`) as a path into the design
@@ -89,6 +89,9 @@ pub fn problem_words(scenario: &Scenario, design: &Design, error: &DesignError) 
     };
     let who = format!("{} “{}”", kind_title(node.kind), node.id);
     let Some(option) = option else {
+        if let Some(words) = writer_words(design, node, error, &who) {
+            return words;
+        }
         // "\"paid\" is not connected" reads "Warehouse table “paid” is not connected".
         let named = format!("\"{}\"", node.id);
         return match error.message.strip_prefix(&named) {
@@ -97,6 +100,9 @@ pub fn problem_words(scenario: &Scenario, design: &Design, error: &DesignError) 
         };
     };
     let label = option_title(option);
+    if let Some(words) = version_words(scenario, node, error, &who) {
+        return words;
+    }
     match error.code.as_str() {
         "bad_option_value" | "not_in_palette" | "wrong_type" | "missing_option" => {
             let offered: Vec<String> = allowed_values(scenario, node.kind, option)
@@ -110,6 +116,85 @@ pub fn problem_words(scenario: &Scenario, design: &Design, error: &DesignError) 
             }
         }
         _ => format!("{who}, {label}: {}", plain(&error.message)),
+    }
+}
+
+/// The nodes at the other end of a node's connections, by kind and name: those that feed
+/// it (`into`) or those it feeds.
+fn neighbours(design: &Design, node: &Node, into: bool) -> Vec<String> {
+    design
+        .edges
+        .iter()
+        .filter_map(|e| match into {
+            true if e.to == node.id => Some(&e.from),
+            false if e.from == node.id => Some(&e.to),
+            _ => None,
+        })
+        .filter_map(|id| design.nodes.iter().find(|n| n.id == *id))
+        .map(|n| format!("{} “{}”", kind_title(n.kind), n.id))
+        .collect()
+}
+
+/// A table with two writers, or read before anything writes it, in words that name the
+/// stages at either end.
+fn writer_words(design: &Design, node: &Node, error: &DesignError, who: &str) -> Option<String> {
+    let table = node
+        .options
+        .get("table")
+        .and_then(|t| t.as_str())
+        .unwrap_or("this table");
+    match error.code {
+        DesignErrorCode::TwoWriters => Some(format!(
+            "{who} is written by {}: one stage writes a table, and a later stage may read it; remove all but one of these connections.",
+            and(&neighbours(design, node, true))
+        )),
+        DesignErrorCode::NoWriter => Some(format!(
+            "{who} is read by {}, but nothing writes {table} before: connect the stage that fills it into this node.",
+            and(&neighbours(design, node, false))
+        )),
+        _ => None,
+    }
+}
+
+/// A version the table does not offer, or "merge if newer" on a table without one.
+fn version_words(
+    scenario: &Scenario,
+    node: &Node,
+    error: &DesignError,
+    who: &str,
+) -> Option<String> {
+    let table = node
+        .options
+        .get("table")
+        .and_then(|t| t.as_str())
+        .unwrap_or("this table");
+    let offered: Vec<String> = table_versions(scenario, node)
+        .iter()
+        .map(|v| format!("“{v}”"))
+        .collect();
+    let newer = value_label("write", "merge_if_newer");
+    match error.code {
+        DesignErrorCode::BadVersion if offered.is_empty() => Some(format!(
+            "{who}: {table} has no version column; choose another way to write it than “{newer}”."
+        )),
+        DesignErrorCode::BadVersion => Some(format!(
+            "{who}: choose {}: {}.",
+            option_title("version"),
+            either(&offered)
+        )),
+        DesignErrorCode::NoVersion => Some(format!(
+            "{who}: “{newer}” compares the version of each row, and {table} has no version column; choose another way to write it."
+        )),
+        _ => None,
+    }
+}
+
+/// The words of a list of names: "A", "A and B", "A, B and C".
+fn and(names: &[String]) -> String {
+    match names {
+        [] => "nothing".to_string(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
     }
 }
 
@@ -141,7 +226,8 @@ mod tests {
     }
 
     fn words_of(scenario: &Scenario, design: &Design) -> Vec<String> {
-        shared::validate(scenario, design.clone())
+        let compiled = shared::Compiled::new(scenario.clone()).unwrap();
+        shared::validate(&compiled, design.clone())
             .err()
             .unwrap_or_default()
             .iter()
@@ -252,5 +338,88 @@ mod tests {
             Some((1, Some("dedupe_window")))
         );
         assert_eq!(locate("$.edges[0]"), None);
+    }
+
+    fn design_of(json: &Json) -> Design {
+        shared::design::design_from_json(json).unwrap()
+    }
+
+    #[test]
+    fn a_table_with_two_writers_names_both_stages() {
+        let scenario = scenario("whole-path");
+        let mut design = design_of(&scenario.reference_designs[0].design);
+        // A second consumer of the checkout lands its payments in the same raw table.
+        let mut again = design.nodes[1].clone();
+        again.id = "again".into();
+        design.nodes.push(again);
+        for (from, to) in [("checkout", "again"), ("again", "raw")] {
+            design.edges.push(shared::design::Edge {
+                from: from.into(),
+                to: to.into(),
+            });
+        }
+        let words = words_of(&scenario, &design);
+        assert_plain(&words);
+        assert!(
+            words.contains(&"Warehouse table “raw” is written by Stream consumer “consumer” and Stream consumer “again”: one stage writes a table, and a later stage may read it; remove all but one of these connections.".to_string()),
+            "{words:?}"
+        );
+    }
+
+    #[test]
+    fn a_table_read_before_anything_writes_it_names_its_reader() {
+        let scenario = scenario("whole-path");
+        let mut design = design_of(&scenario.reference_designs[0].design);
+        design.edges.retain(|e| e.to != "raw");
+        let words = words_of(&scenario, &design);
+        assert_plain(&words);
+        assert!(
+            words.contains(&"Warehouse table “raw” is read by Batch job “nightly”, but nothing writes raw_payments before: connect the stage that fills it into this node.".to_string()),
+            "{words:?}"
+        );
+    }
+
+    #[test]
+    fn a_version_the_table_does_not_offer_lists_the_ones_it_does() {
+        let scenario = scenario("out-of-order");
+        let mut design = design_of(scenario.starting_design.as_ref().unwrap());
+        let status = design.nodes.iter_mut().find(|n| n.id == "status").unwrap();
+        status
+            .options
+            .insert("write".into(), Json::from("merge_if_newer"));
+        status
+            .options
+            .insert("version".into(), Json::from("order_id"));
+        let words = words_of(&scenario, &design);
+        assert_plain(&words);
+        assert!(
+            words.contains(
+                &"Warehouse table “status”: choose Version column: “version”.".to_string()
+            ),
+            "{words:?}"
+        );
+    }
+
+    #[test]
+    fn merge_if_newer_on_a_table_without_a_version_says_so() {
+        // late-correction's tables have no version column; its palette is widened here to
+        // offer the write all the same.
+        let mut scenario = scenario("late-correction");
+        if let Some(table) = scenario.palette.table.as_mut() {
+            table
+                .entry("write".into())
+                .or_default()
+                .push("merge_if_newer".into());
+        }
+        let mut design = design_of(scenario.starting_design.as_ref().unwrap());
+        design.nodes[2]
+            .options
+            .insert("write".into(), Json::from("merge_if_newer"));
+        let words = words_of(&scenario, &design);
+        assert_plain(&words);
+        assert!(
+            words.contains(&"Warehouse table “orders”: “Merge if newer” compares the version of each row, and orders has no version column; choose another way to write it.".to_string()),
+            "{words:?}"
+        );
     }
 }

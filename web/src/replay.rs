@@ -1,7 +1,8 @@
-//! Replay of a counterexample on the drawing: which node and edge act at each step, whether a
-//! failure struck there, and what readers could see in the tables at that moment.
+//! Replay of a counterexample on the drawing: which node and edge act at each step (in a
+//! pipeline of several stages, the acting stage's), whether a failure struck there, what
+//! readers could see in the tables at that moment, and which tables the step changed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value as Json;
 use shared::scenario::TableRole;
@@ -20,6 +21,8 @@ pub struct Frame {
     pub went_wrong: bool,
     /// The committed tables after this step: the last snapshot at or before it.
     pub tables: BTreeMap<String, TableView>,
+    /// The tables whose committed rows this step changed, as readers see them.
+    pub changed: BTreeSet<String>,
 }
 
 /// The warehouse tables before anything ran: each sink table's starting rows.
@@ -47,11 +50,20 @@ pub fn frame(
 ) -> Option<Frame> {
     let entry = counterexample.trace.get(index)?;
     let mut tables = initial.clone();
-    for earlier in &counterexample.trace[..=index] {
+    for earlier in &counterexample.trace[..index] {
         if let Some(snapshot) = &earlier.tables {
             for (name, view) in snapshot {
                 tables.insert(name.clone(), view.clone());
             }
+        }
+    }
+    let mut changed = BTreeSet::new();
+    if let Some(snapshot) = &entry.tables {
+        for (name, view) in snapshot {
+            if tables.get(name) != Some(view) {
+                changed.insert(name.clone());
+            }
+            tables.insert(name.clone(), view.clone());
         }
     }
     Some(Frame {
@@ -61,6 +73,7 @@ pub fn frame(
         failure: entry.failure,
         went_wrong: entry.step == counterexample.went_wrong_at,
         tables,
+        changed,
     })
 }
 
@@ -91,20 +104,29 @@ pub fn outcome_class(outcome: &str, failure: bool) -> &'static str {
 mod tests {
     use super::*;
 
-    fn scenario() -> Scenario {
-        let text = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../scenarios/safe-retry.json"
+    fn scenario_named(name: &str) -> Scenario {
+        let text = std::fs::read_to_string(format!(
+            "{}/../scenarios/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
         ))
         .unwrap();
         Scenario::from_json(&text).unwrap()
+    }
+
+    fn scenario() -> Scenario {
+        scenario_named("safe-retry")
+    }
+
+    fn check(scenario: &Scenario, design: &Json) -> shared::Verdict {
+        let compiled = shared::Compiled::new(scenario.clone()).unwrap();
+        shared::check_json(&compiled, design).unwrap()
     }
 
     #[test]
     fn replay_of_the_append_only_job_ends_at_fifty() {
         let scenario = scenario();
         let start = scenario.starting_design.clone().unwrap();
-        let verdict = shared::check_json(&scenario, &start).unwrap();
+        let verdict = check(&scenario, &start);
         let missed = verdict
             .requirements
             .iter()
@@ -140,6 +162,55 @@ mod tests {
             "the doubled revenue is visible at the end"
         );
         assert!(frame(ce, &initial, ce.trace.len()).is_none());
+    }
+
+    #[test]
+    fn a_replay_of_the_whole_path_lights_both_stages_and_the_tables_each_changed() {
+        let scenario = scenario_named("whole-path");
+        let start = scenario.starting_design.clone().unwrap();
+        let verdict = check(&scenario, &start);
+        let missed = verdict
+            .requirements
+            .iter()
+            .find(|r| r.id == "revenue-correct")
+            .unwrap();
+        let ce = missed.counterexample.as_ref().unwrap();
+        let initial = initial_tables(&scenario);
+        let frames: Vec<Frame> = (0..ce.trace.len())
+            .map(|i| frame(ce, &initial, i).unwrap())
+            .collect();
+        let acting = |node: &str| {
+            frames
+                .iter()
+                .filter(|f| f.node.as_deref() == Some(node))
+                .collect::<Vec<_>>()
+        };
+        // The consumer's writes change the raw table, the nightly job's the revenue.
+        let consumer = acting("consumer");
+        let nightly = acting("nightly");
+        assert!(!consumer.is_empty() && !nightly.is_empty());
+        let changed_by = |frames: &[&Frame]| {
+            frames
+                .iter()
+                .flat_map(|f| f.changed.iter().cloned())
+                .collect::<BTreeSet<String>>()
+        };
+        assert_eq!(
+            changed_by(&consumer),
+            BTreeSet::from(["raw_payments".to_string()])
+        );
+        assert_eq!(
+            changed_by(&nightly),
+            BTreeSet::from(["daily_revenue".to_string()])
+        );
+        assert!(nightly
+            .iter()
+            .any(|f| f.edge == Some(("nightly".into(), "revenue".into()))));
+        // A step that writes nothing changes no table.
+        assert!(frames
+            .iter()
+            .filter(|f| ce.trace[f.index].tables.is_none())
+            .all(|f| f.changed.is_empty()));
     }
 
     #[test]

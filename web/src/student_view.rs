@@ -1,11 +1,13 @@
-//! The scenario as the server shows it to a student, read into `shared::Scenario`.
+//! The scenario as the server shows it to a student, read into `shared::Scenario` and
+//! compiled once into `shared::Compiled`, which the preview, the SQL view and the problems'
+//! words read.
 //!
 //! The student's view leaves out what would give the answer away (the reference and wrong
 //! designs) and may carry fields the canvas does not know; `shared::Scenario` is strict about
 //! both, so the JSON is fitted to it first.
 
 use serde_json::Value as Json;
-use shared::Scenario;
+use shared::{Compiled, Scenario};
 
 /// Fields of a scenario file the canvas knows.
 const SCENARIO_FIELDS: &[&str] = &[
@@ -19,6 +21,7 @@ const SCENARIO_FIELDS: &[&str] = &[
     "streams",
     "senders",
     "job",
+    "jobs",
     "runs",
     "failures",
     "palette",
@@ -46,6 +49,20 @@ pub fn scenario(mut json: Json) -> Result<Scenario, String> {
     // deserializers for the scenario's many types (a size budget matter).
     Scenario::from_json(&json.to_string())
         .map_err(|e| format!("the scenario could not be read: {e}"))
+}
+
+/// The student's view of a scenario, compiled: what a scenario page works on. The server
+/// serves only scenarios that compile, so an error here means the app and the server disagree
+/// on the format; it is told in the author's words.
+pub fn compiled(json: Json) -> Result<Compiled, String> {
+    let scenario = scenario(json)?;
+    Compiled::new(scenario).map_err(|errors| {
+        let words: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{}: {}", e.path, e.message))
+            .collect();
+        format!("the scenario could not be read: {}", words.join("; "))
+    })
 }
 
 #[cfg(test)]
@@ -80,6 +97,53 @@ mod tests {
             read += 1;
         }
         assert!(read >= 1);
+    }
+
+    fn whole_path() -> Json {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/whole-path.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn every_shipped_scenario_compiles_from_its_student_view() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
+        let mut compiled_count = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if !name.ends_with(".json") || name.contains("schema") {
+                continue;
+            }
+            let mut json: Json =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let object = json.as_object_mut().unwrap();
+            object.remove("reference_designs");
+            object.remove("wrong_designs");
+            let compiled = compiled(json).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!compiled.scenario().requirements.is_empty());
+            compiled_count += 1;
+        }
+        assert!(compiled_count >= 11, "{compiled_count} scenarios");
+    }
+
+    #[test]
+    fn a_scenario_whose_jobs_are_listed_under_jobs_keeps_them() {
+        // The same pipeline as whole-path, its nightly job given under `jobs` with an id that
+        // its run names, as a scenario of several jobs writes it.
+        let mut json = whole_path();
+        let object = json.as_object_mut().unwrap();
+        let mut job = object.remove("job").unwrap();
+        job["id"] = Json::from("nightly");
+        object.insert("jobs".into(), Json::Array(vec![job]));
+        object["runs"][0]["job"] = Json::from("nightly");
+        object.remove("reference_designs");
+        object.remove("wrong_designs");
+        let compiled = compiled(json).unwrap();
+        let jobs: Vec<&str> = compiled.scenario().all_jobs().map(|j| j.id()).collect();
+        assert_eq!(jobs, ["nightly"]);
+        // The starting design validates against it: its job node reads raw_payments.
+        let start = compiled.scenario().starting_design.clone().unwrap();
+        assert!(shared::validate_json(&compiled, &start).is_ok());
     }
 
     #[test]

@@ -38,6 +38,7 @@ pub fn option_title(option: &str) -> &'static str {
         "dedupe_window" => "Keys remembered",
         "write" => "How it writes",
         "key" => "Key",
+        "version" => "Version column",
         _ => "Option",
     }
 }
@@ -80,25 +81,35 @@ pub fn value_words(option: &str, value: &str) -> (&'static str, &'static str) {
             "Insert, skip known keys",
             "ON CONFLICT DO NOTHING: a repeat is skipped",
         ),
+        ("write", "merge_if_newer") => (
+            "Merge if newer",
+            "apply a row only when its version is newer than the stored row's; an older one is skipped",
+        ),
         ("offset_commit", "before_write") => (
             "Commit before write",
-            "at-most-once: a crash can lose a message",
+            "moves on first, then writes: a crash between the two skips the message",
         ),
         ("offset_commit", "after_write") => (
             "Commit after write",
-            "at-least-once: a crash can repeat a message",
+            "writes first, then moves on: a crash between the two reads the message again",
         ),
         ("offset_commit", "with_write") => (
             "Offset with the rows",
-            "one transaction for row and offset: effectively-once",
+            "the row and the offset commit in one transaction: both or neither",
         ),
         ("dedupe", "none") => ("No", "every message that arrives is written"),
         ("dedupe", "in_memory") => (
             "Recent keys in memory",
             "a restart forgets them, and a late copy is missed",
         ),
-        ("on_timeout", "give_up") => ("Give up", "at-most-once: a lost message stays lost"),
-        ("on_timeout", "resend") => ("Resend", "at-least-once: a lost ack causes a repeat"),
+        ("on_timeout", "give_up") => (
+            "Give up",
+            "after silence it goes on to the next message and never sends that one again",
+        ),
+        ("on_timeout", "resend") => (
+            "Resend",
+            "after silence it sends the same message again, until it hears an ack",
+        ),
         ("idempotency_key", "none") => (
             "None",
             "the receiver cannot tell a resend from a new action",
@@ -114,6 +125,10 @@ pub fn value_words(option: &str, value: &str) -> (&'static str, &'static str) {
         ("table", _) => ("", "the table this node stands for"),
         ("topic", _) => ("", "the stream this node reads"),
         ("dedupe_window", _) => ("", "how many recent keys the consumer remembers"),
+        ("version", _) => (
+            "",
+            "the column that says which of two updates of a row is newer",
+        ),
         _ => ("", ""),
     }
 }
@@ -200,8 +215,42 @@ mod tests {
             value_words("offset_commit", "after_write"),
             (
                 "Commit after write",
-                "at-least-once: a crash can repeat a message"
+                "writes first, then moves on: a crash between the two reads the message again"
             )
         );
+    }
+
+    #[test]
+    fn merge_if_newer_says_it_applies_a_row_only_when_its_version_is_newer() {
+        let (label, line) = value_words("write", "merge_if_newer");
+        assert_eq!(label, "Merge if newer");
+        assert!(
+            line.starts_with("apply a row only when its version is newer"),
+            "{line}"
+        );
+        assert_eq!(option_title("version"), "Version column");
+    }
+
+    /// Which promise a choice earns is what a scenario asks the student to work out, so the
+    /// words say what the choice does and never name the promise.
+    #[test]
+    fn labels_say_what_a_choice_does_never_the_delivery_promise_it_earns() {
+        for kind in NodeKind::ALL {
+            for spec in kind.options() {
+                if let shared::design::OptionValues::Choice(values) = spec.values {
+                    for v in values {
+                        let (label, line) = value_words(spec.name, v);
+                        for words in [label, line] {
+                            let lower = words.to_ascii_lowercase();
+                            assert!(
+                                !lower.contains("-once") && !lower.contains(" once:"),
+                                "{} {v}: {words}",
+                                spec.name
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -409,7 +409,7 @@ async fn record_grade_target(
             let platforms = store.lti_platforms().await.map_err(internal)?;
             match platforms.iter().find(|p| p.id == launch.platform) {
                 Some(p) => {
-                    match grades::line_item_for(store, p, container, link, &entry.scenario).await {
+                    match grades::line_item_for(store, p, container, link, entry.scenario()).await {
                         Ok(l) => Some(l),
                         Err(e) => {
                             tracing::warn!(platform = %launch.platform, "no line item for the resource link yet: {e}");
@@ -426,7 +426,7 @@ async fn record_grade_target(
         store
             .set_grade_target(
                 student,
-                &entry.scenario.id,
+                &entry.scenario().id,
                 &launch.platform,
                 &launch.sub,
                 &lineitem,
@@ -807,7 +807,7 @@ async fn deep_linking_page(
     let now = Utc::now().timestamp();
     let mut items = String::new();
     for entry in catalogue.entries() {
-        let s = &entry.scenario;
+        let s = &entry.scenario();
         let claims = DeepLinkingResponse {
             iss: &deep.client_id,
             aud: &deep.issuer,

@@ -46,12 +46,12 @@ pub async fn status(State(live): State<Arc<LiveCatalogue>>) -> Json<Status> {
             .entries()
             .iter()
             .map(|e| ScenarioLine {
-                id: e.scenario.id.clone(),
-                title: e.scenario.title.clone(),
-                order: e.scenario.order,
+                id: e.scenario().id.clone(),
+                title: e.scenario().title.clone(),
+                order: e.scenario().order,
                 hash: e.hash.clone(),
-                reference_designs: e.scenario.reference_designs.len(),
-                wrong_designs: e.scenario.wrong_designs.len(),
+                reference_designs: e.scenario().reference_designs.len(),
+                wrong_designs: e.scenario().wrong_designs.len(),
             })
             .collect(),
     })
@@ -89,7 +89,7 @@ pub async fn scenario(
             format!("/api/author/scenarios/{id}"),
         ));
     };
-    let s = &entry.scenario;
+    let s = &entry.scenario();
     let named = s
         .reference_designs
         .iter()

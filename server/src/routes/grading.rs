@@ -270,7 +270,7 @@ impl Grading<'_> {
         })?;
         let named = item.scenario.as_deref().or(self.scenario);
         let entry = self.scenario_of(named, &upload)?;
-        let stale = design_file::stale_note(&upload, &entry.scenario.id, &entry.hash)
+        let stale = design_file::stale_note(&upload, &entry.scenario().id, &entry.hash)
             .zip(upload.scenario_hash)
             .map(|(note, hash)| (hash.to_string(), note));
         // The checker's paths start at the design: `$.design` in the item, `$.design.design`
@@ -279,7 +279,7 @@ impl Grading<'_> {
         let attempt = check_attempt(
             self.catalogue,
             self.checker,
-            &entry.scenario.id,
+            &entry.scenario().id,
             item.student,
             upload.design.clone(),
             &at,
@@ -313,7 +313,7 @@ impl Grading<'_> {
                 Err(AppError::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     ErrorCode::ScenarioMismatch,
-                    design_file::other_scenario(exported, &entry.scenario.id, &entry.scenario.title),
+                    design_file::other_scenario(exported, &entry.scenario().id, &entry.scenario().title),
                 )
                 .at("$.design.scenario"))
             }
@@ -461,7 +461,7 @@ fn gradescope_entry(
                 extra["scenario_hash"] = json!(e.hash);
             }
             Ok(report::gradescope_not_graded(
-                entry.map(|e| &e.scenario),
+                entry.map(|e| e.scenario()),
                 &NotGraded::from_error(&error),
                 extra,
             ))
@@ -488,7 +488,7 @@ fn csv_entry(
             display_name,
             scenario: named.scenario.unwrap_or_default(),
             score: Some(0),
-            max_score: entry.map(|e| e.scenario.requirements.iter().map(|r| r.points).sum()),
+            max_score: entry.map(|e| e.scenario().requirements.iter().map(|r| r.points).sum()),
             passed: false,
             error: NotGraded::from_error(&error).text(),
             ..CsvRow::default()
@@ -513,7 +513,7 @@ fn gradescope_result(
         "scenario_hash": attempt.scenario_hash,
         "schedules_explored": verdict.schedules_explored,
     });
-    Ok(report::gradescope(&entry.scenario, &verdict, extra))
+    Ok(report::gradescope(entry.scenario(), &verdict, extra))
 }
 
 /// One entry of a grading batch's answer. This and the types below only describe the answer

@@ -63,12 +63,12 @@ pub async fn list_scenarios(
         .entries()
         .iter()
         .map(|e| {
-            let p = progress.get(&e.scenario.id).copied().unwrap_or_default();
+            let p = progress.get(&e.scenario().id).copied().unwrap_or_default();
             ScenarioSummary {
-                id: e.scenario.id.clone(),
-                title: e.scenario.title.clone(),
-                order: e.scenario.order,
-                concepts: e.scenario.concepts.clone(),
+                id: e.scenario().id.clone(),
+                title: e.scenario().title.clone(),
+                order: e.scenario().order,
+                concepts: e.scenario().concepts.clone(),
                 progress: if p.passed {
                     ProgressState::Passed
                 } else if p.tried {

@@ -167,7 +167,7 @@ pub(super) async fn check_attempt(
     Ok(Attempt {
         id: uuid::Uuid::new_v4().to_string(),
         student,
-        scenario: entry.scenario.id.clone(),
+        scenario: entry.scenario().id.clone(),
         scenario_hash: verdict.scenario_hash.clone(),
         design,
         score: i32::try_from(verdict.score).unwrap_or(i32::MAX),

@@ -534,8 +534,9 @@ async fn a_check_whose_advisories_pass_the_inline_limits_starts_again_with_the_s
         max_schedules: verdict.schedules_explored,
         max_steps: u64::MAX,
     };
-    let valid = shared::validate_json(&scenario, &design).unwrap();
-    let cut = shared::check_with(&scenario, &valid, inline_check_limits).unwrap();
+    let compiled = shared::Compiled::new(scenario.clone()).unwrap();
+    let valid = shared::validate_json(&compiled, &design).unwrap();
+    let cut = shared::check_with(&compiled, &valid, inline_check_limits).unwrap();
     assert!(cut.cut_short(), "{:?}", cut.advisories);
     let pooled = spawn_app_with(Config {
         inline_check_limits,
@@ -615,13 +616,10 @@ async fn a_check_beyond_its_limits_is_check_too_large() {
 
 #[test]
 fn a_check_beyond_the_simulators_limits_is_check_too_large() {
-    let error = server::checker::check_error(
-        "safe-retry",
-        shared::CheckError::TooLarge {
-            schedules: 2_000_000,
-            limit: "the limit of 2000000 schedules".into(),
-        },
-    );
+    let error = server::checker::check_error(shared::CheckError::TooLarge {
+        schedules: 2_000_000,
+        limit: "the limit of 2000000 schedules".into(),
+    });
     assert_eq!(error.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(error.code, ErrorCode::CheckTooLarge);
     assert!(error.message.contains("2000000"));

@@ -90,7 +90,7 @@ impl Autograder {
 }
 
 fn export(scenario_id: &str, design: &Value) -> String {
-    let hash = shared::scenario_hash(&scenario(scenario_id));
+    let hash = shared::scenario_hash(scenario(scenario_id).scenario());
     json!({"scenario": scenario_id, "scenario_hash": hash, "design": design}).to_string()
 }
 
@@ -137,7 +137,7 @@ fn a_passing_design_gets_every_point() {
     assert_eq!(extra["scenario"], "safe-retry");
     assert_eq!(
         extra["scenario_hash"],
-        shared::scenario_hash(&scenario("safe-retry"))
+        shared::scenario_hash(scenario("safe-retry").scenario())
     );
     assert!(extra["schedules_explored"].as_u64().unwrap() > 1);
     let tests = result["tests"].as_array().unwrap();
@@ -178,6 +178,7 @@ fn a_missed_whole_table_requirement_shows_its_table_diff() {
     // logical-date's design that stamps rows with NOW(): the rerun changes only loaded_at.
     let logical_date = scenario("logical-date");
     let wrong = logical_date
+        .scenario()
         .wrong_designs
         .iter()
         .find(|d| d.name.contains("NOW()"))
@@ -234,6 +235,7 @@ fn duplicates_are_extra_rows_in_the_diff() {
     // The chapter's append-only job writes the day again on the rerun.
     let logical_date = scenario("logical-date");
     let wrong = logical_date
+        .scenario()
         .wrong_designs
         .iter()
         .find(|d| d.name.contains("append-only"))

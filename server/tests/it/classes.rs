@@ -870,12 +870,11 @@ fn changed_catalogue(dir: &TempDir, expected: &str) -> Catalogue {
     file["requirements"][0]["check"]["expected"] = json!(expected);
     let copy = dir.path().join("safe-retry.json");
     std::fs::write(&copy, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
-    let changed: shared::Scenario =
-        serde_json::from_str(&std::fs::read_to_string(&copy).unwrap()).unwrap();
+    let changed = shared::Compiled::parse(&std::fs::read_to_string(&copy).unwrap()).unwrap();
     let all = scenarios()
         .into_iter()
         .map(|s| {
-            if s.id == "safe-retry" {
+            if s.scenario().id == "safe-retry" {
                 changed.clone()
             } else {
                 s

@@ -10,7 +10,7 @@ use axum::Router;
 use serde_json::Value;
 use server::error::ErrorCode;
 use server::{AppState, Catalogue, Config, Store};
-use shared::Scenario;
+use shared::Compiled;
 use tower::ServiceExt;
 
 pub fn scenarios_dir() -> PathBuf {
@@ -18,8 +18,8 @@ pub fn scenarios_dir() -> PathBuf {
 }
 
 /// The shipped scenarios, validated once per test run.
-pub fn scenarios() -> Vec<Scenario> {
-    static LOADED: OnceLock<Vec<Scenario>> = OnceLock::new();
+pub fn scenarios() -> Vec<Compiled> {
+    static LOADED: OnceLock<Vec<Compiled>> = OnceLock::new();
     LOADED
         .get_or_init(
             || match server::catalogue::validate_paths(&[scenarios_dir()]) {
@@ -30,22 +30,24 @@ pub fn scenarios() -> Vec<Scenario> {
         .clone()
 }
 
-pub fn scenario(id: &str) -> Scenario {
+pub fn scenario(id: &str) -> Compiled {
     scenarios()
         .into_iter()
-        .find(|s| s.id == id)
+        .find(|s| s.scenario().id == id)
         .unwrap_or_else(|| panic!("no scenario {id}"))
 }
 
 /// The first reference design of a scenario: passes everything.
 pub fn passing_design(id: &str) -> Value {
-    scenario(id).reference_designs[0].design.clone()
+    scenario(id).scenario().reference_designs[0].design.clone()
 }
 
 /// The chapter's append-only job: misses every requirement of safe-retry.
 pub fn failing_design() -> Value {
     scenario("safe-retry")
+        .scenario()
         .starting_design
+        .clone()
         .expect("safe-retry has a starting design")
 }
 

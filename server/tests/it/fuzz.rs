@@ -54,9 +54,19 @@ fn shipped_designs() -> &'static [(usize, Value)] {
     DESIGNS.get_or_init(|| {
         let mut all = Vec::new();
         for (i, s) in scenarios().iter().enumerate() {
-            all.extend(s.starting_design.iter().map(|d| (i, d.clone())));
-            all.extend(s.reference_designs.iter().map(|d| (i, d.design.clone())));
-            all.extend(s.wrong_designs.iter().map(|d| (i, d.design.clone())));
+            all.extend(s.scenario().starting_design.iter().map(|d| (i, d.clone())));
+            all.extend(
+                s.scenario()
+                    .reference_designs
+                    .iter()
+                    .map(|d| (i, d.design.clone())),
+            );
+            all.extend(
+                s.scenario()
+                    .wrong_designs
+                    .iter()
+                    .map(|d| (i, d.design.clone())),
+            );
         }
         all
     })
@@ -354,7 +364,10 @@ fn fuzz_the_check_of_mutated_designs() {
             if let Ok(valid) = shared::validate_json(&all[scenario], &design) {
                 match shared::check_with(&all[scenario], &valid, limits) {
                     Ok(verdict) => {
-                        assert_eq!(verdict.requirements.len(), all[scenario].requirements.len())
+                        assert_eq!(
+                            verdict.requirements.len(),
+                            all[scenario].scenario().requirements.len()
+                        )
                     }
                     Err(shared::CheckError::TooLarge { .. }) => {}
                     Err(e) => panic!("a valid design of a valid scenario gave {e}"),
@@ -738,7 +751,7 @@ fn body() -> impl Strategy<Value = Option<Vec<u8>>> {
         3 => design_input().prop_map(|(_, d)| Some(serde_json::to_vec(&d).unwrap())),
         3 => (design_input(), proptest::option::of(word()), proptest::sample::select(vec!["", "safe-retry", "offset-commit", "nope"])).prop_map(|((own, d), student, scenario)| {
             // Half the time the design's own scenario, so that some submissions are recorded.
-            let scenario = if scenario.is_empty() { scenarios()[own].id.clone() } else { scenario.to_string() };
+            let scenario = if scenario.is_empty() { scenarios()[own].scenario().id.clone() } else { scenario.to_string() };
             let mut b = json!({"scenario": scenario, "design": d});
             if let Some(s) = student {
                 b["student"] = s.into();

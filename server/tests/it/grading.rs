@@ -290,7 +290,7 @@ fn export(scenario_id: &str, hash: &str, design: Value) -> Value {
 }
 
 fn current_hash(id: &str) -> String {
-    shared::scenario_hash(&crate::common::scenario(id))
+    shared::scenario_hash(crate::common::scenario(id).scenario())
 }
 
 #[tokio::test]

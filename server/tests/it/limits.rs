@@ -127,7 +127,11 @@ async fn hostile_traffic_from_one_address_stores_a_bounded_amount_and_is_swept()
     let mut kept = 0;
     for s in scenarios() {
         let answer = app
-            .put(&format!("/api/drafts/{}", s.id), &student, &big_draft)
+            .put(
+                &format!("/api/drafts/{}", s.scenario().id),
+                &student,
+                &big_draft,
+            )
             .await;
         match answer.status {
             StatusCode::OK => kept += 1,

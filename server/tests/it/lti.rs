@@ -879,7 +879,10 @@ async fn an_instructor_places_a_scenario_by_deep_linking(store: Store) {
         "{policy}"
     );
     // One form per scenario, each posting its signed choice to the platform.
-    assert_eq!(page.text.matches("<form method=\"post\"").count(), 8);
+    assert_eq!(
+        page.text.matches("<form method=\"post\"").count(),
+        crate::common::scenarios().len()
+    );
     let form = page
         .text
         .split("<form ")
@@ -918,11 +921,16 @@ async fn an_instructor_places_a_scenario_by_deep_linking(store: Store) {
         .unwrap();
     assert_eq!(items.len(), 1);
     let scenario = crate::common::scenario("safe-retry");
-    let points: u32 = scenario.requirements.iter().map(|r| r.points).sum();
+    let points: u32 = scenario
+        .scenario()
+        .requirements
+        .iter()
+        .map(|r| r.points)
+        .sum();
     assert_eq!(items[0]["type"], "ltiResourceLink");
     assert_eq!(items[0]["custom"]["scenario"], "safe-retry");
     assert_eq!(items[0]["lineItem"]["scoreMaximum"], points);
-    assert_eq!(items[0]["title"], scenario.title.as_str());
+    assert_eq!(items[0]["title"], scenario.scenario().title.as_str());
 }
 
 #[tokio::test]
@@ -1006,6 +1014,7 @@ async fn a_launched_learners_score_reaches_the_platform_once_even_after_an_outag
     assert_eq!(accepted.len(), 1, "{accepted:?}");
     let score = &accepted[0];
     let max: u32 = crate::common::scenario("safe-retry")
+        .scenario()
         .requirements
         .iter()
         .map(|r| r.points)
@@ -1529,6 +1538,7 @@ async fn a_line_item_is_made_once_per_resource_link_when_the_launch_names_none()
         "one line item for the resource link: {made:?}"
     );
     let points: u32 = crate::common::scenario("safe-retry")
+        .scenario()
         .requirements
         .iter()
         .map(|r| r.points)

@@ -100,24 +100,31 @@ async fn every_verdict_of_the_shipped_designs_matches_the_published_schema() {
     let (mut passed, mut missed, mut with_rows) = (0, 0, 0);
     for scenario in scenarios() {
         let designs = scenario
+            .scenario()
             .reference_designs
             .iter()
             .map(|d| ("reference", &d.design))
-            .chain(scenario.wrong_designs.iter().map(|d| ("wrong", &d.design)));
+            .chain(
+                scenario
+                    .scenario()
+                    .wrong_designs
+                    .iter()
+                    .map(|d| ("wrong", &d.design)),
+            );
         for (kind, design) in designs {
             // What the check accepts matches what the document says it accepts.
             doc.assert_valid(
-                &format!("{} {kind} design", scenario.id),
+                &format!("{} {kind} design", scenario.scenario().id),
                 &doc.request("post", "/api/scenarios/{id}/check"),
                 design,
             );
-            let uri = format!("/api/scenarios/{}/check", scenario.id);
+            let uri = format!("/api/scenarios/{}/check", scenario.scenario().id);
             let answer = app.post(&uri, &As::nobody(), design).await;
             assert_eq!(
                 answer.status,
                 StatusCode::OK,
                 "{} {kind}: {}",
-                scenario.id,
+                scenario.scenario().id,
                 answer.text
             );
             doc.assert_answer(
@@ -179,8 +186,9 @@ async fn a_schema_that_disagrees_with_the_answer_is_caught() {
     let mut doc = Document::of(&app).await;
     let wrong = scenarios()
         .into_iter()
-        .find(|s| s.id == "safe-retry")
+        .find(|s| s.scenario().id == "safe-retry")
         .unwrap()
+        .into_scenario()
         .wrong_designs
         .into_iter()
         .map(|d| d.design)

@@ -80,7 +80,7 @@ fn write_uploads(designs: &Path) {
     std::fs::create_dir_all(designs).unwrap();
     let write = |name: &str, text: String| std::fs::write(designs.join(name), text).unwrap();
     let safe_retry = scenario("safe-retry");
-    let hash = shared::scenario_hash(&safe_retry);
+    let hash = shared::scenario_hash(safe_retry.scenario());
     write(
         "ada.json",
         canvas_export("safe-retry", &hash, &passing_design("safe-retry")),
@@ -91,7 +91,11 @@ fn write_uploads(designs: &Path) {
     );
     write(
         "cy.json",
-        canvas_export("safe-retry", &hash, &safe_retry.wrong_designs[1].design),
+        canvas_export(
+            "safe-retry",
+            &hash,
+            &safe_retry.scenario().wrong_designs[1].design,
+        ),
     );
     let mut bogus = failing_design();
     bogus["nodes"][1]["kind"] = "bogus".into();
@@ -100,7 +104,9 @@ fn write_uploads(designs: &Path) {
     // A bare design, as an older canvas saved it.
     write(
         "fay.json",
-        safe_retry.reference_designs[1].design.to_string(),
+        safe_retry.scenario().reference_designs[1]
+            .design
+            .to_string(),
     );
     // Exported before the scenario's file last changed: graded against the current one.
     write(
@@ -112,7 +118,7 @@ fn write_uploads(designs: &Path) {
         "hal.json",
         canvas_export(
             "offset-commit",
-            &shared::scenario_hash(&other),
+            &shared::scenario_hash(other.scenario()),
             &passing_design("offset-commit"),
         ),
     );

@@ -325,7 +325,7 @@ async fn the_author_api_shows_every_design_with_its_verdict_and_only_when_asked_
     let designs = answer.body["designs"].as_array().unwrap();
     assert_eq!(
         designs.len(),
-        scenario.reference_designs.len() + scenario.wrong_designs.len()
+        scenario.scenario().reference_designs.len() + scenario.scenario().wrong_designs.len()
     );
     for d in designs {
         let verdict = &d["verdict"];

@@ -6,26 +6,34 @@
 //! run records the failures it could have injected after the last planned one, which is how
 //! `crate::check` enumerates every schedule up to the scenario's bound.
 //!
-//! This module holds the simulator's state and what every shape shares: choice points, the
-//! clock, the trace, and what a reader sees while the run goes on. Each shape's loop lives in
-//! its own module (`batch`, `stream`, `sender`, with the consumer's write in `consumer`), and
-//! the requirements judged on the final tables in `end`.
+//! A pipeline's stages take turns on one timeline: at each point, the stage whose next event
+//! comes first (a job's run or retry, a message that reaches the stream, a sender's send) acts
+//! for one iteration — a job's attempt, a consumer's handling of one message, one send — and
+//! no other stage acts inside it, so every iteration ends with its transactions closed.
+//!
+//! This module holds the simulator's state and what every stage shares: choice points, the
+//! clock, the turns, the trace, and what a reader sees while the run goes on. Each stage's
+//! iteration lives in its own module (`job`, `stream`, `sender`, with the consumer's write in
+//! `consumer`), the shop's changes to its source tables in `changes`, and the requirements
+//! judged on the final tables in `end`.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 
 use chrono::NaiveDateTime;
+use rust_decimal::Decimal;
 
 use crate::design::WriteMode;
-use crate::model::{eval, CCheck, Model, Mutation, Shape, Sink};
+use crate::model::{eval, CCheck, Model, Mutation, Sink, StageModel};
 use crate::sql::Dialect;
 use crate::value::{format_time, Value};
 use crate::verdict::{FaultAt, TableDiff, TableView, TraceEntry};
 use crate::warehouse::{Affected, Row, SqlError, Table, Warehouse};
 
-mod batch;
+mod changes;
 mod consumer;
 mod end;
+mod job;
 mod sender;
 mod stream;
 
@@ -136,22 +144,77 @@ struct Step<'s> {
     changed: bool,
 }
 
-/// Where a run is in its loop, so that it can stop at the top of an iteration (a mark) and
-/// later go on from there.
+/// Where one stage is in its work, so that a run can stop between two iterations (a mark)
+/// and later go on from there, and so that stages can take turns.
 #[derive(Clone, Debug)]
 pub(crate) enum Cursor {
-    Start,
-    /// The consumer is about to read offset `pos`.
-    Consume(Consume),
-    /// The sender is about to send message `i`.
-    Send {
-        i: usize,
-        memory: VecDeque<Value>,
-    },
-    /// The scheduler is about to start run `r`.
-    Batch {
-        r: usize,
-    },
+    Job(JobCursor),
+    Stream(StreamCursor),
+    Sender(SenderCursor),
+}
+
+/// Each stage's cursor, in the model's order of stages. A pipeline of one stage keeps its
+/// cursor inline, so that saving a state of the search allocates nothing for it.
+#[derive(Clone, Debug)]
+pub(crate) enum Cursors {
+    One([Cursor; 1]),
+    Many(Vec<Cursor>),
+}
+
+impl std::ops::Deref for Cursors {
+    type Target = [Cursor];
+    fn deref(&self) -> &[Cursor] {
+        match self {
+            Cursors::One(one) => one,
+            Cursors::Many(many) => many,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Cursors {
+    fn deref_mut(&mut self) -> &mut [Cursor] {
+        match self {
+            Cursors::One(one) => one,
+            Cursors::Many(many) => many,
+        }
+    }
+}
+
+impl Cursors {
+    fn new(mut cursors: Vec<Cursor>) -> Cursors {
+        match cursors.len() {
+            1 => Cursors::One([cursors.remove(0)]),
+            _ => Cursors::Many(cursors),
+        }
+    }
+}
+
+/// A batch job between two attempts.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct JobCursor {
+    /// The run the job is on, among its runs.
+    run: usize,
+    /// The attempts of this run so far (0: the run has not started).
+    attempt: u32,
+    /// The crashes of this run so far.
+    crashes: u32,
+    /// A failed attempt waiting for the scheduler's retry.
+    retry: Option<Retry>,
+    /// For each `rerun_noop` requirement on this run: its table's rows when the run started.
+    before: Vec<(usize, Vec<Row>)>,
+}
+
+/// A failed attempt, retried at `at_s`.
+#[derive(Clone, Copy, Debug, Hash)]
+pub(crate) struct Retry {
+    crashed: bool,
+    at_s: i64,
+}
+
+/// A stream consumer: before it starts (`None`), or reading.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StreamCursor {
+    consume: Option<Consume>,
 }
 
 /// The late duplicates, (message, after which message), and the messages in offset order
@@ -166,20 +229,68 @@ pub(crate) struct Consume {
     memory: VecDeque<Value>,
 }
 
+/// A sender and the consumer it feeds, between two sends.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SenderCursor {
+    /// The message being sent.
+    i: usize,
+    /// The sends of this message so far (0: not sent yet).
+    attempt: u32,
+    /// When the sender last heard silence for this message, if it is waiting to act on it.
+    silence_at: Option<i64>,
+    /// The consumer's memory of keys (in-memory dedupe).
+    memory: VecDeque<Value>,
+}
+
 /// Everything of a paused run but the warehouse, which goes back through its journal.
 #[derive(Clone, Debug)]
 pub(crate) struct Saved {
-    cursor: Cursor,
+    cursors: Cursors,
     journal: usize,
     pub(crate) next_point: u32,
     used: u32,
     clock_s: i64,
     /// Which requirements were missed, when the search saved the state (untraced, a miss is
     /// only a yes or a no).
-    missed: Vec<bool>,
+    missed: Missed,
+    peaks: Vec<Decimal>,
     unfinished: Option<String>,
     steps: u64,
+    at_mark: bool,
 }
+
+/// Which requirements a saved state had missed: a bit each, in one word for up to 64
+/// requirements, so that saving a state allocates nothing for them.
+#[derive(Clone, Debug)]
+enum Missed {
+    Bits(u64),
+    Many(Vec<bool>),
+}
+
+impl Missed {
+    fn of(misses: &[Option<Miss>]) -> Missed {
+        if misses.len() <= 64 {
+            Missed::Bits(
+                misses
+                    .iter()
+                    .enumerate()
+                    .fold(0, |bits, (i, m)| bits | (u64::from(m.is_some()) << i)),
+            )
+        } else {
+            Missed::Many(misses.iter().map(Option::is_some).collect())
+        }
+    }
+
+    fn get(&self, i: usize) -> bool {
+        match self {
+            Missed::Bits(bits) => bits >> i & 1 == 1,
+            Missed::Many(many) => many[i],
+        }
+    }
+}
+
+/// How long a sender waits for an ack before it acts on the silence.
+const SENDER_TIMEOUT_S: i64 = 30;
 
 pub(crate) struct Sim<'a> {
     m: &'a Model,
@@ -201,17 +312,23 @@ pub(crate) struct Sim<'a> {
     failure_words: Vec<String>,
     faults: Vec<FaultAt>,
     pub(crate) misses: Vec<Option<Miss>>,
+    /// Per requirement, the greatest total a reader has seen (`never_drops`; zero for the
+    /// others).
+    peaks: Vec<Decimal>,
     unfinished: Option<String>,
     steps: u64,
     /// Steps simulated over the life of this simulator, across every resumed run.
     pub(crate) work: u64,
     /// Set when the last choice point injected a failure, so the next trace entry shows it.
     failing: bool,
-    cursor: Cursor,
+    /// Each stage's place in its work, in the model's order of stages.
+    cursors: Cursors,
     /// Whether the run stops at the next mark once its plan is done.
     pausing: bool,
     /// Set when resuming at a mark, which is not a place to stop again.
     skip_mark: bool,
+    /// Whether the state is one the run stopped at (a mark), not the start.
+    at_mark: bool,
     paused: bool,
     /// The most steps of one run ([`step_cap`]).
     step_cap: u64,
@@ -249,15 +366,20 @@ impl<'a> Sim<'a> {
 
     /// A simulator at the start of the run.
     pub(crate) fn new(m: &'a Model, offers: Offers, trace: Trace) -> Self {
-        let start = match &m.shape {
-            Shape::Batch(b) => b.runs.first().map(|r| r.start).unwrap_or_default(),
-            Shape::Stream(s) => s.start,
-            Shape::Sender(s) => s.start,
-        };
         let (tracing, dialect) = match trace {
             Trace::Off => (false, Dialect::Display),
             Trace::In(dialect) => (true, dialect),
         };
+        let cursors = m
+            .stages
+            .iter()
+            .map(|stage| match stage {
+                StageModel::Job(_) => Cursor::Job(JobCursor::default()),
+                StageModel::Stream(_) => Cursor::Stream(StreamCursor::default()),
+                StageModel::Sender(_) => Cursor::Sender(SenderCursor::default()),
+            })
+            .collect();
+        let cursors = Cursors::new(cursors);
         let mut sim = Sim {
             m,
             plan: Vec::new(),
@@ -267,23 +389,38 @@ impl<'a> Sim<'a> {
             record: offers,
             offers: Vec::new(),
             wh: m.initial.clone(),
-            clock_s: start.and_utc().timestamp(),
+            clock_s: 0,
             tracing,
             dialect,
             trace: Vec::new(),
             failure_words: Vec::new(),
             faults: Vec::new(),
             misses: vec![None; m.checks.len()],
+            // Only a model with a `never_drops` requirement keeps the totals readers saw.
+            peaks: if m
+                .checks
+                .iter()
+                .any(|c| matches!(c, CCheck::NeverDrops { .. }))
+            {
+                vec![Decimal::ZERO; m.checks.len()]
+            } else {
+                Vec::new()
+            },
             unfinished: None,
             steps: 0,
             work: 0,
             failing: false,
-            cursor: Cursor::Start,
+            cursors,
             pausing: false,
             skip_mark: false,
+            at_mark: false,
             paused: false,
             step_cap: step_cap(m),
         };
+        sim.clock_s = (0..m.stages.len())
+            .filter_map(|k| sim.next_time(k))
+            .min()
+            .unwrap_or_default();
         sim.observe();
         sim
     }
@@ -293,9 +430,10 @@ impl<'a> Sim<'a> {
     pub(crate) fn searching(m: &'a Model) -> Self {
         let mut sim = Sim::new(m, Offers::Record, Trace::Off);
         sim.pausing = true;
-        // A batch job stops at a mark once per scheduled run: hashing the tables there costs
-        // less than keeping their hash with every row written.
-        sim.wh.keep_journal(!matches!(m.shape, Shape::Batch(_)));
+        // A batch job alone stops at a mark once per scheduled run: hashing the tables there
+        // costs less than keeping their hash with every row written.
+        let job_alone = matches!(m.stages.as_slice(), [StageModel::Job(_)]);
+        sim.wh.keep_journal(!job_alone);
         sim
     }
 
@@ -306,16 +444,9 @@ impl<'a> Sim<'a> {
         self.plan_pos = 0;
         self.paused = false;
         self.offers.clear();
-        self.skip_mark = !matches!(self.cursor, Cursor::Start);
+        self.skip_mark = self.at_mark;
         let steps = self.steps;
-        // The model outlives the simulator's borrow of itself, so each shape's own model can
-        // be handed to its run alongside `&mut self`.
-        let m: &'a Model = self.m;
-        match &m.shape {
-            Shape::Batch(b) => self.run_batch(b),
-            Shape::Stream(s) => self.run_stream(s),
-            Shape::Sender(s) => self.run_sender(s),
-        }
+        self.take_turns();
         self.work += self.steps - steps;
         assert!(
             self.plan_pos == self.plan.len(),
@@ -332,6 +463,88 @@ impl<'a> Sim<'a> {
         true
     }
 
+    /// The stages take turns, one iteration at a time, until every stage is done, the run is
+    /// too long, or it pauses at a mark: the top of an iteration that starts a stage's unit of
+    /// work (a run, a message).
+    fn take_turns(&mut self) {
+        // The model outlives the simulator's borrow of itself, so each stage's own model can
+        // be handed to its iteration alongside `&mut self`.
+        let m: &'a Model = self.m;
+        while let Some((k, at)) = self.next_stage() {
+            if self.starts_unit(k) && self.pause_here() {
+                return;
+            }
+            if self.too_long() {
+                return;
+            }
+            if self.clock_s < at {
+                self.clock_s = at;
+            }
+            match &m.stages[k] {
+                StageModel::Job(b) => self.job_iteration(k, b),
+                StageModel::Stream(s) => self.stream_iteration(k, s),
+                StageModel::Sender(s) => self.sender_iteration(k, s),
+            }
+            debug_assert!(
+                !self.wh.in_transaction(),
+                "an iteration closes its transactions before another stage acts"
+            );
+        }
+    }
+
+    /// The stage whose next event comes first (the earlier stage on a tie), with the time of
+    /// that event, if any stage has one.
+    #[inline]
+    fn next_stage(&self) -> Option<(usize, i64)> {
+        if self.cursors.len() == 1 {
+            return self.next_time(0).map(|t| (0, t));
+        }
+        (0..self.cursors.len())
+            .filter_map(|k| self.next_time(k).map(|t| (t, k)))
+            .min()
+            .map(|(t, k)| (k, t))
+    }
+
+    /// When stage `k` acts next, or `None` when it is done.
+    #[inline]
+    fn next_time(&self, k: usize) -> Option<i64> {
+        match (&self.m.stages[k], &self.cursors[k]) {
+            (StageModel::Job(b), Cursor::Job(c)) => {
+                let run = b.runs.get(c.run)?;
+                Some(match c.retry {
+                    Some(retry) => retry.at_s,
+                    None => run.start.and_utc().timestamp(),
+                })
+            }
+            (StageModel::Stream(s), Cursor::Stream(c)) => match &c.consume {
+                None => Some(s.start.and_utc().timestamp()),
+                Some(c) => {
+                    let &message = c.stream.1.get(c.pos)?;
+                    Some(s.messages[message].arrival_s)
+                }
+            },
+            (StageModel::Sender(s), Cursor::Sender(c)) => {
+                let message = s.messages.get(c.i)?;
+                Some(match c.silence_at {
+                    Some(at) => at + SENDER_TIMEOUT_S,
+                    None => message.arrival_s,
+                })
+            }
+            _ => unreachable!("each stage has a cursor of its kind"),
+        }
+    }
+
+    /// Whether stage `k`'s next iteration starts a unit of its work: a run, a message of the
+    /// stream, a message to send. Only there does a run stop at a mark.
+    #[inline]
+    fn starts_unit(&self, k: usize) -> bool {
+        match &self.cursors[k] {
+            Cursor::Job(c) => c.attempt == 0,
+            Cursor::Stream(c) => c.consume.is_some(),
+            Cursor::Sender(c) => c.attempt == 0,
+        }
+    }
+
     /// Failures used so far.
     pub(crate) fn used(&self) -> u32 {
         self.used
@@ -342,36 +555,41 @@ impl<'a> Sim<'a> {
         self.used < self.m.bound
     }
 
-    /// Whether the run stops here, at the top of an iteration of its loop. The caller then
-    /// stores its loop state in `cursor` and returns.
+    /// Whether the run stops here, at a mark. A run resumed at a mark does not stop there
+    /// again.
+    #[inline]
     fn pause_here(&mut self) -> bool {
         if !self.pausing || std::mem::take(&mut self.skip_mark) || self.plan_pos < self.plan.len() {
             return false;
         }
         self.paused = true;
+        self.at_mark = true;
         true
     }
 
     pub(crate) fn save(&self) -> Saved {
         Saved {
-            cursor: self.cursor.clone(),
+            cursors: self.cursors.clone(),
             journal: self.wh.mark(),
             next_point: self.next_point,
             used: self.used,
             clock_s: self.clock_s,
-            missed: self.misses.iter().map(Option::is_some).collect(),
+            missed: Missed::of(&self.misses),
+            peaks: self.peaks.clone(),
             unfinished: self.unfinished.clone(),
             steps: self.steps,
+            at_mark: self.at_mark,
         }
     }
 
     pub(crate) fn restore(&mut self, saved: &Saved) {
         self.wh.undo_to(saved.journal);
-        self.cursor = saved.cursor.clone();
+        self.cursors.clone_from(&saved.cursors);
         self.next_point = saved.next_point;
         self.used = saved.used;
         self.clock_s = saved.clock_s;
-        for (miss, &missed) in self.misses.iter_mut().zip(&saved.missed) {
+        for (i, miss) in self.misses.iter_mut().enumerate() {
+            let missed = saved.missed.get(i);
             if miss.is_some() != missed {
                 *miss = missed.then(|| Miss {
                     expected: String::new(),
@@ -382,48 +600,94 @@ impl<'a> Sim<'a> {
                 });
             }
         }
+        self.peaks.clone_from(&saved.peaks);
         self.unfinished.clone_from(&saved.unfinished);
         self.steps = saved.steps;
+        self.at_mark = saved.at_mark;
         self.failing = false;
     }
 
     /// A 128-bit fingerprint of everything the rest of the run can depend on: two states with
     /// the same fingerprint have the same future under the same later failures. Choice points
     /// are counted from here, so the point number is not part of it. The clock is, where the
-    /// design reads it (a batch job), and so is the step count, where a run could reach its
-    /// cap ([`step_cap`]).
+    /// design reads it (a batch job) or where stages take turns by it, and so is the step
+    /// count, where a run could reach its cap ([`step_cap`]).
     pub(crate) fn fingerprint(&self, with_clock: bool, with_steps: bool) -> u128 {
         use std::hash::{Hash, Hasher};
         let mut f = crate::fingerprint::Fingerprint::new(0xc3);
-        match &self.cursor {
-            Cursor::Start => f.write_u8(0),
-            Cursor::Consume(c) => {
-                (2u8, &c.stream.0, c.pos, c.broker_offset).hash(&mut f);
-                f.values(c.memory.iter());
+        for cursor in self.cursors.iter() {
+            match cursor {
+                Cursor::Job(c) => {
+                    (
+                        4u8,
+                        c.run,
+                        c.attempt,
+                        c.crashes,
+                        c.retry.map(|r| (r.crashed, r.at_s)),
+                    )
+                        .hash(&mut f);
+                    for (check, rows) in &c.before {
+                        check.hash(&mut f);
+                        for row in rows {
+                            f.values(row.iter());
+                        }
+                    }
+                }
+                Cursor::Stream(c) => match &c.consume {
+                    None => f.write_u8(0),
+                    Some(c) => {
+                        (2u8, &c.stream.0, c.pos, c.broker_offset).hash(&mut f);
+                        f.values(c.memory.iter());
+                    }
+                },
+                Cursor::Sender(c) => {
+                    (3u8, c.i, c.attempt, c.silence_at).hash(&mut f);
+                    f.values(c.memory.iter());
+                }
             }
-            Cursor::Send { i, memory } => {
-                (3u8, i).hash(&mut f);
-                f.values(memory.iter());
-            }
-            Cursor::Batch { r } => (4u8, r).hash(&mut f),
         }
-        self.wh.fingerprint().hash(&mut f);
-        self.used.hash(&mut f);
+        let contents = self.wh.contents_fingerprint();
+        f.write_u64(contents as u64);
+        f.write_u64((contents >> 64) as u64);
+        for &offset in &self.wh.stored_offsets {
+            f.write_u64(offset);
+        }
+        // The failures used and which requirements were missed, 64 at a time, in as few
+        // writes as the hasher takes.
+        let mut word = u64::from(self.used);
+        let mut bit = 32;
         for miss in &self.misses {
-            miss.is_some().hash(&mut f);
+            if bit == 64 {
+                f.write_u64(word);
+                word = 0;
+                bit = 0;
+            }
+            word |= u64::from(miss.is_some()) << bit;
+            bit += 1;
         }
-        self.unfinished.hash(&mut f);
+        f.write_u64(word);
+        if !self.peaks.is_empty() {
+            self.peaks.hash(&mut f);
+        }
+        match &self.unfinished {
+            None => f.write_u8(0),
+            Some(why) => {
+                f.write_u8(1);
+                why.hash(&mut f);
+            }
+        }
         if with_clock {
-            self.clock_s.hash(&mut f);
+            f.write_i64(self.clock_s);
         }
         if with_steps {
-            self.steps.hash(&mut f);
+            f.write_u64(self.steps);
         }
         f.finish128()
     }
 
     /// A choice point: returns the failure the plan injects here, if any, and otherwise
     /// records which failures could be injected.
+    #[inline]
     fn point(&mut self, offered: &[Fault]) -> Option<Fault> {
         let idx = self.next_point;
         self.next_point += 1;
@@ -454,7 +718,7 @@ impl<'a> Sim<'a> {
     /// Rolls back the open transaction, if any (or, under a mutation, wrongly keeps its rows).
     fn rollback(&mut self) -> bool {
         match self.m.mutation {
-            Mutation::None => self.wh.rollback(),
+            Mutation::None | Mutation::StaleUpstream => self.wh.rollback(),
             Mutation::RollbackKeepsRows => self.wh.abandon(),
         }
     }
@@ -481,6 +745,7 @@ impl<'a> Sim<'a> {
             .unwrap_or_default()
     }
 
+    #[inline]
     fn too_long(&mut self) -> bool {
         if self.steps > self.step_cap {
             let cap = self.step_cap;
@@ -553,12 +818,22 @@ impl<'a> Sim<'a> {
         self.trace.len() as u32
     }
 
-    /// Looks at the committed state as a reader would, for `never_seen` requirements.
+    /// Looks at the committed state as a reader would, for `never_seen` and `never_drops`
+    /// requirements.
     fn observe(&mut self) {
         if self.wh.in_transaction() {
             return;
         }
         for (i, check) in self.m.checks.iter().enumerate() {
+            if let CCheck::NeverDrops {
+                table,
+                column,
+                filter,
+            } = check
+            {
+                self.observe_total(i, *table, *column, filter);
+                continue;
+            }
             let CCheck::NeverSeen {
                 table,
                 filter,
@@ -600,11 +875,69 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// A `never_drops` requirement: the total a reader sees now, against the greatest one
+    /// seen before.
+    fn observe_total(
+        &mut self,
+        i: usize,
+        table: usize,
+        column: usize,
+        filter: &[crate::model::Cond],
+    ) {
+        if self.misses[i].is_some() {
+            return;
+        }
+        let total = crate::model::sum(&self.wh.tables[table].rows, column, filter);
+        if total >= self.peaks[i] {
+            self.peaks[i] = total;
+            return;
+        }
+        let t = &self.wh.tables[table];
+        let tables = self.tracing.then(|| self.view());
+        let seen = if t.rows.iter().any(|r| eval(r, filter)) {
+            total.to_string()
+        } else {
+            "no row".to_string()
+        };
+        self.misses[i] = Some(Miss {
+            expected: format!(
+                "{} of {} never below {} once a reader saw it",
+                t.columns[column], t.name, self.peaks[i]
+            ),
+            actual: format!("a reader saw {seen}"),
+            step: self.step_no(),
+            tables,
+            diff: None,
+        });
+    }
+
+    /// Writes one row (a message's) to its sink, copying it only where the table keeps it.
+    fn write_row(&mut self, sink: &Sink, row: std::borrow::Cow<'_, Row>) -> Affected {
+        let (t, key) = (sink.table, &sink.key);
+        match sink.write {
+            WriteMode::Append | WriteMode::DeleteInsert => self.wh.insert_one(t, row.into_owned()),
+            WriteMode::Merge => self.wh.merge_one(t, key, row),
+            WriteMode::InsertIgnore => self.wh.insert_ignore_one(t, key, row),
+            WriteMode::MergeIfNewer => {
+                let version = sink
+                    .version
+                    .expect("a valid design's merge_if_newer names a version");
+                self.wh.merge_if_newer_one(t, key, version, row)
+            }
+        }
+    }
+
     fn write_rows(&mut self, sink: &Sink, rows: Vec<Row>) -> Result<Affected, SqlError> {
         match sink.write {
             WriteMode::Append | WriteMode::DeleteInsert => Ok(self.wh.insert(sink.table, rows)),
             WriteMode::Merge => self.wh.merge(sink.table, &sink.key, rows),
             WriteMode::InsertIgnore => Ok(self.wh.insert_ignore(sink.table, &sink.key, rows)),
+            WriteMode::MergeIfNewer => {
+                let version = sink
+                    .version
+                    .expect("a valid design's merge_if_newer names a version");
+                self.wh.merge_if_newer(sink.table, &sink.key, version, rows)
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The chapter's numbers (docs/design-format.md, "The chapter's numbers"), reproduced by the
 //! simulator.
 
+use crate::Lesson;
 use serde_json::json;
 
 use crate::{batch_design, requirement, scenario, scenario_file, verdict};
@@ -176,7 +177,7 @@ fn delete_insert_without_a_transaction_shows_readers_an_empty_day_on_a_crashing_
 
     // With the crash right after the DELETE, the day stays empty until the retry finishes.
     let crash = shared::check::replay(
-        &s,
+        &s.compiled(),
         &batch_design("none", "delete_insert", "delete_insert"),
         &[(2, "job_crash")],
     )
@@ -320,10 +321,13 @@ fn the_trace_shows_the_consumer_restarting_from_the_committed_offset() {
 #[test]
 fn a_check_past_its_limits_answers_with_an_error_not_a_hang() {
     let s = scenario_file("safe-retry");
-    let valid = shared::validate_json(&s, &batch_design("none", "append", "append")).unwrap();
-    let all = shared::check(&s, &valid).unwrap().schedules_explored;
+    let valid =
+        shared::validate_json(&s.compiled(), &batch_design("none", "append", "append")).unwrap();
+    let all = shared::check(&s.compiled(), &valid)
+        .unwrap()
+        .schedules_explored;
     let exact = shared::check_with(
-        &s,
+        &s.compiled(),
         &valid,
         shared::Limits {
             max_schedules: all,
@@ -336,7 +340,7 @@ fn a_check_past_its_limits_answers_with_an_error_not_a_hang() {
         "a limit equal to the count still completes"
     );
     let err = shared::check_with(
-        &s,
+        &s.compiled(),
         &valid,
         shared::Limits {
             max_schedules: all - 1,
@@ -350,7 +354,7 @@ fn a_check_past_its_limits_answers_with_an_error_not_a_hang() {
     );
     let mut n = 0;
     let counted = shared::check::for_each_schedule(
-        &s,
+        &s.compiled(),
         &valid,
         shared::sql::Dialect::Sqlite,
         shared::Limits::default(),

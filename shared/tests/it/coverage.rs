@@ -1,6 +1,7 @@
 //! The verdict's `coverage` and `advisories`: present, deterministic, never graded, and true
 //! to what the scenarios put to the test.
 
+use crate::Lesson;
 use serde_json::json;
 use shared::coverage::TEACHES;
 use shared::verdict::Verdict;
@@ -31,8 +32,14 @@ fn designs(s: &Scenario) -> Vec<(String, serde_json::Value)> {
 }
 
 fn graded(s: &Scenario, design: &serde_json::Value) -> Verdict {
-    let valid = shared::validate_json(s, design).expect("a shipped design is valid");
-    shared::check::check_graded(s, &shared::scenario_hash(s), &valid, Limits::default()).unwrap()
+    let valid = shared::validate_json(&s.compiled(), design).expect("a shipped design is valid");
+    shared::check::check_graded(
+        &s.compiled(),
+        &shared::scenario_hash(s),
+        &valid,
+        Limits::default(),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -106,10 +113,12 @@ fn every_failure_kind_is_taught_by_a_shipped_scenario_that_explores_it() {
     }
 }
 
-/// delivery-promise's palette only offers a consumer that commits before it writes, and a
-/// sender pipeline has no consumer crash in the model: coverage says the commit is not tested.
+/// delivery-promise's palette only offers a consumer that acks (commits) before it writes,
+/// and the scenario never crashes the consumer: coverage says the commit is not tested, and
+/// the advisory finds the order a consumer crash loses between the ack and the write, and
+/// names offset-commit, which teaches it.
 #[test]
-fn delivery_promise_says_the_offset_commit_is_not_tested() {
+fn delivery_promise_reference_design_gets_an_advisory_for_a_consumer_crash() {
     let s = crate::scenario_file("delivery-promise");
     for d in &s.reference_designs {
         let v = crate::verdict(&s, d.design.clone());
@@ -121,13 +130,35 @@ fn delivery_promise_says_the_offset_commit_is_not_tested() {
             .find(|u| u.node == "consumer" && u.option == "offset_commit")
             .unwrap_or_else(|| panic!("{}: {:?}", d.name, v.coverage));
         assert_eq!(u.value, "before_write");
-        assert_eq!(u.others, ["after_write", "with_write"]);
+        assert_eq!(
+            u.others,
+            ["after_write"],
+            "a sender's consumer has no offset to save with the row"
+        );
         assert_eq!(
             u.why,
             "this scenario never crashes the consumer, so when the consumer commits its offset is not tested here"
         );
-        assert_eq!(v.advisories.failures, ["message_lost", "ack_lost"]);
-        assert!(v.advisories.missed.is_empty());
+        assert_eq!(
+            v.advisories.failures,
+            ["consumer_crash", "message_lost", "ack_lost"]
+        );
+        let lost = v
+            .advisories
+            .missed
+            .iter()
+            .find(|a| a.id == "every-order-arrives")
+            .unwrap_or_else(|| panic!("{}: {:?}", d.name, v.advisories));
+        assert_eq!(lost.learn_in, ["offset-commit"]);
+        assert!(
+            lost.counterexample
+                .failures
+                .iter()
+                .any(|f| f.contains("crashes while it handles message")
+                    && f.contains("after it acked, before it wrote the row")),
+            "{:?}",
+            lost.counterexample.failures
+        );
     }
 }
 
@@ -207,13 +238,13 @@ fn safe_retry_without_a_transaction_is_reported_as_untested() {
 fn a_variant_beyond_the_limits_is_skipped_with_a_note() {
     let s = crate::scenario_file("exactly-once");
     let design = s.reference_designs[0].design.clone();
-    let valid = shared::validate_json(&s, &design).unwrap();
-    let full = shared::check(&s, &valid).unwrap();
+    let valid = shared::validate_json(&s.compiled(), &design).unwrap();
+    let full = shared::check(&s.compiled(), &valid).unwrap();
     let limits = Limits {
         max_schedules: full.schedules_explored,
         ..Limits::default()
     };
-    let v = shared::check_with(&s, &valid, limits).unwrap();
+    let v = shared::check_with(&s.compiled(), &valid, limits).unwrap();
     assert_eq!(v.requirements, full.requirements);
     assert!(v.advisories.missed.is_empty());
     assert!(

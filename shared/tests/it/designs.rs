@@ -1,5 +1,6 @@
 //! Design parsing and validation: every problem reported, each with its JSON path.
 
+use crate::Lesson;
 use serde_json::json;
 
 use crate::{batch_design, scenario_file};
@@ -7,7 +8,7 @@ use shared::validate_json;
 
 fn errors(design: serde_json::Value) -> Vec<(String, String)> {
     let s = scenario_file("safe-retry");
-    match validate_json(&s, &design) {
+    match validate_json(&s.compiled(), &design) {
         Ok(_) => Vec::new(),
         Err(list) => list
             .into_iter()
@@ -24,24 +25,27 @@ fn has(list: &[(String, String)], path: &str, code: &str) -> bool {
 fn the_reference_design_validates_with_defaults() {
     let s = scenario_file("safe-retry");
     let v = validate_json(
-        &s,
+        &s.compiled(),
         &batch_design("per_run", "delete_insert", "delete_insert"),
     )
     .unwrap();
-    match v.pipeline() {
-        shared::design::Pipeline::Batch { job, sinks, .. } => {
+    match v.pipeline().stages.as_slice() {
+        [shared::design::Stage::Job(job)] => {
             assert_eq!(
-                job.loaded_at,
+                job.options.loaded_at,
                 shared::design::LoadedAt::None,
                 "a missing option takes its default"
             );
             assert_eq!(
-                sinks[0].key,
+                job.sinks[0].key,
                 vec!["order_id".to_string()],
                 "the key defaults to the table's first"
             );
             assert_eq!(
-                sinks.iter().map(|s| s.table.as_str()).collect::<Vec<_>>(),
+                job.sinks
+                    .iter()
+                    .map(|s| s.table.as_str())
+                    .collect::<Vec<_>>(),
                 ["orders", "daily_revenue"],
                 "sinks in step order"
             );
@@ -161,13 +165,13 @@ fn write_modes_need_what_they_use() {
     let mut no_key = s.clone();
     no_key.tables[0].keys.clear();
     let list = validate_json(
-        &no_key,
+        &no_key.compiled(),
         &crate::chapter::stream_design("after_write", "insert_ignore"),
     )
     .unwrap_err();
     assert!(list.iter().any(|e| e.code.as_str() == "no_key"), "{list:?}");
     let list = validate_json(
-        &s,
+        &s.compiled(),
         &crate::chapter::stream_design("after_write", "delete_insert"),
     )
     .unwrap_err();
@@ -197,8 +201,12 @@ fn hostile_graphs_are_refused_early() {
 #[test]
 fn the_sql_view_shows_the_chapters_statements() {
     let s = scenario_file("safe-retry");
-    let valid = validate_json(&s, &batch_design("per_run", "delete_insert", "merge")).unwrap();
-    let blocks = shared::sql::design_sql(&s, &valid);
+    let valid = validate_json(
+        &s.compiled(),
+        &batch_design("per_run", "delete_insert", "merge"),
+    )
+    .unwrap();
+    let blocks = shared::sql::design_sql(&s.compiled(), &valid);
     let all: String = blocks
         .iter()
         .map(|b| b.sql.as_str())
@@ -215,19 +223,22 @@ fn the_sql_view_shows_the_chapters_statements() {
 
     let s = crate::chapter::offset_commit_scenario();
     let valid = validate_json(
-        &s,
+        &s.compiled(),
         &crate::chapter::stream_design("with_write", "insert_ignore"),
     )
     .unwrap();
-    let sql = &shared::sql::design_sql(&s, &valid)[0].sql;
+    let sql = &shared::sql::design_sql(&s.compiled(), &valid)[0].sql;
     assert!(sql.contains("INSERT INTO paid_orders (order_id, amount)\nVALUES (:order_id, :amount)\nON CONFLICT (order_id) DO NOTHING;"), "{sql}");
     assert!(
         sql.contains("UPDATE consumer_offsets SET next_offset = :offset + 1"),
         "{sql}"
     );
-    let valid =
-        validate_json(&s, &crate::chapter::stream_design("before_write", "append")).unwrap();
-    let sql = &shared::sql::design_sql(&s, &valid)[0].sql;
+    let valid = validate_json(
+        &s.compiled(),
+        &crate::chapter::stream_design("before_write", "append"),
+    )
+    .unwrap();
+    let sql = &shared::sql::design_sql(&s.compiled(), &valid)[0].sql;
     assert!(
         sql.find("commit offset").unwrap() < sql.find("INSERT INTO").unwrap(),
         "commit before write: {sql}"
@@ -240,7 +251,7 @@ fn the_sql_view_shows_the_chapters_statements() {
 fn error_codes_serialise_as_their_names() {
     let s = scenario_file("safe-retry");
     let mut list = validate_json(
-        &s,
+        &s.compiled(),
         &json!({
             "nodes": [
                 {"id": "a", "kind": "table", "colour": "red"},
@@ -259,4 +270,84 @@ fn error_codes_serialise_as_their_names() {
         let back: shared::DesignError = serde_json::from_value(json).unwrap();
         assert_eq!(&back, e);
     }
+}
+
+/// The option table of docs/design-format.md lists every option of every kind with exactly
+/// the values the validator accepts, in their order, spelled as the code spells them.
+#[test]
+fn the_design_format_lists_every_option_value_as_the_validator_spells_it() {
+    use shared::design::{NodeKind, OptionValues};
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/design-format.md");
+    let text = std::fs::read_to_string(path).expect("docs/design-format.md exists");
+    let table: Vec<&str> = text
+        .split("## Node kinds and their options")
+        .nth(1)
+        .expect("the section exists")
+        .lines()
+        .skip_while(|l| !l.starts_with("| kind"))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .collect();
+    let mut kind = String::new();
+    let mut documented: Vec<(String, String, Vec<String>)> = Vec::new();
+    for line in table {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if !cells[1].is_empty() {
+            kind = cells[1].trim_matches('`').to_string();
+        }
+        let option = cells[3].trim_matches('`').to_string();
+        let values: Vec<String> = cells[4]
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect();
+        documented.push((kind.clone(), option, values));
+    }
+    for kind in NodeKind::ALL {
+        for spec in kind.options() {
+            let row = documented
+                .iter()
+                .find(|(k, o, _)| k == kind.name() && o == spec.name)
+                .unwrap_or_else(|| panic!("{kind}.{} is not in the table", spec.name));
+            if let OptionValues::Choice(values) = spec.values {
+                assert_eq!(row.2, values, "{kind}.{}", spec.name);
+            }
+        }
+    }
+    let options: usize = NodeKind::ALL.iter().map(|k| k.options().len()).sum();
+    assert_eq!(
+        documented.len(),
+        options,
+        "the table has a row per option, no more"
+    );
+}
+
+/// The error codes of docs/design-format.md's table are exactly the validator's codes.
+#[test]
+fn the_design_format_lists_every_problem_code() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/design-format.md");
+    let text = std::fs::read_to_string(path).expect("docs/design-format.md exists");
+    let section = text
+        .split("| code | what is wrong |")
+        .nth(1)
+        .expect("the table of codes exists");
+    let documented: std::collections::BTreeSet<String> = section
+        .lines()
+        .take_while(|l| l.is_empty() || l.starts_with('|'))
+        .filter_map(|l| l.split('|').nth(1))
+        .flat_map(|cell| {
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let every: std::collections::BTreeSet<String> = shared::DesignErrorCode::ALL
+        .iter()
+        .map(|c| c.as_str().to_string())
+        .filter(|c| c != "invalid")
+        .collect();
+    assert_eq!(documented, every);
 }

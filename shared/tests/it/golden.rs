@@ -10,6 +10,7 @@
 //! The SQL view of each valid design is pinned the same way under `tests/golden/sql/`, since
 //! the simulator and the SQL rendering share the compiled model.
 
+use crate::Lesson;
 use serde::Serialize;
 use shared::{check_json, Scenario, Verdict};
 
@@ -24,7 +25,7 @@ struct Entry {
 }
 
 fn entry(scenario: &Scenario, label: String, design: &serde_json::Value) -> Entry {
-    let (verdict, error) = match check_json(scenario, design) {
+    let (verdict, error) = match check_json(&scenario.compiled(), design) {
         Ok(v) => (Some(v), None),
         Err(e) => (None, Some(e.to_string())),
     };
@@ -89,10 +90,10 @@ fn sql_of(scenario: &Scenario) -> String {
         );
     let entries: Vec<serde_json::Value> = designs
         .map(
-            |(label, design)| match shared::validate_json(scenario, design) {
+            |(label, design)| match shared::validate_json(&scenario.compiled(), design) {
                 Ok(valid) => serde_json::json!({
                     "design": label,
-                    "sql": shared::sql::design_sql(scenario, &valid),
+                    "sql": shared::sql::design_sql(&scenario.compiled(), &valid),
                 }),
                 Err(e) => serde_json::json!({"design": label, "error": format!("{e:?}")}),
             },

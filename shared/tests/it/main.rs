@@ -9,9 +9,11 @@ mod pipelines;
 mod points;
 mod properties;
 mod search;
+mod stages;
 
-use shared::{check_json, Scenario, Verdict};
+use shared::{check_json, Compiled, Scenario, Verdict};
 
+/// A shipped scenario file, as written (tests change it before they compile it).
 pub fn scenario_file(name: &str) -> Scenario {
     let path = format!("{}/../scenarios/{name}.json", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
@@ -22,8 +24,27 @@ pub fn scenario(json: serde_json::Value) -> Scenario {
     serde_json::from_value(json).expect("a test scenario parses")
 }
 
-pub fn verdict(scenario: &Scenario, design: serde_json::Value) -> Verdict {
-    check_json(scenario, &design).unwrap_or_else(|e| panic!("{e}"))
+/// A scenario the check can read: a compiled one as it is, a file compiled (which must
+/// compile).
+pub trait Lesson {
+    fn compiled(&self) -> Compiled;
+}
+
+impl Lesson for Scenario {
+    fn compiled(&self) -> Compiled {
+        Compiled::new(self.clone()).unwrap_or_else(|e| panic!("the test scenario compiles: {e:?}"))
+    }
+}
+
+impl Lesson for Compiled {
+    fn compiled(&self) -> Compiled {
+        self.clone()
+    }
+}
+
+pub fn verdict(scenario: &impl Lesson, design: serde_json::Value) -> Verdict {
+    let scenario = &scenario.compiled();
+    check_json(&scenario.compiled(), &design).unwrap_or_else(|e| panic!("{e}"))
 }
 
 pub fn requirement<'a>(v: &'a Verdict, id: &str) -> &'a shared::verdict::RequirementVerdict {

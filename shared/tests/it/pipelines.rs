@@ -1,5 +1,6 @@
 //! The sender, the in-memory dedupe window, and exhaustiveness: exact schedule counts.
 
+use crate::Lesson;
 use serde_json::json;
 
 use crate::{requirement, scenario, verdict};
@@ -192,13 +193,13 @@ fn every_schedule_up_to_the_bound_is_explored_exactly_once() {
     // 1 + (points met after p). Cross-checked by listing the schedules.
     s.failures.bound = 2;
     let valid = shared::validate_json(
-        &s,
+        &s.compiled(),
         &crate::chapter::stream_design("after_write", "insert_ignore"),
     )
     .unwrap();
     let mut plans = std::collections::BTreeSet::new();
     let n = shared::check::for_each_schedule(
-        &s,
+        &s.compiled(),
         &valid,
         shared::sql::Dialect::Display,
         shared::Limits::default(),
@@ -213,7 +214,12 @@ fn every_schedule_up_to_the_bound_is_explored_exactly_once() {
     )
     .unwrap();
     assert_eq!(n as usize, plans.len());
-    assert_eq!(shared::check(&s, &valid).unwrap().schedules_explored, n);
+    assert_eq!(
+        shared::check(&s.compiled(), &valid)
+            .unwrap()
+            .schedules_explored,
+        n
+    );
     assert_eq!(
         plans.iter().filter(|p| p.len() == 1).count(),
         9,

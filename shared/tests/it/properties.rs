@@ -1,6 +1,7 @@
 //! Properties of the simulator over generated designs: no panic, deterministic verdicts,
 //! and JSON round trips.
 
+use crate::Lesson;
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -82,8 +83,8 @@ proptest! {
     #[test]
     fn any_valid_batch_design_gets_a_deterministic_verdict(design in batch_option()) {
         let s = scenario_file("safe-retry");
-        let a = shared::check_json(&s, &design).unwrap();
-        let b = shared::check_json(&s, &design).unwrap();
+        let a = shared::check_json(&s.compiled(), &design).unwrap();
+        let b = shared::check_json(&s.compiled(), &design).unwrap();
         prop_assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
         let back: shared::Verdict = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
         prop_assert_eq!(back, a);
@@ -92,8 +93,8 @@ proptest! {
     #[test]
     fn any_valid_stream_design_gets_a_deterministic_verdict(design in stream_option()) {
         let s = crate::chapter::offset_commit_scenario();
-        let a = shared::check_json(&s, &design).unwrap();
-        let b = shared::check_json(&s, &design).unwrap();
+        let a = shared::check_json(&s.compiled(), &design).unwrap();
+        let b = shared::check_json(&s.compiled(), &design).unwrap();
         prop_assert_eq!(&a, &b);
         prop_assert!(a.schedules_explored >= 1);
     }
@@ -109,8 +110,8 @@ proptest! {
     #[test]
     fn arbitrary_json_never_panics_the_validator_or_the_check(json in any_json()) {
         let s = scenario_file("safe-retry");
-        if let Ok(v) = shared::validate_json(&s, &json) {
-            let _ = shared::check(&s, &v);
+        if let Ok(v) = shared::validate_json(&s.compiled(), &json) {
+            let _ = shared::check(&s.compiled(), &v);
         }
     }
 }

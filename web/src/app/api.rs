@@ -4,7 +4,7 @@ use js_sys::{Object, Promise, Reflect};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use shared::design::{Design, DesignError};
-use shared::{Scenario, Verdict};
+use shared::{Compiled, Verdict};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
@@ -181,9 +181,10 @@ pub async fn catalogue() -> Result<Vec<CatalogueEntry>, ApiError> {
     get("/api/scenarios").await
 }
 
-pub async fn scenario(id: &str) -> Result<Scenario, ApiError> {
+/// One scenario as a student sees it, compiled once for the page that opens it.
+pub async fn scenario(id: &str) -> Result<Compiled, ApiError> {
     let json: Json = get(&format!("/api/scenarios/{id}")).await?;
-    crate::student_view::scenario(json).map_err(|message| ApiError::new(message, false))
+    crate::student_view::compiled(json).map_err(|message| ApiError::new(message, false))
 }
 
 #[derive(Serialize)]

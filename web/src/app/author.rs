@@ -263,10 +263,11 @@ fn design_words(d: &author::NamedDesign) -> (String, bool) {
 
 /// The canvas with the chosen design and its verdict, or a design to try.
 fn workspace(a: &author::Scenario, shown: Shown) -> impl IntoView {
-    let Ok(scenario) = crate::student_view::scenario(a.scenario.clone()) else {
+    let Ok(scenario) = crate::student_view::compiled(a.scenario.clone()) else {
         return view! { <p class="error" role="alert">"The server's scenario could not be read."</p> }.into_any();
     };
     let start = scenario
+        .scenario()
         .starting_design
         .as_ref()
         .and_then(|j| design_from_json(j).ok())

@@ -6,7 +6,9 @@ use shared::design::{Design, NodeKind};
 
 use super::dom::{event_element, focus, icon, MINUS, PLUS};
 use super::page::{Page, Selection};
-use crate::canvas::{self, hit_test_at, Hit, Point, View, NODE_H, NODE_W, PORT_R, ZOOM_READABLE};
+use crate::canvas::{
+    self, hit_test_at, Hit, Point, View, NODE_H, NODE_W, PORT_R, ZOOM_MIN, ZOOM_READABLE,
+};
 use crate::replay::Frame;
 use crate::words;
 
@@ -62,23 +64,24 @@ pub fn CanvasView() -> impl IntoView {
     let drag: StoredValue<Option<Drag>> = StoredValue::new(None);
     let wrap = NodeRef::<leptos::html::Div>::new();
     // Runs at the next frame, when the page may already be gone (a page replaced at once):
-    // then it does nothing.
-    let fit = move || {
+    // then it does nothing. `min_zoom` is the smallest zoom it may choose.
+    let fit = move |min_zoom: f64| {
         if let Some(div) = wrap.try_get_untracked().flatten() {
             let (w, h) = (
                 f64::from(div.client_width()),
                 f64::from(div.client_height()),
             );
-            // Fit to the width, but never below a zoom whose words can be read.
             if let Some(view) = page
                 .editor
-                .try_with_untracked(|e| canvas::fit_readable(e.design(), w, h, ZOOM_READABLE))
+                .try_with_untracked(|e| canvas::fit_readable(e.design(), w, h, min_zoom))
             {
                 page.view.try_set(view);
             }
         }
     };
-    request_animation_frame(fit);
+    // The design opens fitted to the width, but never below a zoom whose words can be read:
+    // a wider one starts at its left edge, where data starts. Fit shows all of it.
+    request_animation_frame(move || fit(ZOOM_READABLE));
 
     let on_down = move |ev: leptos::ev::PointerEvent| {
         if ev.button() != 0 {
@@ -91,7 +94,7 @@ pub fn CanvasView() -> impl IntoView {
         let world = view.to_world(screen);
         let hit = page
             .editor
-            .with_untracked(|e| hit_test_at(e.design(), world, view.zoom));
+            .with_untracked(|e| hit_test_at(e.design(), e.ports(), world, view.zoom));
         // A design shown read-only can be panned, and its nodes selected to read their
         // options; it cannot be wired (the editor refuses every change).
         let hit = match hit {
@@ -206,7 +209,7 @@ pub fn CanvasView() -> impl IntoView {
                 let moved = (screen.x - start.x).abs() + (screen.y - start.y).abs() >= 6.0;
                 let target = match page
                     .editor
-                    .with_untracked(|e| hit_test_at(e.design(), world, view.zoom))
+                    .with_untracked(|e| hit_test_at(e.design(), e.ports(), world, view.zoom))
                 {
                     Hit::InPort(t) | Hit::Node(t) => Some(t),
                     _ => None,
@@ -258,7 +261,10 @@ pub fn CanvasView() -> impl IntoView {
         let at = Point::new(world.x - NODE_W / 2.0, world.y - NODE_H / 2.0);
         let id = page
             .scenario
-            .with_value(|s| page.editor.try_update(|e| e.add_node(s, kind, Some(at))))
+            .with_value(|s| {
+                page.editor
+                    .try_update(|e| e.add_node(s.scenario(), kind, Some(at)))
+            })
             .unwrap_or_default();
         page.selected.set(Some(Selection::Node(id.clone())));
         page.say(format!("Added {} \"{id}\".", kind.describe()), false);
@@ -318,7 +324,7 @@ pub fn CanvasView() -> impl IntoView {
                 let id = node.unwrap_or_default();
                 let can = page
                     .editor
-                    .with_untracked(|e| e.node(&id).map(|n| canvas::has_output(n.kind)))
+                    .with_untracked(|e| e.node(&id).map(|n| e.ports().has_output(n)))
                     .unwrap_or(false);
                 if can {
                     page.start_connecting(&id);
@@ -401,7 +407,7 @@ pub fn CanvasView() -> impl IntoView {
                 <button class="icon" aria-label="Zoom out" on:click=move |_| page.view.update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.0 / 1.2))>{icon(MINUS)}</button>
                 <span class="zoom-level">{move || format!("{}%", canvas::num((page.view.get().zoom * 100.0).round()))}</span>
                 <button class="icon" aria-label="Zoom in" on:click=move |_| page.view.update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.2))>{icon(PLUS)}</button>
-                <button class="secondary small" aria-label="Fit the design in view" on:click=move |_| fit()>"Fit"</button>
+                <button class="secondary small" aria-label="Fit the design in view" on:click=move |_| fit(ZOOM_MIN)>"Fit"</button>
             </div>
         </div>
     }
@@ -482,6 +488,24 @@ fn NodeView(id: String, frame: Memo<Option<Frame>>) -> impl IntoView {
             })
         }
     };
+    // A table whose rows the replay's step changed is lit beside the stage that acts.
+    let changed = move || {
+        frame.with(|f| {
+            f.as_ref().is_some_and(|f| {
+                node.with(|n| {
+                    n.as_ref()
+                        .and_then(|n| n.options.get("table"))
+                        .and_then(|t| t.as_str())
+                        .is_some_and(|t| f.changed.contains(t))
+                })
+            })
+        })
+    };
+    // A table has an output port only where a job of the scenario reads it, and which table
+    // a node stands for can change.
+    let ports = page.editor.with_untracked(|e| e.ports().clone());
+    let has_output =
+        Memo::new(move |_| node.with(|n| n.as_ref().is_some_and(|n| ports.has_output(n))));
     let class = {
         let crashed = crashed.clone();
         move || {
@@ -494,6 +518,9 @@ fn NodeView(id: String, frame: Memo<Option<Frame>>) -> impl IntoView {
             }
             if crashed() {
                 c.push_str(" crashed");
+            }
+            if changed() {
+                c.push_str(" changed");
             }
             if page.connecting.with(|s| s.as_deref() == Some(cid.as_str())) {
                 c.push_str(" source");
@@ -529,9 +556,9 @@ fn NodeView(id: String, frame: Memo<Option<Frame>>) -> impl IntoView {
             <text class="node-summary" x="16" y="56">{summary}</text>
             // A transparent circle around each port: the touch target, at least 24 CSS px wide.
             {canvas::has_input(kind).then(|| view! { <circle class="port-hit" cx="0" cy=canvas::num(NODE_H / 2.0) r=hit_r /> })}
-            {canvas::has_output(kind).then(|| view! { <circle class="port-hit" cx=canvas::num(NODE_W) cy=canvas::num(NODE_H / 2.0) r=hit_r /> })}
+            {move || has_output.get().then(|| view! { <circle class="port-hit" cx=canvas::num(NODE_W) cy=canvas::num(NODE_H / 2.0) r=hit_r /> })}
             {canvas::has_input(kind).then(|| view! { <circle class="port in" cx="0" cy=canvas::num(NODE_H / 2.0) r=canvas::num(PORT_R) /> })}
-            {canvas::has_output(kind).then(|| view! { <circle class="port out" cx=canvas::num(NODE_W) cy=canvas::num(NODE_H / 2.0) r=canvas::num(PORT_R) /> })}
+            {move || has_output.get().then(|| view! { <circle class="port out" cx=canvas::num(NODE_W) cy=canvas::num(NODE_H / 2.0) r=canvas::num(PORT_R) /> })}
             <Show when=crashed.clone()>
                 <g class="crash-mark" transform=format!("translate({} -10)", canvas::num(NODE_W - 18.0))>
                     <circle r="12" cx="0" cy="0" />

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use leptos::prelude::*;
 use shared::design::{design_from_json, Design};
-use shared::{Scenario, Verdict};
+use shared::{Compiled, Verdict};
 
 use super::api;
 use super::debounce::Debounce;
@@ -16,7 +16,7 @@ use crate::canvas::same_meaning;
 
 /// A scenario as opened: the design on the canvas is the draft that came back, if any.
 pub struct Loaded {
-    pub scenario: Arc<Scenario>,
+    pub scenario: Arc<Compiled>,
     pub start: Design,
     pub design: Design,
     pub restored: Option<&'static str>,
@@ -40,6 +40,7 @@ fn empty_design() -> Design {
 pub async fn load(id: String) -> Result<Rc<Loaded>, String> {
     let scenario = api::scenario(&id).await.map_err(|e| e.message)?;
     let start = scenario
+        .scenario()
         .starting_design
         .as_ref()
         .and_then(|j| design_from_json(j).ok())

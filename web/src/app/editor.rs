@@ -43,7 +43,7 @@ pub fn ScenarioPage(id: String) -> impl IntoView {
 /// the title and its words.
 #[component]
 pub fn Workspace(loaded: Rc<Loaded>, mode: Mode, back: (String, &'static str)) -> impl IntoView {
-    let id = loaded.scenario.id.clone();
+    let id = loaded.scenario.scenario().id.clone();
     let page = Page::new(
         loaded.scenario.clone(),
         loaded.start.clone(),
@@ -100,7 +100,7 @@ pub fn Workspace(loaded: Rc<Loaded>, mode: Mode, back: (String, &'static str)) -
     });
     on_cleanup(move || keys.remove());
 
-    let scenario = loaded.scenario.clone();
+    let scenario = loaded.scenario.scenario();
     let title = scenario.title.clone();
     let blocks = markdown::parse(&scenario.task);
     view! {

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 use serde_json::Value as Json;
-use shared::design::{NodeKind, OptionValues};
+use shared::design::{Choice, NodeKind, OptionSpec, OptionValues, WriteMode};
 
 use super::dom::{focus, icon, CLOSE};
 use super::page::{Page, Selection};
@@ -69,138 +69,41 @@ pub fn Inspector() -> impl IntoView {
     }
 }
 
+/// The current value of one option of a node, as drawn (`None` when the default applies).
+fn current(page: Page, id: &str, option: &str) -> Option<Json> {
+    page.editor
+        .with(|e| e.node(id).and_then(|n| n.options.get(option).cloned()))
+}
+
+/// The current string value of one option of a node.
+fn current_text(page: Page, id: &str, option: &str) -> Option<String> {
+    current(page, id, option).and_then(|v| v.as_str().map(str::to_string))
+}
+
+/// Whether the node's write finds rows by a key (merge, insert-ignore, merge if newer).
+fn writes_by_key(page: Page, id: &str) -> bool {
+    current_text(page, id, "write")
+        .and_then(|w| WriteMode::parse(&w))
+        .is_some_and(WriteMode::by_key)
+}
+
 /// A node's options, its connections, and the actions on it.
 #[component]
 fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
     let page = expect_context::<Page>();
-    let scenario = page.scenario.get_value();
-    let current = {
+    let options = kind
+        .options()
+        .iter()
+        .map(|spec| option_view(page, &id, kind, spec))
+        .collect_view();
+    let (cid, did) = (id.clone(), id.clone());
+    let connectable = {
         let id = id.clone();
-        move |option: &'static str| {
+        move || {
             page.editor
-                .with(|e| e.node(&id).and_then(|n| n.options.get(option).cloned()))
+                .with(|e| e.node(&id).is_some_and(|n| e.ports().has_output(n)))
         }
     };
-    let options = kind.options().iter().map(|spec| {
-        let name = spec.name;
-        let legend = words::option_title(name);
-        let id = id.clone();
-        let group = format!("opt-{id}-{name}");
-        let current = current.clone();
-        match spec.values {
-            OptionValues::Count { default, max } if allowed_values(&scenario, kind, name).is_empty() => {
-                // The window matters only while the consumer remembers keys.
-                let shown = {
-                    let current = current.clone();
-                    move || current("dedupe").and_then(|v| v.as_str().map(|s| s == "in_memory")).unwrap_or(false)
-                };
-                let value = move || current(name).and_then(|v| v.as_u64()).unwrap_or(u64::from(default)).to_string();
-                view! {
-                    <div class="option" class:hidden=move || !shown()>
-                        <label class="option-title" for=group.clone()>{legend}</label>
-                        <input type="number" id=group min="1" max=max.to_string() prop:value=value
-                            on:change=move |ev| {
-                                let text = event_target_value(&ev);
-                                match text.parse::<u32>() {
-                                    Ok(n) if (1..=max).contains(&n) => page.editor.update(|e| e.set_option(&id, name, Json::from(n))),
-                                    _ => page.say(format!("{legend} is a whole number from 1 to {max}."), true),
-                                }
-                            } />
-                        <p class="choice-line">"how many recent keys the consumer remembers"</p>
-                    </div>
-                }.into_any()
-            }
-            OptionValues::Key => {
-                // The keys the chosen table offers; none means the table has no natural key.
-                let keys = {
-                    let current = current.clone();
-                    move || {
-                    let table = current("table").and_then(|v| v.as_str().map(str::to_string));
-                    page.scenario.with_value(|s| table.and_then(|t| s.table(&t).map(|t| t.keys.clone())).unwrap_or_default())
-                }};
-                let id2 = id.clone();
-                // A key matters only to the writes that match rows by it.
-                let shown = {
-                    let current = current.clone();
-                    move || current("write").and_then(|v| v.as_str().map(|w| w == "merge" || w == "insert_ignore")).unwrap_or(false)
-                };
-                view! {
-                    <fieldset class="option" class:hidden=move || !shown()>
-                        <legend class="option-title">{legend}</legend>
-                        {move || {
-                            let keys = keys();
-                            if keys.is_empty() {
-                                return view! { <p class="choice-line">"this table has no natural key"</p> }.into_any();
-                            }
-                            let chosen: Vec<String> = current(name).map(|v| match v {
-                                Json::Array(items) => items.iter().filter_map(|i| i.as_str().map(str::to_string)).collect(),
-                                Json::String(s) => vec![s],
-                                _ => Vec::new(),
-                            }).unwrap_or_else(|| keys[0].clone());
-                            keys.into_iter().map(|key| {
-                                let checked = key == chosen;
-                                let label = format!("by {}", key.join(", "));
-                                let id = id2.clone();
-                                let value = Json::from(key.clone());
-                                view! {
-                                    <label class="choice">
-                                        <input type="radio" name=group.clone() prop:checked=checked
-                                            on:change=move |_| page.editor.update(|e| e.set_option(&id, name, value.clone())) />
-                                        <span class="choice-label">{label}</span>
-                                        <span class="choice-line">"MERGE and ON CONFLICT match rows on this key"</span>
-                                    </label>
-                                }
-                            }).collect_view().into_any()
-                        }}
-                    </fieldset>
-                }.into_any()
-            }
-            _ => {
-                // The palette's values, and only those; a count the palette lists is a choice too.
-                let values = allowed_values(&scenario, kind, name);
-                // A missing count takes its own default, which the palette may not offer.
-                let default = match spec.values {
-                    OptionValues::Count { default, .. } => default.to_string(),
-                    _ => values.first().cloned().unwrap_or_default(),
-                };
-                let count = matches!(spec.values, OptionValues::Count { .. });
-                let hidden = {
-                    let current = current.clone();
-                    move || count && current("dedupe").and_then(|v| v.as_str().map(|s| s != "in_memory")).unwrap_or(true)
-                };
-                view! {
-                    <fieldset class="option" class:hidden=hidden>
-                        <legend class="option-title">{legend}</legend>
-                        {values.into_iter().map(|value| {
-                            let (label, line) = words::value_words(name, &value);
-                            // Names (tables, streams) are their own label; choices show their JSON value too.
-                            let code = (!label.is_empty()).then(|| value.clone());
-                            let label = if label.is_empty() { value.clone() } else { label.to_string() };
-                            let v = value.clone();
-                            let d = default.clone();
-                            let current = current.clone();
-                            let checked = move || current(name).map(|j| match j { Json::String(s) => s, other => other.to_string() }).unwrap_or_else(|| d.clone()) == v;
-                            let id = id.clone();
-                            let json = match value.parse::<u32>() {
-                                Ok(n) if count => Json::from(n),
-                                _ => Json::from(value.clone()),
-                            };
-                            view! {
-                                <label class="choice">
-                                    <input type="radio" name=group.clone() value=value.clone() prop:checked=checked
-                                        on:change=move |_| page.editor.update(|e| e.set_option(&id, name, json.clone())) />
-                                    <span class="choice-label">{label}" "{code.map(|c| view! { <code class="choice-value">{c}</code> })}</span>
-                                    <span class="choice-line">{line}</span>
-                                </label>
-                            }
-                        }).collect_view()}
-                    </fieldset>
-                }.into_any()
-            }
-        }
-    }).collect_view();
-    let (cid, did) = (id.clone(), id.clone());
-    let connectable = canvas::has_output(kind);
     let eid = id.clone();
     let connections = move || {
         page.editor.with(|e| {
@@ -242,8 +145,11 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
             }}
         </div>
         <div class="inspector-actions" class:hidden=page.read_only()>
-            {connectable.then(|| view! {
-                <button class="secondary" on:click=move |_| { page.start_connecting(&cid); focus(&format!("g.node[data-node=\"{cid}\"]")); }>"Connect from here"</button>
+            {move || connectable().then(|| {
+                let cid = cid.clone();
+                view! {
+                    <button class="secondary" on:click=move |_| { page.start_connecting(&cid); focus(&format!("g.node[data-node=\"{cid}\"]")); }>"Connect from here"</button>
+                }
             })}
             <button class="danger" aria-label=format!("Delete node {id}") on:click=move |_| {
                 page.selected.set(Some(Selection::Node(did.clone())));
@@ -251,6 +157,206 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
             }>"Delete node"</button>
         </div>
     }
+}
+
+/// One option of a node in the inspector: its values as labelled choices (a number for a
+/// count the palette does not list; the table's keys or version columns for those options).
+fn option_view(page: Page, id: &str, kind: NodeKind, spec: &OptionSpec) -> AnyView {
+    let scenario = page.scenario.get_value();
+    let allowed = allowed_values(scenario.scenario(), kind, spec.name);
+    match spec.values {
+        OptionValues::Count { default, max } if allowed.is_empty() => {
+            count_input(page, id.to_string(), spec.name, default, max)
+        }
+        OptionValues::Key => key_choices(page, id.to_string(), spec.name),
+        OptionValues::Version => version_choices(page, id.to_string(), spec.name),
+        _ => value_choices(page, id.to_string(), spec, allowed),
+    }
+}
+
+/// A whole number typed in (the dedupe window, when the palette lists no values for it).
+fn count_input(page: Page, id: String, name: &'static str, default: u32, max: u32) -> AnyView {
+    let legend = words::option_title(name);
+    let group = format!("opt-{id}-{name}");
+    // The window matters only while the consumer remembers keys.
+    let shown = {
+        let id = id.clone();
+        move || current_text(page, &id, "dedupe").as_deref() == Some("in_memory")
+    };
+    let value = {
+        let id = id.clone();
+        move || {
+            current(page, &id, name)
+                .and_then(|v| v.as_u64())
+                .unwrap_or(u64::from(default))
+                .to_string()
+        }
+    };
+    view! {
+        <div class="option" class:hidden=move || !shown()>
+            <label class="option-title" for=group.clone()>{legend}</label>
+            <input type="number" id=group min="1" max=max.to_string() prop:value=value
+                on:change=move |ev| {
+                    let text = event_target_value(&ev);
+                    match text.parse::<u32>() {
+                        Ok(n) if (1..=max).contains(&n) => page.editor.update(|e| e.set_option(&id, name, Json::from(n))),
+                        _ => page.say(format!("{legend} is a whole number from 1 to {max}."), true),
+                    }
+                } />
+            <p class="choice-line">"how many recent keys the consumer remembers"</p>
+        </div>
+    }
+    .into_any()
+}
+
+/// The keys the node's table offers, shown while the write finds rows by a key.
+fn key_choices(page: Page, id: String, name: &'static str) -> AnyView {
+    let legend = words::option_title(name);
+    let group = format!("opt-{id}-{name}");
+    let shown = {
+        let id = id.clone();
+        move || writes_by_key(page, &id)
+    };
+    let choices = move || {
+        let keys = page
+            .editor
+            .with(|e| {
+                e.node(&id).map(|n| {
+                    page.scenario
+                        .with_value(|s| canvas::table_keys(s.scenario(), n))
+                })
+            })
+            .unwrap_or_default();
+        if keys.is_empty() {
+            return view! { <p class="choice-line">"this table has no natural key"</p> }.into_any();
+        }
+        let chosen: Vec<String> = current(page, &id, name)
+            .map(|v| match v {
+                Json::Array(items) => items
+                    .iter()
+                    .filter_map(|i| i.as_str().map(str::to_string))
+                    .collect(),
+                Json::String(s) => vec![s],
+                _ => Vec::new(),
+            })
+            .unwrap_or_else(|| keys[0].clone());
+        keys.into_iter().map(|key| {
+            let checked = key == chosen;
+            let label = format!("by {}", key.join(", "));
+            let id = id.clone();
+            let value = Json::from(key.clone());
+            view! {
+                <label class="choice">
+                    <input type="radio" name=group.clone() prop:checked=checked
+                        on:change=move |_| page.editor.update(|e| e.set_option(&id, name, value.clone())) />
+                    <span class="choice-label">{label}</span>
+                    <span class="choice-line">"rows with the same key are the same row"</span>
+                </label>
+            }
+        }).collect_view().into_any()
+    };
+    view! {
+        <fieldset class="option" class:hidden=move || !shown()>
+            <legend class="option-title">{legend}</legend>
+            {choices}
+        </fieldset>
+    }
+    .into_any()
+}
+
+/// The columns the node's table offers as a version, shown while the write is "merge if
+/// newer", which compares them.
+fn version_choices(page: Page, id: String, name: &'static str) -> AnyView {
+    let legend = words::option_title(name);
+    let group = format!("opt-{id}-{name}");
+    let shown = {
+        let id = id.clone();
+        move || current_text(page, &id, "write").as_deref() == Some(WriteMode::MergeIfNewer.name())
+    };
+    let choices = move || {
+        let versions = page
+            .editor
+            .with(|e| {
+                e.node(&id).map(|n| {
+                    page.scenario
+                        .with_value(|s| canvas::table_versions(s.scenario(), n))
+                })
+            })
+            .unwrap_or_default();
+        if versions.is_empty() {
+            return view! { <p class="choice-line">"this table has no version column"</p> }
+                .into_any();
+        }
+        let chosen = current_text(page, &id, name).unwrap_or_else(|| versions[0].clone());
+        versions.into_iter().map(|column| {
+            let checked = column == chosen;
+            let line = format!("a row is applied only when its {column} is greater than the stored row's");
+            let id = id.clone();
+            let value = Json::from(column.clone());
+            view! {
+                <label class="choice">
+                    <input type="radio" name=group.clone() value=column.clone() prop:checked=checked
+                        on:change=move |_| page.editor.update(|e| e.set_option(&id, name, value.clone())) />
+                    <span class="choice-label">{format!("by {column}")}</span>
+                    <span class="choice-line">{line}</span>
+                </label>
+            }
+        }).collect_view().into_any()
+    };
+    view! {
+        <fieldset class="option" class:hidden=move || !shown()>
+            <legend class="option-title">{legend}</legend>
+            {choices}
+        </fieldset>
+    }
+    .into_any()
+}
+
+/// The palette's values of a choice (or of a count the palette lists), and only those, each
+/// with its label and one line in the chapter's words.
+fn value_choices(page: Page, id: String, spec: &OptionSpec, values: Vec<String>) -> AnyView {
+    let name = spec.name;
+    let legend = words::option_title(name);
+    let group = format!("opt-{id}-{name}");
+    // A missing count takes its own default, which the palette may not offer.
+    let default = match spec.values {
+        OptionValues::Count { default, .. } => default.to_string(),
+        _ => values.first().cloned().unwrap_or_default(),
+    };
+    let count = matches!(spec.values, OptionValues::Count { .. });
+    let hidden = {
+        let id = id.clone();
+        move || count && current_text(page, &id, "dedupe").as_deref() != Some("in_memory")
+    };
+    view! {
+        <fieldset class="option" class:hidden=hidden>
+            <legend class="option-title">{legend}</legend>
+            {values.into_iter().map(|value| {
+                let (label, line) = words::value_words(name, &value);
+                // Names (tables, streams) are their own label; choices show their JSON value too.
+                let code = (!label.is_empty()).then(|| value.clone());
+                let label = if label.is_empty() { value.clone() } else { label.to_string() };
+                let v = value.clone();
+                let d = default.clone();
+                let cid = id.clone();
+                let checked = move || current(page, &cid, name).map(|j| match j { Json::String(s) => s, other => other.to_string() }).unwrap_or_else(|| d.clone()) == v;
+                let id = id.clone();
+                let json = match value.parse::<u32>() {
+                    Ok(n) if count => Json::from(n),
+                    _ => Json::from(value.clone()),
+                };
+                view! {
+                    <label class="choice">
+                        <input type="radio" name=group.clone() value=value.clone() prop:checked=checked
+                            on:change=move |_| page.editor.update(|e| e.set_option(&id, name, json.clone())) />
+                        <span class="choice-label">{label}" "{code.map(|c| view! { <code class="choice-value">{c}</code> })}</span>
+                        <span class="choice-line">{line}</span>
+                    </label>
+                }
+            }).collect_view()}
+        </fieldset>
+    }
+    .into_any()
 }
 
 /// Closes the inspector (on a phone, the sheet over the drawing) and goes back to the canvas.

@@ -620,7 +620,7 @@ pub fn AttemptPage(class: String, attempt: String) -> impl IntoView {
                     <div class="workspace viewer">
                         <aside class="brief" aria-label="The attempt">
                             <p class="crumbs"><Link href=back>"← The student's attempts"</Link></p>
-                            <h1>{scenario.title.clone()}</h1>
+                            <h1>{scenario.scenario().title.clone()}</h1>
                             <p class="muted">{format!("Attempt of {} · read-only", when(&Json::String(created_at)))}</p>
                         </aside>
                         <section class="stage" aria-label="The design">

@@ -10,12 +10,12 @@ use std::time::Duration;
 use leptos::prelude::*;
 use shared::design::Design;
 use shared::verdict::Verdict;
-use shared::{DesignError, Scenario};
+use shared::{Compiled, DesignError};
 
 use super::api::{ApiError, StudentClass};
 use super::debounce::Debounce;
 use super::dom::focus;
-use crate::canvas::{self, Editor, Point, View};
+use crate::canvas::{self, Editor, Point, Ports, View};
 use crate::replay::{self, Frame};
 
 /// What is selected on the canvas.
@@ -100,7 +100,9 @@ pub fn preview_setting() -> String {
 #[derive(Clone, Copy)]
 pub struct Page {
     pub mode: Mode,
-    pub scenario: StoredValue<Arc<Scenario>>,
+    /// The scenario, compiled once when the page opened: the preview, the SQL view and the
+    /// problems' words read it, and `Compiled::scenario` gives the file's fields.
+    pub scenario: StoredValue<Arc<Compiled>>,
     pub start: StoredValue<Design>,
     pub editor: RwSignal<Editor>,
     pub selected: RwSignal<Option<Selection>>,
@@ -123,20 +125,21 @@ impl Page {
     /// The state of a freshly opened scenario. `restored` is what to tell the student when
     /// the design on the canvas is a draft that came back rather than the starting design.
     pub fn new(
-        scenario: Arc<Scenario>,
+        scenario: Arc<Compiled>,
         start: Design,
         design: Design,
         restored: Option<&'static str>,
         mode: Mode,
     ) -> Self {
+        let ports = Ports::of(scenario.scenario());
         Page {
             mode,
             scenario: StoredValue::new(scenario),
             start: StoredValue::new(start),
             editor: RwSignal::new(if mode == Mode::ReadOnly {
-                Editor::read_only(design)
+                Editor::read_only(design, ports)
             } else {
-                Editor::new(design)
+                Editor::new(design, ports)
             }),
             selected: RwSignal::new(None),
             connecting: RwSignal::new(None),
@@ -161,7 +164,7 @@ impl Page {
     }
 
     /// A recorded attempt, shown read-only with its verdict.
-    pub fn viewer(scenario: Arc<Scenario>, design: Design, verdict: Verdict) -> Self {
+    pub fn viewer(scenario: Arc<Compiled>, design: Design, verdict: Verdict) -> Self {
         let page = Page::new(
             scenario,
             design.clone(),
@@ -304,7 +307,9 @@ impl Page {
                 .get(replay.requirement)?
                 .counterexample
                 .as_ref()?;
-            let initial = self.scenario.with_value(|s| replay::initial_tables(s));
+            let initial = self
+                .scenario
+                .with_value(|s| replay::initial_tables(s.scenario()));
             replay::frame(ce, &initial, replay.index)
         })
     }

@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use leptos::prelude::*;
 use shared::design::Design;
-use shared::Scenario;
+use shared::Compiled;
 
 use super::debounce::Debounce;
 use super::page::{preview_setting, Page, Preview};
 use crate::problems::problem_words;
+use crate::{stage_sql, words};
 
 /// Keeps the preview in step with the design. It follows at once, a few milliseconds after a
 /// burst of edits, so that dragging a node does not run the simulator on every step.
@@ -25,8 +26,9 @@ pub fn follow_design(page: Page) {
     });
 }
 
-/// What the browser's simulator says about a design, kept small enough to stay instant.
-fn preview(scenario: &Scenario, design: &Design) -> Preview {
+/// What the browser's simulator says about a design, kept small enough to stay instant. The
+/// scenario was compiled once, when the page opened, and every preview reuses it.
+fn preview(scenario: &Compiled, design: &Design) -> Preview {
     match shared::validate(scenario, design.clone()) {
         Err(errors) => Preview::Invalid(errors),
         Ok(valid) => {
@@ -56,7 +58,8 @@ pub fn Requirements() -> impl IntoView {
     let lacks = setting == "lacks";
     let nothing = setting == "nothing";
     let requirements: Vec<(String, String, String)> = page.scenario.with_value(|s| {
-        s.requirements
+        s.scenario()
+            .requirements
             .iter()
             .map(|r| (r.id.clone(), r.text.clone(), r.hint.clone()))
             .collect()
@@ -112,7 +115,7 @@ pub fn Requirements() -> impl IntoView {
                     <div class="design-problems">
                         <h3>"To finish the design"</h3>
                         <ul>{errors.iter().take(6).map(|e| {
-                            let words = page.editor.with(|d| page.scenario.with_value(|s| problem_words(s, d.design(), e)));
+                            let words = page.editor.with(|d| page.scenario.with_value(|s| problem_words(s.scenario(), d.design(), e)));
                             view! { <li title=e.to_string()>{words}</li> }
                         }).collect_view()}</ul>
                     </div>
@@ -123,31 +126,49 @@ pub fn Requirements() -> impl IntoView {
     }
 }
 
-/// The SQL the design amounts to, updated as options change.
+/// The SQL the design amounts to, updated as options change: each stage's statements under
+/// its node, in the order the stages run.
 #[component]
 pub fn SqlView() -> impl IntoView {
     let page = expect_context::<Page>();
-    let blocks = Memo::new(move |_| {
+    let stages = Memo::new(move |_| {
         let design = page.editor.with(|e| e.design().clone());
         page.scenario
             .with_value(|s| match shared::validate(s, design.clone()) {
-                Ok(valid) => Ok(shared::sql::design_sql(s, &valid)),
+                Ok(valid) => {
+                    let blocks = shared::sql::design_sql(s, &valid);
+                    Ok(stage_sql::by_stage(&valid, blocks))
+                }
                 Err(errors) => Err(errors
                     .iter()
-                    .map(|e| problem_words(s, &design, e))
+                    .map(|e| problem_words(s.scenario(), &design, e))
                     .collect::<Vec<_>>()),
             })
     });
     view! {
         <div class="sql-view">
-            {move || match blocks.get() {
-                Ok(blocks) => view! {
-                    <p class="muted small">"What your design runs, in PostgreSQL. It changes as you change the options."</p>
-                    {blocks.into_iter().map(|b| view! {
-                        <h4>{b.title}</h4>
-                        <pre class="sql" tabindex="0"><code>{b.sql}</code></pre>
-                    }).collect_view()}
-                }.into_any(),
+            {move || match stages.get() {
+                Ok(stages) => {
+                    let several = stages.len() > 1;
+                    view! {
+                        <p class="muted small">{if several {
+                            "What your design runs, in PostgreSQL, stage by stage in the order they run. It changes as you change the options."
+                        } else {
+                            "What your design runs, in PostgreSQL. It changes as you change the options."
+                        }}</p>
+                        {stages.into_iter().enumerate().map(|(i, stage)| view! {
+                            <section class="sql-stage" data-stage=stage.node.clone()>
+                                {several.then(|| view! {
+                                    <h4 class="sql-stage-title">{format!("Stage {}: {} ", i + 1, words::kind_title(stage.kind))}<code>{stage.node.clone()}</code></h4>
+                                })}
+                                {stage.blocks.into_iter().map(|b| view! {
+                                    <h5 class="sql-block-title">{b.title}</h5>
+                                    <pre class="sql" tabindex="0"><code>{b.sql}</code></pre>
+                                }).collect_view()}
+                            </section>
+                        }).collect_view()}
+                    }.into_any()
+                }
                 Err(errors) => view! {
                     <p class="muted">"The SQL appears when the design is complete:"</p>
                     <ul>{errors.into_iter().take(5).map(|e| view! { <li>{e}</li> }).collect_view()}</ul>

@@ -2,7 +2,7 @@
 //! the trace, expected against actual (with the table diff when the requirement compares a
 //! whole table), the tables, a hint, and a replay on the drawing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use leptos::prelude::*;
@@ -36,7 +36,7 @@ pub fn ResultsPanel() -> impl IntoView {
                         "The check did not run. To finish the design:".to_string()
                     }}</p>
                     <ul>{e.details.into_iter().map(|d| {
-                        let (words, raw) = page.editor.with_untracked(|e| page.scenario.with_value(|s| (problem_words(s, e.design(), &d), d.to_string())));
+                        let (words, raw) = page.editor.with_untracked(|e| page.scenario.with_value(|s| (problem_words(s.scenario(), e.design(), &d), d.to_string())));
                         view! { <li title=raw>{words}</li> }
                     }).collect_view()}</ul>
                 </div>
@@ -68,7 +68,8 @@ pub fn ResultsPanel() -> impl IntoView {
 fn RequirementResult(index: usize, result: RequirementVerdict) -> impl IntoView {
     let page = expect_context::<Page>();
     let hint = page.scenario.with_value(|s| {
-        s.requirement(&result.id)
+        s.scenario()
+            .requirement(&result.id)
             .map(|r| r.hint.clone())
             .unwrap_or_default()
     });
@@ -157,14 +158,20 @@ fn Timeline(trace: Vec<TraceEntry>, went_wrong: u32, current: Option<usize>) -> 
     }
 }
 
+/// Tables as readers see them; those in `changed` are marked as changed by the step shown.
 #[component]
-fn Tables(tables: BTreeMap<String, TableView>) -> impl IntoView {
+fn Tables(
+    tables: BTreeMap<String, TableView>,
+    #[prop(optional)] changed: BTreeSet<String>,
+) -> impl IntoView {
     view! {
         <div class="tables">
-            {tables.into_iter().map(|(name, t)| view! {
+            {tables.into_iter().map(|(name, t)| {
+                let is_changed = changed.contains(&name);
+                view! {
                 // Focusable, so that a keyboard can scroll a wide table; the caption names it.
-                <div class="table-wrap" tabindex="0"><table class="data">
-                    <caption>{name}</caption>
+                <div class="table-wrap" class:changed=is_changed tabindex="0"><table class="data">
+                    <caption>{name}{is_changed.then_some(" · changed by this step")}</caption>
                     <thead><tr>{t.columns.iter().map(|c| view! { <th scope="col">{c.clone()}</th> }).collect_view()}</tr></thead>
                     <tbody>
                         {if t.rows.is_empty() {
@@ -175,7 +182,7 @@ fn Tables(tables: BTreeMap<String, TableView>) -> impl IntoView {
                         }}
                     </tbody>
                 </table></div>
-            }).collect_view()}
+            }}).collect_view()}
         </div>
     }
 }
@@ -250,14 +257,17 @@ pub fn ReplayPanel() -> impl IntoView {
                 let class = format!("replay-step {}", outcome_class(&entry.outcome, entry.failure));
                 view! {
                     <div class=class>
-                        <p class="replay-when"><span>{entry.time.replace('T', " ").trim_end_matches('Z').to_string()}</span>" · "<strong>{entry.actor.clone()}</strong></p>
+                        <p class="replay-when"><span>{entry.time.replace('T', " ").trim_end_matches('Z').to_string()}</span>" · "<strong>{entry.actor.clone()}</strong>
+                            // The node that acts, which is lit on the drawing: in a pipeline of
+                            // several stages, it says which stage this is.
+                            {entry.node.clone().filter(|n| *n != entry.actor).map(|n| view! { " " <code class="replay-node">{n}</code> })}</p>
                         <p class="replay-action">{entry.action.clone()}</p>
                         <p class="replay-outcome">{if entry.failure { format!("✕ {}", entry.outcome) } else { entry.outcome.clone() }}</p>
                         {f.went_wrong.then(|| view! { <p class="went-wrong-note">"Here the requirement is missed."</p> })}
                         {entry.sql.clone().map(|sql| view! { <pre class="sql" tabindex="0"><code>{sql}</code></pre> })}
                     </div>
                     <h3>"What readers see"</h3>
-                    <Tables tables=f.tables.clone() />
+                    <Tables tables=f.tables.clone() changed=f.changed.clone() />
                 }.into_any()
             }}
         </section>

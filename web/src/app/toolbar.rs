@@ -19,7 +19,7 @@ const MAX_FILE_BYTES: f64 = 1024.0 * 1024.0;
 /// Downloads the design as the file Gradescope's autograder takes. The scenario's hash is the
 /// one the server gave with the last verdict; without a verdict the file has none.
 fn download_design(page: Page) {
-    let id = page.scenario.with_value(|s| s.id.clone());
+    let id = page.scenario.with_value(|s| s.scenario().id.clone());
     let hash = page
         .verdict
         .with_untracked(|v| v.as_ref().map(|v| v.scenario_hash.clone()))
@@ -58,7 +58,7 @@ fn open_design(page: Page, input: web_sys::HtmlInputElement) {
         );
         return;
     }
-    let id = page.scenario.with_value(|s| s.id.clone());
+    let id = page.scenario.with_value(|s| s.scenario().id.clone());
     leptos::task::spawn_local(async move {
         let text = wasm_bindgen_futures::JsFuture::from(file.text())
             .await
@@ -102,13 +102,15 @@ fn open_design(page: Page, input: web_sys::HtmlInputElement) {
 #[component]
 pub fn Toolbar() -> impl IntoView {
     let page = expect_context::<Page>();
-    let kinds = page.scenario.with_value(|s| canvas::palette_kinds(s));
+    let kinds = page
+        .scenario
+        .with_value(|s| canvas::palette_kinds(s.scenario()));
     let current = use_context::<CurrentClass>();
     let check = move |_| {
         if page.checking.get_untracked() {
             return;
         }
-        let id = page.scenario.with_value(|s| s.id.clone());
+        let id = page.scenario.with_value(|s| s.scenario().id.clone());
         let design = page.editor.with_untracked(|e| e.design().clone());
         let class = current.and_then(|c| c.for_attempt());
         page.checking.set(true);
@@ -164,7 +166,7 @@ pub fn Toolbar() -> impl IntoView {
                                 }
                             }
                             on:click=move |_| {
-                                let id = page.scenario.with_value(|s| page.editor.try_update(|e| e.add_node(s, kind, None))).unwrap_or_default();
+                                let id = page.scenario.with_value(|s| page.editor.try_update(|e| e.add_node(s.scenario(), kind, None))).unwrap_or_default();
                                 page.selected.set(Some(Selection::Node(id.clone())));
                                 page.reveal(&id);
                                 page.say(format!("Added {} \"{id}\". Tab to it to move or connect it.", kind.describe()), false);
