@@ -116,7 +116,13 @@ async fn many_submissions_at_once_are_each_recorded_once_answered_201_and_share_
     const N: usize = 48;
     for (store, dir, _db) in stores("group-commit-many").await {
         let backend = store.backend();
-        let app = Arc::new(spawn_app_on(store.clone(), Config::default(), dir));
+        // All N come from one address and wait together: the per-address cap on waiting
+        // checks must not turn any of them away.
+        let config = Config {
+            checks_waiting_per_address: 2 * N,
+            ..Config::default()
+        };
+        let app = Arc::new(spawn_app_on(store.clone(), config, dir));
         let token = app.grader_token("ta").await;
         let before = store.group_commit_stats();
         // The claims of all N submissions wait for the held writer, so that they are
