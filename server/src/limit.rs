@@ -232,8 +232,13 @@ impl RateLimiter {
         spend: bool,
     ) -> Result<(), (Duration, usize)> {
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        if buckets.len() + buckets_of.len() > self.capacity {
-            make_room(&mut buckets, self.capacity, buckets_of.len(), now);
+        // Only a client the table does not hold yet needs room.
+        let incoming = buckets_of
+            .iter()
+            .filter(|(client, _)| !buckets.contains_key(*client))
+            .count();
+        if buckets.len() + incoming > self.capacity {
+            make_room(&mut buckets, self.capacity, incoming, now);
         }
         for (i, (client, limit)) in buckets_of.iter().enumerate() {
             let bucket = buckets.entry(client.to_string()).or_insert(Bucket {
@@ -586,14 +591,17 @@ mod table_tests {
             ..RateLimiter::new(limit)
         };
         let start = Instant::now();
-        // A flooder that has spent its bucket, among 99 other clients that have spent theirs.
-        for _ in 0..3 {
-            assert!(limiter.take("flooder", 1.0, start).is_ok());
-        }
+        // A flooder that has spent its bucket, among 99 other clients that spent theirs before
+        // it did (so that no bucket ties with the flooder's when the table makes room).
         for i in 0..99 {
             for _ in 0..3 {
                 assert!(limiter.take(&format!("busy-{i}"), 1.0, start).is_ok());
             }
+        }
+        for _ in 0..3 {
+            assert!(limiter
+                .take("flooder", 1.0, start + Duration::from_micros(100))
+                .is_ok());
         }
         // The flooder keeps trying, so its bucket is the one used last.
         assert!(limiter
