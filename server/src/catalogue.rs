@@ -300,6 +300,18 @@ pub fn validate_paths_with_warnings(
     }
 }
 
+/// Solves every scenario file under `paths` that reads and parses (see
+/// [`shared::authoring::solve_findings`]): what `scenarios validate` adds to the checks the
+/// server's start-up makes, since it checks every design each palette allows.
+pub fn solve_paths(paths: &[PathBuf]) -> Vec<shared::authoring::SolveFindings> {
+    let (files, _problems) = read_files(paths);
+    files
+        .iter()
+        .filter(|(file, text)| precheck(file, text).is_empty())
+        .map(|(file, text)| shared::authoring::solve_findings(file, text))
+        .collect()
+}
+
 /// Loads the catalogue the server serves; refuses on any diagnostic.
 pub fn load(dir: &Path) -> Result<Catalogue, Vec<Diagnostic>> {
     if !dir.is_dir() {

@@ -27,6 +27,8 @@ mod scenario_checks;
 
 mod design_checks;
 
+mod solve_checks;
+
 pub use crate::scenario::{MAX_ATTEMPTS, MAX_BOUND};
 use design_checks::check_designs;
 pub use diagnostic::Diagnostic;
@@ -36,6 +38,7 @@ pub use points::{bound_finding, failure_points, FailurePoints, Severity};
 use scenario_checks::{check_names, is_slug};
 #[cfg(feature = "schema")]
 pub use schema::schema_json;
+pub use solve_checks::{solve_findings, SolveFindings};
 
 /// The warnings on a scenario that validated: things that do not stop it, but that an author
 /// would want to change.

@@ -266,8 +266,12 @@ impl Reporter<'_> {
     }
 }
 
+/// The refusal that says most: the first at the deepest path (an option before a whole
+/// node, a node before the design).
 fn first_error(errors: &[crate::design::DesignError]) -> String {
-    errors.first().map_or_else(
+    let depth = |e: &&crate::design::DesignError| e.path.matches(['.', '[']).count();
+    let deepest = errors.iter().map(|e| depth(&e)).max().unwrap_or(0);
+    errors.iter().find(|e| depth(e) == deepest).map_or_else(
         || "refused".to_string(),
         |e| format!("{}: {}", e.path, e.message),
     )
@@ -448,6 +452,26 @@ impl Solution {
             .collect();
         out.sort_by_key(|d| (d.options_changed, d.number));
         out
+    }
+
+    /// The solve as JSON for scripts: every design with its options and the requirements it
+    /// misses, and beside them what the summary derives (the passing designs' numbers,
+    /// simplest first; the closest designs' when none passes; the requirements no design
+    /// misses; the failure kinds that change no verdict).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut json = serde_json::to_value(self).expect("a solution always serialises");
+        let numbers =
+            |list: Vec<&SolvedDesign>| -> Vec<u64> { list.iter().map(|d| d.number).collect() };
+        let extra = serde_json::json!({
+            "passing": numbers(self.passing()),
+            "closest": numbers(self.closest()),
+            "never_missed": self.never_missed().iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            "decorative_failures": self.decorative_failures(),
+        });
+        if let (Some(out), serde_json::Value::Object(extra)) = (json.as_object_mut(), extra) {
+            out.extend(extra);
+        }
+        json
     }
 
     /// The solved design that is the same pipeline as `design`, however it is drawn.

@@ -11,7 +11,7 @@ use super::{Solution, SolvedDesign};
 const LISTED_MAX: usize = 5;
 
 /// "1 design", "3 designs".
-pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
+fn count(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
         format!("1 {one}")
     } else {
@@ -70,7 +70,7 @@ impl Solution {
                 count(self.refused, "more drawing", "more drawings")
             );
             if let Some(reason) = &self.refusal {
-                let _ = write!(out, " (the first: {reason})");
+                let _ = write!(out, " (for example: {reason})");
             }
         }
         if passing.is_empty() {

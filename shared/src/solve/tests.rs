@@ -1,12 +1,12 @@
 use super::*;
-use crate::authoring::template;
 
 fn compiled(text: &str) -> Compiled {
     Compiled::parse(text).expect("the scenario compiles")
 }
 
+/// The template `scenarios new` writes: a small scenario that validates.
 fn template_scenario() -> Compiled {
-    compiled(&template("t", 1))
+    compiled(include_str!("../authoring/template.json"))
 }
 
 #[test]
