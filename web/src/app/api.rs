@@ -252,7 +252,17 @@ pub mod author {
         pub read_at: String,
         pub problems: Vec<Diagnostic>,
         pub warnings: Vec<Diagnostic>,
+        /// Scenarios served at their last good version while their file is broken.
+        #[serde(default)]
+        pub stale: Vec<Stale>,
         pub scenarios: Vec<Line>,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Deserialize)]
+    pub struct Stale {
+        pub id: String,
+        pub file: String,
+        pub since_generation: u64,
     }
 
     #[derive(Clone, Debug, PartialEq, Deserialize)]

@@ -75,10 +75,19 @@ fn problems_view(status: &author::Status) -> impl IntoView {
         .into_any()
     } else {
         let n = status.problems.len();
+        let stale = (!status.stale.is_empty()).then(|| {
+            view! {
+                <h3>"Stale: served at their last good version"</h3>
+                <ul class="stale">{status.stale.iter().map(|s| view! {
+                    <li><code>{s.id.clone()}</code>{format!(" ({}): students get the version read in catalogue #{} until the file is fixed", s.file, s.since_generation)}</li>
+                }).collect_view()}</ul>
+            }
+        });
         view! {
             <section class="files broken" aria-labelledby="files-heading">
                 <h2 id="files-heading">{format!("{n} problem{} in the files", if n == 1 { "" } else { "s" })}</h2>
-                <p>{format!("Read at {read} UTC. Students still get catalogue #{}, the last one without problems; fix these and it is replaced.", status.generation)}</p>
+                <p>{format!("Read at {read} UTC. Every file without problems is served as it is now (catalogue #{}); a broken file's scenario stays at its last good version until it is fixed.", status.generation)}</p>
+                {stale}
                 <ul class="diagnostics">{status.problems.iter().map(|p| view! { <li><code>{p.to_string()}</code></li> }).collect_view()}</ul>
                 {warnings}
             </section>
