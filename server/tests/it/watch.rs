@@ -539,3 +539,30 @@ async fn a_broken_file_stays_at_its_last_good_version_marked_stale_while_another
     .await;
     assert!(!served_ids(&status).contains(&"never".to_string()));
 }
+
+#[tokio::test]
+async fn the_author_api_solves_a_scenario() {
+    let (app, _folder) = watched_app(Config {
+        author: true,
+        ..Config::default()
+    })
+    .await;
+    let answer = app
+        .get("/api/author/scenarios/offset-commit/solve", &As::nobody())
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    let designs = answer.body["designs"].as_array().unwrap();
+    assert_eq!(designs.len(), 6, "{}", answer.text);
+    assert!(answer.body["passing"]
+        .as_array()
+        .is_some_and(|p| !p.is_empty()));
+    let summary = answer.body["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("offset-commit: 6 designs the palette allows"),
+        "{summary}"
+    );
+    let missing = app
+        .get("/api/author/scenarios/no-such/solve", &As::nobody())
+        .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text);
+}

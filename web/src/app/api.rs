@@ -297,6 +297,16 @@ pub mod author {
     pub async fn scenario(id: &str) -> Result<Scenario, ApiError> {
         get(&format!("/api/author/scenarios/{id}")).await
     }
+
+    /// A scenario's solve: every design its palette allows, checked; the summary in words.
+    #[derive(Clone, Debug, Deserialize)]
+    pub struct Solved {
+        pub summary: String,
+    }
+
+    pub async fn solve(id: &str) -> Result<Solved, ApiError> {
+        get(&format!("/api/author/scenarios/{id}/solve")).await
+    }
 }
 
 /// The verdict in the text of a submission's answer.

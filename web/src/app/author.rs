@@ -191,7 +191,40 @@ pub fn AuthorScenario(id: String) -> impl IntoView {
                 (Some(Ok(a)), shown) => workspace(&a, shown).into_any(),
                 _ => ().into_any(),
             }}
+            <SolvePanel id=id.clone()/>
         </div>
+    }
+}
+
+/// The scenario's palette solved on the server when the author asks: every design checked,
+/// and the summary `scenarios solve` prints.
+#[component]
+fn SolvePanel(id: String) -> impl IntoView {
+    let answer = RwSignal::new_local(None::<Result<String, ApiError>>);
+    let running = RwSignal::new(false);
+    let solve = move |_| {
+        running.set(true);
+        let id = id.clone();
+        leptos::task::spawn_local(async move {
+            let solved = author::solve(&id).await.map(|s| s.summary);
+            answer.try_set(Some(solved));
+            running.try_set(false);
+        });
+    };
+    view! {
+        <section class="author-solve" aria-labelledby="solve-heading">
+            <h2 id="solve-heading">"Every design the palette allows"</h2>
+            <p class="muted">"Checks every design the palette and the wiring rules allow: which pass, how many miss each requirement, and which requirements and failures change nothing."</p>
+            <button class="solve" on:click=solve disabled=move || running.get()>"Solve the palette"</button>
+            <div aria-live="polite">
+                {move || match answer.get() {
+                    None if running.get() => view! { <p class="muted" role="status">"Solving…"</p> }.into_any(),
+                    None => ().into_any(),
+                    Some(Ok(text)) => view! { <pre class="solve-summary">{text}</pre> }.into_any(),
+                    Some(Err(e)) => view! { <p class="error" role="alert">{e.message}</p> }.into_any(),
+                }}
+            </div>
+        </section>
     }
 }
 
