@@ -223,8 +223,9 @@ const BASELINE: &str = "--instructions-baseline";
 /// The largest palette smoke mode solves: the smoke run stays a few seconds in a debug build.
 const SMOKE_SOLVE_DESIGNS_MAX: u64 = 40;
 
-/// Each scenario's design count and the time to solve it (`scenarios solve`), once; the
-/// slowest solve's milliseconds, or `None` when none was solved.
+/// Each scenario's design count (valid designs; `refused` the drawings the wiring rules refuse,
+/// `drawings` both together) and the time to solve it (`scenarios solve`), once; the slowest
+/// solve's milliseconds, or `None` when none was solved.
 fn solve_times(scenarios: &[shared::Compiled], mode: Mode) -> Option<f64> {
     println!("solve: shared::solve::solve, every design the palette allows checked, then again without each failure kind");
     let mut slowest: Option<f64> = None;
@@ -232,7 +233,7 @@ fn solve_times(scenarios: &[shared::Compiled], mode: Mode) -> Option<f64> {
         let id = &s.scenario().id;
         let designs = shared::solve::design_count(s);
         if matches!(mode, Mode::Smoke) && designs > SMOKE_SOLVE_DESIGNS_MAX {
-            println!("  solve: {id} designs={designs} skipped in smoke mode");
+            println!("  solve: {id} drawings={designs} skipped in smoke mode");
             continue;
         }
         let started = Instant::now();
@@ -247,7 +248,7 @@ fn solve_times(scenarios: &[shared::Compiled], mode: Mode) -> Option<f64> {
                 );
                 slowest = Some(slowest.map_or(ms, |m: f64| m.max(ms)));
             }
-            Err(e) => println!("  solve: {id} designs={designs} not solved: {e}"),
+            Err(e) => println!("  solve: {id} drawings={designs} not solved: {e}"),
         }
     }
     slowest
