@@ -220,6 +220,40 @@ const WORKLOAD: &str = "--instructions-workload";
 /// Under callgrind: load the scenarios and their designs as the workload does, and check none.
 const BASELINE: &str = "--instructions-baseline";
 
+/// The largest palette smoke mode solves: the smoke run stays a few seconds in a debug build.
+const SMOKE_SOLVE_DESIGNS_MAX: u64 = 40;
+
+/// Each scenario's design count (valid designs; `refused` the drawings the wiring rules refuse,
+/// `drawings` both together) and the time to solve it (`scenarios solve`), once; the slowest
+/// solve's milliseconds, or `None` when none was solved.
+fn solve_times(scenarios: &[shared::Compiled], mode: Mode) -> Option<f64> {
+    println!("solve: shared::solve::solve, every design the palette allows checked, then again without each failure kind");
+    let mut slowest: Option<f64> = None;
+    for s in scenarios {
+        let id = &s.scenario().id;
+        let designs = shared::solve::design_count(s);
+        if matches!(mode, Mode::Smoke) && designs > SMOKE_SOLVE_DESIGNS_MAX {
+            println!("  solve: {id} drawings={designs} skipped in smoke mode");
+            continue;
+        }
+        let started = Instant::now();
+        match shared::solve::solve(s) {
+            Ok(solution) => {
+                let ms = started.elapsed().as_secs_f64() * 1000.0;
+                println!(
+                    "  solve: {id} designs={} refused={} passing={} ms={ms:.1}",
+                    solution.designs.len(),
+                    solution.refused,
+                    solution.passing().len()
+                );
+                slowest = Some(slowest.map_or(ms, |m: f64| m.max(ms)));
+            }
+            Err(e) => println!("  solve: {id} drawings={designs} not solved: {e}"),
+        }
+    }
+    slowest
+}
+
 fn main() -> ExitCode {
     let started = Instant::now();
     let o = match options() {
@@ -260,6 +294,10 @@ fn main() -> ExitCode {
             engine.iter().map(|d| d.median_ms).fold(0.0, f64::max)
         ),
     ));
+
+    if let Some(ms) = solve_times(&scenarios, o.mode) {
+        lines.push(line("solve_ms_max", format!("{ms:.1}")));
+    }
 
     match simulator_vs_sqlite(&scenarios, &plan, &engine) {
         Ok((speedup, traced)) => {

@@ -300,6 +300,37 @@ pub fn validate_paths_with_warnings(
     }
 }
 
+/// Every scenario file under `paths` checked, as the catalogue's report: the scenarios that
+/// validated with their files, and every problem, the files' reading and sizes included.
+pub fn check_paths(paths: &[PathBuf]) -> shared::authoring::CatalogueReport {
+    let (files, mut problems) = read_files(paths);
+    let mut checked = Vec::with_capacity(files.len());
+    for (file, text) in files {
+        let mut found = precheck(&file, &text);
+        if found.is_empty() {
+            checked.push((file, text));
+        } else {
+            problems.append(&mut found);
+        }
+    }
+    let mut report = check_catalogue(&checked);
+    problems.append(&mut report.problems);
+    report.problems = problems;
+    report
+}
+
+/// Solves every scenario file under `paths` that reads and parses (see
+/// [`shared::authoring::solve_findings`]): what `scenarios validate` adds to the checks the
+/// server's start-up makes, since it checks every design each palette allows.
+pub fn solve_paths(paths: &[PathBuf]) -> Vec<shared::authoring::SolveFindings> {
+    let (files, _problems) = read_files(paths);
+    files
+        .iter()
+        .filter(|(file, text)| precheck(file, text).is_empty())
+        .map(|(file, text)| shared::authoring::solve_findings(file, text))
+        .collect()
+}
+
 /// Loads the catalogue the server serves; refuses on any diagnostic.
 pub fn load(dir: &Path) -> Result<Catalogue, Vec<Diagnostic>> {
     if !dir.is_dir() {

@@ -27,6 +27,7 @@
 //! - [`sweep`]: removing expired idempotency records and sessions with no work.
 //! - [`dashboard`]: a class's matrix, most-missed requirements and a student's attempts.
 //! - [`regrade`]: checking stored attempts again against a changed scenario.
+//! - [`progress`]: a progress bar on the terminal for long commands.
 
 pub mod app;
 pub mod auth;
@@ -47,6 +48,7 @@ pub mod lti;
 pub mod metrics;
 pub mod net;
 pub mod openapi;
+pub mod progress;
 pub mod regrade;
 pub mod report;
 pub mod routes;

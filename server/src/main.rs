@@ -314,7 +314,8 @@ enum ScenariosCommand {
     Validate {
         paths: Vec<PathBuf>,
         /// For every reference and wrong design, print which requirements it passes and
-        /// misses, how many schedules were explored and how long its check took.
+        /// misses, how many schedules were explored and how long its check took; then the
+        /// summary of the scenario's solve (`scenarios solve`).
         #[arg(long, short)]
         verbose: bool,
         /// Also fail unless one of the scenarios has this id (the autograder's `setup.sh`
@@ -325,6 +326,26 @@ enum ScenariosCommand {
     /// Write a new scenario file, ID.json, that validates, for you to change: a small
     /// template, or a copy of an existing scenario with a new id, order and title.
     New(NewArgs),
+    /// Check every design the scenario's palette allows and summarise: which pass (simplest
+    /// first), how many miss each requirement, which requirements and failure kinds change
+    /// nothing, and the closest designs when none passes (exit 0: a design passes, 1: none
+    /// does, 2: bad input or past the limit).
+    Solve(SolveArgs),
+}
+
+#[derive(Args)]
+struct SolveArgs {
+    /// The scenario's id, for example safe-retry.
+    id: String,
+    /// The folder of scenario files.
+    #[arg(long, env = "SCENARIOS_DIR", default_value = "scenarios")]
+    scenarios: PathBuf,
+    /// Print every design with its options and the requirements it misses, as JSON.
+    #[arg(long)]
+    json: bool,
+    /// The most designs the palette may allow.
+    #[arg(long, value_name = "N", default_value_t = shared::solve::MAX_DESIGNS)]
+    max_designs: u64,
 }
 
 #[derive(Args)]
@@ -391,6 +412,7 @@ fn main() -> ExitCode {
             scenario,
         }) => validate(paths, verbose, scenario.as_deref()),
         Command::Scenarios(ScenariosCommand::New(args)) => new_scenario(args),
+        Command::Scenarios(ScenariosCommand::Solve(args)) => solve_scenario(args),
         Command::Check(args) => check(args),
         Command::Token(command) => runtime().block_on(token(command)),
         Command::Load(args) => runtime().block_on(load(args)),
@@ -837,7 +859,18 @@ fn validate(paths: Vec<PathBuf>, verbose: bool, expected: Option<&str>) -> ExitC
     } else {
         paths
     };
-    let (result, warnings) = catalogue::validate_paths_with_warnings(&paths);
+    let (mut result, mut warnings) = catalogue::validate_paths_with_warnings(&paths);
+    let solved = catalogue::solve_paths(&paths);
+    let mut solve_problems = Vec::new();
+    for found in &solved {
+        warnings.extend(found.warnings.iter().cloned());
+        solve_problems.extend(found.problems.iter().cloned());
+    }
+    if !solve_problems.is_empty() {
+        let mut problems = result.err().unwrap_or_default();
+        problems.append(&mut solve_problems);
+        result = Err(problems);
+    }
     for w in &warnings {
         println!("{w}");
     }
@@ -846,6 +879,17 @@ fn validate(paths: Vec<PathBuf>, verbose: bool, expected: Option<&str>) -> ExitC
             if verbose {
                 for scenario in &scenarios {
                     print!("{}", design_report(scenario));
+                    let id = &scenario.scenario().id;
+                    let solution = solved
+                        .iter()
+                        .filter_map(|f| f.solution.as_ref())
+                        .find(|s| &s.scenario == id);
+                    if let Some(solution) = solution {
+                        println!("  solve:");
+                        for line in solution.summary().lines() {
+                            println!("    {line}");
+                        }
+                    }
                 }
             }
             let noun = if scenarios.len() == 1 {
@@ -933,6 +977,49 @@ fn design_report(compiled: &shared::Compiled) -> String {
         }
     }
     out
+}
+
+/// `scenarios solve ID`: every design of the palette, checked, summarised or as JSON.
+fn solve_scenario(args: SolveArgs) -> ExitCode {
+    let scenario = match catalogue::find(&args.scenarios, &args.id) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let limits = shared::solve::SolveLimits {
+        max_designs: args.max_designs,
+        ..Default::default()
+    };
+    let mut bar = server::progress::Bar::new(&format!("solving {}", args.id));
+    let started = std::time::Instant::now();
+    let result = shared::solve::solve_with(&scenario, limits, &mut |p| bar.show(p.done, p.total));
+    bar.clear();
+    let solution = match result {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{}: {e}", args.id);
+            return ExitCode::from(2);
+        }
+    };
+    if args.json {
+        match serde_json::to_string_pretty(&solution.to_json()) {
+            Ok(text) => println!("{text}"),
+            Err(e) => {
+                eprintln!("cannot write the solve: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        println!("{}", solution.summary());
+        println!("solved in {:.2} s", started.elapsed().as_secs_f64());
+    }
+    if solution.passing().is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// `scenarios new ID [--from EXISTING]`: writes DIR/ID.json, never over a file.

@@ -3,10 +3,11 @@
 //!
 //! A request takes the catalogue once, as an `Arc`, when it starts ([`LiveCatalogue::current`]),
 //! so a request in flight finishes on the catalogue it started with while a newer one is
-//! swapped in beside it. A reload validates every file of the folder as `serve` does at start;
-//! only a folder with no problem replaces the catalogue, so a broken edit never reaches
-//! students: the last good catalogue stays, and the problems are kept for the log and the
-//! author page ([`LiveCatalogue::status`]). Verdicts need no flushing: the verdict cache is
+//! swapped in beside it. A reload validates every file of the folder as `serve` does at start,
+//! file by file: every file that validates is served as it is now, and a broken edit never
+//! reaches students: that file's last good version stays, marked stale, while every other
+//! file reloads; the problems are kept for the log and the author page
+//! ([`LiveCatalogue::status`]). Verdicts need no flushing: the verdict cache is
 //! keyed by the scenario's hash, which every change of a scenario changes.
 
 use std::path::{Path, PathBuf};
@@ -14,7 +15,10 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
+use std::collections::BTreeMap;
+
 use shared::authoring::Diagnostic;
+use shared::Compiled;
 use tokio::sync::mpsc;
 
 use crate::catalogue::{self, Catalogue};
@@ -38,12 +42,34 @@ pub struct CatalogueStatus {
     pub problems: Vec<Diagnostic>,
     /// Warnings of the files as they are now; they never keep a file out.
     pub warnings: Vec<Diagnostic>,
+    /// The scenarios still served at their last good version because their file now has
+    /// problems.
+    #[serde(default)]
+    pub stale: Vec<Stale>,
+}
+
+/// A scenario served at its last good version while its file is broken.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stale {
+    pub id: String,
+    pub file: String,
+    /// The generation of the catalogue in which this version was last read without problems.
+    pub since_generation: u64,
+}
+
+/// The last good version of each file's scenario, kept while the file is broken.
+#[derive(Clone, Debug)]
+struct LastGood {
+    scenario: Compiled,
+    generation: u64,
 }
 
 /// The catalogue being served, and what the last reading of its files found.
 pub struct LiveCatalogue {
     current: RwLock<Arc<Catalogue>>,
     status: RwLock<Arc<CatalogueStatus>>,
+    /// By file, the scenario last read from it without problems (reloads only).
+    last_good: RwLock<BTreeMap<String, LastGood>>,
 }
 
 impl LiveCatalogue {
@@ -57,7 +83,9 @@ impl LiveCatalogue {
                 read_at: now(),
                 problems: Vec::new(),
                 warnings: Vec::new(),
+                stale: Vec::new(),
             })),
+            last_good: RwLock::new(BTreeMap::new()),
         }
     }
 
@@ -71,54 +99,55 @@ impl LiveCatalogue {
         Arc::clone(&self.status.read().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Reads and validates the folder again; replaces the catalogue when it has no problem,
-    /// keeps it otherwise. Blocking: the validation simulates every design of every file.
+    /// Reads and validates the folder again, file by file: every file that validates is
+    /// served as it is now; a broken file's scenario stays at its last good version, marked
+    /// stale; a file never valid is left out, its problems shown. Blocking: the validation
+    /// simulates every design of every file.
     pub fn reload(&self, dir: &Path) -> Arc<CatalogueStatus> {
-        let (result, warnings) = if dir.is_dir() {
-            catalogue::validate_paths_with_warnings(&[dir.to_path_buf()])
+        let report = if dir.is_dir() {
+            catalogue::check_paths(&[dir.to_path_buf()])
         } else {
-            let missing = Diagnostic {
-                file: dir.display().to_string(),
-                path: "$".into(),
-                message: "the scenarios folder does not exist".into(),
-            };
-            (Err(vec![missing]), Vec::new())
+            shared::authoring::CatalogueReport {
+                problems: vec![Diagnostic {
+                    file: dir.display().to_string(),
+                    path: "$".into(),
+                    message: "the scenarios folder does not exist".into(),
+                }],
+                ..Default::default()
+            }
         };
         let before = self.status();
-        let status = match result {
-            Ok(scenarios) => {
-                let next = Catalogue::new(scenarios);
-                let changed = changes(&self.current(), &next);
-                *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
-                tracing::info!(
-                    scenarios = self.current().len(),
-                    changed = %changed,
-                    "the scenario files changed; serving them now"
-                );
-                CatalogueStatus {
-                    generation: before.generation + 1,
-                    reads: before.reads + 1,
-                    read_at: now(),
-                    problems: Vec::new(),
-                    warnings,
-                }
-            }
-            Err(problems) => {
-                for p in &problems {
-                    tracing::warn!(file = %p.file, path = %p.path, "{}", p.message);
-                }
-                tracing::warn!(
-                    problems = problems.len(),
-                    "the scenario files have problems; still serving the catalogue read before"
-                );
-                CatalogueStatus {
-                    generation: before.generation,
-                    reads: before.reads + 1,
-                    read_at: now(),
-                    problems,
-                    warnings,
-                }
-            }
+        let (scenarios, stale) = self.merge_last_good(&report, before.generation + 1);
+        let next = Catalogue::new(scenarios);
+        let changed = changes(&self.current(), &next);
+        // A reading that changes no scenario (a broken file whose last good version stays)
+        // swaps nothing in.
+        let generation = if changed == NOTHING {
+            before.generation
+        } else {
+            *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
+            before.generation + 1
+        };
+        for p in &report.problems {
+            tracing::warn!(file = %p.file, path = %p.path, "{}", p.message);
+        }
+        for s in &stale {
+            tracing::warn!(file = %s.file, id = %s.id, "the file has problems; still serving its last good version (stale, read in catalogue #{})", s.since_generation);
+        }
+        tracing::info!(
+            scenarios = self.current().len(),
+            changed = %changed,
+            problems = report.problems.len(),
+            stale = stale.len(),
+            "the scenario files were read again; serving catalogue #{generation}"
+        );
+        let status = CatalogueStatus {
+            generation,
+            reads: before.reads + 1,
+            read_at: now(),
+            problems: report.problems,
+            warnings: report.warnings,
+            stale,
         };
         for w in &status.warnings {
             tracing::warn!(file = %w.file, path = %w.path, "{}", w.message);
@@ -126,6 +155,70 @@ impl LiveCatalogue {
         let status = Arc::new(status);
         *self.status.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&status);
         status
+    }
+
+    /// Notes which file each scenario being served came from, so that when a file breaks
+    /// later its scenario stays at this version. `spawn` calls it before the first change.
+    pub fn remember_files(&self, dir: &Path) {
+        let report = catalogue::check_paths(&[dir.to_path_buf()]);
+        let current = self.current();
+        let generation = self.status().generation;
+        let mut last_good = self.last_good.write().unwrap_or_else(|e| e.into_inner());
+        for (file, scenario) in report.files.iter().zip(&report.scenarios) {
+            if let Some(entry) = current.get(&scenario.scenario().id) {
+                last_good.insert(
+                    file.clone(),
+                    LastGood {
+                        scenario: entry.compiled.clone(),
+                        generation,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The scenarios to serve after a reading: those that validated, and for each broken file
+    /// its last good version unless a valid file now has its id. Remembers the new last good
+    /// versions.
+    fn merge_last_good(
+        &self,
+        report: &shared::authoring::CatalogueReport,
+        generation: u64,
+    ) -> (Vec<Compiled>, Vec<Stale>) {
+        let mut last_good = self.last_good.write().unwrap_or_else(|e| e.into_inner());
+        let broken: std::collections::BTreeSet<&str> =
+            report.problems.iter().map(|p| p.file.as_str()).collect();
+        let mut scenarios = report.scenarios.clone();
+        let mut stale = Vec::new();
+        let mut kept = BTreeMap::new();
+        for (file, good) in last_good.iter() {
+            let id = &good.scenario.scenario().id;
+            let taken = scenarios.iter().any(|s| &s.scenario().id == id);
+            if broken.contains(file.as_str()) && !taken {
+                scenarios.push(good.scenario.clone());
+                stale.push(Stale {
+                    id: id.clone(),
+                    file: file.clone(),
+                    since_generation: good.generation,
+                });
+                kept.insert(file.clone(), good.clone());
+            }
+        }
+        for (file, scenario) in report.files.iter().zip(&report.scenarios) {
+            kept.insert(
+                file.clone(),
+                LastGood {
+                    scenario: scenario.clone(),
+                    generation,
+                },
+            );
+        }
+        *last_good = kept;
+        scenarios.sort_by(|a, b| {
+            let (a, b) = (a.scenario(), b.scenario());
+            a.order.cmp(&b.order).then(a.id.cmp(&b.id))
+        });
+        (scenarios, stale)
     }
 
     /// A server started under `--watch` on a folder with problems: nothing to serve yet, and
@@ -140,6 +233,8 @@ impl LiveCatalogue {
         live
     }
 }
+
+const NOTHING: &str = "nothing";
 
 /// The scenarios added, changed and removed between two catalogues, in words for the log.
 fn changes(before: &Catalogue, after: &Catalogue) -> String {
@@ -157,7 +252,7 @@ fn changes(before: &Catalogue, after: &Catalogue) -> String {
         }
     }
     if words.is_empty() {
-        "nothing".into()
+        NOTHING.into()
     } else {
         words.join(" ")
     }
@@ -196,6 +291,12 @@ pub fn spawn(
     Ok(tokio::spawn(async move {
         // The watcher lives as long as this task.
         let _watcher = watcher;
+        {
+            let (live, dir) = (Arc::clone(&live), dir.clone());
+            if let Err(e) = tokio::task::spawn_blocking(move || live.remember_files(&dir)).await {
+                tracing::error!("reading the scenario files stopped: {e}");
+            }
+        }
         while rx.recv().await.is_some() {
             // Let the burst of events of one save settle.
             loop {

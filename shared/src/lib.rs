@@ -25,6 +25,8 @@
 //!   miss under the chapter's other failures; the check hands it the search to run.
 //! - [`check`]: the exhaustive check over every schedule, which answers with a
 //!   [`verdict::Verdict`].
+//! - [`solve`]: every design a scenario's palette allows, each checked, and what that says
+//!   about the scenario as a lesson.
 //! - [`authoring`]: the checks on scenario files for course authors.
 
 // The blank lines between the declarations keep rustfmt from sorting them by name, so that
@@ -54,6 +56,8 @@ mod run;
 pub mod coverage;
 
 pub mod check;
+
+pub mod solve;
 
 pub mod authoring;
 

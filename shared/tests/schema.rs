@@ -133,6 +133,7 @@ fn the_schema_alone_catches_the_broken_fixtures_it_can() {
         ("missing-field.json", true),                        // required field
         ("misspelt-fields.json", true),                      // no additional properties
         ("month-13.json", true),                             // the date pattern
+        ("palette-window-as-number.json", true),             // palette values are strings
         ("reference-design-fails.json", false),              // the simulator's verdict
         ("requirement-never-missed.json", false),            // the simulator's verdict
         ("shape-errors-everywhere.json", true),              // bound ≥ 0, kinds, types

@@ -1,7 +1,8 @@
 // The author page, on a server started with --watch --author over a copy of the scenarios
 // (AUTHOR_BASE_URL, AUTHOR_SCENARIOS): a scenario's designs drawn read-only with their
-// verdicts, a wrong design's replay, a design tried without recording an attempt, and a broken
-// edit of the file shown on the page while students keep the last good one.
+// verdicts, a wrong design's replay, a design tried without recording an attempt, the palette
+// solved, and a broken edit of the file shown on the page while students keep the last good
+// one, marked stale.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -89,11 +90,21 @@ test('the author page: reference and wrong designs with verdicts and replay, a d
     assert.deepEqual(attempts, [], 'trying a design records no attempt');
     await screenshot(page, 'author-tried');
 
+    // Solve the palette: every design checked on the server, the summary shown.
+    await page.getByRole('button', { name: 'Solve the palette' }).click();
+    const summary = page.locator('pre.solve-summary');
+    await summary.waitFor({ timeout: 60_000 });
+    assert.match(await summary.innerText(), /^offset-commit: 6 designs the palette allows, 2 pass/);
+    assert.match(await summary.innerText(), /Passing designs, simplest first:/);
+    await screenshot(page, 'author-solved');
+
     // A broken edit: the page names the file and the place; students keep the last good file.
     save(file, good.replace('"order": ', '"order": "two", "ignored": '));
     const broken = page.locator('.files.broken');
     await broken.waitFor({ timeout: 60_000 });
     assert.match(await broken.innerText(), /offset-commit\.json: \$/);
+    // The broken file's scenario is still served at its last good version, marked stale.
+    await page.locator('ul.stale li', { hasText: 'offset-commit' }).waitFor({ timeout: 60_000 });
     const served = await (await page.request.get('/api/scenarios/offset-commit')).json();
     assert.equal(served.id, 'offset-commit', 'students still get the last good file');
     await screenshot(page, 'author-broken-file');

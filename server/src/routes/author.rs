@@ -119,3 +119,34 @@ pub async fn scenario(
         designs,
     }))
 }
+
+/// `GET /api/author/scenarios/{id}/solve`: every design the scenario's palette allows, checked
+/// (`scenarios solve --json`), with the summary in words beside it. It checks every design,
+/// so it runs on the blocking pool.
+pub async fn solve(
+    State(catalogue): State<Arc<Catalogue>>,
+    Path(id): Path<String>,
+) -> Result<Json<Json_>, AppError> {
+    let Some(entry) = catalogue.get(&id) else {
+        return Err(AppError::unknown_scenario_in_url(
+            &id,
+            format!("/api/author/scenarios/{id}/solve"),
+        ));
+    };
+    let solved = tokio::task::spawn_blocking(move || shared::solve::solve(&entry.compiled))
+        .await
+        .map_err(AppError::internal)?;
+    let solution = solved.map_err(|e| {
+        AppError::new(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            crate::error::ErrorCode::CheckTooLarge,
+            e.to_string(),
+        )
+        .at("$.palette")
+    })?;
+    let mut json = solution.to_json();
+    if let Some(out) = json.as_object_mut() {
+        out.insert("summary".into(), Json_::String(solution.summary()));
+    }
+    Ok(Json(json))
+}

@@ -555,3 +555,126 @@ fn validate_verbose_prints_what_each_design_passes_and_misses() {
     );
     assert!(all.trim_end().ends_with("1 scenario valid"), "{all}");
 }
+
+#[test]
+fn scenarios_solve_prints_a_summary_and_every_design_as_json() {
+    let dir = scenarios_dir();
+    let dir = dir.to_str().unwrap();
+    let output = run(&["scenarios", "solve", "offset-commit", "--scenarios", dir]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(stdout.starts_with("offset-commit: "), "{stdout}");
+    assert!(
+        stdout.contains("Passing designs, simplest first:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Designs that miss each requirement:"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("without consumer_crash: "), "{stdout}");
+    // Not a terminal: no progress bar.
+    assert!(
+        !String::from_utf8_lossy(&output.stderr).contains('['),
+        "{}",
+        text(&output)
+    );
+
+    let output = run(&[
+        "scenarios",
+        "solve",
+        "offset-commit",
+        "--scenarios",
+        dir,
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).expect("the solve is JSON");
+    let designs = json["designs"].as_array().expect("every design");
+    // offset-commit offers two commits and three writes; merge and insert_ignore each have
+    // the one key order_id.
+    assert_eq!(designs.len(), 6, "{json}");
+    for d in designs {
+        assert!(
+            d["design"]["nodes"]
+                .as_array()
+                .is_some_and(|n| n.len() == 3),
+            "{d}"
+        );
+        assert!(d["misses"].is_array(), "{d}");
+    }
+    let passing = json["passing"].as_array().unwrap();
+    assert!(!passing.is_empty());
+    let first = &designs[passing[0].as_u64().unwrap() as usize - 1];
+    assert_eq!(first["passed"], true);
+    let options = |node: &str| {
+        first["design"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["id"] == node)
+            .unwrap()["options"]
+            .clone()
+    };
+    assert_eq!(
+        options("consumer")["offset_commit"],
+        "after_write",
+        "{first}"
+    );
+
+    let output = run(&["scenarios", "solve", "no-such", "--scenarios", dir]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output).contains("there is no scenario \"no-such\""),
+        "{}",
+        text(&output)
+    );
+
+    let output = run(&[
+        "scenarios",
+        "solve",
+        "offset-commit",
+        "--scenarios",
+        dir,
+        "--max-designs",
+        "4",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output).contains("the palette allows 6 designs, more than the 4 a solve checks"),
+        "{}",
+        text(&output)
+    );
+}
+
+#[test]
+fn validate_refuses_a_scenario_no_design_passes_and_warns_of_a_decorative_failure() {
+    let fixtures = scenarios_dir().join("../tests/fixtures/scenarios");
+    let none = fixtures.join("solve-no-passing-design.json");
+    let output = run(&["scenarios", "validate", none.to_str().unwrap()]);
+    assert!(!output.status.success(), "{}", text(&output));
+    assert!(
+        text(&output).contains("$.palette: no design the palette allows passes every requirement (4 designs checked); the closest: #"),
+        "{}",
+        text(&output)
+    );
+    let decorative = fixtures.join("solve-decorative-failure.json");
+    let output = run(&[
+        "scenarios",
+        "validate",
+        "--verbose",
+        decorative.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("$.failures.consumer_crash: warning: without consumer_crash"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "  solve:\n    solve-decorative-failure: 2 designs the palette allows, 1 passes"
+        ),
+        "{stdout}"
+    );
+}

@@ -461,3 +461,108 @@ async fn under_watch_a_broken_folder_starts_the_server_with_its_problems() {
     );
     assert_eq!(scenarios, json!([]));
 }
+
+#[tokio::test]
+async fn a_broken_file_stays_at_its_last_good_version_marked_stale_while_another_reloads() {
+    let (app, folder) = watched_app(Config {
+        author: true,
+        ..Config::default()
+    })
+    .await;
+    let status = wait_for(&app, "the first status", |_| true).await;
+    let safe_retry_hash = hash_of(&status, "safe-retry").unwrap();
+    let offset_hash = hash_of(&status, "offset-commit").unwrap();
+
+    // Break safe-retry: it stays served at its last good version, marked stale.
+    save(
+        folder.path(),
+        "safe-retry.json",
+        "{ \"id\": \"safe-retry\", ",
+    );
+    let status = wait_for(&app, "safe-retry marked stale", |s| {
+        s["stale"].as_array().is_some_and(|l| !l.is_empty())
+    })
+    .await;
+    assert_eq!(status["stale"][0]["id"], "safe-retry", "{status}");
+    assert!(status["stale"][0]["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("safe-retry.json"));
+    assert_eq!(hash_of(&status, "safe-retry").unwrap(), safe_retry_hash);
+
+    // Edit offset-commit while safe-retry is broken: the edit is served.
+    let text = std::fs::read_to_string(scenarios_dir().join("offset-commit.json")).unwrap();
+    let mut json: Value = serde_json::from_str(&text).unwrap();
+    json["title"] = json!("Offsets, edited");
+    save(
+        folder.path(),
+        "offset-commit.json",
+        &serde_json::to_string_pretty(&json).unwrap(),
+    );
+    let status = wait_for(&app, "the edit of offset-commit", |s| {
+        hash_of(s, "offset-commit").is_some_and(|h| h != offset_hash)
+    })
+    .await;
+    assert_eq!(
+        app.get("/api/scenarios/offset-commit", &As::nobody())
+            .await
+            .body["title"],
+        "Offsets, edited"
+    );
+    // safe-retry is still its last good version, still stale, its problem shown.
+    assert_eq!(hash_of(&status, "safe-retry").unwrap(), safe_retry_hash);
+    assert_eq!(status["stale"][0]["id"], "safe-retry", "{status}");
+    assert!(status["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["file"].as_str().unwrap().ends_with("safe-retry.json")));
+    let checked = app
+        .post(
+            "/api/scenarios/safe-retry/check",
+            &As::nobody(),
+            &passing_design("safe-retry"),
+        )
+        .await;
+    assert_eq!(checked.status, StatusCode::OK);
+    assert_eq!(checked.body["scenario_hash"], safe_retry_hash.as_str());
+
+    // A file never valid is left out, its problems shown.
+    save(folder.path(), "never.json", "{ \"id\": \"never\" }");
+    let status = wait_for(&app, "the never-valid file's problems", |s| {
+        s["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["file"].as_str().unwrap().ends_with("never.json"))
+    })
+    .await;
+    assert!(!served_ids(&status).contains(&"never".to_string()));
+}
+
+#[tokio::test]
+async fn the_author_api_solves_a_scenario() {
+    let (app, _folder) = watched_app(Config {
+        author: true,
+        ..Config::default()
+    })
+    .await;
+    let answer = app
+        .get("/api/author/scenarios/offset-commit/solve", &As::nobody())
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    let designs = answer.body["designs"].as_array().unwrap();
+    assert_eq!(designs.len(), 6, "{}", answer.text);
+    assert!(answer.body["passing"]
+        .as_array()
+        .is_some_and(|p| !p.is_empty()));
+    let summary = answer.body["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("offset-commit: 6 designs the palette allows"),
+        "{summary}"
+    );
+    let missing = app
+        .get("/api/author/scenarios/no-such/solve", &As::nobody())
+        .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text);
+}

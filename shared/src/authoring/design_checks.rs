@@ -88,9 +88,13 @@ pub(super) fn check_designs(c: &Compiled, names_ok: bool, out: &mut Diagnostics)
             out.push(path.clone(), format!("reference design \"{}\" misses requirement \"{}\"{how}; a reference design must pass everything, so fix the design or the requirement", d.name, r.id));
         }
     }
+    // A wrong design that could not be checked says nothing yet about what it misses: its
+    // own problems come first, and no "misses" complaint is made on its behalf.
+    let mut unchecked: BTreeSet<&str> = BTreeSet::new();
     for (i, d) in s.wrong_designs.iter().enumerate() {
         let path = format!("$.wrong_designs[{i}]");
         let Some(verdict) = verdict(c, &format!("{path}.design"), &d.design, out) else {
+            unchecked.extend(d.misses.iter().map(String::as_str));
             continue;
         };
         for (j, id) in d.misses.iter().enumerate() {
@@ -117,6 +121,7 @@ pub(super) fn check_designs(c: &Compiled, names_ok: bool, out: &mut Diagnostics)
                 format!("no wrong design misses requirement \"{}\"; add a wrong design that names it in \"misses\", to prove a student can miss it", req.id),
             );
         } else if !missable.contains(req.id.as_str())
+            && !unchecked.contains(req.id.as_str())
             && !out
                 .list
                 .iter()
@@ -124,7 +129,7 @@ pub(super) fn check_designs(c: &Compiled, names_ok: bool, out: &mut Diagnostics)
         {
             out.push(
                 format!("$.requirements[{r}]"),
-                format!("no wrong design actually misses requirement \"{}\"", req.id),
+                format!("no wrong design misses requirement \"{}\" when it is checked; make one of the designs that name it miss it", req.id),
             );
         }
     }

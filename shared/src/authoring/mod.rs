@@ -27,6 +27,8 @@ mod scenario_checks;
 
 mod design_checks;
 
+mod solve_checks;
+
 pub use crate::scenario::{MAX_ATTEMPTS, MAX_BOUND};
 use design_checks::check_designs;
 pub use diagnostic::Diagnostic;
@@ -36,6 +38,7 @@ pub use points::{bound_finding, failure_points, FailurePoints, Severity};
 use scenario_checks::{check_names, is_slug};
 #[cfg(feature = "schema")]
 pub use schema::schema_json;
+pub use solve_checks::{solve_findings, SolveFindings};
 
 /// The warnings on a scenario that validated: things that do not stop it, but that an author
 /// would want to change.
@@ -55,6 +58,8 @@ pub fn warnings(file: &str, s: &Scenario) -> Vec<Diagnostic> {
 pub struct CatalogueReport {
     /// The scenarios that validated, compiled, in course order.
     pub scenarios: Vec<Compiled>,
+    /// The file of each scenario in `scenarios`, in the same order.
+    pub files: Vec<String>,
     /// Every problem; the catalogue is refused when there is one.
     pub problems: Vec<Diagnostic>,
     /// Warnings on scenarios that validated (their message starts with "warning: ").
@@ -209,15 +214,21 @@ pub fn check_catalogue(files: &[(String, String)]) -> CatalogueReport {
             Ok(s) if !clash[i] => {
                 report.warnings.extend(warnings(file, s.scenario()));
                 report.scenarios.push(s);
+                report.files.push(file.clone());
             }
             Ok(_) => {}
             Err(mut d) => report.problems.append(&mut d),
         }
     }
-    report.scenarios.sort_by(|a, b| {
+    let mut validated: Vec<(Compiled, String)> = std::mem::take(&mut report.scenarios)
+        .into_iter()
+        .zip(std::mem::take(&mut report.files))
+        .collect();
+    validated.sort_by(|(a, _), (b, _)| {
         let (a, b) = (a.scenario(), b.scenario());
         a.order.cmp(&b.order).then(a.id.cmp(&b.id))
     });
+    (report.scenarios, report.files) = validated.into_iter().unzip();
     report
 }
 

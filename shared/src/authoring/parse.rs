@@ -93,7 +93,14 @@ pub(super) fn report_serde(
     }
     let (line, column) = line_column(text, offset);
     let value = spans.span(&path).map(|(s, e)| &text[s..e]);
-    let message = plain_words(&message, value);
+    let mut message = plain_words(&message, value);
+    // A palette lists every option value as a string, a count such as dedupe_window too,
+    // while a design gives a count as a number: say which this place takes.
+    if path.starts_with("$.palette.") && message.starts_with("expected text in double quotes") {
+        if let Some(v) = value.filter(|v| v.parse::<u64>().is_ok()) {
+            message = format!("a palette lists each option value as text in double quotes: write \"{v}\" (a design gives it as a number, {v})");
+        }
+    }
     let advice = if message.starts_with("unknown field") {
         "; check the spelling against the format (docs/authoring.md, scenario.schema.json)"
     } else {

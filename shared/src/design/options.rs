@@ -308,6 +308,16 @@ impl OptionRead<'_> {
                     None
                 }
             },
+            Some(Json::String(s)) => {
+                // A palette lists every option value as a string; a design gives this one
+                // as a number, and says so.
+                errors.push(
+                    &self.path,
+                    DesignErrorCode::WrongType,
+                    format!("{name} is a number in a design, such as {default}, not the string \"{s}\" (only a palette lists it as a string); write it without quotes, a whole number from 1 to {max}"),
+                );
+                None
+            }
             Some(_) => {
                 errors.push(
                     &self.path,

@@ -227,7 +227,11 @@ impl Sim<'_> {
 }
 
 fn rows_count(n: u64) -> String {
-    format!("{n} rows")
+    if n == 1 {
+        "1 row".into()
+    } else {
+        format!("{n} rows")
+    }
 }
 
 impl Clean {

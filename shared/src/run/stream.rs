@@ -71,8 +71,9 @@ impl Sim<'_> {
                             copies.push((i, i + after as usize));
                             if self.tracing {
                                 self.failure_words.push(format!(
-                                    "the producer retries message {i} ({}), so it appears again after {after} other messages",
-                                    message.describe
+                                    "the producer retries message {i} ({}), so it appears again after {}",
+                                    message.describe,
+                                    others(after)
                                 ));
                             }
                             self.log(|_| Step {
@@ -80,8 +81,9 @@ impl Sim<'_> {
                                 node: Some(stream_node),
                                 edge: None,
                                 action: format!(
-                                    "gets a late duplicate of offset {i} ({}) after {after} other messages",
-                                    message.describe
+                                    "gets a late duplicate of offset {i} ({}) after {}",
+                                    message.describe,
+                                    others(after)
                                 ),
                                 sql: None,
                                 outcome: "duplicate appended".into(),
@@ -308,5 +310,14 @@ impl Sim<'_> {
         } else {
             "the consumer".to_string()
         }
+    }
+}
+
+/// "1 other message", "3 other messages".
+fn others(n: u32) -> String {
+    if n == 1 {
+        "1 other message".into()
+    } else {
+        format!("{n} other messages")
     }
 }

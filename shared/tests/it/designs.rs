@@ -351,3 +351,28 @@ fn the_design_format_lists_every_problem_code() {
         .collect();
     assert_eq!(documented, every);
 }
+
+#[test]
+fn a_window_given_as_a_string_is_told_it_is_a_number_in_a_design() {
+    let s = scenario_file("dedupe-by-key");
+    let design = json!({
+        "nodes": [
+            {"id": "stream", "kind": "stream", "options": {"topic": "orders_paid"}},
+            {"id": "consumer", "kind": "stream_consumer", "options": {"offset_commit": "after_write", "dedupe": "in_memory", "dedupe_window": "3"}},
+            {"id": "paid", "kind": "table", "options": {"table": "paid_orders", "write": "append"}}
+        ],
+        "edges": [{"from": "stream", "to": "consumer"}, {"from": "consumer", "to": "paid"}]
+    });
+    let errors = validate_json(&s.compiled(), &design).unwrap_err();
+    let e = errors
+        .iter()
+        .find(|e| e.path == "$.nodes[1].options.dedupe_window")
+        .unwrap_or_else(|| panic!("{errors:?}"));
+    assert_eq!(e.code.as_str(), "wrong_type");
+    assert!(
+        e.message
+            .starts_with("dedupe_window is a number in a design, such as 2, not the string \"3\""),
+        "{}",
+        e.message
+    );
+}

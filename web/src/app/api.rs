@@ -252,7 +252,17 @@ pub mod author {
         pub read_at: String,
         pub problems: Vec<Diagnostic>,
         pub warnings: Vec<Diagnostic>,
+        /// Scenarios served at their last good version while their file is broken.
+        #[serde(default)]
+        pub stale: Vec<Stale>,
         pub scenarios: Vec<Line>,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Deserialize)]
+    pub struct Stale {
+        pub id: String,
+        pub file: String,
+        pub since_generation: u64,
     }
 
     #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -286,6 +296,16 @@ pub mod author {
 
     pub async fn scenario(id: &str) -> Result<Scenario, ApiError> {
         get(&format!("/api/author/scenarios/{id}")).await
+    }
+
+    /// A scenario's solve: every design its palette allows, checked; the summary in words.
+    #[derive(Clone, Debug, Deserialize)]
+    pub struct Solved {
+        pub summary: String,
+    }
+
+    pub async fn solve(id: &str) -> Result<Solved, ApiError> {
+        get(&format!("/api/author/scenarios/{id}/solve")).await
     }
 }
 

@@ -75,10 +75,19 @@ fn problems_view(status: &author::Status) -> impl IntoView {
         .into_any()
     } else {
         let n = status.problems.len();
+        let stale = (!status.stale.is_empty()).then(|| {
+            view! {
+                <h3>"Stale: served at their last good version"</h3>
+                <ul class="stale">{status.stale.iter().map(|s| view! {
+                    <li><code>{s.id.clone()}</code>{format!(" ({}): students get the version read in catalogue #{} until the file is fixed", s.file, s.since_generation)}</li>
+                }).collect_view()}</ul>
+            }
+        });
         view! {
             <section class="files broken" aria-labelledby="files-heading">
                 <h2 id="files-heading">{format!("{n} problem{} in the files", if n == 1 { "" } else { "s" })}</h2>
-                <p>{format!("Read at {read} UTC. Students still get catalogue #{}, the last one without problems; fix these and it is replaced.", status.generation)}</p>
+                <p>{format!("Read at {read} UTC. Every file without problems is served as it is now (catalogue #{}); a broken file's scenario stays at its last good version until it is fixed.", status.generation)}</p>
+                {stale}
                 <ul class="diagnostics">{status.problems.iter().map(|p| view! { <li><code>{p.to_string()}</code></li> }).collect_view()}</ul>
                 {warnings}
             </section>
@@ -182,7 +191,40 @@ pub fn AuthorScenario(id: String) -> impl IntoView {
                 (Some(Ok(a)), shown) => workspace(&a, shown).into_any(),
                 _ => ().into_any(),
             }}
+            <SolvePanel id=id.clone()/>
         </div>
+    }
+}
+
+/// The scenario's palette solved on the server when the author asks: every design checked,
+/// and the summary `scenarios solve` prints.
+#[component]
+fn SolvePanel(id: String) -> impl IntoView {
+    let answer = RwSignal::new_local(None::<Result<String, ApiError>>);
+    let running = RwSignal::new(false);
+    let solve = move |_| {
+        running.set(true);
+        let id = id.clone();
+        leptos::task::spawn_local(async move {
+            let solved = author::solve(&id).await.map(|s| s.summary);
+            answer.try_set(Some(solved));
+            running.try_set(false);
+        });
+    };
+    view! {
+        <section class="author-solve" aria-labelledby="solve-heading">
+            <h2 id="solve-heading">"Every design the palette allows"</h2>
+            <p class="muted">"Checks every design the palette and the wiring rules allow: which pass, how many miss each requirement, and which requirements and failures change nothing."</p>
+            <button class="solve" on:click=solve disabled=move || running.get()>"Solve the palette"</button>
+            <div aria-live="polite">
+                {move || match answer.get() {
+                    None if running.get() => view! { <p class="muted" role="status">"Solving…"</p> }.into_any(),
+                    None => ().into_any(),
+                    Some(Ok(text)) => view! { <pre class="solve-summary">{text}</pre> }.into_any(),
+                    Some(Err(e)) => view! { <p class="error" role="alert">{e.message}</p> }.into_any(),
+                }}
+            </div>
+        </section>
     }
 }
 
