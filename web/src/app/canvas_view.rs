@@ -538,7 +538,15 @@ fn NodeView(id: String, frame: Memo<Option<Frame>>) -> impl IntoView {
                 .unwrap_or_default()
         })
     };
-    let summary = move || node.with(|n| n.as_ref().map(words::node_summary).unwrap_or_default());
+    let summary = move || {
+        let scenario = page.scenario.get_value();
+        let palette = &scenario.scenario().palette;
+        node.with(|n| {
+            n.as_ref()
+                .map(|n| words::node_summary(n, palette))
+                .unwrap_or_default()
+        })
+    };
     let hit_r = move || canvas::num(canvas::port_hit_radius(page.view.get().zoom));
     view! {
         <g class=class transform=transform tabindex="0" role="button" data-node=id.clone()
