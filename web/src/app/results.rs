@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use leptos::prelude::*;
-use shared::verdict::{RequirementVerdict, TableView, TraceEntry};
+use shared::verdict::{RequirementVerdict, RowStatus, TableDiff, TableView, TraceEntry};
 
 use super::debounce::Debounce;
 use super::diff_view::TableDiffView;
@@ -91,10 +91,12 @@ fn RequirementResult(index: usize, result: RequirementVerdict) -> impl IntoView 
                 } else {
                     view! { <ol class="failures">{ce.failures.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ol> }.into_any()
                 }}
+                // With a diff, the rows are in the diff's tables: the sentence keeps only what it
+                // compares ("orders unchanged: 4 rows"), not every row as a tuple.
                 <p class="expected-actual">
-                    <span class="expected">"Expected "<strong>{ce.expected.clone()}</strong></span>
+                    <span class="expected">"Expected "<strong>{headline(&ce.expected, ce.diff.is_some())}</strong></span>
                     <span class="versus">" against "</span>
-                    <span class="actual">"actual "<strong>{ce.actual.clone()}</strong></span>
+                    <span class="actual">"actual "<strong>{headline(&ce.actual, ce.diff.is_some())}</strong></span>
                 </p>
                 {ce.diff.clone().map(|diff| view! { <TableDiffView diff=diff /> })}
                 <div class="result-actions">
@@ -118,7 +120,7 @@ fn RequirementResult(index: usize, result: RequirementVerdict) -> impl IntoView 
                     <Timeline trace=ce.trace.clone() went_wrong=went_wrong current=None />
                 </details>
                 <h3 class="sub">{format!("The tables when it went wrong (step {went_wrong})")}</h3>
-                <Tables tables=ce.tables.clone() />
+                <Tables tables=ce.tables.clone() diff=ce.diff.clone() />
             </div>
         }
     });
@@ -129,6 +131,53 @@ fn RequirementResult(index: usize, result: RequirementVerdict) -> impl IntoView 
                 <span>{result.text}</span></p>
             {details}
         </li>
+    }
+}
+
+/// An expected or actual value, without its list of rows when a diff shows them.
+fn headline(text: &str, has_diff: bool) -> String {
+    match text.split_once(" [") {
+        Some((head, _)) if has_diff => head.to_string(),
+        _ => text.to_string(),
+    }
+}
+
+/// What the replay highlights in a diff's table: the columns that differ somewhere, and the
+/// rows of the actual side that are wrong with the indices of their wrong cells (all of them
+/// for an extra row).
+#[derive(Default)]
+struct Failing {
+    columns: BTreeSet<usize>,
+    rows: Vec<(Vec<serde_json::Value>, BTreeSet<usize>)>,
+}
+
+impl Failing {
+    fn of(diff: &TableDiff) -> Self {
+        let mut f = Failing::default();
+        for r in &diff.actual {
+            let cells: BTreeSet<usize> = match r.status {
+                RowStatus::Extra => (0..r.cells.len()).collect(),
+                RowStatus::Same => continue,
+                _ => r.differs.iter().map(|&c| c as usize).collect(),
+            };
+            if r.status != RowStatus::Extra {
+                f.columns.extend(cells.iter().copied());
+            }
+            f.rows.push((r.cells.clone(), cells));
+        }
+        for r in &diff.expected {
+            f.columns.extend(r.differs.iter().map(|&c| c as usize));
+        }
+        f
+    }
+
+    /// The wrong cells of a row as readers see it.
+    fn cells(&self, row: &[serde_json::Value]) -> BTreeSet<usize> {
+        self.rows
+            .iter()
+            .find(|(cells, _)| cells.as_slice() == row)
+            .map(|(_, c)| c.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -158,27 +207,49 @@ fn Timeline(trace: Vec<TraceEntry>, went_wrong: u32, current: Option<usize>) -> 
     }
 }
 
-/// Tables as readers see them; those in `changed` are marked as changed by the step shown.
+/// Tables as readers see them; those in `changed` are marked as changed by the step shown. In
+/// the table of `diff`, the columns that differ and the cells of wrong rows are highlighted as
+/// in the diff, and marked in words for a screen reader.
 #[component]
 fn Tables(
     tables: BTreeMap<String, TableView>,
     #[prop(optional)] changed: BTreeSet<String>,
+    diff: Option<TableDiff>,
 ) -> impl IntoView {
+    let (diff_table, failing) = match &diff {
+        Some(d) => (d.table.clone(), Failing::of(d)),
+        None => (String::new(), Failing::default()),
+    };
     view! {
         <div class="tables">
             {tables.into_iter().map(|(name, t)| {
                 let is_changed = changed.contains(&name);
+                let is_diff = name == diff_table;
+                let failing_column = |c: usize| is_diff && failing.columns.contains(&c);
                 view! {
                 // Focusable, so that a keyboard can scroll a wide table; the caption names it.
                 <div class="table-wrap" class:changed=is_changed tabindex="0"><table class="data">
                     <caption>{name}{is_changed.then_some(" · changed by this step")}</caption>
-                    <thead><tr>{t.columns.iter().map(|c| view! { <th scope="col">{c.clone()}</th> }).collect_view()}</tr></thead>
+                    <thead><tr>{t.columns.iter().enumerate().map(|(i, c)| view! {
+                        <th scope="col" class:failing=failing_column(i)>{c.clone()}
+                            {failing_column(i).then(|| view! { <span class="visually-hidden">" (differs)"</span> })}</th>
+                    }).collect_view()}</tr></thead>
                     <tbody>
                         {if t.rows.is_empty() {
                             let span = t.columns.len().max(1).to_string();
                             view! { <tr><td class="muted" colspan=span>"(no rows)"</td></tr> }.into_any()
                         } else {
-                            t.rows.iter().map(|r| view! { <tr>{r.iter().map(|c| view! { <td>{cell_text(c)}</td> }).collect_view()}</tr> }).collect_view().into_any()
+                            t.rows.iter().map(|r| {
+                                let bad = if is_diff { failing.cells(r) } else { BTreeSet::new() };
+                                view! { <tr>{r.iter().enumerate().map(|(i, c)| {
+                                    let text = cell_text(c);
+                                    if bad.contains(&i) {
+                                        view! { <td class:failing=failing_column(i)><mark><span class="visually-hidden">"differs: "</span>{text}</mark></td> }.into_any()
+                                    } else {
+                                        view! { <td class:failing=failing_column(i)>{text}</td> }.into_any()
+                                    }
+                                }).collect_view()}</tr> }
+                            }).collect_view().into_any()
                         }}
                     </tbody>
                 </table></div>
@@ -267,7 +338,7 @@ pub fn ReplayPanel() -> impl IntoView {
                         {entry.sql.clone().map(|sql| view! { <pre class="sql" tabindex="0"><code>{sql}</code></pre> })}
                     </div>
                     <h3>"What readers see"</h3>
-                    <Tables tables=f.tables.clone() changed=f.changed.clone() />
+                    <Tables tables=f.tables.clone() changed=f.changed.clone() diff=counterexample.with(|c| c.as_ref().and_then(|(_, ce)| ce.diff.clone())) />
                 }.into_any()
             }}
         </section>
