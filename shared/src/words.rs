@@ -184,7 +184,7 @@ pub fn node_summary(node: &Node, palette: &Palette) -> String {
                 _ => "logical date",
             };
             let tx = match get("transaction") {
-                "per_run" => "one transaction",
+                "per_run" => "1 transaction",
                 _ => "autocommit",
             };
             match get("loaded_at") {

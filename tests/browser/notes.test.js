@@ -141,3 +141,32 @@ for (const [name, options] of [['desktop', DESKTOP], ['phone', PHONE]]) {
     }
   });
 }
+
+test('desktop: the wheel over the canvas scrolls the page, Ctrl + wheel zooms, and the canvas says so', async () => {
+  // A short window, so that the page has room to scroll.
+  const browser = await openBrowser({ viewport: { width: 1280, height: 600 } });
+  const { page } = browser;
+  try {
+    await page.goto('/scenarios/safe-retry');
+    await node(page, 'job').waitFor();
+    assert.equal(await page.locator('.zoom-hint').innerText(), 'Ctrl/⌘ + wheel or pinch to zoom');
+    const level = () => page.locator('.zoom-level').innerText();
+    const before = await level();
+    const box = await page.locator('svg.canvas').boundingBox();
+    await page.mouse.move(box.x + box.width / 2, box.y + 40);
+    await page.mouse.wheel(0, 300);
+    await page.waitForFunction(() => window.scrollY > 0);
+    assert.equal(await level(), before, 'the wheel alone does not zoom');
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.mouse.move(box.x + box.width / 2, box.y + 40);
+    await page.keyboard.down('Control');
+    await page.mouse.wheel(0, -100);
+    await page.keyboard.up('Control');
+    await page.waitForFunction((b) => document.querySelector('.zoom-level')?.textContent !== b, before);
+    assert.equal(await page.evaluate(() => window.scrollY), 0, 'Ctrl + wheel does not scroll the page');
+    await screenshot(page, 'desktop-wheel-zoom');
+    assert.deepEqual(browser.problems, []);
+  } finally {
+    await browser.close();
+  }
+});

@@ -234,7 +234,12 @@ pub fn CanvasView() -> impl IntoView {
             Drag::Pan { .. } => {}
         }
     };
+    // The wheel scrolls the page, as everywhere else; Ctrl or ⌘ with the wheel (which is also
+    // what a trackpad's pinch sends) zooms the drawing.
     let on_wheel = move |ev: leptos::ev::WheelEvent| {
+        if !(ev.ctrl_key() || ev.meta_key()) {
+            return;
+        }
         ev.prevent_default();
         let Some(screen) = local_point(&ev) else {
             return;
@@ -408,6 +413,7 @@ pub fn CanvasView() -> impl IntoView {
                 <span class="zoom-level">{move || format!("{}%", canvas::num((page.view.get().zoom * 100.0).round()))}</span>
                 <button class="icon" aria-label="Zoom in" on:click=move |_| page.view.update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.2))>{icon(PLUS)}</button>
                 <button class="secondary small" aria-label="Fit the design in view" on:click=move |_| fit(ZOOM_MIN)>"Fit"</button>
+                <span class="zoom-hint">"Ctrl/⌘ + wheel or pinch to zoom"</span>
             </div>
         </div>
     }
