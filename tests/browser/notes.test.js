@@ -170,3 +170,52 @@ test('desktop: the wheel over the canvas scrolls the page, Ctrl + wheel zooms, a
     await browser.close();
   }
 });
+
+/** True when two boxes share any area. */
+const overlap = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+
+test('phone: Fit brings every node of whole-path on screen, a toast never covers a node, the verdict comes into view', async () => {
+  const browser = await openBrowser(PHONE);
+  const { page } = browser;
+  try {
+    await page.goto('/scenarios/whole-path');
+    await node(page, 'revenue').waitFor();
+    await page.getByRole('button', { name: 'Fit the design in view' }).tap();
+    const canvas = await page.locator('svg.canvas').boundingBox();
+    const ids = await page.locator('g.node').evaluateAll((gs) => gs.map((g) => g.dataset.node));
+    assert.equal(ids.length, 5);
+    const boxes = [];
+    for (const id of ids) {
+      const b = await node(page, id).locator('.node-body').boundingBox();
+      assert.ok(b.x >= canvas.x - 1 && b.y >= canvas.y - 1 && b.x + b.width <= canvas.x + canvas.width + 1
+        && b.y + b.height <= canvas.y + canvas.height + 1, `${id} at ${JSON.stringify(b)} is not inside the canvas ${JSON.stringify(canvas)}`);
+      boxes.push([id, b]);
+    }
+    await screenshot(page, 'phone-whole-path-fit');
+    // Tapping a port starts a connection and says so, in a strip that covers no node.
+    await page.locator('g.node[data-node="consumer"] circle.port.out').tap();
+    const notice = page.locator('.notice:not(.empty)');
+    await notice.waitFor();
+    assert.match(await notice.innerText(), /\S/);
+    const toast = await notice.boundingBox();
+    for (const [id, b] of boxes) {
+      const now = await node(page, id).locator('.node-body').boundingBox();
+      assert.ok(!overlap(toast, now), `the notice ${JSON.stringify(toast)} covers ${id} ${JSON.stringify(now)} (was ${JSON.stringify(b)})`);
+    }
+    await screenshot(page, 'phone-connecting-notice');
+    await page.locator('svg.canvas').press('Escape');
+    // Check, far below on a phone: the verdict is brought on screen.
+    await page.locator('button.check').tap();
+    const summary = page.locator('.verdict-summary');
+    await summary.waitFor();
+    await page.waitForFunction(() => {
+      const r = document.querySelector('.verdict-summary')?.getBoundingClientRect();
+      return r && r.top >= 0 && r.bottom <= window.innerHeight;
+    });
+    await screenshot(page, 'phone-verdict-in-view');
+    await axe(page, 'phone: whole-path with its verdict');
+    assert.deepEqual(browser.problems, []);
+  } finally {
+    await browser.close();
+  }
+});

@@ -66,10 +66,15 @@ pub fn CanvasView() -> impl IntoView {
     // Runs at the next frame, when the page may already be gone (a page replaced at once):
     // then it does nothing. `min_zoom` is the smallest zoom it may choose.
     let fit = move |min_zoom: f64| {
-        if let Some(div) = wrap.try_get_untracked().flatten() {
+        // The drawing's own size: the notice strip above it is not drawn on.
+        let svg = wrap
+            .try_get_untracked()
+            .flatten()
+            .and_then(|div| div.query_selector("svg.canvas").ok().flatten());
+        if let Some(svg) = svg {
             let (w, h) = (
-                f64::from(div.client_width()),
-                f64::from(div.client_height()),
+                f64::from(svg.client_width()),
+                f64::from(svg.client_height()),
             );
             if let Some(view) = page
                 .editor
