@@ -212,6 +212,7 @@ fn coverage(
                     tried: &tried,
                     offered,
                     missed: missed_ids,
+                    kinds_on: &kinds,
                 });
                 untested.push(UntestedOption {
                     node: node.id.clone(),

@@ -32,7 +32,7 @@ fn Notes(verdict: Verdict) -> impl IntoView {
                         <li data-option=u.option.clone() data-node=u.node.clone()>
                             <strong>{format!("“{}” · {}: {}", u.node, option_title(&u.option), value_label(&u.option, &u.value))}</strong>
                             " — "{u.why}
-                            <LearnIn scenarios=u.learn_in />
+                            {learn_in(u.learn_in)}
                         </li>
                     }).collect_view()}
                     {coverage.notes.into_iter().map(|n| view! { <li class="muted">{n}</li> }).collect_view()}
@@ -54,7 +54,7 @@ fn Notes(verdict: Verdict) -> impl IntoView {
                                 <p><strong>{a.text}</strong></p>
                                 <p class="small">{c.failures.join("; ")}</p>
                                 <p class="small">"Expected "<code>{c.expected}</code>", actual "<code>{c.actual}</code></p>
-                                <p class="small"><LearnIn scenarios=a.learn_in /></p>
+                                <p class="small">{learn_in(a.learn_in)}</p>
                             </li>
                         }
                     }).collect_view()}
@@ -67,8 +67,7 @@ fn Notes(verdict: Verdict) -> impl IntoView {
 }
 
 /// " Learn it in <link>." for each scenario that teaches what a note says; nothing when none.
-#[component]
-fn LearnIn(scenarios: Vec<String>) -> impl IntoView {
+fn learn_in(scenarios: Vec<String>) -> impl IntoView {
     (!scenarios.is_empty()).then(|| {
         view! {
             <span class="learn-in">" Learn it in "{scenarios.into_iter().enumerate().map(|(i, id)| view! {

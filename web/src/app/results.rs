@@ -241,13 +241,10 @@ fn Tables(
                         } else {
                             t.rows.iter().map(|r| {
                                 let bad = if is_diff { failing.cells(r) } else { BTreeSet::new() };
-                                view! { <tr>{r.iter().enumerate().map(|(i, c)| {
-                                    let text = cell_text(c);
-                                    if bad.contains(&i) {
-                                        view! { <td class:failing=failing_column(i)><mark><span class="visually-hidden">"differs: "</span>{text}</mark></td> }.into_any()
-                                    } else {
-                                        view! { <td class:failing=failing_column(i)>{text}</td> }.into_any()
-                                    }
+                                view! { <tr>{r.iter().enumerate().map(|(i, c)| view! {
+                                    <td class:failing=failing_column(i) class:wrong=bad.contains(&i)>
+                                        {bad.contains(&i).then(|| view! { <span class="visually-hidden">"differs: "</span> })}{cell_text(c)}
+                                    </td>
                                 }).collect_view()}</tr> }
                             }).collect_view().into_any()
                         }}
