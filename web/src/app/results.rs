@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use leptos::prelude::*;
 use shared::verdict::{RequirementVerdict, RowStatus, TableDiff, TableView, TraceEntry};
+use wasm_bindgen::JsCast;
 
 use super::debounce::Debounce;
 use super::diff_view::TableDiffView;
@@ -144,35 +145,37 @@ fn headline(text: &str, has_diff: bool) -> String {
 
 /// What the replay highlights in a diff's table: the columns that differ somewhere, and the
 /// rows of the actual side that are wrong with the indices of their wrong cells (all of them
-/// for an extra row).
+/// for an extra row). Plain vectors: a table has a handful of columns.
 #[derive(Default)]
 struct Failing {
-    columns: BTreeSet<usize>,
-    rows: Vec<(Vec<serde_json::Value>, BTreeSet<usize>)>,
+    columns: Vec<u32>,
+    rows: Vec<(Vec<serde_json::Value>, Vec<u32>)>,
 }
 
 impl Failing {
     fn of(diff: &TableDiff) -> Self {
         let mut f = Failing::default();
-        for r in &diff.actual {
-            let cells: BTreeSet<usize> = match r.status {
-                RowStatus::Extra => (0..r.cells.len()).collect(),
-                RowStatus::Same => continue,
-                _ => r.differs.iter().map(|&c| c as usize).collect(),
+        for r in diff.actual.iter().filter(|r| r.status != RowStatus::Same) {
+            let cells = if r.status == RowStatus::Extra {
+                (0..r.cells.len() as u32).collect()
+            } else {
+                r.differs.clone()
             };
-            if r.status != RowStatus::Extra {
-                f.columns.extend(cells.iter().copied());
-            }
             f.rows.push((r.cells.clone(), cells));
         }
-        for r in &diff.expected {
-            f.columns.extend(r.differs.iter().map(|&c| c as usize));
+        for r in diff.expected.iter().chain(&diff.actual) {
+            f.columns.extend(
+                r.differs
+                    .iter()
+                    .filter(|c| !f.columns.contains(c))
+                    .collect::<Vec<_>>(),
+            );
         }
         f
     }
 
     /// The wrong cells of a row as readers see it.
-    fn cells(&self, row: &[serde_json::Value]) -> BTreeSet<usize> {
+    fn cells(&self, row: &[serde_json::Value]) -> Vec<u32> {
         self.rows
             .iter()
             .find(|(cells, _)| cells.as_slice() == row)
@@ -225,7 +228,7 @@ fn Tables(
             {tables.into_iter().map(|(name, t)| {
                 let is_changed = changed.contains(&name);
                 let is_diff = name == diff_table;
-                let failing_column = |c: usize| is_diff && failing.columns.contains(&c);
+                let failing_column = |c: usize| is_diff && failing.columns.contains(&(c as u32));
                 view! {
                 // Focusable, so that a keyboard can scroll a wide table; the caption names it.
                 <div class="table-wrap" class:changed=is_changed tabindex="0"><table class="data">
@@ -240,10 +243,10 @@ fn Tables(
                             view! { <tr><td class="muted" colspan=span>"(no rows)"</td></tr> }.into_any()
                         } else {
                             t.rows.iter().map(|r| {
-                                let bad = if is_diff { failing.cells(r) } else { BTreeSet::new() };
+                                let bad = if is_diff { failing.cells(r) } else { Vec::new() };
                                 view! { <tr>{r.iter().enumerate().map(|(i, c)| view! {
-                                    <td class:failing=failing_column(i) class:wrong=bad.contains(&i)>
-                                        {bad.contains(&i).then(|| view! { <span class="visually-hidden">"differs: "</span> })}{cell_text(c)}
+                                    <td class:failing=failing_column(i) class:wrong=bad.contains(&(i as u32))>
+                                        {bad.contains(&(i as u32)).then(|| view! { <span class="visually-hidden">"differs: "</span> })}{cell_text(c)}
                                     </td>
                                 }).collect_view()}</tr> }
                             }).collect_view().into_any()
@@ -252,6 +255,28 @@ fn Tables(
                 </table></div>
             }}).collect_view()}
         </div>
+    }
+}
+
+/// Scrolls the replayed diff table's box sideways, as little as needed, to show its failing
+/// column whole.
+fn show_failing_columns() {
+    let th = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| {
+            d.query_selector(".replay .table-wrap th.failing")
+                .ok()
+                .flatten()
+        })
+        .and_then(|n| n.dyn_into::<web_sys::HtmlElement>().ok());
+    let Some(th) = th else {
+        return;
+    };
+    if let Some(wrap) = th.closest(".table-wrap").ok().flatten() {
+        let end = th.offset_left() + th.offset_width();
+        if end > wrap.scroll_left() + wrap.client_width() {
+            wrap.set_scroll_left(end - wrap.client_width());
+        }
     }
 }
 
@@ -267,6 +292,12 @@ pub fn ReplayPanel() -> impl IntoView {
         })
     });
     let frame = Memo::new(move |_| page.frame());
+    // A table wider than the panel scrolls in its box; the column the diff finds wrong is
+    // scrolled into it at every step, so that it is never the part hidden at the right.
+    Effect::new(move |_| {
+        frame.track();
+        request_animation_frame(show_failing_columns);
+    });
     let len =
         move || counterexample.with(|c| c.as_ref().map(|(_, ce)| ce.trace.len()).unwrap_or(0));
     let step_to = move |i: usize| {
