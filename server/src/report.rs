@@ -41,10 +41,7 @@ fn not_graded_lines(verdict: &Verdict) -> Vec<String> {
     if !coverage.untested.is_empty() {
         lines.push("Not tested here (not graded):".to_string());
         for u in &coverage.untested {
-            lines.push(format!(
-                "  - {}.{} = {}: {}",
-                u.node, u.option, u.value, u.why
-            ));
+            lines.push(format!("  - {}", shared::untested_line(u)));
         }
     }
     let advisories = &verdict.advisories;
@@ -83,11 +80,7 @@ fn not_graded_markdown(verdict: &Verdict) -> String {
     if !coverage.untested.is_empty() {
         out.push_str("\n\n**Not tested here** (not graded):\n\n");
         for u in &coverage.untested {
-            let _ = writeln!(
-                out,
-                "- `{}.{}` = `{}`: {}",
-                u.node, u.option, u.value, u.why
-            );
+            let _ = writeln!(out, "- {}", shared::untested_line(u));
         }
     }
     let advisories = &verdict.advisories;
@@ -711,5 +704,34 @@ mod tests {
             "$.design.nodes[1].kind"
         );
         assert_eq!(rebase("$", "$[4].design"), "$[4].design");
+    }
+
+    /// The CLI and Gradescope say what the canvas says about an untested option: the same
+    /// line, by labels, with the scenario that shows what goes wrong.
+    #[test]
+    fn the_cli_and_gradescope_say_the_same_words_for_an_untested_option() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/safe-rerun.json");
+        let scenario = Scenario::from_json(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let compiled = shared::Compiled::new(scenario.clone()).unwrap();
+        let design = &scenario.reference_designs[0].design;
+        let verdict = shared::check_json(&compiled, design).unwrap();
+        let u = verdict
+            .coverage
+            .untested
+            .iter()
+            .find(|u| u.option == "date_filter")
+            .expect("safe-rerun does not test the date filter");
+        let line = shared::untested_line(u);
+        assert!(
+            line.starts_with("“job” · Which day it loads: Logical date — the only choice here"),
+            "{line}"
+        );
+        assert!(line.ends_with(" Learn it in logical-date."), "{line}");
+        assert!(verdict_text(&scenario, &verdict).contains(&format!("  - {line}\n")));
+        let output = gradescope(&scenario, &verdict, json!({}))["output"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(output.contains(&format!("- {line}\n")), "{output}");
     }
 }

@@ -547,7 +547,8 @@ impl Store {
         })
     }
 
-    /// Per scenario, whether the student has tried it (an attempt or a draft) and passed it.
+    /// Per scenario, whether the student has tried it (made a Check: an attempt is recorded)
+    /// and passed it. A draft alone is not a try: it may be an edit never checked.
     pub async fn progress(&self, student: &str) -> StoreResult<BTreeMap<String, Progress>> {
         let mut progress: BTreeMap<String, Progress> = BTreeMap::new();
         with_pool!(self, pool => {
@@ -558,11 +559,6 @@ impl Store {
                 let scenario: String = r.try_get("scenario")?;
                 let passed: i32 = r.try_get("passed")?;
                 progress.insert(scenario, Progress { tried: true, passed: passed == 1 });
-            }
-            let rows = sqlx::query("SELECT scenario FROM drafts WHERE student = $1").bind(student).fetch_all(pool).await?;
-            for r in rows {
-                let scenario: String = r.try_get("scenario")?;
-                progress.entry(scenario).or_default().tried = true;
             }
         });
         Ok(progress)

@@ -14,6 +14,7 @@ use serde_json::Value as Json;
 
 use crate::compiled::Compiled;
 use crate::design::{validate, ConsumerInput, NodeKind, OptionValues, Stage, ValidDesign};
+use crate::notes::{untested_note, Untested};
 use crate::scenario::{
     ConsumerCrashSpec, Enabled, FailureSpec, JobCrashSpec, RedeliverySpec, Scenario,
 };
@@ -77,12 +78,18 @@ pub(crate) fn annotate(
     checker: &dyn Checker,
 ) {
     let missed: Vec<bool> = verdict.requirements.iter().map(|r| !r.passed).collect();
+    let missed_ids: Vec<String> = verdict
+        .requirements
+        .iter()
+        .filter(|r| !r.passed)
+        .map(|r| r.id.clone())
+        .collect();
     verdict.coverage = coverage(
         scenario,
         design,
         verdict.schedules_explored,
         without,
-        &missed,
+        (&missed, &missed_ids),
         checker,
     );
     verdict.advisories = advisories(scenario, design, &missed, checker);
@@ -110,7 +117,7 @@ fn coverage(
     design: &ValidDesign,
     schedules: u64,
     without: &[u64],
-    missed: &[bool],
+    (missed, missed_ids): (&[bool], &[String]),
     checker: &dyn Checker,
 ) -> Coverage {
     let scenario = compiled.scenario();
@@ -138,39 +145,11 @@ fn coverage(
     // The scenario whose palette is widened, option by option (made once, when needed).
     let mut wide: Option<Compiled> = None;
     for node in &design.design().nodes {
-        let palette = scenario.palette.kind(node.kind);
         for spec in node.kind.options() {
-            // The values to try, and the scenario they are valid in.
-            let (current, candidates, all_values): (String, Vec<String>, Vec<String>) =
-                match spec.values {
-                    OptionValues::Choice(values) => {
-                        let allowed = palette.and_then(|p| p.get(spec.name));
-                        let default = scenario.palette.default_of(node.kind, spec.name, values);
-                        let current = match node.options.get(spec.name) {
-                            Some(Json::String(s)) => s.clone(),
-                            _ => default.to_string(),
-                        };
-                        let all: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-                        let candidates = allowed.cloned().unwrap_or_else(|| all.clone());
-                        (current, candidates, all)
-                    }
-                    // A window only matters to a consumer that removes repeats in memory,
-                    // and only the values the palette lists are tried.
-                    OptionValues::Count { default, .. } if spec.name == "dedupe_window" => {
-                        if node.options.get("dedupe").and_then(Json::as_str) != Some("in_memory") {
-                            continue;
-                        }
-                        let Some(allowed) = palette.and_then(|p| p.get(spec.name)) else {
-                            continue;
-                        };
-                        let current = match node.options.get(spec.name) {
-                            Some(Json::Number(n)) => n.to_string(),
-                            _ => default.to_string(),
-                        };
-                        (current, allowed.clone(), Vec::new())
-                    }
-                    _ => continue,
-                };
+            let Some((current, candidates, all_values)) = values_to_try(scenario, node, spec)
+            else {
+                continue;
+            };
             let mut others: Vec<String> =
                 candidates.into_iter().filter(|v| *v != current).collect();
             // The palette offers this value only: try every value the format has, in the
@@ -219,22 +198,27 @@ fn coverage(
                     }
                 }
             }
+            let offered = widened.is_none();
             if let (Some(previous), Some(wide)) = (widened, wide.as_mut()) {
                 reset_palette(wide.palette_mut(), node.kind, spec.name, previous);
             }
             if !tested && !tried.is_empty() {
+                let (why, learn_in) = untested_note(&Untested {
+                    scenario,
+                    design: design.design(),
+                    node,
+                    option: spec.name,
+                    current: &current,
+                    tried: &tried,
+                    offered,
+                    missed: missed_ids,
+                    kinds_on: &kinds,
+                });
                 untested.push(UntestedOption {
                     node: node.id.clone(),
                     option: spec.name.to_string(),
-                    why: why_untested(
-                        &scenario.failures,
-                        spec.name,
-                        node.options
-                            .get("table")
-                            .and_then(Json::as_str)
-                            .unwrap_or("the table"),
-                        &tried,
-                    ),
+                    why,
+                    learn_in,
                     value: current,
                     others: tried,
                 });
@@ -245,6 +229,43 @@ fn coverage(
         failures,
         untested,
         notes,
+    }
+}
+
+/// An option's value in the design, the values the palette offers for it, and every value the
+/// format has (none for a count); `None` for an option that is not tried.
+fn values_to_try(
+    scenario: &Scenario,
+    node: &crate::design::Node,
+    spec: &crate::design::OptionSpec,
+) -> Option<(String, Vec<String>, Vec<String>)> {
+    let palette = scenario.palette.kind(node.kind);
+    match spec.values {
+        OptionValues::Choice(values) => {
+            let allowed = palette.and_then(|p| p.get(spec.name));
+            let default = scenario.palette.default_of(node.kind, spec.name, values);
+            let current = match node.options.get(spec.name) {
+                Some(Json::String(s)) => s.clone(),
+                _ => default.to_string(),
+            };
+            let all: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+            let candidates = allowed.cloned().unwrap_or_else(|| all.clone());
+            Some((current, candidates, all))
+        }
+        // A window only matters to a consumer that removes repeats in memory, and only the
+        // values the palette lists are tried.
+        OptionValues::Count { default, .. } if spec.name == "dedupe_window" => {
+            if node.options.get("dedupe").and_then(Json::as_str) != Some("in_memory") {
+                return None;
+            }
+            let allowed = palette.and_then(|p| p.get(spec.name))?;
+            let current = match node.options.get(spec.name) {
+                Some(Json::Number(n)) => n.to_string(),
+                _ => default.to_string(),
+            };
+            Some((current, allowed.clone(), Vec::new()))
+        }
+        _ => None,
     }
 }
 
@@ -291,76 +312,6 @@ fn reset_palette(
             Some(values) => options.insert(option.to_string(), values),
             None => options.remove(option),
         };
-    }
-}
-
-/// What an option decides, in the chapter's words, and the failures that tell its values
-/// apart. `table` is the sink table a table node writes.
-fn option_words(option: &str, table: &str) -> (String, &'static [&'static str]) {
-    let (what, kinds): (String, &'static [&'static str]) = match option {
-        "offset_commit" => (
-            "when the consumer commits its offset".into(),
-            &["consumer_crash"],
-        ),
-        "dedupe" => (
-            "whether the consumer skips repeated messages it remembers".into(),
-            &["consumer_crash", "ack_lost", "redelivery"],
-        ),
-        "dedupe_window" => (
-            "how many recent keys the consumer remembers".into(),
-            &["redelivery"],
-        ),
-        "on_timeout" => (
-            "what the sender does after silence".into(),
-            &["message_lost", "ack_lost"],
-        ),
-        "idempotency_key" => ("the sender's idempotency key".into(), &["ack_lost"]),
-        "transaction" => (
-            "whether the job runs in one transaction".into(),
-            &["job_crash"],
-        ),
-        "date_filter" => (
-            "which day the job loads (the logical date or the clock)".into(),
-            &["job_crash"],
-        ),
-        "loaded_at" => (
-            "the time the job writes as loaded_at".into(),
-            &["job_crash"],
-        ),
-        "write" => (
-            format!("how {table} is written"),
-            &["job_crash", "consumer_crash", "ack_lost", "redelivery"],
-        ),
-        other => (format!("the option {other}"), &[]),
-    };
-    (what, kinds)
-}
-
-fn never_phrase(kind: &str) -> &'static str {
-    match kind {
-        "job_crash" => "crashes the job",
-        "consumer_crash" => "crashes the consumer",
-        "message_lost" => "loses a message",
-        "ack_lost" => "loses an ack",
-        _ => "delivers a late duplicate",
-    }
-}
-
-fn why_untested(failures: &FailureSpec, option: &str, table: &str, others: &[String]) -> String {
-    let (what, testing) = option_words(option, table);
-    let on = kinds_of(failures);
-    let none_on = failures.bound == 0 || !testing.iter().any(|k| on.contains(k));
-    if none_on && !testing.is_empty() {
-        let phrases: Vec<&str> = testing.iter().map(|k| never_phrase(k)).collect();
-        format!(
-            "this scenario never {}, so {what} is not tested here",
-            phrases.join(" or ")
-        )
-    } else {
-        format!(
-            "under this scenario's failures {} gives the same result for every requirement, so {what} is not tested here",
-            others.join(" or ")
-        )
     }
 }
 

@@ -18,9 +18,12 @@
 //! - [`scenario`]: the scenario file format that course authors write.
 //! - [`compiled`]: a scenario checked and compiled once, which everything below reads.
 //! - [`design`]: the graph a student draws, and its validation against a scenario.
+//! - [`words`]: the labels of kinds, options and values, in the chapter's words, for every
+//!   place that shows them.
 //! - `model`: a compiled scenario and a design put together into what the simulator runs.
 //! - [`sql`]: the SQL a design amounts to, for the trace and the canvas.
 //! - `run`: the run of one failure schedule on a compiled model, with its trace.
+//! - `notes`: the sentences of the untested options, in the chapter's words.
 //! - [`coverage`]: what a scenario puts to the test in a design, and what the design would
 //!   miss under the chapter's other failures; the check hands it the search to run.
 //! - [`check`]: the exhaustive check over every schedule, which answers with a
@@ -47,11 +50,15 @@ pub mod compiled;
 
 pub mod design;
 
+pub mod words;
+
 mod model;
 
 pub mod sql;
 
 mod run;
+
+mod notes;
 
 pub mod coverage;
 
@@ -64,6 +71,7 @@ pub mod authoring;
 pub use check::{check, check_json, check_with, scenario_hash, CheckError, Limits};
 pub use compiled::{Compiled, ScenarioError};
 pub use design::{validate, validate_json, Design, DesignError, DesignErrorCode, ValidDesign};
+pub use notes::untested_line;
 pub use scenario::Scenario;
 pub use verdict::Verdict;
 

@@ -70,8 +70,12 @@ pub struct UntestedOption {
     pub value: String,
     /// The other values that were tried, each giving the same result.
     pub others: Vec<String>,
-    /// Why, in one sentence.
+    /// Why, in the chapter's words: why the other values give the same result here, and,
+    /// when the chapter calls one of the values wrong in general, what goes wrong with it.
     pub why: String,
+    /// The scenarios that show what goes wrong with that value (none when it is this one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub learn_in: Vec<String>,
 }
 
 /// The design under failures the scenario does not explore. Never graded.

@@ -71,7 +71,7 @@ test('the student fixes the sender, the consumer and the raw table; the hop left
   await choice('write', 'insert_ignore').click();
   // The raw table's key shows for a write by key.
   assert.match(await page.locator('.inspector').innerText(), /by idempotency_key/);
-  assert.match(await summary('raw').textContent(), /insert-ignore/);
+  assert.match(await summary('raw').textContent(), /skip known keys/);
   // The SQL tab shows each stage's statements in the order they run.
   await page.getByRole('tab', { name: 'SQL' }).click();
   const stages = await page.locator('.sql-stage-title').allTextContents();
@@ -140,7 +140,7 @@ test('out-of-order: merging only newer versions offers the table\'s version colu
   await version.waitFor();
   assert.match(await version.innerText(), /by version/);
   assert.match(await page.locator('.inspector').innerText(), /apply a row only when its version is newer/);
-  assert.match(await summary('status').textContent(), /merge-if-newer/);
+  assert.match(await summary('status').textContent(), /merge if newer/);
   await page.locator('button.check').click();
   await page.locator('.verdict-summary.passed').waitFor();
   assert.equal(await page.locator('.result.missed').count(), 0);

@@ -19,7 +19,7 @@ const PORT_HIT_R: f64 = PORT_R + 6.0;
 pub const TOUCH_R: f64 = 12.0;
 /// The most a port's hit area grows at a small zoom, so it never swallows the node body.
 const PORT_HIT_MAX: f64 = 30.0;
-pub const ZOOM_MIN: f64 = 0.4;
+pub const ZOOM_MIN: f64 = 0.2;
 /// The smallest zoom a design opens at, so that its words stay readable on a phone; a wider
 /// design is panned rather than shrunk.
 pub const ZOOM_READABLE: f64 = 0.6;
@@ -1475,6 +1475,34 @@ mod tests {
             fit_readable(&design, 1200.0, 600.0, ZOOM_READABLE),
             fit(&design, 1200.0, 600.0)
         );
+    }
+
+    /// Fit on a phone shows every node whole, however wide the design: five stages in a row
+    /// are shrunk as far as needed, and never past the screen's edges.
+    #[test]
+    fn fit_on_a_phone_brings_every_node_on_screen() {
+        let mut design = starting(&scenario());
+        for (i, node) in design.nodes.iter_mut().enumerate() {
+            node.position = Some(Position {
+                x: 40.0 + 300.0 * i as f64,
+                y: 160.0,
+            });
+        }
+        let (w, h) = (366.0, 340.0);
+        let view = fit(&design, w, h);
+        for node in &design.nodes {
+            let p = position(node);
+            let (x0, y0) = (p.x * view.zoom + view.pan_x, p.y * view.zoom + view.pan_y);
+            let (x1, y1) = (
+                (p.x + NODE_W) * view.zoom + view.pan_x,
+                (p.y + NODE_H) * view.zoom + view.pan_y,
+            );
+            assert!(
+                x0 >= 0.0 && y0 >= 0.0 && x1 <= w && y1 <= h,
+                "{} is drawn at {x0}..{x1} × {y0}..{y1} on a {w} × {h} canvas",
+                node.id
+            );
+        }
     }
 
     #[test]

@@ -175,12 +175,22 @@ async fn the_catalogue_is_in_course_order_with_progress() {
     let (cookie, _) = app.new_student().await;
     let who = As::student(&cookie);
     let second = list[1]["id"].as_str().unwrap().to_string();
+    let third = list[2]["id"].as_str().unwrap().to_string();
+    // An edit kept as a draft is not a try; a Check, passed or missed, is.
     app.put(
-        &format!("/api/drafts/{second}"),
+        &format!("/api/drafts/{third}"),
         &who,
         &json!({"design": {"nodes": []}}),
     )
     .await;
+    let missed = app
+        .post(
+            "/api/submissions",
+            &who,
+            &json!({"scenario": second, "design": crate::common::scenario(&second).scenario().starting_design.clone()}),
+        )
+        .await;
+    assert_eq!(missed.status, StatusCode::CREATED);
     let submitted = app
         .post(
             "/api/submissions",

@@ -5,6 +5,7 @@ mod coverage;
 mod designs;
 mod diff;
 mod golden;
+mod notes;
 mod pipelines;
 mod points;
 mod properties;

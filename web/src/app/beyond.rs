@@ -29,9 +29,10 @@ fn Notes(verdict: Verdict) -> impl IntoView {
                 <p class="not-graded">"Not graded. Another value of these options gives the same result here:"</p>
                 <ul>
                     {coverage.untested.into_iter().map(|u| view! {
-                        <li data-option=u.option.clone()>
-                            <strong>{format!("{}: {}", option_title(&u.option), value_label(&u.option, &u.value))}</strong>
+                        <li data-option=u.option.clone() data-node=u.node.clone()>
+                            <strong>{format!("“{}” · {}: {}", u.node, option_title(&u.option), value_label(&u.option, &u.value))}</strong>
                             " — "{u.why}
+                            {learn_in(u.learn_in)}
                         </li>
                     }).collect_view()}
                     {coverage.notes.into_iter().map(|n| view! { <li class="muted">{n}</li> }).collect_view()}
@@ -53,12 +54,7 @@ fn Notes(verdict: Verdict) -> impl IntoView {
                                 <p><strong>{a.text}</strong></p>
                                 <p class="small">{c.failures.join("; ")}</p>
                                 <p class="small">"Expected "<code>{c.expected}</code>", actual "<code>{c.actual}</code></p>
-                                {(!a.learn_in.is_empty()).then(|| view! {
-                                    <p class="small">"Learn it in "{a.learn_in.into_iter().enumerate().map(|(i, id)| view! {
-                                        {(i > 0).then_some(", ")}
-                                        <Link href=format!("/scenarios/{id}")>{id}</Link>
-                                    }).collect_view()}"."</p>
-                                })}
+                                <p class="small">{learn_in(a.learn_in)}</p>
                             </li>
                         }
                     }).collect_view()}
@@ -68,4 +64,16 @@ fn Notes(verdict: Verdict) -> impl IntoView {
         }
     });
     view! { {untested}{advised} }
+}
+
+/// " Learn it in <link>." for each scenario that teaches what a note says; nothing when none.
+fn learn_in(scenarios: Vec<String>) -> impl IntoView {
+    (!scenarios.is_empty()).then(|| {
+        view! {
+            <span class="learn-in">" Learn it in "{scenarios.into_iter().enumerate().map(|(i, id)| view! {
+                {(i > 0).then_some(", ")}
+                <Link href=format!("/scenarios/{id}")>{id}</Link>
+            }).collect_view()}"."</span>
+        }
+    })
 }

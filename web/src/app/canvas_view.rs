@@ -66,10 +66,15 @@ pub fn CanvasView() -> impl IntoView {
     // Runs at the next frame, when the page may already be gone (a page replaced at once):
     // then it does nothing. `min_zoom` is the smallest zoom it may choose.
     let fit = move |min_zoom: f64| {
-        if let Some(div) = wrap.try_get_untracked().flatten() {
+        // The drawing's own size: the notice strip above it is not drawn on.
+        let svg = wrap
+            .try_get_untracked()
+            .flatten()
+            .and_then(|div| div.query_selector("svg.canvas").ok().flatten());
+        if let Some(svg) = svg {
             let (w, h) = (
-                f64::from(div.client_width()),
-                f64::from(div.client_height()),
+                f64::from(svg.client_width()),
+                f64::from(svg.client_height()),
             );
             if let Some(view) = page
                 .editor
@@ -234,7 +239,12 @@ pub fn CanvasView() -> impl IntoView {
             Drag::Pan { .. } => {}
         }
     };
+    // The wheel scrolls the page, as everywhere else; Ctrl or ⌘ with the wheel (which is also
+    // what a trackpad's pinch sends) zooms the drawing.
     let on_wheel = move |ev: leptos::ev::WheelEvent| {
+        if !(ev.ctrl_key() || ev.meta_key()) {
+            return;
+        }
         ev.prevent_default();
         let Some(screen) = local_point(&ev) else {
             return;
@@ -408,6 +418,7 @@ pub fn CanvasView() -> impl IntoView {
                 <span class="zoom-level">{move || format!("{}%", canvas::num((page.view.get().zoom * 100.0).round()))}</span>
                 <button class="icon" aria-label="Zoom in" on:click=move |_| page.view.update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.2))>{icon(PLUS)}</button>
                 <button class="secondary small" aria-label="Fit the design in view" on:click=move |_| fit(ZOOM_MIN)>"Fit"</button>
+                <span class="zoom-hint">"Ctrl/⌘ + wheel or pinch to zoom"</span>
             </div>
         </div>
     }
@@ -538,7 +549,15 @@ fn NodeView(id: String, frame: Memo<Option<Frame>>) -> impl IntoView {
                 .unwrap_or_default()
         })
     };
-    let summary = move || node.with(|n| n.as_ref().map(words::node_summary).unwrap_or_default());
+    let summary = move || {
+        let scenario = page.scenario.get_value();
+        let palette = &scenario.scenario().palette;
+        node.with(|n| {
+            n.as_ref()
+                .map(|n| words::node_summary(n, palette))
+                .unwrap_or_default()
+        })
+    };
     let hit_r = move || canvas::num(canvas::port_hit_radius(page.view.get().zoom));
     view! {
         <g class=class transform=transform tabindex="0" role="button" data-node=id.clone()

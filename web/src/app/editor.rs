@@ -5,6 +5,7 @@
 use std::rc::Rc;
 
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 
 use super::beyond::BeyondThisScenario;
 use super::canvas_view::CanvasView;
@@ -77,7 +78,7 @@ pub fn Workspace(loaded: Rc<Loaded>, mode: Mode, back: (String, &'static str)) -
         drafts::autosave(page, id);
     }
 
-    // Undo and redo work wherever the focus is on this page.
+    // Undo, redo and Check work wherever the focus is on this page.
     let keys = window_event_listener(leptos::ev::keydown, move |ev: leptos::ev::KeyboardEvent| {
         if !(ev.ctrl_key() || ev.meta_key()) {
             return;
@@ -94,6 +95,18 @@ pub fn Workspace(loaded: Rc<Loaded>, mode: Mode, back: (String, &'static str)) -
             "y" => {
                 ev.prevent_default();
                 page.redo();
+            }
+            // Check, from anywhere on the page: the button says so.
+            "enter" => {
+                ev.prevent_default();
+                if let Some(button) = document()
+                    .query_selector("button.check")
+                    .ok()
+                    .flatten()
+                    .and_then(|b| b.dyn_into::<web_sys::HtmlElement>().ok())
+                {
+                    button.click();
+                }
             }
             _ => {}
         }

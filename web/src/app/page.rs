@@ -276,7 +276,7 @@ impl Page {
     pub fn reveal(&self, id: &str) {
         let Some(wrap) = web_sys::window()
             .and_then(|w| w.document())
-            .and_then(|d| d.query_selector(".canvas-wrap").ok().flatten())
+            .and_then(|d| d.query_selector(".canvas-wrap svg.canvas").ok().flatten())
         else {
             return;
         };

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use leptos::prelude::*;
-use shared::verdict::{RequirementVerdict, TableView, TraceEntry};
+use shared::verdict::{RequirementVerdict, RowStatus, TableDiff, TableView, TraceEntry};
+use wasm_bindgen::JsCast;
 
 use super::debounce::Debounce;
 use super::diff_view::TableDiffView;
@@ -91,10 +92,12 @@ fn RequirementResult(index: usize, result: RequirementVerdict) -> impl IntoView 
                 } else {
                     view! { <ol class="failures">{ce.failures.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ol> }.into_any()
                 }}
+                // With a diff, the rows are in the diff's tables: the sentence keeps only what it
+                // compares ("orders unchanged: 4 rows"), not every row as a tuple.
                 <p class="expected-actual">
-                    <span class="expected">"Expected "<strong>{ce.expected.clone()}</strong></span>
+                    <span class="expected">"Expected "<strong>{headline(&ce.expected, ce.diff.is_some())}</strong></span>
                     <span class="versus">" against "</span>
-                    <span class="actual">"actual "<strong>{ce.actual.clone()}</strong></span>
+                    <span class="actual">"actual "<strong>{headline(&ce.actual, ce.diff.is_some())}</strong></span>
                 </p>
                 {ce.diff.clone().map(|diff| view! { <TableDiffView diff=diff /> })}
                 <div class="result-actions">
@@ -118,7 +121,7 @@ fn RequirementResult(index: usize, result: RequirementVerdict) -> impl IntoView 
                     <Timeline trace=ce.trace.clone() went_wrong=went_wrong current=None />
                 </details>
                 <h3 class="sub">{format!("The tables when it went wrong (step {went_wrong})")}</h3>
-                <Tables tables=ce.tables.clone() />
+                <Tables tables=ce.tables.clone() diff=ce.diff.clone() />
             </div>
         }
     });
@@ -129,6 +132,55 @@ fn RequirementResult(index: usize, result: RequirementVerdict) -> impl IntoView 
                 <span>{result.text}</span></p>
             {details}
         </li>
+    }
+}
+
+/// An expected or actual value, without its list of rows when a diff shows them.
+fn headline(text: &str, has_diff: bool) -> String {
+    match text.split_once(" [") {
+        Some((head, _)) if has_diff => head.to_string(),
+        _ => text.to_string(),
+    }
+}
+
+/// What the replay highlights in a diff's table: the columns that differ somewhere, and the
+/// rows of the actual side that are wrong with the indices of their wrong cells (all of them
+/// for an extra row). Plain vectors: a table has a handful of columns.
+#[derive(Default)]
+struct Failing {
+    columns: Vec<u32>,
+    rows: Vec<(Vec<serde_json::Value>, Vec<u32>)>,
+}
+
+impl Failing {
+    fn of(diff: &TableDiff) -> Self {
+        let mut f = Failing::default();
+        for r in diff.actual.iter().filter(|r| r.status != RowStatus::Same) {
+            let cells = if r.status == RowStatus::Extra {
+                (0..r.cells.len() as u32).collect()
+            } else {
+                r.differs.clone()
+            };
+            f.rows.push((r.cells.clone(), cells));
+        }
+        for r in diff.expected.iter().chain(&diff.actual) {
+            f.columns.extend(
+                r.differs
+                    .iter()
+                    .filter(|c| !f.columns.contains(c))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        f
+    }
+
+    /// The wrong cells of a row as readers see it.
+    fn cells(&self, row: &[serde_json::Value]) -> Vec<u32> {
+        self.rows
+            .iter()
+            .find(|(cells, _)| cells.as_slice() == row)
+            .map(|(_, c)| c.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -158,32 +210,73 @@ fn Timeline(trace: Vec<TraceEntry>, went_wrong: u32, current: Option<usize>) -> 
     }
 }
 
-/// Tables as readers see them; those in `changed` are marked as changed by the step shown.
+/// Tables as readers see them; those in `changed` are marked as changed by the step shown. In
+/// the table of `diff`, the columns that differ and the cells of wrong rows are highlighted as
+/// in the diff, and marked in words for a screen reader.
 #[component]
 fn Tables(
     tables: BTreeMap<String, TableView>,
     #[prop(optional)] changed: BTreeSet<String>,
+    diff: Option<TableDiff>,
 ) -> impl IntoView {
+    let (diff_table, failing) = match &diff {
+        Some(d) => (d.table.clone(), Failing::of(d)),
+        None => (String::new(), Failing::default()),
+    };
     view! {
         <div class="tables">
             {tables.into_iter().map(|(name, t)| {
                 let is_changed = changed.contains(&name);
+                let is_diff = name == diff_table;
+                let failing_column = |c: usize| is_diff && failing.columns.contains(&(c as u32));
                 view! {
                 // Focusable, so that a keyboard can scroll a wide table; the caption names it.
                 <div class="table-wrap" class:changed=is_changed tabindex="0"><table class="data">
                     <caption>{name}{is_changed.then_some(" · changed by this step")}</caption>
-                    <thead><tr>{t.columns.iter().map(|c| view! { <th scope="col">{c.clone()}</th> }).collect_view()}</tr></thead>
+                    <thead><tr>{t.columns.iter().enumerate().map(|(i, c)| view! {
+                        <th scope="col" class:failing=failing_column(i)>{c.clone()}
+                            {failing_column(i).then(|| view! { <span class="visually-hidden">" (differs)"</span> })}</th>
+                    }).collect_view()}</tr></thead>
                     <tbody>
                         {if t.rows.is_empty() {
                             let span = t.columns.len().max(1).to_string();
                             view! { <tr><td class="muted" colspan=span>"(no rows)"</td></tr> }.into_any()
                         } else {
-                            t.rows.iter().map(|r| view! { <tr>{r.iter().map(|c| view! { <td>{cell_text(c)}</td> }).collect_view()}</tr> }).collect_view().into_any()
+                            t.rows.iter().map(|r| {
+                                let bad = if is_diff { failing.cells(r) } else { Vec::new() };
+                                view! { <tr>{r.iter().enumerate().map(|(i, c)| view! {
+                                    <td class:failing=failing_column(i) class:wrong=bad.contains(&(i as u32))>
+                                        {bad.contains(&(i as u32)).then(|| view! { <span class="visually-hidden">"differs: "</span> })}{cell_text(c)}
+                                    </td>
+                                }).collect_view()}</tr> }
+                            }).collect_view().into_any()
                         }}
                     </tbody>
                 </table></div>
             }}).collect_view()}
         </div>
+    }
+}
+
+/// Scrolls the replayed diff table's box sideways, as little as needed, to show its failing
+/// column whole.
+fn show_failing_columns() {
+    let th = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| {
+            d.query_selector(".replay .table-wrap th.failing")
+                .ok()
+                .flatten()
+        })
+        .and_then(|n| n.dyn_into::<web_sys::HtmlElement>().ok());
+    let Some(th) = th else {
+        return;
+    };
+    if let Some(wrap) = th.closest(".table-wrap").ok().flatten() {
+        let end = th.offset_left() + th.offset_width();
+        if end > wrap.scroll_left() + wrap.client_width() {
+            wrap.set_scroll_left(end - wrap.client_width());
+        }
     }
 }
 
@@ -199,6 +292,12 @@ pub fn ReplayPanel() -> impl IntoView {
         })
     });
     let frame = Memo::new(move |_| page.frame());
+    // A table wider than the panel scrolls in its box; the column the diff finds wrong is
+    // scrolled into it at every step, so that it is never the part hidden at the right.
+    Effect::new(move |_| {
+        frame.track();
+        request_animation_frame(show_failing_columns);
+    });
     let len =
         move || counterexample.with(|c| c.as_ref().map(|(_, ce)| ce.trace.len()).unwrap_or(0));
     let step_to = move |i: usize| {
@@ -267,7 +366,7 @@ pub fn ReplayPanel() -> impl IntoView {
                         {entry.sql.clone().map(|sql| view! { <pre class="sql" tabindex="0"><code>{sql}</code></pre> })}
                     </div>
                     <h3>"What readers see"</h3>
-                    <Tables tables=f.tables.clone() changed=f.changed.clone() />
+                    <Tables tables=f.tables.clone() changed=f.changed.clone() diff=counterexample.with(|c| c.as_ref().and_then(|(_, ce)| ce.diff.clone())) />
                 }.into_any()
             }}
         </section>

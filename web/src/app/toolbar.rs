@@ -169,6 +169,12 @@ pub fn Toolbar() -> impl IntoView {
                                 let id = page.scenario.with_value(|s| page.editor.try_update(|e| e.add_node(s.scenario(), kind, None))).unwrap_or_default();
                                 page.selected.set(Some(Selection::Node(id.clone())));
                                 page.reveal(&id);
+                                // The new node takes the focus, so that the keys act on it
+                                // (Delete removes it, the arrows move it) once it is drawn.
+                                let selector = format!("g.node[data-node=\"{id}\"]");
+                                request_animation_frame(move || {
+                                    dom::focus(&selector);
+                                });
                                 page.say(format!("Added {} \"{id}\". Tab to it to move or connect it.", kind.describe()), false);
                             }>
                             <span class="plus" aria-hidden="true">"+"</span>{title}
@@ -203,8 +209,10 @@ pub fn Toolbar() -> impl IntoView {
                     DraftState::Saved => "Draft saved",
                     DraftState::Local => "Saved in this browser (offline)",
                 }}</span>
-                <button class="primary check" on:click=check disabled=move || page.checking.get()>
+                <button class="primary check" on:click=check disabled=move || page.checking.get()
+                    aria-keyshortcuts="Control+Enter Meta+Enter" title="Check (Ctrl+Enter, or ⌘+Enter on a Mac)">
                     {move || if page.checking.get() { "Checking…" } else { "Check" }}
+                    <kbd class="shortcut" aria-hidden="true">"Ctrl+↵"</kbd>
                 </button>
             </div>
         </div>
