@@ -154,12 +154,10 @@ async fn exercise(store: Store) {
         .put_draft(&alice.id, "logical-date", &json!({}))
         .await
         .unwrap();
+    // A draft alone is not a try: "tried" means a Check was made.
     assert_eq!(
         store.progress(&alice.id).await.unwrap().get("logical-date"),
-        Some(&Progress {
-            tried: true,
-            passed: false
-        })
+        None
     );
 
     // Idempotency keys: claim, replay, mismatch, in flight, abandon.
