@@ -242,8 +242,12 @@ fn same_origin(headers: &HeaderMap, config: &Config) -> Result<(), Refusal> {
         .get("sec-fetch-site")
         .and_then(|v| v.to_str().ok())
         .map(|v| v.trim().to_ascii_lowercase());
-    if matches!(site.as_deref(), Some("cross-site" | "same-site")) {
-        return Err(refused());
+    match site.as_deref() {
+        Some("cross-site" | "same-site") => return Err(refused()),
+        // The browser says the form is this tool's own page. Its `Origin` is `null` then,
+        // as the pages' `Referrer-Policy: no-referrer` makes a form's post send it.
+        Some("same-origin") => return Ok(()),
+        _ => {}
     }
     let Some(origin) = headers.get(header::ORIGIN) else {
         return Ok(());

@@ -1090,7 +1090,8 @@ fn the_score_url_of_a_line_item_keeps_its_query() {
 }
 
 /// The resume page's form post, from this tool's own page in a browser holding `who`'s
-/// cookies.
+/// cookies, with the headers Chromium sends: the pages' `Referrer-Policy: no-referrer` makes
+/// a form's `Origin` `null`, and `Sec-Fetch-Site` says the form is the tool's own.
 async fn post_resume(app: &TestApp, code: &str, who: &As) -> crate::common::Answer {
     app.send(
         Method::POST,
@@ -1098,7 +1099,7 @@ async fn post_resume(app: &TestApp, code: &str, who: &As) -> crate::common::Answ
         who,
         &[
             ("content-type", "application/x-www-form-urlencoded"),
-            ("origin", PUBLIC),
+            ("origin", "null"),
             ("sec-fetch-site", "same-origin"),
         ],
         Some(format!("code={}", urlencode(code)).into_bytes()),
@@ -1169,6 +1170,23 @@ async fn a_frame_that_keeps_no_cookie_hands_the_student_to_a_new_window_that_nam
         "a top-level page continues in place: {}",
         top.text
     );
+    // A post that does not show it comes from the tool's own page (an opaque `Origin` and no
+    // `Sec-Fetch-Site`, as a sandboxed page of another site can send) is refused and spends
+    // nothing.
+    let opaque = app
+        .send(
+            Method::POST,
+            "/lti/resume",
+            &As::nobody(),
+            &[
+                ("content-type", "application/x-www-form-urlencoded"),
+                ("origin", "null"),
+            ],
+            Some(format!("code={}", urlencode(&code)).into_bytes()),
+        )
+        .await;
+    assert_eq!(opaque.status, StatusCode::FORBIDDEN, "{}", opaque.text);
+    assert!(opaque.header("set-cookie").is_none());
     // Its form signs the new window in as the launched student, on the scenario.
     let resumed = post_resume(&app, &code, &As::nobody()).await;
     assert_eq!(resumed.status, StatusCode::SEE_OTHER, "{}", resumed.text);
