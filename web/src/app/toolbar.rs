@@ -129,17 +129,23 @@ pub fn Toolbar() -> impl IntoView {
                         verdict
                     })
             };
+            let checked = answer.is_ok();
             match answer {
                 Ok(verdict) => {
                     page.replay.set(None);
                     page.verdict.set(Some(verdict));
                     page.checked_design.set(Some(design));
-                    // On a phone the verdict is below the drawing: bring it into view.
-                    request_animation_frame(|| scroll_into_view(".verdict-summary"));
                 }
                 Err(e) => page.check_error.set(Some(e)),
             }
             page.checking.set(false);
+            if checked {
+                // On a phone the verdict is below the drawing: bring it into view once the
+                // page has laid out what the check changed (two frames on).
+                request_animation_frame(|| {
+                    request_animation_frame(|| scroll_into_view(".verdict-summary"))
+                });
+            }
         });
     };
     let file_input = NodeRef::<leptos::html::Input>::new();
