@@ -124,14 +124,16 @@ impl Store {
         })
     }
 
-    /// Takes the send of `d` for [`CLAIM`]: false when another server (or round) holds it.
+    /// Takes the send of `d` for [`CLAIM`]: false when another server (or round) holds it,
+    /// or has sent it since `d` was read (then the score is no longer due).
     async fn claim_grade(&self, d: &Due, now: DateTime<Utc>) -> StoreResult<bool> {
         let _turn = self.write_turn().await;
         let until = now + chrono::Duration::from_std(CLAIM).unwrap_or_default();
         with_pool!(self, pool => sqlx::query(
             "UPDATE lti_grade_targets SET next_try_at = $4 \
-             WHERE student = $1 AND scenario = $2 AND lineitem = $3 AND (next_try_at IS NULL OR next_try_at <= $5)")
-            .bind(&d.student).bind(&d.scenario).bind(&d.lineitem).bind(until).bind(now)
+             WHERE student = $1 AND scenario = $2 AND lineitem = $3 AND (next_try_at IS NULL OR next_try_at <= $5) \
+             AND (sent_through IS NULL OR sent_through < $6)")
+            .bind(&d.student).bind(&d.scenario).bind(&d.lineitem).bind(until).bind(now).bind(d.through)
             .execute(pool).await.map(|r| r.rows_affected() == 1))
     }
 
