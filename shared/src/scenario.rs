@@ -695,6 +695,11 @@ pub enum Check {
         column: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         value: Option<serde_json::Value>,
+        /// When true, the check starts at the first committed point where a row matches
+        /// `where`: before a first load, a reader who finds no row at all has seen nothing
+        /// wrong, while a part of the rows is still a miss.
+        #[serde(default, skip_serializing_if = "is_false")]
+        from_first_row: bool,
     },
     /// At every committed point, the sum of `column` over the rows matching `where` is never
     /// less than a reader has seen it before: a total, once published, never drops (no rows
@@ -810,4 +815,10 @@ pub fn typed_rows(table: &TableDef) -> Result<Vec<Vec<Value>>, (String, String)>
         out.push(typed);
     }
     Ok(out)
+}
+
+/// For `skip_serializing_if`: a flag left at its default is not written, so a file without
+/// it serialises (and hashes) as it did before the flag existed.
+fn is_false(b: &bool) -> bool {
+    !*b
 }

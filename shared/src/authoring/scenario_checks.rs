@@ -1033,10 +1033,14 @@ pub(super) fn check_check(s: &Scenario, p: &str, id: &str, check: &Check, out: &
             rows,
             column,
             value,
+            from_first_row,
         } => {
             let Some(t) = table_of(s, p, id, table, out) else {
                 return;
             };
+            if *from_first_row && *rows == Some(0) {
+                out.push(format!("{p}.from_first_row"), "from_first_row starts the check at the first row that matches, and rows 0 says no row may match: the check could only pass; leave out from_first_row, or give the number of rows a reader must find");
+            }
             check_conditions(&format!("{p}.where"), t, filter, out);
             match (column, value) {
                 (Some(c), Some(v)) => {

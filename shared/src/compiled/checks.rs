@@ -53,6 +53,8 @@ pub(crate) enum CCheck {
         rows: Option<u64>,
         column: Option<usize>,
         value: Option<Value>,
+        /// Checked only from the first committed point where a row matches `filter`.
+        from_first_row: bool,
     },
     NeverDrops {
         table: usize,
@@ -379,6 +381,7 @@ fn compile_other_check(
             rows,
             column,
             value,
+            from_first_row,
         } => {
             let t = ctx.table(table, errors)?;
             let filter = ctx.conds(t, filter, "where", errors);
@@ -400,6 +403,7 @@ fn compile_other_check(
                 rows: *rows,
                 column,
                 value,
+                from_first_row: *from_first_row,
             })
         }
         Check::NeverDrops {

@@ -312,8 +312,9 @@ pub(crate) struct Sim<'a> {
     failure_words: Vec<String>,
     faults: Vec<FaultAt>,
     pub(crate) misses: Vec<Option<Miss>>,
-    /// Per requirement, the greatest total a reader has seen (`never_drops`; zero for the
-    /// others).
+    /// Per requirement, what readers have seen so far: the greatest total for a
+    /// `never_drops`, one once a row has matched for a `never_seen` from the first row, zero
+    /// for the others.
     peaks: Vec<Decimal>,
     unfinished: Option<String>,
     steps: u64,
@@ -396,12 +397,18 @@ impl<'a> Sim<'a> {
             failure_words: Vec::new(),
             faults: Vec::new(),
             misses: vec![None; m.checks.len()],
-            // Only a model with a `never_drops` requirement keeps the totals readers saw.
-            peaks: if m
-                .checks
-                .iter()
-                .any(|c| matches!(c, CCheck::NeverDrops { .. }))
-            {
+            // Only a model with a `never_drops` requirement, or a `never_seen` from the first
+            // row, keeps what readers saw.
+            peaks: if m.checks.iter().any(|c| {
+                matches!(
+                    c,
+                    CCheck::NeverDrops { .. }
+                        | CCheck::NeverSeen {
+                            from_first_row: true,
+                            ..
+                        }
+                )
+            }) {
                 vec![Decimal::ZERO; m.checks.len()]
             } else {
                 Vec::new()
@@ -840,6 +847,7 @@ impl<'a> Sim<'a> {
                 rows,
                 column,
                 value,
+                from_first_row,
             } = check
             else {
                 continue;
@@ -852,6 +860,15 @@ impl<'a> Sim<'a> {
                 .iter()
                 .filter(|r| eval(r, filter))
                 .collect();
+            // From the first row: until a row matches, a reader has seen nothing wrong; the
+            // first one starts the check for the rest of the run (kept with the totals, so
+            // the search's state holds it).
+            if *from_first_row && self.peaks[i].is_zero() {
+                if matching.is_empty() {
+                    continue;
+                }
+                self.peaks[i] = Decimal::ONE;
+            }
             let count_ok = rows.is_none_or(|n| matching.len() as u64 == n);
             let value_ok = match (column, value) {
                 (Some(c), Some(v)) => matching.iter().all(|r| r[*c].key_eq(v)),

@@ -371,3 +371,41 @@ fn a_check_past_its_limits_answers_with_an_error_not_a_hang() {
     .unwrap();
     assert_eq!((n, counted), (all, all));
 }
+
+/// "Readers never see half a day" asked of a first load: the day has no row before the job
+/// first writes it, so a check from the first committed point misses every design at once,
+/// while a check from the first row tells the designs apart.
+#[test]
+fn a_reader_check_from_the_first_row_can_be_asked_of_a_first_load() {
+    let with = |from_first_row: bool| {
+        let mut s = serde_json::to_value(scenario_file("safe-retry")).unwrap();
+        s["requirements"].as_array_mut().unwrap().push(json!({
+            "id": "day-whole", "text": "A reader who finds the day finds its one revenue row.", "hint": "-",
+            "check": {"kind": "never_seen", "table": "daily_revenue", "rows": 1, "from_first_row": from_first_row,
+                      "where": [{"column": "order_date", "op": "=", "value": "2026-01-10"}]}
+        }));
+        scenario(s)
+    };
+    let day_whole = |s: &shared::Scenario, transaction: &str, write: &str| {
+        let v = verdict(s, batch_design(transaction, "merge", write));
+        requirement(&v, "day-whole").passed
+    };
+    let from_start = with(false);
+    assert!(
+        !day_whole(&from_start, "per_run", "delete_insert"),
+        "from the first committed point, the day is missing before the first load"
+    );
+    let from_first = with(true);
+    assert!(day_whole(&from_first, "per_run", "delete_insert"));
+    assert!(day_whole(&from_first, "none", "merge"));
+    // A retry's delete, committed on its own, empties the day a reader already found.
+    assert!(!day_whole(&from_first, "none", "delete_insert"));
+    // A retry's append shows the day twice.
+    assert!(!day_whole(&from_first, "none", "append"));
+    // Written back, the flag is kept; left out, it is not written.
+    let text = serde_json::to_string(&from_first).unwrap();
+    assert!(text.contains("\"from_first_row\":true"));
+    assert!(!serde_json::to_string(&from_start)
+        .unwrap()
+        .contains("from_first_row"));
+}

@@ -306,6 +306,7 @@ fn stages_case(
             {"id": "complete", "text": "-", "hint": "-", "check": {"kind": "complete", "table": "raw", "column": "payment_id", "source": "payments", "source_column": "payment_id"}},
             {"id": "never-drops", "text": "-", "hint": "-", "check": {"kind": "never_drops", "table": "revenue", "column": "revenue"}},
             {"id": "one-row", "text": "-", "hint": "-", "check": {"kind": "never_seen", "table": "revenue", "rows": 1}},
+            {"id": "one-row-once-there", "text": "-", "hint": "-", "check": {"kind": "never_seen", "table": "revenue", "rows": 1, "from_first_row": true}},
             {"id": "finishes", "text": "-", "hint": "-", "check": {"kind": "finishes"}}
         ],
         "reference_designs": [], "wrong_designs": []
