@@ -132,7 +132,8 @@ fn the_schema_alone_catches_the_broken_fixtures_it_can() {
         ("failure-without-sender.json", true),               // message_lost requires senders
         ("missing-field.json", true),                        // required field
         ("misspelt-fields.json", true),                      // no additional properties
-        ("month-13.json", true),                             // the date pattern
+        ("month-13.json", true),
+        ("never-seen-from-first-row-zero.json", false),                             // the date pattern
         ("palette-window-as-number.json", true),             // palette values are strings
         ("reference-design-fails.json", false),              // the simulator's verdict
         ("requirement-never-missed.json", false),            // the simulator's verdict
