@@ -158,6 +158,8 @@ pub fn router(state: AppState) -> Router {
                 .route("/api/author/status", get(author::status))
                 .route("/api/author/scenarios/{id}", get(author::scenario))
                 .route("/api/author/scenarios/{id}/solve", get(author::solve))
+                .route("/api/author/files/{name}", get(author::file))
+                .route("/api/author/files/{name}/check", post(author::check_file))
                 .route_layer(middleware::from_fn(auth::no_store))
                 // They show the answers: only to a page opened by a loopback name.
                 .route_layer(middleware::from_fn_with_state(

@@ -17,11 +17,11 @@ use std::time::Duration;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-use shared::authoring::Diagnostic;
+use shared::authoring::{Diagnostic, Located};
 use shared::Compiled;
 use tokio::sync::mpsc;
 
-use crate::catalogue::{self, Catalogue};
+use crate::catalogue::{self, Catalogue, Entry};
 
 /// How long the folder must be quiet after a change before it is read again: an editor's save
 /// is often several events (a temporary file, a rename, a change of times).
@@ -64,12 +64,32 @@ struct LastGood {
     generation: u64,
 }
 
+/// A scenario file with problems, opened for its author as it is now: its text, each
+/// problem at its place, and the scenario compiled when its parts fit together, so that a
+/// design can be tried on it before the file validates.
+#[derive(Debug)]
+pub struct BrokenFile {
+    /// The file's name in the folder, which the author page's URLs use.
+    pub name: String,
+    /// The file as the problems name it.
+    pub file: String,
+    /// The id and title the text gives, when it gives them.
+    pub id: Option<String>,
+    pub title: Option<String>,
+    pub text: String,
+    pub problems: Vec<Located>,
+    /// The scenario as the file has it now, to try a design on; or why it cannot be.
+    pub tryable: Result<Arc<Entry>, String>,
+}
+
 /// The catalogue being served, and what the last reading of its files found.
 pub struct LiveCatalogue {
     current: RwLock<Arc<Catalogue>>,
     status: RwLock<Arc<CatalogueStatus>>,
     /// By file, the scenario last read from it without problems (reloads only).
     last_good: RwLock<BTreeMap<String, LastGood>>,
+    /// By file name, the files with problems at the last reading.
+    broken: RwLock<Arc<BTreeMap<String, Arc<BrokenFile>>>>,
 }
 
 impl LiveCatalogue {
@@ -86,7 +106,17 @@ impl LiveCatalogue {
                 stale: Vec::new(),
             })),
             last_good: RwLock::new(BTreeMap::new()),
+            broken: RwLock::new(Arc::default()),
         }
+    }
+
+    /// The files with problems at the last reading, by file name.
+    pub fn broken_files(&self) -> Arc<BTreeMap<String, Arc<BrokenFile>>> {
+        Arc::clone(&self.broken.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn open_broken(&self, problems: &[Diagnostic]) {
+        *self.broken.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(open_broken(problems));
     }
 
     /// The catalogue to serve a request with; it stays the same for that request whatever
@@ -131,6 +161,7 @@ impl LiveCatalogue {
         for p in &report.problems {
             tracing::warn!(file = %p.file, path = %p.path, "{}", p.message);
         }
+        self.open_broken(&report.problems);
         for s in &stale {
             tracing::warn!(file = %s.file, id = %s.id, "the file has problems; still serving its last good version (stale, read in catalogue #{})", s.since_generation);
         }
@@ -225,6 +256,7 @@ impl LiveCatalogue {
     /// the problems to show until they are fixed.
     pub fn broken(problems: Vec<Diagnostic>) -> LiveCatalogue {
         let live = LiveCatalogue::new(Catalogue::default());
+        live.open_broken(&problems);
         *live.status.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(CatalogueStatus {
             generation: 0,
             problems,
@@ -232,6 +264,51 @@ impl LiveCatalogue {
         });
         live
     }
+}
+
+/// Each file the problems name, opened: read again, its problems placed in its text, its
+/// scenario compiled when it can be. A problem of the folder itself names no file.
+fn open_broken(problems: &[Diagnostic]) -> BTreeMap<String, Arc<BrokenFile>> {
+    let mut by_file: BTreeMap<&str, Vec<Diagnostic>> = BTreeMap::new();
+    for p in problems {
+        by_file.entry(p.file.as_str()).or_default().push(p.clone());
+    }
+    let mut opened = BTreeMap::new();
+    for (file, found) in by_file {
+        let path = Path::new(file);
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        // A file too large to read is named by its problem alone.
+        let text = match std::fs::metadata(path) {
+            Ok(m) if m.is_file() && m.len() <= catalogue::MAX_SCENARIO_FILE_BYTES => {
+                std::fs::read_to_string(path).unwrap_or_default()
+            }
+            _ => String::new(),
+        };
+        let raw = serde_json::from_str::<serde_json::Value>(&text).ok();
+        let field = |name: &str| {
+            raw.as_ref()
+                .and_then(|r| r.get(name))
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        };
+        let tryable = shared::authoring::tryable(&text)
+            .map(|compiled| Arc::clone(&Catalogue::new(vec![compiled]).entries()[0]));
+        opened.insert(
+            name.to_string(),
+            Arc::new(BrokenFile {
+                name: name.to_string(),
+                file: file.to_string(),
+                id: field("id"),
+                title: field("title"),
+                problems: shared::authoring::locate(&text, &found),
+                text,
+                tryable,
+            }),
+        );
+    }
+    opened
 }
 
 const NOTHING: &str = "nothing";

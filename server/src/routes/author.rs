@@ -15,7 +15,7 @@ use serde_json::Value as Json_;
 use crate::catalogue::Catalogue;
 use crate::checker::Checker;
 use crate::error::AppError;
-use crate::watch::{CatalogueStatus, LiveCatalogue};
+use crate::watch::{BrokenFile, CatalogueStatus, LiveCatalogue};
 
 /// `GET /api/author/status`: what the last reading of the files found, and the scenarios
 /// being served.
@@ -24,6 +24,20 @@ pub struct Status {
     #[serde(flatten)]
     pub files: CatalogueStatus,
     pub scenarios: Vec<ScenarioLine>,
+    /// The files with problems, each openable on the author page.
+    pub broken: Vec<BrokenLine>,
+}
+
+/// A file with problems, as the author page lists it.
+#[derive(Serialize)]
+pub struct BrokenLine {
+    /// The file's name, for `GET /api/author/files/{name}`.
+    pub name: String,
+    pub id: Option<String>,
+    pub title: Option<String>,
+    pub problems: usize,
+    /// Whether a design can be tried on the file as it is now.
+    pub tryable: bool,
 }
 
 #[derive(Serialize)]
@@ -40,7 +54,19 @@ pub async fn status(State(live): State<Arc<LiveCatalogue>>) -> Json<Status> {
     // The catalogue and the status are read apart; a swap between the two reads shows at the
     // next poll.
     let catalogue = live.current();
+    let broken = live
+        .broken_files()
+        .values()
+        .map(|b| BrokenLine {
+            name: b.name.clone(),
+            id: b.id.clone(),
+            title: b.title.clone(),
+            problems: b.problems.len(),
+            tryable: b.tryable.is_ok(),
+        })
+        .collect();
     Json(Status {
+        broken,
         files: (*live.status()).clone(),
         scenarios: catalogue
             .entries()
@@ -149,4 +175,82 @@ pub async fn solve(
         out.insert("summary".into(), Json_::String(solution.summary()));
     }
     Ok(Json(json))
+}
+
+/// `GET /api/author/files/{name}`: a file with problems as it is now: its text, each problem
+/// at its path, line and column, and the scenario to try a design on when its parts fit
+/// together (or why they do not).
+#[derive(Serialize)]
+pub struct AuthorFile {
+    pub name: String,
+    pub file: String,
+    pub id: Option<String>,
+    pub text: String,
+    pub problems: Vec<shared::authoring::Located>,
+    /// The scenario as the file has it now, whole, when a design can be tried on it.
+    pub scenario: Option<Json_>,
+    pub hash: Option<String>,
+    pub why_not_tryable: Option<String>,
+}
+
+fn broken_file(live: &LiveCatalogue, name: &str) -> Result<Arc<BrokenFile>, AppError> {
+    live.broken_files().get(name).cloned().ok_or_else(|| {
+        AppError::new(
+            axum::http::StatusCode::NOT_FOUND,
+            crate::error::ErrorCode::NotFound,
+            format!("no scenario file \"{name}\" has problems now: it validates, or the folder has no such file; GET /api/author/status lists the files with problems"),
+        )
+    })
+}
+
+pub async fn file(
+    State(live): State<Arc<LiveCatalogue>>,
+    Path(name): Path<String>,
+) -> Result<Json<AuthorFile>, AppError> {
+    let b = broken_file(&live, &name)?;
+    let (scenario, hash, why_not_tryable) = match &b.tryable {
+        Ok(entry) => (
+            Some(serde_json::to_value(entry.scenario()).map_err(AppError::internal)?),
+            Some(entry.hash.clone()),
+            None,
+        ),
+        Err(why) => (None, None, Some(why.clone())),
+    };
+    Ok(Json(AuthorFile {
+        name: b.name.clone(),
+        file: b.file.clone(),
+        id: b.id.clone(),
+        text: b.text.clone(),
+        problems: b.problems.clone(),
+        scenario,
+        hash,
+        why_not_tryable,
+    }))
+}
+
+/// `POST /api/author/files/{name}/check`: the verdict of a design on the file as it is now,
+/// as `POST /api/scenarios/{id}/check` gives it for a scenario being served. Nothing is
+/// recorded.
+pub async fn check_file(
+    State(live): State<Arc<LiveCatalogue>>,
+    State(checker): State<Checker>,
+    Path(name): Path<String>,
+    request: axum::extract::Request,
+) -> Result<axum::response::Response, AppError> {
+    use axum::response::IntoResponse;
+    let body = crate::error::read_body(request, &()).await?;
+    let b = broken_file(&live, &name)?;
+    let entry = b.tryable.clone().map_err(|why| {
+        AppError::new(
+            axum::http::StatusCode::CONFLICT,
+            crate::error::ErrorCode::InvalidRequest,
+            why,
+        )
+    })?;
+    let checked = checker.check_body(entry, &body).await?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        checked.json.clone(),
+    )
+        .into_response())
 }

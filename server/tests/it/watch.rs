@@ -566,3 +566,113 @@ async fn the_author_api_solves_a_scenario() {
         .await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text);
 }
+
+#[tokio::test]
+async fn a_file_that_does_not_validate_opens_with_its_problems_in_place_and_takes_a_design() {
+    let (app, folder) = watched_app(Config {
+        author: true,
+        ..Config::default()
+    })
+    .await;
+    let status = wait_for(&app, "the first status", |_| true).await;
+    let served_hash = hash_of(&status, "offset-commit").unwrap();
+    assert_eq!(status["broken"], json!([]), "{status}");
+
+    // A reference design that misses: the file does not validate, but its parts fit.
+    let text = std::fs::read_to_string(scenarios_dir().join("offset-commit.json")).unwrap();
+    let mut json: Value = serde_json::from_str(&text).unwrap();
+    json["title"] = json!("Offsets, being edited");
+    json["reference_designs"][0]["design"] = json["starting_design"].clone();
+    let broken = serde_json::to_string_pretty(&json).unwrap();
+    save(folder.path(), "offset-commit.json", &broken);
+    let status = wait_for(&app, "offset-commit listed as broken", |s| {
+        s["broken"].as_array().is_some_and(|l| !l.is_empty())
+    })
+    .await;
+    let line = &status["broken"][0];
+    assert_eq!(line["name"], "offset-commit.json", "{status}");
+    assert_eq!(line["id"], "offset-commit");
+    assert_eq!(line["title"], "Offsets, being edited");
+    assert_eq!(line["tryable"], true);
+
+    let opened = app
+        .get("/api/author/files/offset-commit.json", &As::nobody())
+        .await;
+    assert_eq!(opened.status, StatusCode::OK, "{}", opened.text);
+    assert_eq!(opened.body["text"], broken.as_str());
+    let problem = &opened.body["problems"][0];
+    assert!(
+        problem["path"]
+            .as_str()
+            .unwrap()
+            .starts_with("$.reference_designs[0]"),
+        "{problem}"
+    );
+    // The line is the one where the first reference design starts in the file.
+    let start = broken.find("\"reference_designs\"").unwrap();
+    let first = start + broken[start..].find('{').unwrap();
+    let expected_line = broken[..first].matches('\n').count() + 1;
+    assert!(
+        problem["line"].as_u64().unwrap() >= expected_line as u64,
+        "{problem} before line {expected_line}"
+    );
+    assert_eq!(opened.body["scenario"]["title"], "Offsets, being edited");
+    let file_hash = opened.body["hash"].as_str().unwrap().to_string();
+    assert_ne!(file_hash, served_hash);
+
+    // A design tried on the file as it is now, not on the version students get.
+    let reference =
+        serde_json::from_str::<Value>(&text).unwrap()["reference_designs"][0]["design"].clone();
+    let tried = app
+        .post(
+            "/api/author/files/offset-commit.json/check",
+            &As::nobody(),
+            &reference,
+        )
+        .await;
+    assert_eq!(tried.status, StatusCode::OK, "{}", tried.text);
+    assert_eq!(tried.body["scenario_hash"], file_hash.as_str());
+    assert_eq!(tried.body["passed"], true, "{}", tried.text);
+    let shipped: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        app.get("/api/scenarios/offset-commit", &As::nobody())
+            .await
+            .body["title"],
+        shipped["title"],
+        "students keep the last good version"
+    );
+
+    // A file that does not read as a scenario opens with its text and says why no design
+    // can be tried; a check on it is refused.
+    save(
+        folder.path(),
+        "offset-commit.json",
+        "{ \"id\": \"offset-commit\",\n  \"order\": ",
+    );
+    wait_for(&app, "offset-commit untryable", |s| {
+        s["broken"][0]["tryable"] == false
+    })
+    .await;
+    let opened = app
+        .get("/api/author/files/offset-commit.json", &As::nobody())
+        .await;
+    assert_eq!(opened.body["scenario"], Value::Null);
+    assert!(opened.body["why_not_tryable"]
+        .as_str()
+        .unwrap()
+        .contains("does not read as a scenario"));
+    assert_eq!(opened.body["problems"][0]["line"], 2, "{}", opened.text);
+    let refused = app
+        .post(
+            "/api/author/files/offset-commit.json/check",
+            &As::nobody(),
+            &reference,
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
+    // A file without problems is not one of them.
+    let missing = app
+        .get("/api/author/files/safe-retry.json", &As::nobody())
+        .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text);
+}

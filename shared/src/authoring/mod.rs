@@ -17,6 +17,7 @@ use crate::scenario::Scenario;
 
 mod diagnostic;
 mod json_position;
+mod opened;
 
 mod parse;
 mod points;
@@ -34,6 +35,7 @@ use design_checks::check_designs;
 pub use diagnostic::Diagnostic;
 use diagnostic::Diagnostics;
 use json_position::Spans;
+pub use opened::{locate, tryable, Located};
 pub use points::{bound_finding, failure_points, FailurePoints, Severity};
 use scenario_checks::{check_names, is_slug};
 #[cfg(feature = "schema")]
