@@ -116,3 +116,64 @@ test('the author page: reference and wrong designs with verdicts and replay, a d
     await browser.close();
   }
 });
+
+test('a scenario file that does not validate opens with its problems in place, and a design is tried on it', async () => {
+  assert.ok(FOLDER, 'AUTHOR_SCENARIOS names the watched folder');
+  const browser = await openBrowser({ baseURL: AUTHOR_URL, bypassCSP: true });
+  const { page } = browser;
+  const node = (id) => page.locator(`g.node[data-node="${id}"]`);
+  const choice = (option, value) => page.locator(`.inspector label.choice:has(input[name$="-${option}"][value="${value}"])`);
+  const file = join(FOLDER, 'offset-commit.json');
+  const good = readFileSync(file, 'utf8');
+  try {
+    // The first reference design replaced by the starting design, which misses: the file does
+    // not validate, but its tables, streams and failures are whole.
+    const json = JSON.parse(good);
+    json.title = 'Offsets, being edited';
+    json.reference_designs[0].design = json.starting_design;
+    save(file, JSON.stringify(json, null, 2));
+    await page.goto('/author');
+    const listed = page.locator('ul.broken-files li', { hasText: 'offset-commit.json' });
+    await listed.waitFor({ timeout: 60_000 });
+    assert.match(await listed.innerText(), /a design can be tried on it/);
+    await listed.getByRole('link').click();
+
+    const panel = page.locator('section.broken-file');
+    await panel.getByRole('heading', { name: 'offset-commit.json does not validate' }).waitFor();
+    const problem = panel.locator('li.file-problem').first();
+    await problem.waitFor();
+    assert.match(await problem.innerText(), /^line \d+, column \d+ \$\.reference_designs\[0\][^:]*: reference design/);
+    // The problem's line is marked in the file's text, and its link goes there.
+    const line = Number((await problem.innerText()).match(/^line (\d+)/)[1]);
+    const marked = panel.locator(`#file-line-${line}`);
+    assert.equal(await marked.getAttribute('class'), 'file-line problem-line');
+    assert.equal(await problem.getByRole('link').getAttribute('href'), `#file-line-${line}`);
+    assert.match(await panel.locator('pre.file-text').innerText(), /Offsets, being edited/);
+    await screenshot(page, 'author-file-does-not-validate');
+    await axe(page, 'a file that does not validate on the author page');
+
+    // Try a design on the file as it is now: checked on it, nothing recorded.
+    assert.match(await page.locator('.workspace h1, h1').first().innerText(), /Offsets, being edited/);
+    await page.locator('button.check').click();
+    await page.locator('.verdict-summary.missed').waitFor();
+    await node('consumer').click();
+    await choice('offset_commit', 'after_write').click();
+    await node('paid').click();
+    await choice('write', 'insert_ignore').click();
+    await page.locator('button.check').click();
+    await page.locator('.verdict-summary.passed').waitFor();
+    const attempts = await (await page.request.get('/api/submissions')).json();
+    assert.deepEqual(attempts, [], 'trying a design records no attempt');
+    await screenshot(page, 'author-file-tried');
+
+    // A text that does not read as a scenario still opens, says why nothing can be tried.
+    save(file, '{ "id": "offset-commit",\n  "order": ');
+    await panel.locator('text=does not read as a scenario').waitFor({ timeout: 60_000 });
+    assert.match(await panel.locator('li.file-problem').first().innerText(), /^line 2, column 11 \$/);
+    assert.equal(await page.locator('button.check').count(), 0);
+    assert.deepEqual(browser.problems, []);
+  } finally {
+    if (readFileSync(file, 'utf8') !== good) save(file, good);
+    await browser.close();
+  }
+});

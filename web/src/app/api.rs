@@ -256,6 +256,70 @@ pub mod author {
         #[serde(default)]
         pub stale: Vec<Stale>,
         pub scenarios: Vec<Line>,
+        /// The files with problems, each openable as it is now.
+        #[serde(default)]
+        pub broken: Vec<BrokenLine>,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Deserialize)]
+    pub struct BrokenLine {
+        pub name: String,
+        pub id: Option<String>,
+        pub title: Option<String>,
+        pub problems: usize,
+        pub tryable: bool,
+    }
+
+    impl Status {
+        /// The file with problems that the author page of scenario `id` opens: the file
+        /// that gives that id, or, when its text gives none, the file named after it.
+        pub fn broken_file(&self, id: &str) -> Option<&BrokenLine> {
+            self.broken
+                .iter()
+                .find(|b| b.id.as_deref() == Some(id))
+                .or_else(|| self.broken.iter().find(|b| b.name == format!("{id}.json")))
+        }
+    }
+
+    /// A problem of a file, placed in its text (1-based line and column).
+    #[derive(Clone, Debug, PartialEq, Deserialize)]
+    pub struct Located {
+        pub path: String,
+        pub line: usize,
+        pub column: usize,
+        pub message: String,
+    }
+
+    /// A file with problems as it is now (`GET /api/author/files/{name}`).
+    #[derive(Clone, Debug, PartialEq, Deserialize)]
+    pub struct File {
+        pub name: String,
+        pub text: String,
+        pub problems: Vec<Located>,
+        /// The scenario to try a design on, when its parts fit together.
+        pub scenario: Option<Json>,
+        pub why_not_tryable: Option<String>,
+    }
+
+    pub async fn file(name: &str) -> Result<File, ApiError> {
+        get(&format!("/api/author/files/{name}")).await
+    }
+
+    /// The verdict of a design on a file with problems as it is now; nothing is recorded.
+    pub async fn check_file(
+        name: &str,
+        design: &shared::design::Design,
+    ) -> Result<shared::Verdict, ApiError> {
+        let body =
+            serde_json::to_string(design).map_err(|e| ApiError::new(e.to_string(), false))?;
+        super::read(
+            super::fetch(
+                "POST",
+                &format!("/api/author/files/{name}/check"),
+                Some(body),
+            )
+            .await?,
+        )
     }
 
     #[derive(Clone, Debug, PartialEq, Deserialize)]

@@ -16,7 +16,7 @@ use shared::design::{design_from_json, Design};
 use super::api::{author, ApiError};
 use super::drafts::Loaded;
 use super::editor::Workspace;
-use super::page::Mode;
+use super::page::{Mode, TryOn};
 use super::router::Link;
 
 /// How often the page asks the server what the files hold.
@@ -110,6 +110,7 @@ pub fn AuthorHome() -> impl IntoView {
                     Some(Err(e)) => unavailable(&e).into_any(),
                     Some(Ok(s)) => view! {
                         {problems_view(&s)}
+                        {broken_list(&s)}
                         <h2>"Scenarios"</h2>
                         <table class="author-scenarios">
                             <thead><tr><th scope="col">"Scenario"</th><th scope="col">"Id"</th><th scope="col">"Reference designs"</th><th scope="col">"Wrong designs"</th></tr></thead>
@@ -129,6 +130,30 @@ pub fn AuthorHome() -> impl IntoView {
     }
 }
 
+/// The files with problems, each a link to its page, where it opens as it is now.
+fn broken_list(status: &author::Status) -> impl IntoView {
+    let broken = status.broken.clone();
+    (!broken.is_empty()).then(move || {
+        view! {
+            <h2>"Files that do not validate"</h2>
+            <ul class="broken-files">{broken.into_iter().map(|b| {
+                let key = b.id.clone().unwrap_or_else(|| b.name.trim_end_matches(".json").to_string());
+                let n = b.problems;
+                let shown = b.title.clone().unwrap_or_else(|| b.name.clone());
+                let what = format!(
+                    "{n} problem{}; {}",
+                    if n == 1 { "" } else { "s" },
+                    if b.tryable { "a design can be tried on it" } else { "no design can be tried on it yet" }
+                );
+                view! {
+                    <li><Link href=format!("/author/{key}")>{shown}</Link>
+                        " "<code>{b.name}</code>" — "{what}</li>
+                }
+            }).collect_view()}</ul>
+        }
+    })
+}
+
 /// What the canvas shows on a scenario's author page.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Shown {
@@ -144,6 +169,7 @@ pub fn AuthorScenario(id: String) -> impl IntoView {
     let status = follow_status();
     let loaded = RwSignal::new_local(None::<Result<Rc<author::Scenario>, ApiError>>);
     let shown = RwSignal::new(Shown::Design(0));
+    let id_for_file = id.clone();
     // Fetched at first, and again whenever the server serves another version of the file.
     let key = id.clone();
     Effect::new(move |seen: Option<Option<String>>| {
@@ -176,19 +202,30 @@ pub fn AuthorScenario(id: String) -> impl IntoView {
                 .map(problems_view)
         })
     };
+    // The file of this scenario, when it has problems now: opened as it is.
+    let broken = Memo::new(move |_| {
+        status.with(|s| match s {
+            Some(Ok(s)) => s
+                .broken_file(&id_for_file)
+                .map(|b| (b.name.clone(), s.reads)),
+            _ => None,
+        })
+    });
     view! {
         <div class="author-scenario">
             <nav class="author-bar" aria-label="The scenario's designs">
                 <Link href="/author".to_string()>"← Author page"</Link>
-                {move || match loaded.get() {
-                    None => view! { <span class="muted" role="status">"Loading…"</span> }.into_any(),
-                    Some(Err(e)) => unavailable(&e).into_any(),
-                    Some(Ok(a)) => design_buttons(&a, shown).into_any(),
+                {move || match (broken.get(), loaded.get()) {
+                    (Some(_), _) => ().into_any(),
+                    (None, None) => view! { <span class="muted" role="status">"Loading…"</span> }.into_any(),
+                    (None, Some(Err(e))) => unavailable(&e).into_any(),
+                    (None, Some(Ok(a))) => design_buttons(&a, shown).into_any(),
                 }}
             </nav>
             {files}
-            {move || match (loaded.get(), shown.get()) {
-                (Some(Ok(a)), shown) => workspace(&a, shown).into_any(),
+            {move || match (broken.get(), loaded.get(), shown.get()) {
+                (Some((name, _)), _, _) => view! { <BrokenFile name=name/> }.into_any(),
+                (None, Some(Ok(a)), shown) => workspace(&a, shown).into_any(),
                 _ => ().into_any(),
             }}
             <SolvePanel id=id.clone()/>
@@ -343,4 +380,102 @@ fn workspace(a: &author::Scenario, shown: Shown) -> impl IntoView {
         verdict,
     });
     view! { <Workspace loaded=loaded mode=mode back=back /> }.into_any()
+}
+
+/// A scenario file with problems, opened as it is now: each problem at its path and line,
+/// the text with those lines marked, and a design to try when the scenario's parts fit
+/// together. Fetched again at each reading of the files while the page is open.
+#[component]
+fn BrokenFile(name: String) -> impl IntoView {
+    let opened = RwSignal::new_local(None::<Result<Rc<author::File>, ApiError>>);
+    {
+        let name = name.clone();
+        leptos::task::spawn_local(async move {
+            let answer = author::file(&name).await.map(Rc::new);
+            opened.try_set(Some(answer));
+        });
+    }
+    view! {
+        <section class="broken-file" aria-labelledby="broken-file-heading">
+            <h2 id="broken-file-heading">{format!("{name} does not validate")}</h2>
+            {move || match opened.get() {
+                None => view! { <p class="muted" role="status">"Opening the file…"</p> }.into_any(),
+                Some(Err(e)) => view! { <p class="error" role="alert">{e.message}</p> }.into_any(),
+                Some(Ok(file)) => opened_file(&file).into_any(),
+            }}
+        </section>
+    }
+}
+
+/// The problems, the text and the try of an opened file.
+fn opened_file(file: &author::File) -> impl IntoView {
+    let problems = file
+        .problems
+        .iter()
+        .map(|p| {
+            view! {
+                <li class="file-problem">
+                    <a href=format!("#file-line-{}", p.line)>{format!("line {}, column {}", p.line, p.column)}</a>
+                    " "<code class="path">{p.path.clone()}</code>": "{p.message.clone()}
+                </li>
+            }
+        })
+        .collect_view();
+    let marked: std::collections::BTreeSet<usize> = file.problems.iter().map(|p| p.line).collect();
+    let lines = file
+        .text
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let n = i + 1;
+            view! {
+                <span id=format!("file-line-{n}") class="file-line" class:problem-line=marked.contains(&n)>
+                    <span class="line-number" aria-hidden="true">{n}</span>{format!("{line}\n")}
+                </span>
+            }
+        })
+        .collect_view();
+    let tried = match (&file.scenario, &file.why_not_tryable) {
+        (Some(scenario), _) => try_on_file(&file.name, scenario.clone()).into_any(),
+        (None, why) => view! {
+            <p class="muted">{why.clone().unwrap_or_else(|| "No design can be tried on the file as it is.".into())}</p>
+        }
+        .into_any(),
+    };
+    view! {
+        <ul class="diagnostics file-problems">{problems}</ul>
+        <details class="file-text-box" open=true>
+            <summary>"The file as it is now"</summary>
+            <pre class="file-text" tabindex="0" aria-label="The file's text, with the lines that have problems marked"><code>{lines}</code></pre>
+        </details>
+        <h3>"Try a design on the file as it is now"</h3>
+        {tried}
+    }
+}
+
+/// A design tried on the scenario a file with problems gives: checked on that file, not on
+/// the version students get.
+fn try_on_file(name: &str, scenario: serde_json::Value) -> impl IntoView {
+    let Ok(scenario) = crate::student_view::compiled(scenario) else {
+        return view! { <p class="error" role="alert">"The file's scenario could not be read."</p> }.into_any();
+    };
+    let start = scenario
+        .scenario()
+        .starting_design
+        .as_ref()
+        .and_then(|j| design_from_json(j).ok())
+        .unwrap_or(Design {
+            nodes: Vec::new(),
+            edges: Vec::new(),
+        });
+    provide_context(TryOn(name.to_string()));
+    let loaded = Rc::new(Loaded {
+        scenario: Arc::new(scenario),
+        design: start.clone(),
+        start,
+        restored: None,
+        verdict: None,
+    });
+    let back = ("/author".to_string(), "← Author page");
+    view! { <Workspace loaded=loaded mode=Mode::Try back=back /> }.into_any()
 }

@@ -69,6 +69,11 @@ pub enum Mode {
     ReadOnly,
 }
 
+/// On an author's page, the scenario file with problems a tried design is checked on (its
+/// name in the folder), instead of the scenario being served.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TryOn(pub String);
+
 /// The class the student works in, if any: attempts are made for it, and the live preview
 /// shows what its setting allows. The app provides it; without it, self-study.
 #[derive(Clone, Copy)]

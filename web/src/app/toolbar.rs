@@ -7,7 +7,7 @@ use wasm_bindgen::JsCast;
 
 use super::api;
 use super::dom::{self, icon, scroll_into_view, REDO, UNDO};
-use super::page::{CurrentClass, DraftState, Mode, Page, Selection};
+use super::page::{CurrentClass, DraftState, Mode, Page, Selection, TryOn};
 use crate::canvas::{self, Editor};
 use crate::design_file::{self, Refused};
 use crate::words;
@@ -106,6 +106,7 @@ pub fn Toolbar() -> impl IntoView {
         .scenario
         .with_value(|s| canvas::palette_kinds(s.scenario()));
     let current = use_context::<CurrentClass>();
+    let try_on = use_context::<TryOn>();
     let check = move |_| {
         if page.checking.get_untracked() {
             return;
@@ -113,6 +114,7 @@ pub fn Toolbar() -> impl IntoView {
         let id = page.scenario.with_value(|s| s.scenario().id.clone());
         let design = page.editor.with_untracked(|e| e.design().clone());
         let class = current.and_then(|c| c.for_attempt());
+        let try_on = try_on.clone();
         page.checking.set(true);
         page.check_error.set(None);
         page.tab.set("results");
@@ -120,7 +122,10 @@ pub fn Toolbar() -> impl IntoView {
         // An author's try is checked without recording an attempt.
         leptos::task::spawn_local(async move {
             let answer = if page.mode == Mode::Try {
-                api::check(&id, &design).await
+                match try_on {
+                    Some(TryOn(file)) => api::author::check_file(&file, &design).await,
+                    None => api::check(&id, &design).await,
+                }
             } else {
                 api::submit(&id, &design, class.as_deref())
                     .await
