@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
+use super::diagnostic::Diagnostic;
 use super::json_position::{line_column, Spans};
-use super::Diagnostic;
 use crate::compiled::Compiled;
 use crate::scenario::Scenario;
 
