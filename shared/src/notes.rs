@@ -11,7 +11,7 @@ use chrono::{Duration, Timelike};
 use crate::design::{Design, Node, NodeKind};
 use crate::scenario::{Check, RunKind, Scenario};
 use crate::verdict::UntestedOption;
-use crate::words::{option_title, option_value, value_label};
+use crate::words::{kind_title, option_title, option_value, value_label};
 
 /// An option of a design that the scenario's failures do not tell apart from its other values.
 pub(crate) struct Untested<'a> {
@@ -47,7 +47,7 @@ pub(crate) fn untested_note(u: &Untested) -> (String, Vec<String>) {
             words.join(" or ")
         )
     };
-    let mut why = format!("{lead}: {}.", because(u));
+    let mut why = format!("{}{lead}: {}.", stage_of(u.design, u.node), because(u));
     let mut learn_in = Vec::new();
     let values = std::iter::once(u.current).chain(u.tried.iter().map(String::as_str));
     if let Some((sentence, scenario)) = values.filter_map(|v| wrong_in_general(u, v)).next() {
@@ -57,6 +57,34 @@ pub(crate) fn untested_note(u: &Untested) -> (String, Vec<String>) {
         }
     }
     (why, learn_in)
+}
+
+/// Where the option acts, when the design has several stages (jobs, consumers, senders):
+/// "In the stream consumer “consumer”: ", or for a table, "In the batch job “nightly”, which
+/// writes “revenue”: ". Empty for a design of one stage, where it could be no other.
+fn stage_of(design: &Design, node: &Node) -> String {
+    let is_stage = |k: NodeKind| {
+        matches!(
+            k,
+            NodeKind::BatchJob | NodeKind::StreamConsumer | NodeKind::Sender
+        )
+    };
+    if design.nodes.iter().filter(|n| is_stage(n.kind)).count() < 2 {
+        return String::new();
+    }
+    let named = |n: &Node| format!("the {} “{}”", kind_title(n.kind).to_lowercase(), n.id);
+    if is_stage(node.kind) {
+        return format!("In {}: ", named(node));
+    }
+    let writer = design
+        .edges
+        .iter()
+        .filter(|e| e.to == node.id)
+        .find_map(|e| design.nodes.iter().find(|n| n.id == e.from));
+    match writer {
+        Some(w) => format!("In {}, which writes “{}”: ", named(w), node.id),
+        None => String::new(),
+    }
 }
 
 /// One line for the CLI and Gradescope: the node, the option and its value by their labels,

@@ -262,3 +262,33 @@ fn every_link_of_a_note_goes_to_the_scenario_that_teaches_exactly_that_value() {
         );
     }
 }
+
+/// In a design of several stages a note says which stage the option acts in; in a design of
+/// one stage it needs not.
+#[test]
+fn a_note_names_the_stage_in_a_design_of_several() {
+    let s = crate::scenario_file("whole-path");
+    let mut named = 0;
+    for (design, v) in shipped_verdicts(&s) {
+        for u in &v.coverage.untested {
+            let stage = match u.node.as_str() {
+                "raw" => "In the stream consumer “consumer”, which writes “raw”: ",
+                "revenue" => "In the batch job “nightly”, which writes “revenue”: ",
+                "checkout" => "In the sender “checkout”: ",
+                "consumer" => "In the stream consumer “consumer”: ",
+                "nightly" => "In the batch job “nightly”: ",
+                other => panic!("{design}: an untested option of {other}"),
+            };
+            assert!(u.why.starts_with(stage), "{design}: {}", u.why);
+            assert!(shared::untested_line(u).contains(stage), "{design}");
+            named += 1;
+        }
+    }
+    assert!(named >= 10, "only {named} notes of whole-path");
+    let s = crate::scenario_file("safe-rerun");
+    for (design, v) in shipped_verdicts(&s) {
+        for u in &v.coverage.untested {
+            assert!(!u.why.starts_with("In the "), "{design}: {}", u.why);
+        }
+    }
+}
