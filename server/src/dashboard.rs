@@ -1,8 +1,8 @@
 //! A class's dashboard, computed from what the store holds: the matrix of students and
 //! scenarios, the requirements the class missed most, and one student's attempts.
 //!
-//! Pure: it takes the members, the class's attempts, their regraded verdicts, the drafts and
-//! the catalogue, and touches neither the database nor the clock, so each number is tested
+//! Pure: it takes the members, the class's attempts, their regraded verdicts and the
+//! catalogue, and touches neither the database nor the clock, so each number is tested
 //! from rows alone.
 //!
 //! An attempt's *result* is its own verdict, or, when its scenario changed since and the
@@ -10,7 +10,7 @@
 //! regraded verdict. A result from an older version of the scenario is *outdated*; the matrix
 //! counts them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
@@ -79,9 +79,10 @@ pub fn outcome(
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CellState {
-    /// No attempt for the class and no draft saved since joining.
+    /// No attempt for the class.
     NotTried,
-    /// An attempt, or a draft saved since joining, but no passing result.
+    /// An attempt (a Check made for the class), but no passing result. A draft alone is not
+    /// a try.
     Tried,
     /// At least one attempt's result passed.
     Passed,
@@ -161,8 +162,6 @@ pub struct ClassData<'a> {
     /// Oldest first.
     pub attempts: &'a [ClassAttempt],
     pub regrades: &'a [Regrade],
-    /// `(student, scenario)` of the drafts saved since joining.
-    pub drafts: &'a [(String, String)],
 }
 
 impl ClassData<'_> {
@@ -199,11 +198,6 @@ impl ClassData<'_> {
 /// The matrix of a class.
 pub fn matrix(data: &ClassData<'_>) -> Matrix {
     let outcomes = data.outcomes();
-    let drafts: BTreeSet<(&str, &str)> = data
-        .drafts
-        .iter()
-        .map(|(s, c)| (s.as_str(), c.as_str()))
-        .collect();
     let entries = data.catalogue.entries();
     let mut scenarios: Vec<ScenarioProgress> = entries
         .iter()
@@ -233,7 +227,7 @@ pub fn matrix(data: &ClassData<'_>) -> Matrix {
                 .count();
             let state = if first_pass.is_some() {
                 CellState::Passed
-            } else if !list.is_empty() || drafts.contains(&(m.student.as_str(), id)) {
+            } else if !list.is_empty() {
                 CellState::Tried
             } else {
                 CellState::NotTried

@@ -1278,18 +1278,6 @@ impl Store {
         })
     }
 
-    /// The students of a class with a draft of each scenario saved since they joined:
-    /// `(student, scenario)` pairs.
-    pub async fn class_drafts(&self, class: &str) -> StoreResult<Vec<(String, String)>> {
-        with_pool!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT d.student, d.scenario FROM drafts AS d JOIN memberships AS m ON m.student = d.student \
-                 WHERE m.class_id = $1 AND d.updated_at >= m.joined_at ORDER BY d.student, d.scenario")
-                .bind(class).fetch_all(pool).await?;
-            rows.iter().map(|r| Ok((r.try_get("student")?, r.try_get("scenario")?))).collect()
-        })
-    }
-
     // Regrades.
 
     /// The regraded verdicts of a class's attempts (every class's when `class` is `None`) at

@@ -122,24 +122,8 @@ fn coverage(
 ) -> Coverage {
     let scenario = compiled.scenario();
     let mut notes = Vec::new();
-    // Per kind: the schedules with at least one failure of it are all of them but those
-    // without it, which the check counted.
     let kinds = kinds_of(&scenario.failures);
-    let counted = counted_kinds(&scenario.failures);
-    let mut failures = Vec::new();
-    for &kind in &kinds {
-        let with = if scenario.failures.bound == 0 {
-            0
-        } else if let Some(i) = counted.iter().position(|k| *k == kind) {
-            schedules.saturating_sub(without.get(i).copied().unwrap_or(schedules))
-        } else {
-            schedules.saturating_sub(1)
-        };
-        failures.push(FailureCoverage {
-            kind: kind.to_string(),
-            schedules: with,
-        });
-    }
+    let failures = failure_coverage(&scenario.failures, schedules, without);
 
     let mut untested = Vec::new();
     // The scenario whose palette is widened, option by option (made once, when needed).
@@ -166,17 +150,9 @@ fn coverage(
             let mut tried = Vec::new();
             let mut tested = false;
             for other in &others {
-                let mut changed = design.design().clone();
-                let value = match spec.values {
-                    OptionValues::Count { .. } => match other.parse::<u64>() {
-                        Ok(n) => Json::from(n),
-                        Err(_) => continue,
-                    },
-                    _ => Json::String(other.clone()),
+                let Some(changed) = with_value(design, &node.id, spec, other) else {
+                    continue;
                 };
-                if let Some(n) = changed.nodes.iter_mut().find(|n| n.id == node.id) {
-                    n.options.insert(spec.name.to_string(), value);
-                }
                 let Ok(valid) = validate(in_scenario, changed) else {
                     continue;
                 };
@@ -230,6 +206,51 @@ fn coverage(
         untested,
         notes,
     }
+}
+
+/// Per kind the scenario switches on, how many of the check's schedules have a failure of
+/// it: all of them but those without it, which the check counted (`without`, per kind of
+/// [`counted_kinds`]), or all but the clean run when it is the only kind.
+fn failure_coverage(
+    failures: &FailureSpec,
+    schedules: u64,
+    without: &[u64],
+) -> Vec<FailureCoverage> {
+    let counted = counted_kinds(failures);
+    kinds_of(failures)
+        .into_iter()
+        .map(|kind| {
+            let with = if failures.bound == 0 {
+                0
+            } else if let Some(i) = counted.iter().position(|k| *k == kind) {
+                schedules.saturating_sub(without.get(i).copied().unwrap_or(schedules))
+            } else {
+                schedules.saturating_sub(1)
+            };
+            FailureCoverage {
+                kind: kind.to_string(),
+                schedules: with,
+            }
+        })
+        .collect()
+}
+
+/// The design with one node's option set to `value`; `None` for a count that is not a number.
+fn with_value(
+    design: &ValidDesign,
+    node: &str,
+    spec: &crate::design::OptionSpec,
+    value: &str,
+) -> Option<crate::design::Design> {
+    let value = match spec.values {
+        OptionValues::Count { .. } => Json::from(value.parse::<u64>().ok()?),
+        _ => Json::String(value.to_string()),
+    };
+    let mut changed = design.design().clone();
+    if let Some(n) = changed.nodes.iter_mut().find(|n| n.id == node) {
+        n.options.insert(spec.name.to_string(), value);
+    }
+    Some(changed)
 }
 
 /// An option's value in the design, the values the palette offers for it, and every value the

@@ -71,7 +71,7 @@ pub mod authoring;
 pub use check::{check, check_json, check_with, scenario_hash, CheckError, Limits};
 pub use compiled::{Compiled, ScenarioError};
 pub use design::{validate, validate_json, Design, DesignError, DesignErrorCode, ValidDesign};
-pub use notes::untested_line;
+pub use notes::{lesson_of, untested_line, Lesson, LESSONS};
 pub use scenario::Scenario;
 pub use verdict::Verdict;
 

@@ -11,7 +11,7 @@ use chrono::{Duration, Timelike};
 use crate::design::{Design, Node, NodeKind};
 use crate::scenario::{Check, RunKind, Scenario};
 use crate::verdict::UntestedOption;
-use crate::words::{option_title, option_value, value_label};
+use crate::words::{kind_title, option_title, option_value, value_label};
 
 /// An option of a design that the scenario's failures do not tell apart from its other values.
 pub(crate) struct Untested<'a> {
@@ -47,7 +47,7 @@ pub(crate) fn untested_note(u: &Untested) -> (String, Vec<String>) {
             words.join(" or ")
         )
     };
-    let mut why = format!("{lead}: {}.", because(u));
+    let mut why = format!("{}{lead}: {}.", stage_of(u.design, u.node), because(u));
     let mut learn_in = Vec::new();
     let values = std::iter::once(u.current).chain(u.tried.iter().map(String::as_str));
     if let Some((sentence, scenario)) = values.filter_map(|v| wrong_in_general(u, v)).next() {
@@ -57,6 +57,34 @@ pub(crate) fn untested_note(u: &Untested) -> (String, Vec<String>) {
         }
     }
     (why, learn_in)
+}
+
+/// Where the option acts, when the design has several stages (jobs, consumers, senders):
+/// "In the stream consumer “consumer”: ", or for a table, "In the batch job “nightly”, which
+/// writes “revenue”: ". Empty for a design of one stage, where it could be no other.
+fn stage_of(design: &Design, node: &Node) -> String {
+    let is_stage = |k: NodeKind| {
+        matches!(
+            k,
+            NodeKind::BatchJob | NodeKind::StreamConsumer | NodeKind::Sender
+        )
+    };
+    if design.nodes.iter().filter(|n| is_stage(n.kind)).count() < 2 {
+        return String::new();
+    }
+    let named = |n: &Node| format!("the {} “{}”", kind_title(n.kind).to_lowercase(), n.id);
+    if is_stage(node.kind) {
+        return format!("In {}: ", named(node));
+    }
+    let writer = design
+        .edges
+        .iter()
+        .filter(|e| e.to == node.id)
+        .find_map(|e| design.nodes.iter().find(|n| n.id == e.from));
+    match writer {
+        Some(w) => format!("In {}, which writes “{}”: ", named(w), node.id),
+        None => String::new(),
+    }
 }
 
 /// One line for the CLI and Gradescope: the node, the option and its value by their labels,
@@ -255,47 +283,119 @@ fn writer_of(design: &Design, node: &str) -> Option<NodeKind> {
         .map(|n| n.kind)
 }
 
+/// A value the chapter calls wrong in general: what goes wrong with it in real life, and the
+/// shipped scenario whose lesson is exactly that value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lesson {
+    pub option: &'static str,
+    pub value: &'static str,
+    /// For a table's write: the kind of stage that writes the table, since a retried day and
+    /// a message that comes again are different lessons. `None`: any node with the option.
+    pub writer: Option<NodeKind>,
+    /// What goes wrong, in the chapter's words (a clause after "In real life, ").
+    pub harm: &'static str,
+    /// The concept, among the scenario's `concepts`, that names the lesson.
+    pub concept: &'static str,
+    /// The scenario that teaches it: the first in the course's order that names the concept,
+    /// offers the value and ships a wrong design that fails with it.
+    pub scenario: &'static str,
+}
+
+/// Every value the chapter calls wrong in general, each with the scenario that teaches it.
+pub const LESSONS: [Lesson; 10] = [
+    Lesson {
+        option: "date_filter",
+        value: "current_date_minus_1",
+        writer: None,
+        harm: "a retry after midnight or a rerun asks the clock and loads the wrong day, and the day the run is for stays unfixed",
+        concept: "the clock is not an input",
+        scenario: "logical-date",
+    },
+    Lesson {
+        option: "loaded_at",
+        value: "now",
+        writer: None,
+        harm: "a retry or a rerun stamps another time, so the rows change",
+        concept: "loaded_at",
+        scenario: "logical-date",
+    },
+    Lesson {
+        option: "transaction",
+        value: "none",
+        writer: None,
+        harm: "without a transaction a crash after the first DELETE leaves the day empty: readers see no revenue until the retry finishes",
+        concept: "what readers see",
+        scenario: "safe-rerun",
+    },
+    Lesson {
+        option: "write",
+        value: "append",
+        writer: Some(NodeKind::BatchJob),
+        harm: "a plain INSERT lands a retried day a second time: the chapter's 50.00 instead of 25.00",
+        concept: "retry",
+        scenario: "safe-retry",
+    },
+    Lesson {
+        option: "write",
+        value: "append",
+        writer: Some(NodeKind::StreamConsumer),
+        harm: "a plain INSERT writes a message that comes again a second time",
+        concept: "commit",
+        scenario: "offset-commit",
+    },
+    Lesson {
+        option: "offset_commit",
+        value: "before_write",
+        writer: None,
+        harm: "a consumer that commits before it writes loses the message when it crashes in between",
+        concept: "commit",
+        scenario: "offset-commit",
+    },
+    Lesson {
+        option: "dedupe",
+        value: "in_memory",
+        writer: None,
+        harm: "keys kept in memory are forgotten at a restart, and a copy that comes later than the memory holds is written again",
+        concept: "in-memory dedupe",
+        scenario: "dedupe-by-key",
+    },
+    Lesson {
+        option: "on_timeout",
+        value: "give_up",
+        writer: None,
+        harm: "a sender that gives up after silence loses the message whenever it was the message, not the ack, that was lost",
+        concept: "ack",
+        scenario: "delivery-promise",
+    },
+    Lesson {
+        option: "idempotency_key",
+        value: "none",
+        writer: None,
+        harm: "a resent charge that carries no key, or a new one, is billed twice",
+        concept: "NULL never matches a key",
+        scenario: "idempotency-key",
+    },
+    Lesson {
+        option: "idempotency_key",
+        value: "per_attempt",
+        writer: None,
+        harm: "a resent charge that carries no key, or a new one, is billed twice",
+        concept: "idempotency key",
+        scenario: "idempotency-key",
+    },
+];
+
+/// The lesson of a node's option value, if the chapter calls that value wrong in general.
+pub fn lesson_of(design: &Design, node: &Node, option: &str, value: &str) -> Option<Lesson> {
+    let writer = (option == "write")
+        .then(|| writer_of(design, &node.id))
+        .flatten();
+    LESSONS.into_iter().find(|l| {
+        l.option == option && l.value == value && (l.writer.is_none() || l.writer == writer)
+    })
+}
+
 /// What the chapter says goes wrong with a value in real life, and the scenario that shows it.
 fn wrong_in_general(u: &Untested, value: &str) -> Option<(&'static str, &'static str)> {
-    Some(match (u.option, value) {
-        ("date_filter", "current_date_minus_1") => (
-            "a retry after midnight or a rerun asks the clock and loads the wrong day, and the day the run is for stays unfixed",
-            "logical-date",
-        ),
-        ("loaded_at", "now") => (
-            "a retry or a rerun stamps another time, so the rows change",
-            "logical-date",
-        ),
-        ("transaction", "none") => (
-            "without a transaction a crash after the first DELETE leaves the day empty: readers see no revenue until the retry finishes",
-            "safe-rerun",
-        ),
-        ("write", "append") => match writer_of(u.design, &u.node.id) {
-            Some(NodeKind::BatchJob) => (
-                "a plain INSERT lands a retried day a second time: the chapter's 50.00 instead of 25.00",
-                "safe-retry",
-            ),
-            _ => (
-                "a plain INSERT writes a message that comes again a second time",
-                "offset-commit",
-            ),
-        },
-        ("offset_commit", "before_write") => (
-            "a consumer that commits before it writes loses the message when it crashes in between",
-            "offset-commit",
-        ),
-        ("dedupe", "in_memory") => (
-            "keys kept in memory are forgotten at a restart, and a copy that comes later than the memory holds is written again",
-            "dedupe-by-key",
-        ),
-        ("on_timeout", "give_up") => (
-            "a sender that gives up after silence loses the message whenever it was the message, not the ack, that was lost",
-            "delivery-promise",
-        ),
-        ("idempotency_key", "none" | "per_attempt") => (
-            "a resent charge that carries no key, or a new one, is billed twice",
-            "idempotency-key",
-        ),
-        _ => return None,
-    })
+    lesson_of(u.design, u.node, u.option, value).map(|l| (l.harm, l.scenario))
 }

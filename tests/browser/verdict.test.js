@@ -134,7 +134,7 @@ test('under the verdict: what this scenario did not test, and what other failure
     const commit = untested.locator('li[data-option="offset_commit"]');
     // In the inspector's words, naming no choice the scenario does not offer, and saying what
     // goes wrong in real life, with the scenario that shows it.
-    assert.match(await commit.innerText(), /^“consumer” · Offset commit: Commit before write — the only choice here, and committing the offset after the write would give the same result: this scenario never crashes the consumer between the commit and the write\. In real life, a consumer that commits before it writes loses the message when it crashes in between\. Learn it in offset-commit\.$/);
+    assert.match(await commit.innerText(), /^“consumer” · Offset commit: Commit before write — In the stream consumer “consumer”: the only choice here, and committing the offset after the write would give the same result: this scenario never crashes the consumer between the commit and the write\. In real life, a consumer that commits before it writes loses the message when it crashes in between\. Learn it in offset-commit\.$/);
     assert.doesNotMatch(await commit.innerText(), /Commit after write|after_write|before_write/);
     assert.equal(await commit.getByRole('link', { name: 'offset-commit' }).getAttribute('href'), '/scenarios/offset-commit');
     // A consumer crash, which offset-commit teaches, would lose an order: the consumer acks

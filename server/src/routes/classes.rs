@@ -648,7 +648,6 @@ struct Loaded {
     members: Vec<Membership>,
     attempts: Vec<crate::store::ClassAttempt>,
     regrades: Vec<crate::store::Regrade>,
-    drafts: Vec<(String, String)>,
 }
 
 impl Loaded {
@@ -657,7 +656,6 @@ impl Loaded {
             members: store.members(class).await?,
             attempts: store.class_attempts(class, student).await?,
             regrades: store.regrades(Some(class), None).await?,
-            drafts: store.class_drafts(class).await?,
         })
     }
 
@@ -668,7 +666,6 @@ impl Loaded {
             members: &self.members,
             attempts: &self.attempts,
             regrades: &self.regrades,
-            drafts: &self.drafts,
         }
     }
 }
@@ -880,7 +877,6 @@ pub async fn class_attempts(
         members: store.members(&id).await?,
         attempts,
         regrades: store.regrades(Some(&id), None).await?,
-        drafts: Vec::new(),
     };
     let data = loaded.data(&id, &catalogue);
     let mut rows = Vec::new();

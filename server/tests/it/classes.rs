@@ -355,7 +355,8 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
         (json!(1), json!(0), json!(1))
     );
 
-    // A draft saved since joining counts as tried.
+    // A draft alone is not a try: only a Check for the class makes the scenario tried, as in
+    // the student's own catalogue.
     let draft = app
         .put(
             "/api/drafts/safe-retry",
@@ -368,8 +369,9 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
         .get(&format!("/api/classes/{class}/matrix"), &grader)
         .await
         .body;
-    assert_eq!(cell(&m2, &cy, "safe-retry")["state"], "tried");
+    assert_eq!(cell(&m2, &cy, "safe-retry")["state"], "not_tried");
     assert_eq!(cell(&m2, &cy, "safe-retry")["attempts"], 0);
+    assert_eq!(column(&m2, "safe-retry")["not_tried"], 1);
 
     // The requirements missed most: the append-only job misses all three of safe-retry's;
     // Ada and Bob missed each, Bob still does.

@@ -137,7 +137,7 @@ fn delivery_promise_reference_design_gets_an_advisory_for_a_consumer_crash() {
         );
         assert_eq!(
             u.why,
-            "the only choice here, and committing the offset after the write would give the same result: this scenario never crashes the consumer between the commit and the write. In real life, a consumer that commits before it writes loses the message when it crashes in between."
+            "In the stream consumer “consumer”: the only choice here, and committing the offset after the write would give the same result: this scenario never crashes the consumer between the commit and the write. In real life, a consumer that commits before it writes loses the message when it crashes in between."
         );
         assert_eq!(u.learn_in, ["offset-commit"]);
         assert_eq!(

@@ -2,10 +2,10 @@
 //! offers, by their labels, never a raw option value, and they say why another value gives the
 //! same result here.
 
-use shared::design::{NodeKind, OptionValues};
+use shared::design::{Design, NodeKind, OptionValues};
 use shared::verdict::Verdict;
-use shared::words::{value_label, value_words};
-use shared::Scenario;
+use shared::words::{option_value, value_label, value_words};
+use shared::{lesson_of, Lesson, Scenario, LESSONS};
 
 use crate::golden::shipped_scenarios;
 
@@ -189,4 +189,106 @@ fn no_offered_choice_is_labelled_by_the_delivery_promise_it_earns() {
         }
     }
     assert!(labels > 50, "only {labels} labels were read");
+}
+
+/// Whether a scenario teaches exactly a lesson's value: it names the lesson's concept, offers
+/// that value and another, and ships a wrong design that uses that value on a node (a table
+/// written by the lesson's kind of stage) and misses a requirement.
+fn teaches(s: &Scenario, lesson: &Lesson) -> bool {
+    let offers = NodeKind::ALL.iter().any(|k| {
+        s.palette
+            .kind(*k)
+            .and_then(|p| p.get(lesson.option))
+            .is_some_and(|vs| vs.len() > 1 && vs.iter().any(|v| v == lesson.value))
+    });
+    offers
+        && s.concepts.iter().any(|c| c == lesson.concept)
+        && s.wrong_designs.iter().any(|w| {
+            let design: Design =
+                serde_json::from_value(w.design.clone()).expect("a shipped design parses");
+            let uses = design.nodes.iter().any(|n| {
+                let value = option_value(n, &s.palette, lesson.option);
+                lesson_of(&design, n, lesson.option, value) == Some(*lesson)
+            });
+            uses && !crate::verdict(s, w.design.clone()).passed
+        })
+}
+
+/// A note's link goes to the scenario that teaches exactly the value the note warns about,
+/// not to one that teaches a neighbour (the same failure, another option).
+#[test]
+fn every_link_of_a_note_goes_to_the_scenario_that_teaches_exactly_that_value() {
+    let shipped = shipped_scenarios();
+    let mut links = Vec::new();
+    for (name, s) in &shipped {
+        for (design, v) in shipped_verdicts(s) {
+            for u in &v.coverage.untested {
+                for link in &u.learn_in {
+                    let (_, taught) = shipped
+                        .iter()
+                        .find(|(id, _)| id == link)
+                        .unwrap_or_else(|| panic!("{name}: {design}: {link} is not shipped"));
+                    let warned: Vec<&Lesson> = LESSONS
+                        .iter()
+                        .filter(|l| l.option == u.option && l.scenario == link)
+                        .filter(|l| l.value == u.value || u.others.iter().any(|o| o == l.value))
+                        .collect();
+                    assert!(
+                        warned.iter().any(|l| teaches(taught, l)),
+                        "{name}: {design}: {}.{} links {link}, which does not teach {warned:?}",
+                        u.node,
+                        u.option
+                    );
+                    links.push(format!("{name} {}.{} → {link}", u.node, u.option));
+                }
+            }
+        }
+    }
+    assert!(
+        links.len() >= 10,
+        "only {} links were read: {links:?}",
+        links.len()
+    );
+    // Every lesson links the first scenario of the course that teaches it, whether or not a
+    // shipped note links it now.
+    let mut in_order: Vec<&(String, Scenario)> = shipped.iter().collect();
+    in_order.sort_by_key(|(_, s)| s.order);
+    for lesson in &LESSONS {
+        let first = in_order.iter().find(|(_, s)| teaches(s, lesson));
+        assert_eq!(
+            first.map(|(id, _)| id.as_str()),
+            Some(lesson.scenario),
+            "{lesson:?}"
+        );
+    }
+}
+
+/// In a design of several stages a note says which stage the option acts in; in a design of
+/// one stage it needs not.
+#[test]
+fn a_note_names_the_stage_in_a_design_of_several() {
+    let s = crate::scenario_file("whole-path");
+    let mut named = 0;
+    for (design, v) in shipped_verdicts(&s) {
+        for u in &v.coverage.untested {
+            let stage = match u.node.as_str() {
+                "raw" => "In the stream consumer “consumer”, which writes “raw”: ",
+                "revenue" => "In the batch job “nightly”, which writes “revenue”: ",
+                "checkout" => "In the sender “checkout”: ",
+                "consumer" => "In the stream consumer “consumer”: ",
+                "nightly" => "In the batch job “nightly”: ",
+                other => panic!("{design}: an untested option of {other}"),
+            };
+            assert!(u.why.starts_with(stage), "{design}: {}", u.why);
+            assert!(shared::untested_line(u).contains(stage), "{design}");
+            named += 1;
+        }
+    }
+    assert!(named >= 10, "only {named} notes of whole-path");
+    let s = crate::scenario_file("safe-rerun");
+    for (design, v) in shipped_verdicts(&s) {
+        for u in &v.coverage.untested {
+            assert!(!u.why.starts_with("In the "), "{design}: {}", u.why);
+        }
+    }
 }
