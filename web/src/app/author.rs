@@ -340,20 +340,24 @@ fn design_words(d: &author::NamedDesign) -> (String, bool) {
     }
 }
 
-/// The canvas with the chosen design and its verdict, or a design to try.
-fn workspace(a: &author::Scenario, shown: Shown) -> impl IntoView {
-    let Ok(scenario) = crate::student_view::compiled(a.scenario.clone()) else {
-        return view! { <p class="error" role="alert">"The server's scenario could not be read."</p> }.into_any();
-    };
-    let start = scenario
-        .scenario()
+/// The design a try starts from: the scenario's starting design, or an empty drawing.
+fn starting_design(scenario: &shared::Scenario) -> Design {
+    scenario
         .starting_design
         .as_ref()
         .and_then(|j| design_from_json(j).ok())
         .unwrap_or(Design {
             nodes: Vec::new(),
             edges: Vec::new(),
-        });
+        })
+}
+
+/// The canvas with the chosen design and its verdict, or a design to try.
+fn workspace(a: &author::Scenario, shown: Shown) -> impl IntoView {
+    let Ok(scenario) = crate::student_view::compiled(a.scenario.clone()) else {
+        return view! { <p class="error" role="alert">"The server's scenario could not be read."</p> }.into_any();
+    };
+    let start = starting_design(scenario.scenario());
     let back = ("/author".to_string(), "← Author page");
     let scenario = Arc::new(scenario);
     let (design, verdict, mode) = match shown {
@@ -459,15 +463,7 @@ fn try_on_file(name: &str, scenario: serde_json::Value) -> impl IntoView {
     let Ok(scenario) = crate::student_view::compiled(scenario) else {
         return view! { <p class="error" role="alert">"The file's scenario could not be read."</p> }.into_any();
     };
-    let start = scenario
-        .scenario()
-        .starting_design
-        .as_ref()
-        .and_then(|j| design_from_json(j).ok())
-        .unwrap_or(Design {
-            nodes: Vec::new(),
-            edges: Vec::new(),
-        });
+    let start = starting_design(scenario.scenario());
     provide_context(TryOn(name.to_string()));
     let loaded = Rc::new(Loaded {
         scenario: Arc::new(scenario),
