@@ -315,6 +315,26 @@ impl View {
         }
     }
 
+    /// Two fingers moved from `from` to `to`: the drawing follows them, the world point under
+    /// their midpoint staying under it, and zooms by how far they spread or pinched.
+    pub fn pinch(self, from: (Point, Point), to: (Point, Point)) -> View {
+        let mid = |(a, b): (Point, Point)| Point::new((a.x + b.x) / 2.0, (a.y + b.y) / 2.0);
+        let apart = |(a, b): (Point, Point)| (a.x - b.x).hypot(a.y - b.y);
+        let factor = if apart(from) > 1.0 {
+            apart(to) / apart(from)
+        } else {
+            1.0
+        };
+        let zoom = (self.zoom * factor).clamp(ZOOM_MIN, ZOOM_MAX);
+        let world = self.to_world(mid(from));
+        let now = mid(to);
+        View {
+            pan_x: now.x - world.x * zoom,
+            pan_y: now.y - world.y * zoom,
+            zoom,
+        }
+    }
+
     pub fn transform(self) -> String {
         format!(
             "translate({} {}) scale({})",
@@ -451,6 +471,18 @@ impl<T> History<T> {
 
     pub fn can_undo(&self) -> bool {
         !self.past.is_empty()
+    }
+
+    /// The states undo and redo would bring back, oldest first, to be kept elsewhere.
+    pub fn parts(&self) -> (&[T], &[T]) {
+        (&self.past, &self.future)
+    }
+
+    /// A history made of kept parts; past `HISTORY_MAX` the oldest are dropped.
+    pub fn from_parts(mut past: Vec<T>, mut future: Vec<T>) -> History<T> {
+        past.drain(..past.len().saturating_sub(HISTORY_MAX));
+        future.drain(..future.len().saturating_sub(HISTORY_MAX));
+        History { past, future }
     }
 
     pub fn can_redo(&self) -> bool {
@@ -896,6 +928,19 @@ impl Editor {
         self.history.can_undo()
     }
 
+    /// The undo history, to be kept while the student is away from the page.
+    pub fn history(&self) -> &History<Design> {
+        &self.history
+    }
+
+    /// Brings back a kept history; a read-only design has none.
+    pub fn restore_history(&mut self, history: History<Design>) {
+        if !self.locked {
+            self.moving = None;
+            self.history = history;
+        }
+    }
+
     pub fn can_redo(&self) -> bool {
         self.history.can_redo()
     }
@@ -1013,6 +1058,50 @@ mod tests {
         assert_eq!(zoomed.to_world(screen), view.to_world(screen));
         assert_eq!(view.zoom_at(screen, 100.0).zoom, ZOOM_MAX);
         assert_eq!(view.zoom_at(screen, 0.0001).zoom, ZOOM_MIN);
+    }
+
+    #[test]
+    fn two_fingers_move_and_zoom_the_drawing_around_their_midpoint() {
+        let view = View {
+            pan_x: 10.0,
+            pan_y: 20.0,
+            zoom: 0.8,
+        };
+        let (a, b) = (Point::new(100.0, 100.0), Point::new(200.0, 100.0));
+        // Moved together by (30, -40): a pan, no zoom.
+        let moved = view.pinch((a, b), (Point::new(130.0, 60.0), Point::new(230.0, 60.0)));
+        assert_eq!(moved.zoom, 0.8);
+        assert_eq!((moved.pan_x, moved.pan_y), (40.0, -20.0));
+        // Spread to twice as far apart around the same midpoint: twice the zoom, and the
+        // world point under the midpoint stays under it.
+        let mid = Point::new(150.0, 100.0);
+        let spread = view.pinch((a, b), (Point::new(50.0, 100.0), Point::new(250.0, 100.0)));
+        assert_eq!(spread.zoom, 1.6);
+        assert_eq!(spread.to_world(mid), view.to_world(mid));
+        // Fingers on one spot change no zoom.
+        assert_eq!(view.pinch((a, a), (b, b)).zoom, 0.8);
+        assert_eq!(
+            view.pinch((a, b), (Point::new(149.0, 100.0), Point::new(151.0, 100.0)))
+                .zoom,
+            ZOOM_MIN
+        );
+    }
+
+    #[test]
+    fn a_history_kept_in_parts_comes_back_bounded() {
+        let mut history = History::default();
+        for i in 0..5 {
+            history.record(i);
+        }
+        let _ = history.undo(5);
+        let (past, future) = history.parts();
+        assert_eq!((past, future), (&[0, 1, 2, 3][..], &[5][..]));
+        let mut back = History::from_parts(past.to_vec(), future.to_vec());
+        assert_eq!(back.undo(4), Ok(3));
+        let long: Vec<i32> = (0..(HISTORY_MAX as i32 + 7)).collect();
+        let bounded = History::from_parts(long, Vec::new());
+        assert_eq!(bounded.parts().0.len(), HISTORY_MAX);
+        assert_eq!(bounded.parts().0[0], 7);
     }
 
     #[test]

@@ -550,6 +550,67 @@ pub mod class_choice {
     }
 }
 
+/// A scenario's undo history, kept for the tab's session: leaving the page and coming back
+/// (or reloading it) keeps what Undo can bring back.
+pub mod history {
+    use shared::design::Design;
+
+    #[derive(serde::Serialize)]
+    struct Keeping<'a> {
+        design: &'a Design,
+        past: &'a [Design],
+        future: &'a [Design],
+    }
+
+    /// A kept history, read by the design format's own reader.
+    pub struct Kept {
+        /// The design the history leads to: it is worth keeping only while it is the one on
+        /// the canvas.
+        pub design: Design,
+        pub past: Vec<Design>,
+        pub future: Vec<Design>,
+    }
+
+    fn storage() -> Option<web_sys::Storage> {
+        web_sys::window()?.session_storage().ok()?
+    }
+
+    fn key(scenario: &str) -> String {
+        format!("pipeline-builder.history.{scenario}")
+    }
+
+    pub fn load(scenario: &str) -> Option<Kept> {
+        let text = storage()?.get_item(&key(scenario)).ok()??;
+        let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let designs = |field: &str| -> Option<Vec<Design>> {
+            json.get(field)?
+                .as_array()?
+                .iter()
+                .map(|d| shared::design::design_from_json(d).ok())
+                .collect()
+        };
+        Some(Kept {
+            design: shared::design::design_from_json(json.get("design")?).ok()?,
+            past: designs("past")?,
+            future: designs("future")?,
+        })
+    }
+
+    pub fn store(scenario: &str, design: &Design, past: &[Design], future: &[Design]) {
+        let keeping = Keeping {
+            design,
+            past,
+            future,
+        };
+        if let (Some(storage), Ok(text)) = (storage(), serde_json::to_string(&keeping)) {
+            // A history too large for the tab's storage is not kept; the draft is, elsewhere.
+            if storage.set_item(&key(scenario), &text).is_err() {
+                let _ = storage.remove_item(&key(scenario));
+            }
+        }
+    }
+}
+
 /// The browser's own copy of drafts, for when the server cannot be reached.
 pub mod local {
     use serde_json::Value as Json;

@@ -45,6 +45,34 @@ enum Drag {
         start: Point,
         view: View,
     },
+    /// One finger on the drawing's background: the page scrolls, as it does everywhere else
+    /// on a phone. Client coordinates; a touch that never moved is a tap.
+    Scroll {
+        start: Point,
+        last: Point,
+        moved: bool,
+    },
+    /// Two fingers: the drawing follows them and zooms as they spread or pinch. Points are
+    /// relative to the drawing.
+    Pinch {
+        from: (Point, Point),
+        view: View,
+    },
+}
+
+/// Where a pointer is on the screen (the browser's client coordinates).
+fn client_point(ev: &web_sys::MouseEvent) -> Point {
+    Point::new(f64::from(ev.client_x()), f64::from(ev.client_y()))
+}
+
+/// The first two fingers on the drawing, relative to it.
+fn two_fingers(ev: &web_sys::MouseEvent, touches: &[(i32, Point)]) -> Option<(Point, Point)> {
+    let rect = event_element(ev)?.get_bounding_client_rect();
+    let local = |p: Point| Point::new(p.x - rect.left(), p.y - rect.top());
+    match touches {
+        [(_, a), (_, b), ..] => Some((local(*a), local(*b))),
+        _ => None,
+    }
 }
 
 /// Where a pointer event happened, relative to the element it is handled on.
@@ -62,6 +90,20 @@ fn local_point(ev: &web_sys::MouseEvent) -> Option<Point> {
 pub fn CanvasView() -> impl IntoView {
     let page = expect_context::<Page>();
     let drag: StoredValue<Option<Drag>> = StoredValue::new(None);
+    // The fingers on the drawing now, by pointer id, at their client positions.
+    let touches: StoredValue<Vec<(i32, Point)>> = StoredValue::new(Vec::new());
+    // A second finger ends what the first was doing (a move is kept as one edit, a
+    // connection being drawn is dropped) and starts a pinch.
+    let end_for_pinch = move || match drag.try_update_value(Option::take).flatten() {
+        Some(Drag::Move {
+            id,
+            before,
+            moved: true,
+            ..
+        }) => page.editor.update(|e| e.finish_move(&id, before)),
+        Some(Drag::Wire { .. }) => page.wire.set(None),
+        _ => {}
+    };
     let wrap = NodeRef::<leptos::html::Div>::new();
     // Runs at the next frame, when the page may already be gone (a page replaced at once):
     // then it does nothing. `min_zoom` is the smallest zoom it may choose.
@@ -91,6 +133,25 @@ pub fn CanvasView() -> impl IntoView {
     let on_down = move |ev: leptos::ev::PointerEvent| {
         if ev.button() != 0 {
             return;
+        }
+        let touch = ev.pointer_type() == "touch";
+        if touch {
+            let (pointer, at) = (ev.pointer_id(), client_point(&ev));
+            touches.update_value(|t| {
+                t.retain(|(id, _)| *id != pointer);
+                t.push((pointer, at));
+            });
+            if let Some(from) = touches.with_value(|t| two_fingers(&ev, t)) {
+                end_for_pinch();
+                drag.set_value(Some(Drag::Pinch {
+                    from,
+                    view: page.view.get_untracked(),
+                }));
+                if let Some(el) = event_element(&ev) {
+                    let _ = el.set_pointer_capture(ev.pointer_id());
+                }
+                return;
+            }
         }
         let Some(screen) = local_point(&ev) else {
             return;
@@ -136,6 +197,16 @@ pub fn CanvasView() -> impl IntoView {
                     moved: false,
                 })
             }
+            // A finger on the background scrolls the page; a tap there clears the selection
+            // when the finger lifts.
+            Hit::Empty if touch => {
+                let at = client_point(&ev);
+                Some(Drag::Scroll {
+                    start: at,
+                    last: at,
+                    moved: false,
+                })
+            }
             Hit::Empty => {
                 page.selected.set(None);
                 Some(Drag::Pan {
@@ -150,6 +221,14 @@ pub fn CanvasView() -> impl IntoView {
         }
     };
     let on_move = move |ev: leptos::ev::PointerEvent| {
+        if ev.pointer_type() == "touch" {
+            let (pointer, at) = (ev.pointer_id(), client_point(&ev));
+            touches.update_value(|t| {
+                if let Some(finger) = t.iter_mut().find(|(id, _)| *id == pointer) {
+                    finger.1 = at;
+                }
+            });
+        }
         let Some(screen) = local_point(&ev) else {
             return;
         };
@@ -187,10 +266,33 @@ pub fn CanvasView() -> impl IntoView {
                     zoom: v0.zoom,
                 });
             }
+            Some(Drag::Scroll { start, last, moved }) => {
+                let at = client_point(&ev);
+                window().scroll_by_with_x_and_y(0.0, last.y - at.y);
+                *last = at;
+                *moved |= (at.x - start.x).abs() + (at.y - start.y).abs() >= 6.0;
+            }
+            Some(Drag::Pinch { from, view: v0 }) => {
+                if let Some(now) = touches.with_value(|t| two_fingers(&ev, t)) {
+                    page.view.set(v0.pinch(*from, now));
+                }
+            }
             _ => {}
         });
     };
+    // A finger lifted, or taken by the browser: it no longer counts.
+    let lift = move |ev: &leptos::ev::PointerEvent| {
+        if ev.pointer_type() == "touch" {
+            let pointer = ev.pointer_id();
+            touches.update_value(|t| t.retain(|(id, _)| *id != pointer));
+        }
+    };
+    let on_cancel = move |ev: leptos::ev::PointerEvent| {
+        lift(&ev);
+        end_for_pinch();
+    };
     let on_up = move |ev: leptos::ev::PointerEvent| {
+        lift(&ev);
         let Some(screen) = local_point(&ev) else {
             return;
         };
@@ -236,7 +338,8 @@ pub fn CanvasView() -> impl IntoView {
                     page.selected.set(Some(Selection::Node(target)));
                 }
             }
-            Drag::Pan { .. } => {}
+            Drag::Scroll { moved: false, .. } => page.selected.set(None),
+            Drag::Pan { .. } | Drag::Scroll { .. } | Drag::Pinch { .. } => {}
         }
     };
     // The wheel scrolls the page, as everywhere else; Ctrl or ⌘ with the wheel (which is also
@@ -389,7 +492,7 @@ pub fn CanvasView() -> impl IntoView {
             <svg class=move || if page.connecting.with(Option::is_some) { "canvas connecting" } else { "canvas" }
                 tabindex="0" role="group"
                 aria-label=move || format!("Canvas with {} nodes. Tab moves through the nodes; arrow keys move one; C starts a connection; Enter opens its options or finishes a connection; Delete removes it.", count())
-                on:pointerdown=on_down on:pointermove=on_move on:pointerup=on_up on:wheel=on_wheel
+                on:pointerdown=on_down on:pointermove=on_move on:pointerup=on_up on:pointercancel=on_cancel on:wheel=on_wheel
                 on:dragover=move |ev: leptos::ev::DragEvent| ev.prevent_default() on:drop=on_drop on:keydown=on_key>
                 <defs>
                     <pattern id="grid" width="20" height="20" patternUnits="userSpaceOnUse">
@@ -418,7 +521,8 @@ pub fn CanvasView() -> impl IntoView {
                 <span class="zoom-level">{move || format!("{}%", canvas::num((page.view.get().zoom * 100.0).round()))}</span>
                 <button class="icon" aria-label="Zoom in" on:click=move |_| page.view.update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.2))>{icon(PLUS)}</button>
                 <button class="secondary small" aria-label="Fit the design in view" on:click=move |_| fit(ZOOM_MIN)>"Fit"</button>
-                <span class="zoom-hint">"Ctrl/⌘ + wheel or pinch to zoom"</span>
+                <span class="zoom-hint pointer-fine">"Ctrl/⌘ + wheel or pinch to zoom"</span>
+                <span class="zoom-hint pointer-coarse">"One finger scrolls the page; two move and zoom the drawing"</span>
             </div>
         </div>
     }

@@ -12,7 +12,7 @@ use shared::{Compiled, Verdict};
 use super::api;
 use super::debounce::Debounce;
 use super::page::{DraftState, Page};
-use crate::canvas::same_meaning;
+use crate::canvas::{same_meaning, History};
 
 /// A scenario as opened: the design on the canvas is the draft that came back, if any.
 pub struct Loaded {
@@ -164,5 +164,55 @@ pub fn autosave(page: Page, id: String) {
         hide.remove();
         hidden.remove();
         flush();
+    });
+}
+
+/// Keeps the undo history for the tab's session: it comes back when the scenario opens again
+/// on the design it led to, and is written a moment after each edit and when the page goes.
+pub fn keep_history(page: Page, id: String) {
+    if let Some(kept) = api::history::load(&id) {
+        // Positions may differ by a move made just before the page went; the meaning may not.
+        if page
+            .editor
+            .with_untracked(|e| same_meaning(e.design(), &kept.design))
+        {
+            page.editor.update_untracked(|e| {
+                e.restore_history(History::from_parts(kept.past, kept.future))
+            });
+        }
+    }
+    let write = {
+        let id = id.clone();
+        move || {
+            page.editor.try_with_untracked(|e| {
+                let (past, future) = e.history().parts();
+                api::history::store(&id, e.design(), past, future);
+            });
+        }
+    };
+    // An edit, an undo or a redo is written at once; the steps of a move a moment after.
+    let soon = Debounce::new(Duration::from_millis(250));
+    let later = write.clone();
+    Effect::new(move |was: Option<(usize, usize)>| {
+        let lengths = page.editor.with(|e| {
+            let (past, future) = e.history().parts();
+            (past.len(), future.len())
+        });
+        if was.is_some_and(|was| was != lengths) {
+            soon.cancel();
+            later();
+        } else if was.is_some() {
+            let write = later.clone();
+            soon.run(move |_| write());
+        }
+        lengths
+    });
+    let on_hide = write.clone();
+    let hide = window_event_listener(leptos::ev::pagehide, move |_| on_hide());
+    let write = leptos::__reexports::send_wrapper::SendWrapper::new(write);
+    on_cleanup(move || {
+        hide.remove();
+        soon.cancel();
+        write();
     });
 }

@@ -66,6 +66,9 @@ pub fn Workspace(loaded: Rc<Loaded>, mode: Mode, back: (String, &'static str)) -
             .ok()
             .and_then(|w| w.as_f64())
             .is_some_and(|w| w <= 600.0);
+        if open && was == Some(false) {
+            page.sheet_folded.set(false);
+        }
         if open && was == Some(false) && narrow {
             if let Some(canvas) = document().query_selector(".canvas-wrap").ok().flatten() {
                 canvas.scroll_into_view();
@@ -75,6 +78,7 @@ pub fn Workspace(loaded: Rc<Loaded>, mode: Mode, back: (String, &'static str)) -
     });
     preview::follow_design(page);
     if mode == Mode::Student {
+        drafts::keep_history(page, id.clone());
         drafts::autosave(page, id);
     }
 
@@ -142,7 +146,8 @@ pub fn Workspace(loaded: Rc<Loaded>, mode: Mode, back: (String, &'static str)) -
             // selected or replayed.
             <aside class="side" aria-label="Inspector"
                 class:sheet-open=move || page.selected.with(Option::is_some) || page.replay.with(Option::is_some)
-                class:replaying=move || page.replay.with(Option::is_some)>
+                class:replaying=move || page.replay.with(Option::is_some)
+                class:folded=move || page.sheet_folded.get() && page.replay.with(Option::is_none)>
                 {move || if page.replay.with(Option::is_some) { view! { <ReplayPanel /> }.into_any() } else { view! { <Inspector /> }.into_any() }}
             </aside>
         </div>

@@ -359,14 +359,23 @@ fn value_choices(page: Page, id: String, spec: &OptionSpec, values: Vec<String>)
     .into_any()
 }
 
-/// Closes the inspector (on a phone, the sheet over the drawing) and goes back to the canvas.
+/// The bar atop the options on a phone, where they are a sheet over the drawing: fold the
+/// sheet to this bar (the design, the task and its requirements are then all in view), open
+/// it again, or close it and go back to the canvas.
 #[component]
 fn CloseSheet() -> impl IntoView {
     let page = expect_context::<Page>();
+    let folded = page.sheet_folded;
     view! {
-        <button class="icon sheet-close" aria-label="Close the options" title="Close" on:click=move |_| {
-            page.selected.set(None);
-            focus(".canvas");
-        }>{icon(CLOSE)}</button>
+        <div class="sheet-bar">
+            <button class="secondary small sheet-fold" aria-expanded=move || (!folded.get()).to_string()
+                on:click=move |_| folded.update(|f| *f = !*f)>
+                {move || if folded.get() { "Show the options" } else { "Fold to a bar" }}
+            </button>
+            <button class="icon sheet-close" aria-label="Close the options" title="Close" on:click=move |_| {
+                page.selected.set(None);
+                focus(".canvas");
+            }>{icon(CLOSE)}</button>
+        </div>
     }
 }

@@ -124,6 +124,8 @@ pub struct Page {
     pub replay: RwSignal<Option<Replay>>,
     pub saved: RwSignal<DraftState>,
     pub tab: RwSignal<&'static str>,
+    /// On a phone, the options sheet folded to a bar, leaving the whole page to read.
+    pub sheet_folded: RwSignal<bool>,
 }
 
 impl Page {
@@ -165,6 +167,7 @@ impl Page {
                 DraftState::Unchanged
             }),
             tab: RwSignal::new("results"),
+            sheet_folded: RwSignal::new(false),
         }
     }
 
