@@ -214,8 +214,7 @@ pub fn new_class_id() -> String {
 }
 
 fn unknown_class(id: &str) -> AppError {
-    AppError::new(
-        StatusCode::NOT_FOUND,
+    AppError::of(
         ErrorCode::UnknownClass,
         format!(
             "there is no class \"{}\"; GET /api/classes lists them",
@@ -225,9 +224,7 @@ fn unknown_class(id: &str) -> AppError {
 }
 
 fn class_closed(name: &str) -> AppError {
-    AppError::new(
-        StatusCode::CONFLICT,
-        ErrorCode::ClassClosed,
+    AppError::of(ErrorCode::ClassClosed,
         format!("the class \"{name}\" is closed: it takes no new members and no attempts; ask its instructor to reopen it"),
     )
 }
@@ -245,9 +242,7 @@ pub(super) async fn may_record_for(
     };
     let found = found.ok_or_else(|| unknown_class(class).at("$.class"))?;
     if store.membership(class, student).await?.is_none() {
-        return Err(AppError::new(
-            StatusCode::FORBIDDEN,
-            ErrorCode::NotAMember,
+        return Err(AppError::of(ErrorCode::NotAMember,
             "the student is not a member of this class: join it first with its code (POST /api/classes/join)",
         )
         .at("$.class"));
@@ -361,9 +356,7 @@ pub async fn create_class(
             }
             ClassMade::CodeTaken => continue,
             ClassMade::LimitReached => {
-                return Err(AppError::new(
-                    StatusCode::CONFLICT,
-                    ErrorCode::ClassLimitReached,
+                return Err(AppError::of(ErrorCode::ClassLimitReached,
                     format!("the grader token \"{}\" has made {max} classes, as many as one token may (--classes-per-token-max); make the class with another token", grader.name),
                 ))
             }
@@ -597,8 +590,7 @@ pub async fn join_class(
     // A code that names no class spends one of the address's failed joins.
     let not_found = || {
         guesses.failed();
-        AppError::new(
-            StatusCode::NOT_FOUND,
+        AppError::of(
             ErrorCode::UnknownClass,
             "no class has this join code; check it with your instructor",
         )
@@ -761,8 +753,7 @@ pub async fn student_attempts(
         store.membership(&id, &student).await?
     };
     let member = member.ok_or_else(|| {
-        AppError::new(
-            StatusCode::NOT_FOUND,
+        AppError::of(
             ErrorCode::UnknownStudent,
             format!("the class has no member \"{}\"", student.escape_default()),
         )
@@ -794,8 +785,7 @@ pub async fn class_attempt(
 ) -> Result<Json<ClassAttemptBody>, AppError> {
     existing(&store, &id).await?;
     let unknown = || {
-        AppError::new(
-            StatusCode::NOT_FOUND,
+        AppError::of(
             ErrorCode::UnknownSubmission,
             format!("the class has no attempt \"{}\"", attempt.escape_default()),
         )
@@ -922,11 +912,7 @@ pub async fn regrade_route(
     .await
     .map_err(|e| match e {
         regrade::RegradeError::Database(e) => AppError::from(e),
-        regrade::RegradeError::Check(m) => AppError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::CheckTooLarge,
-            m,
-        ),
+        regrade::RegradeError::Check(m) => AppError::of(ErrorCode::CheckTooLarge, m),
     })?;
     Ok(Json(report))
 }

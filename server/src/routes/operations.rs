@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -134,8 +134,7 @@ pub async fn floor(Query(query): Query<FloorQuery>) -> Response {
 
 /// Any `/api/…` path that names no route.
 pub async fn api_not_found() -> AppError {
-    AppError::new(
-        StatusCode::NOT_FOUND,
+    AppError::of(
         ErrorCode::NotFound,
         "there is no such API route; GET /api/openapi.json lists them",
     )
@@ -143,8 +142,7 @@ pub async fn api_not_found() -> AppError {
 
 /// Any other path, when there is no built web app to serve it.
 pub async fn not_found() -> AppError {
-    AppError::new(
-        StatusCode::NOT_FOUND,
+    AppError::of(
         ErrorCode::NotFound,
         "there is nothing at this path (the web app is not built; cargo xtask run builds it)",
     )

@@ -243,8 +243,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, AppError> {
         .filter(|k| !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()));
     match key {
         Some(k) => Ok(Some(k.to_string())),
-        None => Err(AppError::new(
-            StatusCode::BAD_REQUEST,
+        None => Err(AppError::of(
             ErrorCode::InvalidIdempotencyKey,
             "an Idempotency-Key has 1 to 255 visible ASCII characters",
         )),
@@ -357,17 +356,13 @@ async fn submit_idempotently(
                 return response;
             }
             Ok(Claim::Mismatch) => {
-                return AppError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    ErrorCode::IdempotencyKeyReused,
+                return AppError::of(ErrorCode::IdempotencyKeyReused,
                     "this Idempotency-Key was already used with another request body; use a new key for a new submission",
                 )
                 .into_response()
             }
             Ok(Claim::InFlight) => {
-                let mut response = AppError::new(
-                    StatusCode::CONFLICT,
-                    ErrorCode::IdempotencyKeyInFlight,
+                let mut response = AppError::of(ErrorCode::IdempotencyKeyInFlight,
                     "a request with this Idempotency-Key is still running; retry in a moment to get its answer",
                 )
                 .into_response();
@@ -447,9 +442,7 @@ async fn submit_idempotently(
 
 /// The answer of a request whose claim was taken over while it worked.
 fn lost_claim() -> Response {
-    let mut response = AppError::new(
-        StatusCode::CONFLICT,
-        ErrorCode::IdempotencyKeyInFlight,
+    let mut response = AppError::of(ErrorCode::IdempotencyKeyInFlight,
         "this request took too long and another request with the same Idempotency-Key took over; retry to get its answer",
     )
     .into_response();
@@ -522,8 +515,7 @@ pub async fn get_submission(
     Path(id): Path<String>,
 ) -> Result<Json<Submission>, AppError> {
     let unknown = || {
-        AppError::new(
-            StatusCode::NOT_FOUND,
+        AppError::of(
             ErrorCode::UnknownSubmission,
             format!("there is no submission \"{}\"", id.escape_default()),
         )
