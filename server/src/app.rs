@@ -46,11 +46,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub fn router(state: AppState) -> Router {
     let config = state.config().clone();
     // The document names the handlers, so it is made here rather than by one of them.
-    let document = ApiDocument(
-        serde_json::to_vec(&openapi::document())
-            .unwrap_or_default()
-            .into(),
-    );
+    let document = ApiDocument::of(&openapi::document());
     // The routes a student's cookie authenticates: never kept by a cache.
     let personal = Router::new()
         .route(

@@ -206,8 +206,45 @@ struct StoredKey {
     fingerprint: String,
     state: String,
     status: Option<i32>,
-    response: Option<Json>,
+    response: Option<String>,
     renewed_at: DateTime<Utc>,
+}
+
+impl StoredKey {
+    /// The answer to replay when the key's request finished, `None` while it is in flight.
+    /// A state, status or answer the server cannot have written is refused, never replayed
+    /// as a default.
+    fn replay(&self) -> StoreResult<Option<Claim>> {
+        match self.state.as_str() {
+            "in_flight" => return Ok(None),
+            "done" => {}
+            other => {
+                return Err(unknown_stored(format!(
+                    "an idempotency key's state {other:?}"
+                )))
+            }
+        }
+        let status = self
+            .status
+            .and_then(|s| u16::try_from(s).ok())
+            .filter(|s| axum::http::StatusCode::from_u16(*s).is_ok())
+            .ok_or_else(|| {
+                unknown_stored(format!(
+                    "a finished idempotency key's status {:?}",
+                    self.status
+                ))
+            })?;
+        let text = self
+            .response
+            .as_deref()
+            .ok_or_else(|| unknown_stored("a finished idempotency key without its answer"))?;
+        let body = serde_json::from_str(text).map_err(|e| {
+            unknown_stored(format!(
+                "a finished idempotency key's answer that is not JSON ({e})"
+            ))
+        })?;
+        Ok(Some(Claim::Replay { status, body }))
+    }
 }
 
 #[derive(Debug)]
@@ -932,8 +969,7 @@ pub struct Class {
     pub name: String,
     pub join_code: String,
     pub open: bool,
-    /// `everything`, `lacks` or `nothing` (the database's CHECK keeps it so).
-    pub preview: String,
+    pub preview: Preview,
     /// The name of the grader token that made it.
     pub created_by: String,
     pub created_at: DateTime<Utc>,
@@ -992,6 +1028,62 @@ pub struct Regrade {
     pub created_at: DateTime<Utc>,
 }
 
+/// A value read from the database that the server does not know (a row written by hand, or
+/// by a newer version): an error, answered 500 and logged, never read as a default.
+#[derive(Debug)]
+pub struct UnknownStoredValue(pub String);
+
+impl std::fmt::Display for UnknownStoredValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the database holds a value the server does not know: {}",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownStoredValue {}
+
+/// The error of reading [`UnknownStoredValue`] `what`.
+pub fn unknown_stored(what: impl Into<String>) -> sqlx::Error {
+    sqlx::Error::Decode(Box::new(UnknownStoredValue(what.into())))
+}
+
+/// What the student's app shows before a check.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Preview {
+    /// The live preview of every requirement, met or not (the default, and self-study's).
+    Everything,
+    /// Only the requirements the design still lacks.
+    Lacks,
+    /// No live preview: only Check tells.
+    Nothing,
+}
+
+impl Preview {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Preview::Everything => "everything",
+            Preview::Lacks => "lacks",
+            Preview::Nothing => "nothing",
+        }
+    }
+
+    /// The setting a class's stored `preview` names; any other value is refused.
+    pub fn from_stored(stored: &str) -> StoreResult<Preview> {
+        match stored {
+            "everything" => Ok(Preview::Everything),
+            "lacks" => Ok(Preview::Lacks),
+            "nothing" => Ok(Preview::Nothing),
+            other => Err(unknown_stored(format!("a class's preview {other:?}"))),
+        }
+    }
+}
+
 /// A stored attempt that a regrade checks again.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StoredDesign {
@@ -1021,7 +1113,7 @@ macro_rules! class_row {
                     name: self.try_get("name")?,
                     join_code: self.try_get("join_code")?,
                     open: self.try_get("open")?,
-                    preview: self.try_get("preview")?,
+                    preview: Preview::from_stored(&self.try_get::<String, _>("preview")?)?,
                     created_by: self.try_get("created_by")?,
                     created_at: self.try_get("created_at")?,
                     members: self.try_get("members")?,
@@ -1094,7 +1186,7 @@ impl Store {
             name: name.to_string(),
             join_code: join_code.to_string(),
             open: true,
-            preview: "everything".to_string(),
+            preview: Preview::Everything,
             created_by: created_by.to_string(),
             created_at: now,
             members: 0,
@@ -1161,8 +1253,9 @@ impl Store {
         id: &str,
         name: Option<&str>,
         open: Option<bool>,
-        preview: Option<&str>,
+        preview: Option<Preview>,
     ) -> StoreResult<Option<Class>> {
+        let preview = preview.map(Preview::as_str);
         {
             let _turn = self.write_turn().await;
             let changed = with_pool!(self, pool => sqlx::query(
@@ -1767,23 +1860,18 @@ macro_rules! hot_write_on {
                         let Some(row) = row else {
                             continue;
                         };
-                        let response: Option<String> = row.try_get("response")?;
                         let stored = StoredKey {
                             fingerprint: row.try_get("fingerprint")?,
                             state: row.try_get("state")?,
                             status: row.try_get("status_code")?,
-                            response: response.map(|text| serde_json::from_str(&text).unwrap_or(Json::String(text))),
+                            response: row.try_get("response")?,
                             renewed_at: row.try_get("updated_at")?,
                         };
                         if stored.fingerprint != *fingerprint {
                             return Ok(Step::Keep(Written::Claimed(Claim::Mismatch)));
                         }
-                        if stored.state == "done" {
-                            let status = stored.status.and_then(|s| u16::try_from(s).ok()).unwrap_or(200);
-                            return Ok(Step::Keep(Written::Claimed(Claim::Replay {
-                                status,
-                                body: stored.response.unwrap_or(Json::Null),
-                            })));
+                        if let Some(replay) = stored.replay()? {
+                            return Ok(Step::Keep(Written::Claimed(replay)));
                         }
                         let age = now.signed_duration_since(stored.renewed_at).to_std().unwrap_or_default();
                         if age < *lease {

@@ -27,35 +27,7 @@ use crate::regrade::{self, RegradeReport};
 use crate::report::CsvRow;
 use crate::store::{Class, ClassMade, Joined, Membership, Store};
 
-/// What the student's app shows before a check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Preview {
-    /// The live preview of every requirement, met or not (the default, and self-study's).
-    Everything,
-    /// Only the requirements the design still lacks.
-    Lacks,
-    /// No live preview: only Check tells.
-    Nothing,
-}
-
-impl Preview {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Preview::Everything => "everything",
-            Preview::Lacks => "lacks",
-            Preview::Nothing => "nothing",
-        }
-    }
-
-    fn of(stored: &str) -> Preview {
-        match stored {
-            "lacks" => Preview::Lacks,
-            "nothing" => Preview::Nothing,
-            _ => Preview::Everything,
-        }
-    }
-}
+pub use crate::store::Preview;
 
 /// A class as a grader sees it.
 #[derive(Serialize, ToSchema)]
@@ -264,7 +236,7 @@ fn class_body(class: Class, headers: &HeaderMap, config: &Config) -> ClassBody {
         name: class.name,
         join_code: class.join_code,
         open: class.open,
-        preview: Preview::of(&class.preview),
+        preview: class.preview,
         members: u32::try_from(class.members).unwrap_or(0),
         created_by: class.created_by,
         created_at: time(class.created_at),
@@ -276,7 +248,7 @@ fn student_class(class: Class, m: Membership) -> StudentClass {
         id: class.id,
         name: class.name,
         open: class.open,
-        preview: Preview::of(&class.preview),
+        preview: class.preview,
         display_name: m.display_name,
         joined_at: time(m.joined_at),
     }
@@ -501,12 +473,7 @@ pub async fn update_class(
         .map(|n| class_name(n, "$.name"))
         .transpose()?;
     let class = store
-        .update_class(
-            &id,
-            name.as_deref(),
-            body.open,
-            body.preview.map(Preview::as_str),
-        )
+        .update_class(&id, name.as_deref(), body.open, body.preview)
         .await?
         .ok_or_else(|| unknown_class(&id))?;
     Ok(Json(class_body(class, &headers, &config)))

@@ -345,7 +345,10 @@ async fn submit_idempotently(
             Err(e) => return AppError::from(e).into_response(),
             Ok(Claim::Started) => {}
             Ok(Claim::Replay { status, body }) => {
-                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+                let status = match StatusCode::from_u16(status) {
+                    Ok(status) => status,
+                    Err(e) => return AppError::internal(e).into_response(),
+                };
                 let mut response = json_response(status, &body);
                 response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
                 if let Some(id) = body.get("id").and_then(|v| v.as_str()) {
