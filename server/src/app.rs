@@ -46,11 +46,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub fn router(state: AppState) -> Router {
     let config = state.config().clone();
     // The document names the handlers, so it is made here rather than by one of them.
-    let document = ApiDocument(
-        serde_json::to_vec(&openapi::document())
-            .unwrap_or_default()
-            .into(),
-    );
+    let document = ApiDocument::of(&openapi::document());
     // The routes a student's cookie authenticates: never kept by a cache.
     let personal = Router::new()
         .route(
@@ -281,31 +277,29 @@ async fn json_errors(request: Request, next: Next) -> Response {
         .filter(|t| !t.is_empty());
     let error = match status {
         StatusCode::PAYLOAD_TOO_LARGE => body_too_large(),
-        StatusCode::REQUEST_TIMEOUT => AppError::new(
-            status,
+        StatusCode::REQUEST_TIMEOUT => AppError::of(
             ErrorCode::Timeout,
             "the request took too long and was stopped",
         ),
-        StatusCode::METHOD_NOT_ALLOWED => AppError::new(
-            status,
+        StatusCode::METHOD_NOT_ALLOWED => AppError::of(
             ErrorCode::MethodNotAllowed,
             "this route does not accept that method; GET /api/openapi.json lists the routes",
         ),
-        StatusCode::NOT_FOUND => {
-            AppError::new(status, ErrorCode::NotFound, "there is nothing at this path")
-        }
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => AppError::new(
-            status,
+        StatusCode::NOT_FOUND => AppError::of(ErrorCode::NotFound, "there is nothing at this path"),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => AppError::of(
             ErrorCode::UnsupportedMediaType,
             "send the body as application/json",
         ),
-        s if s.is_server_error() => AppError::new(
-            s,
+        s if s.is_server_error() => AppError::of(
             ErrorCode::Internal,
             "something went wrong on the server; the log says what",
         ),
-        s => AppError::new(
-            s,
+        // A form or query that parsed but holds a refused value (axum's `Form` rejection).
+        StatusCode::UNPROCESSABLE_ENTITY => AppError::of(
+            ErrorCode::InvalidRequest,
+            said.unwrap_or_else(|| "a value in the request is refused".to_string()),
+        ),
+        s => AppError::of(
             ErrorCode::BadRequest,
             said.unwrap_or_else(|| {
                 s.canonical_reason()

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use axum::body::HttpBody;
 use axum::extract::{FromRef, FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
@@ -234,16 +234,14 @@ pub fn new_student_id() -> String {
 }
 
 fn no_session() -> AppError {
-    AppError::new(
-        StatusCode::UNAUTHORIZED,
+    AppError::of(
         ErrorCode::NoSession,
         "this route needs a student session: POST /api/session makes one",
     )
 }
 
 pub fn ambiguous_session() -> AppError {
-    AppError::new(
-        StatusCode::BAD_REQUEST,
+    AppError::of(
         ErrorCode::AmbiguousSession,
         "the request carries more than one session cookie; clear this site's cookies and reload",
     )
@@ -458,9 +456,7 @@ pub async fn verify_token(
 }
 
 fn cross_site() -> Response {
-    AppError::new(
-        StatusCode::FORBIDDEN,
-        ErrorCode::CrossSiteRequest,
+    AppError::of(ErrorCode::CrossSiteRequest,
         "this request came from another site; only this site's own pages may change a student's work",
     )
     .into_response()
@@ -527,8 +523,7 @@ pub async fn refuse_cross_site(
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.trim() != "0");
     if !json && (content_type.is_some() || has_body) {
-        return AppError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        return AppError::of(
             ErrorCode::UnsupportedMediaType,
             "send the body as application/json",
         )
@@ -565,9 +560,7 @@ pub async fn https_layer(
 }
 
 fn unexpected_host() -> Response {
-    AppError::new(
-        StatusCode::MISDIRECTED_REQUEST,
-        ErrorCode::UnexpectedHost,
+    AppError::of(ErrorCode::UnexpectedHost,
         "this route answers only to a loopback name (localhost, 127.0.0.1, [::1]) or the host of --public-url; open the page by one of those",
     )
     .into_response()

@@ -8,7 +8,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::http::StatusCode;
 use serde_json::Value as Json;
 use shared::{CheckError, DesignError, DesignErrorCode, Verdict};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -189,9 +188,7 @@ impl Checker {
 pub fn check_error(error: CheckError) -> AppError {
     match error {
         CheckError::Design(errors) => design_error(errors),
-        CheckError::TooLarge { schedules, limit } => AppError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::CheckTooLarge,
+        CheckError::TooLarge { schedules, limit } => AppError::of(ErrorCode::CheckTooLarge,
             format!("the check stopped after {schedules} failure schedules: it exceeds {limit}; simplify the design"),
         ),
     }
@@ -206,12 +203,7 @@ pub fn design_error(errors: Vec<DesignError>) -> AppError {
             DesignErrorCode::TooManyNodes | DesignErrorCode::TooManyEdges
         )
     }) {
-        return AppError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::GraphTooLarge,
-            big.message.clone(),
-        )
-        .at(big.path.clone());
+        return AppError::of(ErrorCode::GraphTooLarge, big.message.clone()).at(big.path.clone());
     }
     let first = errors.first().cloned().unwrap_or(DesignError {
         path: "$".into(),
@@ -227,12 +219,7 @@ pub fn design_error(errors: Vec<DesignError>) -> AppError {
     } else {
         first.message.clone()
     };
-    let mut error = AppError::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        ErrorCode::InvalidDesign,
-        message,
-    )
-    .at(first.path);
+    let mut error = AppError::of(ErrorCode::InvalidDesign, message).at(first.path);
     error.details = Some(errors);
     error
 }

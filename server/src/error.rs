@@ -90,11 +90,14 @@ pub enum ErrorCode {
     UnexpectedHost,
     /// 409: the grader token has made as many classes as one token may.
     ClassLimitReached,
+    /// 409: the scenario file being edited does not read as a scenario yet, so no design can
+    /// be tried on it; the file's problems say why.
+    FileNotTryable,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the enum.
-    pub const ALL: [ErrorCode; 32] = [
+    pub const ALL: [ErrorCode; 33] = [
         ErrorCode::MalformedJson,
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidDesign,
@@ -127,6 +130,7 @@ impl ErrorCode {
         ErrorCode::ScenarioMismatch,
         ErrorCode::UnexpectedHost,
         ErrorCode::ClassLimitReached,
+        ErrorCode::FileNotTryable,
     ];
 
     /// The code as it is written in an error body.
@@ -164,6 +168,46 @@ impl ErrorCode {
             ErrorCode::ScenarioMismatch => "scenario_mismatch",
             ErrorCode::UnexpectedHost => "unexpected_host",
             ErrorCode::ClassLimitReached => "class_limit_reached",
+            ErrorCode::FileNotTryable => "file_not_tryable",
+        }
+    }
+
+    /// The HTTP status every answer with this code has: a code is answered with one status,
+    /// always.
+    pub const fn status(self) -> StatusCode {
+        match self {
+            ErrorCode::MalformedJson
+            | ErrorCode::InvalidIdempotencyKey
+            | ErrorCode::BadRequest
+            | ErrorCode::AmbiguousSession => StatusCode::BAD_REQUEST,
+            ErrorCode::Unauthorized | ErrorCode::NoSession => StatusCode::UNAUTHORIZED,
+            ErrorCode::Forbidden | ErrorCode::CrossSiteRequest | ErrorCode::NotAMember => {
+                StatusCode::FORBIDDEN
+            }
+            ErrorCode::UnknownScenario
+            | ErrorCode::UnknownSubmission
+            | ErrorCode::NoDraft
+            | ErrorCode::NotFound
+            | ErrorCode::UnknownClass
+            | ErrorCode::UnknownStudent => StatusCode::NOT_FOUND,
+            ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ErrorCode::Timeout => StatusCode::REQUEST_TIMEOUT,
+            ErrorCode::IdempotencyKeyInFlight
+            | ErrorCode::ClassClosed
+            | ErrorCode::ClassLimitReached
+            | ErrorCode::FileNotTryable => StatusCode::CONFLICT,
+            ErrorCode::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::UnexpectedHost => StatusCode::MISDIRECTED_REQUEST,
+            ErrorCode::InvalidRequest
+            | ErrorCode::InvalidDesign
+            | ErrorCode::GraphTooLarge
+            | ErrorCode::CheckTooLarge
+            | ErrorCode::IdempotencyKeyReused
+            | ErrorCode::ScenarioMismatch => StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 }
@@ -211,9 +255,10 @@ pub struct ErrorDetail {
 }
 
 impl AppError {
-    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> AppError {
+    /// An error with `code`, answered with the code's status ([`ErrorCode::status`]).
+    pub fn of(code: ErrorCode, message: impl Into<String>) -> AppError {
         AppError {
-            status,
+            status: code.status(),
             code,
             message: message.into(),
             path: None,
@@ -234,16 +279,11 @@ impl AppError {
     }
 
     pub fn invalid_request(message: impl Into<String>) -> AppError {
-        AppError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::InvalidRequest,
-            message,
-        )
+        AppError::of(ErrorCode::InvalidRequest, message)
     }
 
     pub fn unknown_scenario(id: &str) -> AppError {
-        AppError::new(
-            StatusCode::NOT_FOUND,
+        AppError::of(
             ErrorCode::UnknownScenario,
             format!("there is no scenario \"{id}\"; GET /api/scenarios lists them"),
         )
@@ -253,8 +293,7 @@ impl AppError {
     /// An unknown scenario named by the URL (`/api/scenarios/{id}/check`): the error's path is
     /// the URL's path, since the body does not name it.
     pub fn unknown_scenario_in_url(id: &str, url: impl Into<String>) -> AppError {
-        AppError::new(
-            StatusCode::NOT_FOUND,
+        AppError::of(
             ErrorCode::UnknownScenario,
             format!(
                 "there is no scenario \"{id}\" (the URL names it); GET /api/scenarios lists them"
@@ -281,18 +320,17 @@ impl AppError {
     }
 
     pub fn unauthorized(message: impl Into<String>) -> AppError {
-        AppError::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
+        AppError::of(ErrorCode::Unauthorized, message)
     }
 
     pub fn forbidden(message: impl Into<String>) -> AppError {
-        AppError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
+        AppError::of(ErrorCode::Forbidden, message)
     }
 
     /// A failure on our side. The cause goes to the log, never to the client.
     pub fn internal(cause: impl std::fmt::Display) -> AppError {
         tracing::error!(%cause, "internal error");
-        AppError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
+        AppError::of(
             ErrorCode::Internal,
             "something went wrong on the server; the log says what",
         )
@@ -302,9 +340,7 @@ impl AppError {
     /// succeed, and `POST /api/scenarios/{id}/check` keeps working meanwhile.
     pub fn unavailable(cause: impl std::fmt::Display) -> AppError {
         tracing::error!(%cause, "database unavailable");
-        AppError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            ErrorCode::DatabaseUnavailable,
+        AppError::of(ErrorCode::DatabaseUnavailable,
             "the database is not reachable; try again in a few seconds (checking a design still works)",
         )
         .retry_after(DATABASE_RETRY_AFTER_SECONDS)
@@ -404,8 +440,7 @@ pub async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes,
         } else if is_body_timeout(&rejection) {
             body_timeout()
         } else {
-            AppError::new(
-                StatusCode::BAD_REQUEST,
+            AppError::of(
                 ErrorCode::MalformedJson,
                 format!("the request body could not be read: {rejection}"),
             )
@@ -440,16 +475,14 @@ fn is_body_timeout(rejection: &(dyn std::error::Error + 'static)) -> bool {
 
 /// 408: the body did not arrive within the body-read timeout.
 pub fn body_timeout() -> AppError {
-    AppError::new(
-        StatusCode::REQUEST_TIMEOUT,
+    AppError::of(
         ErrorCode::Timeout,
         "the request body took too long to arrive and was refused",
     )
 }
 
 pub fn body_too_large() -> AppError {
-    AppError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
+    AppError::of(
         ErrorCode::BodyTooLarge,
         "the request body is larger than this server accepts",
     )
@@ -458,8 +491,7 @@ pub fn body_too_large() -> AppError {
 /// Parses JSON text into `T` with the error codes of [`JsonBody`].
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
     let value: Json = serde_json::from_slice(bytes).map_err(|e| {
-        AppError::new(
-            StatusCode::BAD_REQUEST,
+        AppError::of(
             ErrorCode::MalformedJson,
             format!("the request body is not valid JSON: {e}"),
         )

@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 
 use axum::extract::{ConnectInfo, FromRef, FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{header, HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
@@ -340,9 +340,7 @@ impl RateLimiter {
     fn refused(&self, wait: Duration, limit: RateLimit, what: &str) -> Response {
         let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
         tracing::debug!(bucket = what, "rate limited");
-        AppError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            ErrorCode::RateLimited,
+        AppError::of(ErrorCode::RateLimited,
             format!(
                 "too many requests from this {what}; wait {seconds} s (the limit is {} per second, {} at once)",
                 limit.per_second, limit.burst
@@ -521,9 +519,7 @@ where
         let limit = limiter.failed_joins;
         if let Err((wait, _)) = limiter.take_all(&[(&key, limit)], Instant::now(), false) {
             let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
-            return Err(AppError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                ErrorCode::RateLimited,
+            return Err(AppError::of(ErrorCode::RateLimited,
                 format!(
                     "too many join codes from this address named no class; wait {seconds} s and check the code with your instructor"
                 ),

@@ -21,7 +21,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::StatusCode;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::{AppError, ErrorCode};
@@ -68,8 +67,7 @@ pub async fn turn() -> Result<Option<Turn>, AppError> {
     };
     match turns.take(&address).await {
         Some(turn) => Ok(Some(turn)),
-        None => Err(AppError::new(
-            StatusCode::TOO_MANY_REQUESTS,
+        None => Err(AppError::of(
             ErrorCode::RateLimited,
             format!(
                 "too many checks from this address are waiting to run ({} at most); wait 1 s",

@@ -163,12 +163,7 @@ pub async fn solve(
         .await
         .map_err(AppError::internal)?;
     let solution = solved.map_err(|e| {
-        AppError::new(
-            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-            crate::error::ErrorCode::CheckTooLarge,
-            e.to_string(),
-        )
-        .at("$.palette")
+        AppError::of(crate::error::ErrorCode::CheckTooLarge, e.to_string()).at("$.palette")
     })?;
     let mut json = solution.to_json();
     if let Some(out) = json.as_object_mut() {
@@ -195,9 +190,7 @@ pub struct AuthorFile {
 
 fn broken_file(live: &LiveCatalogue, name: &str) -> Result<Arc<BrokenFile>, AppError> {
     live.broken_files().get(name).cloned().ok_or_else(|| {
-        AppError::new(
-            axum::http::StatusCode::NOT_FOUND,
-            crate::error::ErrorCode::NotFound,
+        AppError::of(crate::error::ErrorCode::NotFound,
             format!("no scenario file \"{name}\" has problems now: it validates, or the folder has no such file; GET /api/author/status lists the files with problems"),
         )
     })
@@ -240,13 +233,10 @@ pub async fn check_file(
     use axum::response::IntoResponse;
     let body = crate::error::read_body(request, &()).await?;
     let b = broken_file(&live, &name)?;
-    let entry = b.tryable.clone().map_err(|why| {
-        AppError::new(
-            axum::http::StatusCode::CONFLICT,
-            crate::error::ErrorCode::InvalidRequest,
-            why,
-        )
-    })?;
+    let entry = b
+        .tryable
+        .clone()
+        .map_err(|why| AppError::of(crate::error::ErrorCode::FileNotTryable, why))?;
     let checked = checker.check_body(entry, &body).await?;
     Ok((
         [(axum::http::header::CONTENT_TYPE, "application/json")],

@@ -27,35 +27,7 @@ use crate::regrade::{self, RegradeReport};
 use crate::report::CsvRow;
 use crate::store::{Class, ClassMade, Joined, Membership, Store};
 
-/// What the student's app shows before a check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Preview {
-    /// The live preview of every requirement, met or not (the default, and self-study's).
-    Everything,
-    /// Only the requirements the design still lacks.
-    Lacks,
-    /// No live preview: only Check tells.
-    Nothing,
-}
-
-impl Preview {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Preview::Everything => "everything",
-            Preview::Lacks => "lacks",
-            Preview::Nothing => "nothing",
-        }
-    }
-
-    fn of(stored: &str) -> Preview {
-        match stored {
-            "lacks" => Preview::Lacks,
-            "nothing" => Preview::Nothing,
-            _ => Preview::Everything,
-        }
-    }
-}
+pub use crate::store::Preview;
 
 /// A class as a grader sees it.
 #[derive(Serialize, ToSchema)]
@@ -214,8 +186,7 @@ pub fn new_class_id() -> String {
 }
 
 fn unknown_class(id: &str) -> AppError {
-    AppError::new(
-        StatusCode::NOT_FOUND,
+    AppError::of(
         ErrorCode::UnknownClass,
         format!(
             "there is no class \"{}\"; GET /api/classes lists them",
@@ -225,9 +196,7 @@ fn unknown_class(id: &str) -> AppError {
 }
 
 fn class_closed(name: &str) -> AppError {
-    AppError::new(
-        StatusCode::CONFLICT,
-        ErrorCode::ClassClosed,
+    AppError::of(ErrorCode::ClassClosed,
         format!("the class \"{name}\" is closed: it takes no new members and no attempts; ask its instructor to reopen it"),
     )
 }
@@ -245,9 +214,7 @@ pub(super) async fn may_record_for(
     };
     let found = found.ok_or_else(|| unknown_class(class).at("$.class"))?;
     if store.membership(class, student).await?.is_none() {
-        return Err(AppError::new(
-            StatusCode::FORBIDDEN,
-            ErrorCode::NotAMember,
+        return Err(AppError::of(ErrorCode::NotAMember,
             "the student is not a member of this class: join it first with its code (POST /api/classes/join)",
         )
         .at("$.class"));
@@ -269,7 +236,7 @@ fn class_body(class: Class, headers: &HeaderMap, config: &Config) -> ClassBody {
         name: class.name,
         join_code: class.join_code,
         open: class.open,
-        preview: Preview::of(&class.preview),
+        preview: class.preview,
         members: u32::try_from(class.members).unwrap_or(0),
         created_by: class.created_by,
         created_at: time(class.created_at),
@@ -281,7 +248,7 @@ fn student_class(class: Class, m: Membership) -> StudentClass {
         id: class.id,
         name: class.name,
         open: class.open,
-        preview: Preview::of(&class.preview),
+        preview: class.preview,
         display_name: m.display_name,
         joined_at: time(m.joined_at),
     }
@@ -361,9 +328,7 @@ pub async fn create_class(
             }
             ClassMade::CodeTaken => continue,
             ClassMade::LimitReached => {
-                return Err(AppError::new(
-                    StatusCode::CONFLICT,
-                    ErrorCode::ClassLimitReached,
+                return Err(AppError::of(ErrorCode::ClassLimitReached,
                     format!("the grader token \"{}\" has made {max} classes, as many as one token may (--classes-per-token-max); make the class with another token", grader.name),
                 ))
             }
@@ -508,12 +473,7 @@ pub async fn update_class(
         .map(|n| class_name(n, "$.name"))
         .transpose()?;
     let class = store
-        .update_class(
-            &id,
-            name.as_deref(),
-            body.open,
-            body.preview.map(Preview::as_str),
-        )
+        .update_class(&id, name.as_deref(), body.open, body.preview)
         .await?
         .ok_or_else(|| unknown_class(&id))?;
     Ok(Json(class_body(class, &headers, &config)))
@@ -597,8 +557,7 @@ pub async fn join_class(
     // A code that names no class spends one of the address's failed joins.
     let not_found = || {
         guesses.failed();
-        AppError::new(
-            StatusCode::NOT_FOUND,
+        AppError::of(
             ErrorCode::UnknownClass,
             "no class has this join code; check it with your instructor",
         )
@@ -761,8 +720,7 @@ pub async fn student_attempts(
         store.membership(&id, &student).await?
     };
     let member = member.ok_or_else(|| {
-        AppError::new(
-            StatusCode::NOT_FOUND,
+        AppError::of(
             ErrorCode::UnknownStudent,
             format!("the class has no member \"{}\"", student.escape_default()),
         )
@@ -794,8 +752,7 @@ pub async fn class_attempt(
 ) -> Result<Json<ClassAttemptBody>, AppError> {
     existing(&store, &id).await?;
     let unknown = || {
-        AppError::new(
-            StatusCode::NOT_FOUND,
+        AppError::of(
             ErrorCode::UnknownSubmission,
             format!("the class has no attempt \"{}\"", attempt.escape_default()),
         )
@@ -922,11 +879,7 @@ pub async fn regrade_route(
     .await
     .map_err(|e| match e {
         regrade::RegradeError::Database(e) => AppError::from(e),
-        regrade::RegradeError::Check(m) => AppError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::CheckTooLarge,
-            m,
-        ),
+        regrade::RegradeError::Check(m) => AppError::of(ErrorCode::CheckTooLarge, m),
     })?;
     Ok(Json(report))
 }

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -35,8 +34,7 @@ pub struct DraftAnswer {
 }
 
 fn no_draft(scenario: &str) -> AppError {
-    AppError::new(
-        StatusCode::NOT_FOUND,
+    AppError::of(
         ErrorCode::NoDraft,
         format!("there is no draft for \"{scenario}\" yet"),
     )
@@ -107,9 +105,7 @@ pub async fn put_draft(
     let others = store.draft_bytes(&student.id, &scenario).await?;
     let cap = config.draft_bytes_per_student as u64;
     if others.saturating_add(size) > cap {
-        return Err(AppError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorCode::BodyTooLarge,
+        return Err(AppError::of(ErrorCode::BodyTooLarge,
             format!("a student's drafts may hold {cap} bytes in all; this one ({size} bytes) would bring them to {}", others + size),
         )
         .at("$.design"));

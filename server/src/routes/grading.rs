@@ -310,9 +310,7 @@ impl Grading<'_> {
             .at("$.scenario")),
             Err(exported) => {
                 let entry = scenario_entry(self.catalogue, named.unwrap_or_default())?;
-                Err(AppError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    ErrorCode::ScenarioMismatch,
+                Err(AppError::of(ErrorCode::ScenarioMismatch,
                     design_file::other_scenario(exported, &entry.scenario().id, &entry.scenario().title),
                 )
                 .at("$.design.scenario"))
@@ -338,9 +336,7 @@ impl Grading<'_> {
             )
             .await?;
         let in_flight = || {
-            AppError::new(
-                StatusCode::CONFLICT,
-                ErrorCode::IdempotencyKeyInFlight,
+            AppError::of(ErrorCode::IdempotencyKeyInFlight,
                 "another call is grading the same design of this student right now; grade again in a moment",
             )
         };
@@ -369,16 +365,13 @@ impl Grading<'_> {
             Claim::Replay { body, .. } => {
                 let id = body["id"].as_str().unwrap_or_default();
                 self.store.get_attempt(id).await?.ok_or_else(|| {
-                    AppError::new(
-                        StatusCode::NOT_FOUND,
-                        ErrorCode::UnknownSubmission,
+                    AppError::of(ErrorCode::UnknownSubmission,
                         "this design was graded before, and the attempt recorded then has been deleted",
                     )
                 })
             }
             Claim::InFlight => Err(in_flight()),
-            Claim::Mismatch => Err(AppError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
+            Claim::Mismatch => Err(AppError::of(
                 ErrorCode::IdempotencyKeyReused,
                 "this token used the grading's idempotency key for another request",
             )),

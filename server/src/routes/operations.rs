@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -30,13 +30,27 @@ pub struct Health {
 #[utoipa::path(get, path = "/api/openapi.json", tag = "operations", description = "This document.",
     responses((status = 200, description = "OpenAPI 3.1", body = Object)))]
 pub async fn openapi(State(document): State<ApiDocument>) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], document.0).into_response()
+    match document.0 {
+        Ok(bytes) => ([(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
+        Err(why) => AppError::internal(why).into_response(),
+    }
 }
 
 /// The OpenAPI document as JSON, written once when the router is made (`crate::app` builds
-/// it from `crate::openapi`, which in turn names these handlers).
+/// it from `crate::openapi`, which in turn names these handlers). A document that could not
+/// be written is answered 500, never as an empty body.
 #[derive(Clone)]
-pub struct ApiDocument(pub Bytes);
+pub struct ApiDocument(pub Result<Bytes, String>);
+
+impl ApiDocument {
+    pub fn of(document: &impl Serialize) -> ApiDocument {
+        ApiDocument(
+            serde_json::to_vec(document)
+                .map(Bytes::from)
+                .map_err(|e| format!("the OpenAPI document could not be written: {e}")),
+        )
+    }
+}
 
 #[utoipa::path(get, path = "/healthz", tag = "operations", description = "Liveness: the process answers.",
     responses((status = 200, body = Health)))]
@@ -134,8 +148,7 @@ pub async fn floor(Query(query): Query<FloorQuery>) -> Response {
 
 /// Any `/api/…` path that names no route.
 pub async fn api_not_found() -> AppError {
-    AppError::new(
-        StatusCode::NOT_FOUND,
+    AppError::of(
         ErrorCode::NotFound,
         "there is no such API route; GET /api/openapi.json lists them",
     )
@@ -143,9 +156,35 @@ pub async fn api_not_found() -> AppError {
 
 /// Any other path, when there is no built web app to serve it.
 pub async fn not_found() -> AppError {
-    AppError::new(
-        StatusCode::NOT_FOUND,
+    AppError::of(
         ErrorCode::NotFound,
         "there is nothing at this path (the web app is not built; cargo xtask run builds it)",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_document_that_could_not_be_written_is_answered_500_internal_not_empty() {
+        // JSON object keys must be strings: a map keyed by pairs cannot be written.
+        let unwritable: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let document = ApiDocument::of(&unwritable);
+        assert!(document.0.is_err());
+        let answer = openapi(State(document)).await;
+        assert_eq!(
+            answer.status(),
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR
+        );
+        let body = axum::body::to_bytes(answer.into_body(), 4096)
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["error"]["code"], "internal");
+
+        let written = ApiDocument::of(&serde_json::json!({"openapi": "3.1.0"}));
+        let answer = openapi(State(written)).await;
+        assert_eq!(answer.status(), axum::http::StatusCode::OK);
+    }
 }

@@ -243,8 +243,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, AppError> {
         .filter(|k| !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()));
     match key {
         Some(k) => Ok(Some(k.to_string())),
-        None => Err(AppError::new(
-            StatusCode::BAD_REQUEST,
+        None => Err(AppError::of(
             ErrorCode::InvalidIdempotencyKey,
             "an Idempotency-Key has 1 to 255 visible ASCII characters",
         )),
@@ -346,7 +345,10 @@ async fn submit_idempotently(
             Err(e) => return AppError::from(e).into_response(),
             Ok(Claim::Started) => {}
             Ok(Claim::Replay { status, body }) => {
-                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+                let status = match StatusCode::from_u16(status) {
+                    Ok(status) => status,
+                    Err(e) => return AppError::internal(e).into_response(),
+                };
                 let mut response = json_response(status, &body);
                 response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
                 if let Some(id) = body.get("id").and_then(|v| v.as_str()) {
@@ -357,17 +359,13 @@ async fn submit_idempotently(
                 return response;
             }
             Ok(Claim::Mismatch) => {
-                return AppError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    ErrorCode::IdempotencyKeyReused,
+                return AppError::of(ErrorCode::IdempotencyKeyReused,
                     "this Idempotency-Key was already used with another request body; use a new key for a new submission",
                 )
                 .into_response()
             }
             Ok(Claim::InFlight) => {
-                let mut response = AppError::new(
-                    StatusCode::CONFLICT,
-                    ErrorCode::IdempotencyKeyInFlight,
+                let mut response = AppError::of(ErrorCode::IdempotencyKeyInFlight,
                     "a request with this Idempotency-Key is still running; retry in a moment to get its answer",
                 )
                 .into_response();
@@ -447,9 +445,7 @@ async fn submit_idempotently(
 
 /// The answer of a request whose claim was taken over while it worked.
 fn lost_claim() -> Response {
-    let mut response = AppError::new(
-        StatusCode::CONFLICT,
-        ErrorCode::IdempotencyKeyInFlight,
+    let mut response = AppError::of(ErrorCode::IdempotencyKeyInFlight,
         "this request took too long and another request with the same Idempotency-Key took over; retry to get its answer",
     )
     .into_response();
@@ -522,8 +518,7 @@ pub async fn get_submission(
     Path(id): Path<String>,
 ) -> Result<Json<Submission>, AppError> {
     let unknown = || {
-        AppError::new(
-            StatusCode::NOT_FOUND,
+        AppError::of(
             ErrorCode::UnknownSubmission,
             format!("there is no submission \"{}\"", id.escape_default()),
         )

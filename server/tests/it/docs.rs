@@ -26,3 +26,31 @@ fn docs_errors_lists_exactly_the_error_codes() {
         "docs/errors.md is out of step with ErrorCode: not documented {missing:?}, documented but not a code {unknown:?}"
     );
 }
+
+#[test]
+fn every_error_code_is_answered_with_the_status_docs_errors_lists() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md");
+    let text = std::fs::read_to_string(path).expect("docs/errors.md exists");
+    let documented: std::collections::BTreeMap<String, u16> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|rest| {
+            let (code, rest) = rest.split_once('`')?;
+            let status = rest.trim_start_matches(" |").split('|').next()?.trim();
+            Some((code.to_string(), status.parse().ok()?))
+        })
+        .collect();
+    let wrong: Vec<String> = ErrorCode::ALL
+        .iter()
+        .filter(|code| documented.get(code.as_str()) != Some(&code.status().as_u16()))
+        .map(|code| {
+            format!(
+                "{code}: answered {}, documented {:?}",
+                code.status().as_u16(),
+                documented.get(code.as_str())
+            )
+        })
+        .collect();
+    assert_eq!(documented.len(), ErrorCode::ALL.len(), "{documented:?}");
+    assert!(wrong.is_empty(), "{wrong:?}");
+}

@@ -29,4 +29,5 @@ mod security;
 mod sessions;
 mod socket;
 mod storage;
+mod stored;
 mod watch;

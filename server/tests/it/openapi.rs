@@ -626,6 +626,20 @@ async fn every_error_code_a_request_can_provoke_matches_the_published_schema() {
             .await
     );
 
+    // A design tried on an edited scenario file that does not read as a scenario yet.
+    let (untryable, _folder) = app_with_a_half_written_file().await;
+    got!(
+        "post",
+        "/api/author/files/half.json/check",
+        untryable
+            .post(
+                "/api/author/files/half.json/check",
+                &As::nobody(),
+                &failing_design()
+            )
+            .await
+    );
+
     let error_body = doc.component("ErrorBody");
     let mut seen = BTreeSet::new();
     for Provoked {
@@ -655,6 +669,32 @@ async fn every_error_code_a_request_can_provoke_matches_the_published_schema() {
         .collect();
     let codes: BTreeSet<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
     assert_eq!(listed, codes);
+}
+
+/// An author's server whose only scenario file, `half.json`, stops halfway: it is listed
+/// with its problems, and no design can be tried on it.
+async fn app_with_a_half_written_file() -> (TestApp, crate::common::TempDir) {
+    let folder = crate::common::TempDir::new("half-written");
+    let file = folder.path().join("half.json");
+    std::fs::write(&file, "{ \"id\": ").unwrap();
+    let live = server::watch::LiveCatalogue::broken(vec![shared::authoring::Diagnostic {
+        file: file.display().to_string(),
+        path: "$".into(),
+        message: "the file does not read as a scenario".into(),
+    }]);
+    let dir = crate::common::TempDir::new("half-written-db");
+    let store = server::Store::connect(&dir.sqlite_url()).await.unwrap();
+    let config = Config {
+        author: true,
+        ..Config::default()
+    };
+    let state = server::AppState::live(store, std::sync::Arc::new(live), config);
+    let app = TestApp {
+        router: server::router(state.clone()),
+        state,
+        _dir: dir,
+    };
+    (app, folder)
 }
 
 /// The other answers of the API, each against what its route documents.

@@ -670,6 +670,11 @@ async fn a_file_that_does_not_validate_opens_with_its_problems_in_place_and_take
         )
         .await;
     assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
+    assert_eq!(
+        refused.body["error"]["code"], "file_not_tryable",
+        "{}",
+        refused.text
+    );
     // A file without problems is not one of them.
     let missing = app
         .get("/api/author/files/safe-retry.json", &As::nobody())

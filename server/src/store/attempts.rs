@@ -1,0 +1,220 @@
+//! Recorded attempts: one, a page of them, an export, and what a student has done.
+
+use std::collections::BTreeMap;
+
+use crate::store::db::{with_pool, Store};
+use crate::store::errors::StoreResult;
+use chrono::{DateTime, Utc};
+use serde_json::Value as Json;
+use sqlx::types::Json as SqlJson;
+use sqlx::Row;
+
+/// One recorded attempt: a design checked for a student.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attempt {
+    pub id: String,
+    pub student: String,
+    pub scenario: String,
+    pub scenario_hash: String,
+    pub design: Json,
+    pub verdict: Json,
+    pub score: i32,
+    pub max_score: i32,
+    pub passed: bool,
+    pub created_at: DateTime<Utc>,
+    /// The class the attempt was made for; `None` for self-study and for graders' records.
+    pub class: Option<String>,
+}
+
+/// An attempt without its design and verdict, for lists.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttemptSummary {
+    pub id: String,
+    pub student: String,
+    pub scenario: String,
+    pub scenario_hash: String,
+    pub score: i32,
+    pub max_score: i32,
+    pub passed: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Which attempts a page of a list holds: those of `student` and `scenario` when given,
+/// older than the attempt `before` names (the last of the page before), at most `limit`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AttemptsQuery<'a> {
+    pub student: Option<&'a str>,
+    pub scenario: Option<&'a str>,
+    pub before: Option<&'a str>,
+    pub limit: u32,
+}
+
+/// An attempt as an export lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExportedAttempt {
+    pub summary: AttemptSummary,
+    /// Empty when the student gave no name.
+    pub display_name: String,
+    pub verdict: Json,
+}
+
+pub(crate) const ATTEMPTS_PAGE_COLUMNS: &str =
+    "a.id, a.student, a.scenario, a.scenario_hash, a.score, a.max_score, a.passed, a.created_at";
+
+/// The rest of a page's query, after its columns: `$1` the student, `$2` the scenario, `$3`
+/// the attempt the page starts after, `$4` the limit. The order, newest first with the id
+/// breaking ties, is the one a page's cursor continues.
+macro_rules! attempts_page_where {
+    () => {
+        "WHERE ($1 IS NULL OR a.student = $1) AND ($2 IS NULL OR a.scenario = $2) \
+     AND ($3 IS NULL OR (a.created_at, a.id) < (SELECT b.created_at, b.id FROM attempts AS b WHERE b.id = $3)) \
+     ORDER BY a.created_at DESC, a.id DESC LIMIT $4"
+    };
+}
+
+pub(crate) const ATTEMPTS_PAGE: &str = concat!("FROM attempts AS a ", attempts_page_where!());
+pub(crate) const ATTEMPTS_PAGE_JOINED: &str = concat!(
+    "FROM attempts AS a JOIN students AS s ON s.id = a.student \
+     LEFT JOIN memberships AS m ON m.class_id = a.class_id AND m.student = a.student ",
+    attempts_page_where!()
+);
+
+/// An [`AttemptSummary`] from a row of either backend (a macro, since the two rows' types
+/// differ and [`with_pool`] writes each query once for both).
+macro_rules! attempt_summary {
+    ($r:expr) => {
+        Ok::<_, sqlx::Error>(AttemptSummary {
+            id: $r.try_get("id")?,
+            student: $r.try_get("student")?,
+            scenario: $r.try_get("scenario")?,
+            scenario_hash: $r.try_get("scenario_hash")?,
+            score: $r.try_get("score")?,
+            max_score: $r.try_get("max_score")?,
+            passed: $r.try_get("passed")?,
+            created_at: $r.try_get("created_at")?,
+        })
+    };
+}
+
+/// What a student has done with a scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Progress {
+    pub tried: bool,
+    pub passed: bool,
+}
+
+impl Store {
+    // Attempts.
+
+    pub async fn get_attempt(&self, id: &str) -> StoreResult<Option<Attempt>> {
+        with_pool!(self, pool => {
+            let row = sqlx::query(
+                "SELECT id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id \
+                 FROM attempts WHERE id = $1")
+                .bind(id).fetch_optional(pool).await?;
+            row.map(|r| {
+                let design: SqlJson<Json> = r.try_get("design")?;
+                let verdict: SqlJson<Json> = r.try_get("verdict")?;
+                Ok(Attempt {
+                    id: r.try_get("id")?,
+                    student: r.try_get("student")?,
+                    scenario: r.try_get("scenario")?,
+                    scenario_hash: r.try_get("scenario_hash")?,
+                    design: design.0,
+                    verdict: verdict.0,
+                    score: r.try_get("score")?,
+                    max_score: r.try_get("max_score")?,
+                    passed: r.try_get("passed")?,
+                    created_at: r.try_get("created_at")?,
+                    class: r.try_get("class_id")?,
+                })
+            }).transpose()
+        })
+    }
+
+    /// Attempts, newest first, filtered by student and scenario when given.
+    pub async fn list_attempts(
+        &self,
+        student: Option<&str>,
+        scenario: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Vec<AttemptSummary>> {
+        self.attempts_page(&AttemptsQuery {
+            student,
+            scenario,
+            before: None,
+            limit,
+        })
+        .await
+    }
+
+    /// A page of attempts, newest first: those `query` filters, after the attempt it names.
+    pub async fn attempts_page(
+        &self,
+        query: &AttemptsQuery<'_>,
+    ) -> StoreResult<Vec<AttemptSummary>> {
+        let sql = format!("SELECT {ATTEMPTS_PAGE_COLUMNS} {ATTEMPTS_PAGE}");
+        with_pool!(self, pool => {
+            let rows = sqlx::query(&sql)
+                .bind(query.student).bind(query.scenario).bind(query.before).bind(i64::from(query.limit))
+                .fetch_all(pool).await?;
+            rows.iter().map(|r| attempt_summary!(r)).collect()
+        })
+    }
+
+    /// As [`Store::attempts_page`], each attempt with its verdict (for exports that name the
+    /// requirements missed) and the student's display name: the one they gave the attempt's
+    /// class, else the one of their session or platform, else none.
+    pub async fn attempts_page_for_export(
+        &self,
+        query: &AttemptsQuery<'_>,
+    ) -> StoreResult<Vec<ExportedAttempt>> {
+        let sql = format!(
+            "SELECT {ATTEMPTS_PAGE_COLUMNS}, a.verdict, COALESCE(m.display_name, s.display_name) AS display_name \
+             {ATTEMPTS_PAGE_JOINED}"
+        );
+        with_pool!(self, pool => {
+            let rows = sqlx::query(&sql)
+                .bind(query.student).bind(query.scenario).bind(query.before).bind(i64::from(query.limit))
+                .fetch_all(pool).await?;
+            rows.iter().map(|r| {
+                let verdict: SqlJson<Json> = r.try_get("verdict")?;
+                Ok(ExportedAttempt {
+                    summary: attempt_summary!(r)?,
+                    display_name: r.try_get::<Option<String>, _>("display_name")?.unwrap_or_default(),
+                    verdict: verdict.0,
+                })
+            }).collect()
+        })
+    }
+
+    /// The name a student goes by: the one of their session or platform, else the one they
+    /// gave the class they joined last; `None` for a student with neither (or none at all).
+    pub async fn display_name(&self, student: &str) -> StoreResult<Option<String>> {
+        with_pool!(self, pool => {
+            let row = sqlx::query(
+                "SELECT COALESCE(s.display_name, \
+                 (SELECT m.display_name FROM memberships AS m WHERE m.student = s.id ORDER BY m.joined_at DESC LIMIT 1)) AS name \
+                 FROM students AS s WHERE s.id = $1")
+                .bind(student).fetch_optional(pool).await?;
+            Ok(row.map(|r| r.try_get::<Option<String>, _>("name")).transpose()?.flatten())
+        })
+    }
+
+    /// Per scenario, whether the student has tried it (made a Check: an attempt is recorded)
+    /// and passed it. A draft alone is not a try: it may be an edit never checked.
+    pub async fn progress(&self, student: &str) -> StoreResult<BTreeMap<String, Progress>> {
+        let mut progress: BTreeMap<String, Progress> = BTreeMap::new();
+        with_pool!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT scenario, MAX(CASE WHEN passed THEN 1 ELSE 0 END) AS passed FROM attempts WHERE student = $1 GROUP BY scenario")
+                .bind(student).fetch_all(pool).await?;
+            for r in rows {
+                let scenario: String = r.try_get("scenario")?;
+                let passed: i32 = r.try_get("passed")?;
+                progress.insert(scenario, Progress { tried: true, passed: passed == 1 });
+            }
+        });
+        Ok(progress)
+    }
+}

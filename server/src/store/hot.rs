@@ -1,0 +1,511 @@
+//! The hot writes through the group commit: claiming an idempotency key and recording an
+//! attempt with its stored answer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value as Json;
+use sqlx::postgres::PgPool;
+use sqlx::sqlite::SqlitePool;
+use sqlx::types::Json as SqlJson;
+use sqlx::Row;
+use tokio::sync::Semaphore;
+
+use crate::group_commit;
+use crate::store::errors::{unknown_stored, StoreResult};
+
+// Group commit of the hot writes.
+//
+// The two writes every submission makes — claiming its idempotency key and recording its
+// attempt with the stored answer — go through one writer task per store
+// (`crate::group_commit`), which runs the writes waiting at the same moment in one transaction.
+// Here is what a batch does in that transaction; the module says what the writer guarantees.
+
+/// The group-commit writer of a store's hot writes (`crate::group_commit`), started with the
+/// store. The writer task holds only the pool ([`HotDb`]), never the store, so it stops when
+/// the last handle of its store is dropped.
+#[derive(Clone, Debug)]
+pub struct HotWrites(pub(crate) group_commit::Writer<HotWrite, Written>);
+
+/// How many batches run at once on PostgreSQL: each on a connection of its own (of the pool's
+/// ten), so that one batch gathers while others wait for their commit. SQLite has one writer.
+pub(crate) const POSTGRES_WRITERS: usize = 3;
+
+impl HotWrites {
+    /// One writer on SQLite, holding the store's write gate for each batch; a few on
+    /// PostgreSQL, with a gate of their own.
+    pub(crate) fn start(db: HotDb, sqlite_gate: Option<Arc<Semaphore>>) -> HotWrites {
+        let (gate, writers) = match sqlite_gate {
+            Some(gate) => (gate, 1),
+            None => (Arc::new(Semaphore::new(POSTGRES_WRITERS)), POSTGRES_WRITERS),
+        };
+        HotWrites(group_commit::Writer::start(
+            gate,
+            writers,
+            group_commit::DEFAULT_MAX_BATCH,
+            move |jobs| write_batch(db.clone(), jobs),
+        ))
+    }
+}
+
+/// The pool a group commit writes to.
+#[derive(Clone)]
+pub(crate) enum HotDb {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// One hot write, owned so that it can wait in the writer's queue.
+#[derive(Debug)]
+pub enum HotWrite {
+    /// [`Store::claim_idempotency_key_as`].
+    Claim {
+        owner: String,
+        caller: String,
+        key: String,
+        fingerprint: String,
+        lease: Duration,
+    },
+    /// [`Store::record`].
+    Record {
+        attempt: Option<NewAttempt>,
+        answer: Option<StoredAnswer>,
+    },
+}
+
+impl HotWrite {
+    /// The idempotency record the write locks, if any. A batch runs its writes in this order,
+    /// so that on PostgreSQL two servers' batches lock the records they share in the same
+    /// order and cannot deadlock on them.
+    fn record_locked(&self) -> Option<(&str, &str)> {
+        match self {
+            HotWrite::Claim { caller, key, .. } => Some((caller, key)),
+            HotWrite::Record { answer, .. } => answer.as_ref().map(|a| (&*a.caller, &*a.key)),
+        }
+    }
+}
+
+/// An [`Attempt`] to insert, its design and verdict already JSON text: the request turns them
+/// into text, so the writer only sends them on.
+#[derive(Debug)]
+pub struct NewAttempt {
+    pub(crate) id: String,
+    pub(crate) student: String,
+    pub(crate) scenario: String,
+    pub(crate) scenario_hash: String,
+    pub(crate) design: Box<serde_json::value::RawValue>,
+    pub(crate) verdict: Box<serde_json::value::RawValue>,
+    pub(crate) score: i32,
+    pub(crate) max_score: i32,
+    pub(crate) passed: bool,
+    pub(crate) created_at: DateTime<Utc>,
+    pub(crate) class: Option<String>,
+}
+
+/// [`IdempotentAnswer`], owned, its body already JSON text.
+#[derive(Debug)]
+pub struct StoredAnswer {
+    pub(crate) caller: String,
+    pub(crate) key: String,
+    pub(crate) owner: String,
+    pub(crate) status: u16,
+    pub(crate) response: String,
+}
+
+/// The outcome of a hot write.
+#[derive(Debug)]
+pub enum Written {
+    Claimed(Claim),
+    Recorded(bool),
+}
+
+/// What a write did inside its savepoint: keep it, or undo it (it changed nothing that
+/// should stay) — with its outcome either way.
+pub(crate) enum Step {
+    Keep(Written),
+    Undo(Written),
+}
+
+/// A writer that answered the other kind of write (never happens; an error, not a panic).
+pub(crate) fn mismatched_answer() -> sqlx::Error {
+    sqlx::Error::Protocol("the group commit answered a write with another write's outcome".into())
+}
+
+/// How a batch's set-based run ended when it did not commit.
+pub(crate) enum Bulk {
+    /// A statement failed: which write caused it is unknown, so the batch runs again write by
+    /// write (nothing of the first run stays: its transaction was rolled back).
+    Statement(sqlx::Error),
+    /// The transaction itself failed (begin, commit, the connection): the batch's error.
+    Transaction(sqlx::Error),
+}
+
+/// Runs a batch of hot writes in one transaction and commits it; answers `Ok` only once it
+/// committed, and any failure of the transaction itself (begin, commit, the connection) is the
+/// whole batch's error, with nothing of it committed.
+///
+/// First the batch runs set-based, a few statements for all its writes (see [`bulk_on`]),
+/// which is what makes a batch cheap. A write that changes nothing — a record whose claim was
+/// taken over, a claim of a key that exists — gets its own outcome there. When a statement
+/// fails, the transaction is rolled back and the batch runs again one write at a time, each in
+/// a savepoint of its own ([`one_by_one_on`]): a write that fails is rolled back to its
+/// savepoint alone and answered its error, while the others commit.
+pub(crate) async fn write_batch(
+    db: HotDb,
+    jobs: Vec<HotWrite>,
+) -> group_commit::BatchResult<Written> {
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| jobs[i].record_locked());
+    let bulk = match &db {
+        HotDb::Sqlite(pool) => bulk_sqlite(pool, &jobs, &order).await,
+        HotDb::Postgres(pool) => bulk_postgres(pool, &jobs, &order).await,
+    };
+    match bulk {
+        Ok(results) => return Ok(results),
+        Err(Bulk::Transaction(e)) => return Err(e),
+        Err(Bulk::Statement(e)) => {
+            tracing::debug!(error = %e, jobs = jobs.len(), "a group commit runs again write by write");
+        }
+    }
+    match &db {
+        HotDb::Sqlite(pool) => one_by_one_sqlite(pool, &jobs, &order).await,
+        HotDb::Postgres(pool) => one_by_one_postgres(pool, &jobs, &order).await,
+    }
+}
+
+/// The rows of a multi-row `VALUES`: `rows` rows of `width` placeholders each, numbered from
+/// `first`; `row(n)` writes one row from its first placeholder's number.
+pub(crate) fn values_list(
+    rows: usize,
+    first: usize,
+    width: usize,
+    row: impl Fn(usize) -> String,
+) -> String {
+    (0..rows)
+        .map(|r| row(first + r * width))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Defines the set-based run of a batch on one backend: the SQL is the same text for both.
+///
+/// In one transaction: one `INSERT … ON CONFLICT DO NOTHING RETURNING` for every claim (a
+/// claim whose row went in is `Started`; any other is decided on its own, as
+/// [`Store::claim_idempotency_key_as`] always did: replay, mismatch, in flight or takeover);
+/// one `UPDATE … FROM (VALUES …) RETURNING` that stores the answers of the records whose
+/// holders still hold their claims; then the students and the attempts of those records, one
+/// `INSERT` each. A record whose claim was taken over writes nothing and is answered `false`.
+macro_rules! bulk_on {
+    ($name:ident, $one:ident, $pool:ty) => {
+        async fn $name(
+            pool: &$pool,
+            jobs: &[HotWrite],
+            order: &[usize],
+        ) -> Result<Vec<StoreResult<Written>>, Bulk> {
+            let mut tx = pool.begin().await.map_err(Bulk::Transaction)?;
+            let run = async {
+                let now = Utc::now();
+                let mut results: Vec<Option<StoreResult<Written>>> = jobs.iter().map(|_| None).collect();
+                // Claims.
+                let claims: Vec<usize> = order.iter().copied().filter(|&i| matches!(jobs[i], HotWrite::Claim { .. })).collect();
+                if !claims.is_empty() {
+                    let sql = format!(
+                        "INSERT INTO idempotency_keys (caller, key, fingerprint, state, created_at, updated_at, owner) VALUES {} \
+                         ON CONFLICT (caller, key) DO NOTHING RETURNING caller, key, owner",
+                        values_list(claims.len(), 1, 5, |n| format!("(${n}, ${}, ${}, 'in_flight', ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 3, n + 4)));
+                    let mut query = sqlx::query(&sql).persistent(false);
+                    for &i in &claims {
+                        if let HotWrite::Claim { owner, caller, key, fingerprint, .. } = &jobs[i] {
+                            query = query.bind(caller).bind(key).bind(fingerprint).bind(now).bind(owner);
+                        }
+                    }
+                    let inserted: std::collections::HashSet<(String, String, String)> = query
+                        .fetch_all(&mut *tx).await?
+                        .iter()
+                        .map(|r| Ok::<_, sqlx::Error>((r.try_get("caller")?, r.try_get("key")?, r.try_get("owner")?)))
+                        .collect::<Result<_, _>>()?;
+                    for &i in &claims {
+                        let HotWrite::Claim { owner, caller, key, .. } = &jobs[i] else { continue };
+                        if inserted.contains(&(caller.clone(), key.clone(), owner.clone())) {
+                            results[i] = Some(Ok(Written::Claimed(Claim::Started)));
+                        } else {
+                            // The key was there already: decided on its own, as always.
+                            match $one(&mut *tx, &jobs[i]).await? {
+                                Step::Keep(written) | Step::Undo(written) => results[i] = Some(Ok(written)),
+                            }
+                        }
+                    }
+                }
+                // Records: first the answers, which say whose claims still hold.
+                let records: Vec<usize> = order.iter().copied().filter(|&i| matches!(jobs[i], HotWrite::Record { .. })).collect();
+                let answered: Vec<(usize, &StoredAnswer)> = records.iter().filter_map(|&i| match &jobs[i] {
+                    HotWrite::Record { answer: Some(a), .. } => Some((i, a)),
+                    _ => None,
+                }).collect();
+                let mut held: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
+                if !answered.is_empty() {
+                    let sql = format!(
+                        "UPDATE idempotency_keys SET state = 'done', status_code = v.column4, response = v.column5, updated_at = $1 \
+                         FROM (VALUES {}) AS v \
+                         WHERE idempotency_keys.caller = v.column1 AND idempotency_keys.key = v.column2 \
+                         AND idempotency_keys.owner = v.column3 AND idempotency_keys.state = 'in_flight' \
+                         RETURNING caller, key",
+                        values_list(answered.len(), 2, 5, |n| format!("(${n}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4)));
+                    let mut query = sqlx::query(&sql).persistent(false).bind(now);
+                    for (_, a) in &answered {
+                        query = query.bind(&a.caller).bind(&a.key).bind(&a.owner).bind(i32::from(a.status)).bind(&a.response);
+                    }
+                    for r in query.fetch_all(&mut *tx).await? {
+                        held.insert((r.try_get("caller")?, r.try_get("key")?));
+                    }
+                }
+                let mut attempts: Vec<&NewAttempt> = Vec::new();
+                for &i in &records {
+                    let HotWrite::Record { attempt, answer } = &jobs[i] else { continue };
+                    let holds = answer.as_ref().is_none_or(|a| held.contains(&(a.caller.clone(), a.key.clone())));
+                    if holds {
+                        attempts.extend(attempt.as_ref());
+                    }
+                    results[i] = Some(Ok(Written::Recorded(holds)));
+                }
+                if !attempts.is_empty() {
+                    let sql = format!(
+                        "INSERT INTO students (id, display_name, origin, created_at) VALUES {} ON CONFLICT (id) DO NOTHING",
+                        values_list(attempts.len(), 2, 1, |n| format!("(${n}, NULL, 'grader', $1)")));
+                    let mut query = sqlx::query(&sql).persistent(false).bind(now);
+                    for a in &attempts {
+                        query = query.bind(&a.student);
+                    }
+                    query.execute(&mut *tx).await?;
+                    let sql = format!(
+                        "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id) VALUES {}",
+                        values_list(attempts.len(), 1, 11, |n| format!(
+                            "(${n}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                            n + 1, n + 2, n + 3, n + 4, n + 5, n + 6, n + 7, n + 8, n + 9, n + 10)));
+                    let mut query = sqlx::query(&sql).persistent(false);
+                    for a in &attempts {
+                        query = query.bind(&a.id).bind(&a.student).bind(&a.scenario).bind(&a.scenario_hash)
+                            .bind(SqlJson(&a.design)).bind(SqlJson(&a.verdict))
+                            .bind(a.score).bind(a.max_score).bind(a.passed).bind(a.created_at).bind(a.class.as_deref());
+                    }
+                    query.execute(&mut *tx).await?;
+                }
+                Ok::<_, sqlx::Error>(results)
+            };
+            let began = std::time::Instant::now();
+            let results = match run.await {
+                Ok(results) => results,
+                Err(e) => {
+                    tx.rollback().await.map_err(Bulk::Transaction)?;
+                    return Err(Bulk::Statement(e));
+                }
+            };
+            let written = began.elapsed();
+            tx.commit().await.map_err(Bulk::Transaction)?;
+            tracing::debug!(jobs = jobs.len(), statements_us = written.as_micros() as u64, commit_us = (began.elapsed() - written).as_micros() as u64, "a group commit committed");
+            Ok(results
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|| Err(mismatched_answer())))
+                .collect())
+        }
+    };
+}
+
+/// Defines the run of a batch one write at a time on one backend, each write in a savepoint of
+/// its own (see [`write_batch`]).
+macro_rules! one_by_one_on {
+    ($name:ident, $one:ident, $pool:ty) => {
+        async fn $name(
+            pool: &$pool,
+            jobs: &[HotWrite],
+            order: &[usize],
+        ) -> group_commit::BatchResult<Written> {
+            let mut results: Vec<Option<StoreResult<Written>>> =
+                jobs.iter().map(|_| None).collect();
+            let mut tx = pool.begin().await?;
+            for &i in order {
+                let mut savepoint = sqlx::Connection::begin(&mut *tx).await?;
+                let result = match $one(&mut savepoint, &jobs[i]).await {
+                    Ok(Step::Keep(written)) => {
+                        savepoint.commit().await?;
+                        Ok(written)
+                    }
+                    Ok(Step::Undo(written)) => {
+                        savepoint.rollback().await?;
+                        Ok(written)
+                    }
+                    Err(e) => {
+                        savepoint.rollback().await?;
+                        Err(e)
+                    }
+                };
+                results[i] = Some(result);
+            }
+            tx.commit().await?;
+            Ok(results
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|| Err(mismatched_answer())))
+                .collect())
+        }
+    };
+}
+
+/// Defines the function that makes one hot write on a connection of one backend: the SQL is
+/// the same text for both, written once here.
+macro_rules! hot_write_on {
+    ($name:ident, $connection:ty) => {
+        async fn $name(conn: &mut $connection, job: &HotWrite) -> StoreResult<Step> {
+            match job {
+                HotWrite::Claim {
+                    owner,
+                    caller,
+                    key,
+                    fingerprint,
+                    lease,
+                } => {
+                    // Bounded: a claim can only disappear between the insert and the read
+                    // when its holder abandoned it, which each retry observes.
+                    for _ in 0..4 {
+                        let now = Utc::now();
+                        let inserted = sqlx::query(
+                            "INSERT INTO idempotency_keys (caller, key, fingerprint, state, created_at, updated_at, owner) \
+                             VALUES ($1, $2, $3, 'in_flight', $4, $4, $5) ON CONFLICT (caller, key) DO NOTHING")
+                            .bind(caller).bind(key).bind(fingerprint).bind(now).bind(owner)
+                            .execute(&mut *conn).await?.rows_affected();
+                        if inserted == 1 {
+                            return Ok(Step::Keep(Written::Claimed(Claim::Started)));
+                        }
+                        let row = sqlx::query("SELECT fingerprint, state, status_code, response, updated_at FROM idempotency_keys WHERE caller = $1 AND key = $2")
+                            .bind(caller).bind(key).fetch_optional(&mut *conn).await?;
+                        let Some(row) = row else {
+                            continue;
+                        };
+                        let stored = StoredKey {
+                            fingerprint: row.try_get("fingerprint")?,
+                            state: row.try_get("state")?,
+                            status: row.try_get("status_code")?,
+                            response: row.try_get("response")?,
+                            renewed_at: row.try_get("updated_at")?,
+                        };
+                        if stored.fingerprint != *fingerprint {
+                            return Ok(Step::Keep(Written::Claimed(Claim::Mismatch)));
+                        }
+                        if let Some(replay) = stored.replay()? {
+                            return Ok(Step::Keep(Written::Claimed(replay)));
+                        }
+                        let age = now.signed_duration_since(stored.renewed_at).to_std().unwrap_or_default();
+                        if age < *lease {
+                            return Ok(Step::Keep(Written::Claimed(Claim::InFlight)));
+                        }
+                        let taken = sqlx::query(
+                            "UPDATE idempotency_keys SET fingerprint = $4, updated_at = $5, owner = $6 \
+                             WHERE caller = $1 AND key = $2 AND state = 'in_flight' AND updated_at = $3")
+                            .bind(caller).bind(key).bind(stored.renewed_at).bind(fingerprint).bind(now).bind(owner)
+                            .execute(&mut *conn).await?.rows_affected();
+                        if taken == 1 {
+                            tracing::warn!(
+                                caller = caller.as_str(),
+                                key = key.as_str(),
+                                "took over an idempotency key whose holder stopped renewing it"
+                            );
+                            return Ok(Step::Keep(Written::Claimed(Claim::Started)));
+                        }
+                    }
+                    Ok(Step::Keep(Written::Claimed(Claim::InFlight)))
+                }
+                HotWrite::Record { attempt, answer } => {
+                    let now = Utc::now();
+                    if let Some(ans) = answer {
+                        let held = sqlx::query(
+                            "UPDATE idempotency_keys SET state = 'done', status_code = $3, response = $4, updated_at = $5 \
+                             WHERE caller = $1 AND key = $2 AND owner = $6 AND state = 'in_flight'")
+                            .bind(&ans.caller).bind(&ans.key).bind(i32::from(ans.status)).bind(&ans.response).bind(now).bind(&ans.owner)
+                            .execute(&mut *conn).await?.rows_affected();
+                        if held != 1 {
+                            return Ok(Step::Undo(Written::Recorded(false)));
+                        }
+                    }
+                    if let Some(a) = attempt {
+                        sqlx::query("INSERT INTO students (id, display_name, origin, created_at) VALUES ($1, NULL, 'grader', $2) ON CONFLICT (id) DO NOTHING")
+                            .bind(&a.student).bind(now).execute(&mut *conn).await?;
+                        sqlx::query(
+                            "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
+                            .bind(&a.id).bind(&a.student).bind(&a.scenario).bind(&a.scenario_hash)
+                            .bind(SqlJson(&a.design)).bind(SqlJson(&a.verdict))
+                            .bind(a.score).bind(a.max_score).bind(a.passed).bind(a.created_at).bind(a.class.as_deref())
+                            .execute(&mut *conn).await?;
+                    }
+                    Ok(Step::Keep(Written::Recorded(true)))
+                }
+            }
+        }
+    };
+}
+
+hot_write_on!(write_sqlite, sqlx::SqliteConnection);
+hot_write_on!(write_postgres, sqlx::PgConnection);
+bulk_on!(bulk_sqlite, write_sqlite, SqlitePool);
+bulk_on!(bulk_postgres, write_postgres, PgPool);
+one_by_one_on!(one_by_one_sqlite, write_sqlite, SqlitePool);
+one_by_one_on!(one_by_one_postgres, write_postgres, PgPool);
+
+/// The outcome of claiming an idempotency key.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Claim {
+    /// The key is new (or its first holder was abandoned): this request runs.
+    Started,
+    /// The key was used with the same request, which finished: answer what it answered.
+    Replay { status: u16, body: Json },
+    /// The key was used with another request.
+    Mismatch,
+    /// The first request with this key is still running.
+    InFlight,
+}
+
+/// An idempotency record as read back.
+pub(crate) struct StoredKey {
+    pub(crate) fingerprint: String,
+    pub(crate) state: String,
+    pub(crate) status: Option<i32>,
+    pub(crate) response: Option<String>,
+    pub(crate) renewed_at: DateTime<Utc>,
+}
+
+impl StoredKey {
+    /// The answer to replay when the key's request finished, `None` while it is in flight.
+    /// A state, status or answer the server cannot have written is refused, never replayed
+    /// as a default.
+    pub(crate) fn replay(&self) -> StoreResult<Option<Claim>> {
+        match self.state.as_str() {
+            "in_flight" => return Ok(None),
+            "done" => {}
+            other => {
+                return Err(unknown_stored(format!(
+                    "an idempotency key's state {other:?}"
+                )))
+            }
+        }
+        let status = self
+            .status
+            .and_then(|s| u16::try_from(s).ok())
+            .filter(|s| axum::http::StatusCode::from_u16(*s).is_ok())
+            .ok_or_else(|| {
+                unknown_stored(format!(
+                    "a finished idempotency key's status {:?}",
+                    self.status
+                ))
+            })?;
+        let text = self
+            .response
+            .as_deref()
+            .ok_or_else(|| unknown_stored("a finished idempotency key without its answer"))?;
+        let body = serde_json::from_str(text).map_err(|e| {
+            unknown_stored(format!(
+                "a finished idempotency key's answer that is not JSON ({e})"
+            ))
+        })?;
+        Ok(Some(Claim::Replay { status, body }))
+    }
+}

@@ -1,0 +1,54 @@
+//! Idempotency keys: what a claim came to, the stored answer, renewing and abandoning a claim.
+
+use crate::store::db::{with_pool, Store};
+use crate::store::errors::StoreResult;
+use chrono::Utc;
+use serde_json::Value as Json;
+
+/// The stored answer of an idempotent request, written with the attempt in one transaction.
+#[derive(Clone, Debug)]
+pub struct IdempotentAnswer<'a> {
+    pub caller: &'a str,
+    pub key: &'a str,
+    /// The holder of the claim ([`Store::claim_idempotency_key_as`]): the answer is stored
+    /// only while it still holds it.
+    pub owner: &'a str,
+    pub status: u16,
+    pub body: &'a Json,
+}
+
+/// A new holder id for a claim of an idempotency key: 128 random bits in hex.
+pub fn new_claim_owner() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+impl Store {
+    /// Renews the lease of an in-flight claim; its holder `owner` calls it while it works.
+    /// `Ok(false)` when the claim is no longer the holder's.
+    pub async fn renew_idempotency_key(
+        &self,
+        caller: &str,
+        key: &str,
+        owner: &str,
+    ) -> StoreResult<bool> {
+        let _turn = self.write_turn().await;
+        let now = Utc::now();
+        let renewed = with_pool!(self, pool => sqlx::query("UPDATE idempotency_keys SET updated_at = $3 WHERE caller = $1 AND key = $2 AND owner = $4 AND state = 'in_flight'")
+            .bind(caller).bind(key).bind(now).bind(owner).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(renewed == 1)
+    }
+
+    /// Gives up a claim whose request failed on our side, so that a retry can run. Only its
+    /// holder `owner` can: `Ok(false)` when the claim was taken over meanwhile.
+    pub async fn abandon_idempotency_key(
+        &self,
+        caller: &str,
+        key: &str,
+        owner: &str,
+    ) -> StoreResult<bool> {
+        let _turn = self.write_turn().await;
+        let done = with_pool!(self, pool => sqlx::query("DELETE FROM idempotency_keys WHERE caller = $1 AND key = $2 AND owner = $3 AND state = 'in_flight'")
+            .bind(caller).bind(key).bind(owner).execute(pool).await.map(|r| r.rows_affected()))?;
+        Ok(done == 1)
+    }
+}

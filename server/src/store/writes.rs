@@ -1,0 +1,136 @@
+//! The store's writes that go through the group commit ([`crate::group_commit`]): claiming an
+//! idempotency key, and recording an attempt with its stored answer.
+
+use std::time::Duration;
+
+use serde_json::Value as Json;
+
+use crate::group_commit;
+use crate::store::attempts::Attempt;
+use crate::store::db::Store;
+use crate::store::errors::StoreResult;
+use crate::store::hot::Claim;
+use crate::store::hot::{mismatched_answer, HotWrite, NewAttempt, StoredAnswer, Written};
+use crate::store::idempotency::{new_claim_owner, IdempotentAnswer};
+
+impl Store {
+    /// Records an attempt and, when the request carried an idempotency key, its stored
+    /// answer, in one transaction: either both are committed or neither. With an answer, the
+    /// write happens only while `answer.owner` still holds the key's claim: a holder whose
+    /// claim was taken over (it stalled past its lease) records nothing and gets `Ok(false)`.
+    ///
+    /// The write goes through the store's group commit ([`crate::group_commit`]): it joins
+    /// the writes waiting at the same moment in one transaction, in a savepoint of its own,
+    /// and this returns once that transaction committed.
+    pub async fn record(
+        &self,
+        attempt: Option<&Attempt>,
+        answer: Option<&IdempotentAnswer<'_>>,
+    ) -> StoreResult<bool> {
+        let job = HotWrite::Record {
+            attempt: attempt.map(NewAttempt::of).transpose()?,
+            answer: answer.map(|a| StoredAnswer {
+                caller: a.caller.to_string(),
+                key: a.key.to_string(),
+                owner: a.owner.to_string(),
+                status: a.status,
+                response: a.body.to_string(),
+            }),
+        };
+        match self.hot_writes().run(job).await? {
+            Written::Recorded(done) => Ok(done),
+            Written::Claimed(_) => Err(mismatched_answer()),
+        }
+    }
+
+    // Idempotency keys.
+
+    /// Claims `key` for `caller` with a request whose fingerprint is `fingerprint`. A claim is
+    /// a lease: its holder renews it ([`Store::renew_idempotency_key`]) while it works, so an
+    /// in-flight claim not renewed for `lease` belongs to a server that died (`kill -9`, a
+    /// lost machine) and is taken over. The state lives in the database, so several servers
+    /// agree.
+    ///
+    /// The claim's holder is a fresh random id, which the caller does not learn: this is how
+    /// another server's claim looks. A holder that writes to its claim uses
+    /// [`Store::claim_idempotency_key_as`].
+    pub async fn claim_idempotency_key(
+        &self,
+        caller: &str,
+        key: &str,
+        fingerprint: &str,
+        lease: Duration,
+    ) -> StoreResult<Claim> {
+        let owner = new_claim_owner();
+        self.claim_idempotency_key_as(&owner, caller, key, fingerprint, lease)
+            .await
+    }
+
+    /// Claims `key` for `caller` as the holder `owner` (a random id, [`new_claim_owner`]).
+    /// Renewing, recording and abandoning the claim name the holder, and a takeover gives the
+    /// claim a new one, so a holder that stalled past its lease can no longer write to it.
+    ///
+    /// Like [`Store::record`], the claim goes through the store's group commit: it is
+    /// committed, in a savepoint of its own, before this returns, so a `Started` claim is
+    /// in the database before its request does any work.
+    pub async fn claim_idempotency_key_as(
+        &self,
+        owner: &str,
+        caller: &str,
+        key: &str,
+        fingerprint: &str,
+        lease: Duration,
+    ) -> StoreResult<Claim> {
+        let job = HotWrite::Claim {
+            owner: owner.to_string(),
+            caller: caller.to_string(),
+            key: key.to_string(),
+            fingerprint: fingerprint.to_string(),
+            lease,
+        };
+        match self.hot_writes().run(job).await? {
+            Written::Claimed(claim) => Ok(claim),
+            Written::Recorded(_) => Err(mismatched_answer()),
+        }
+    }
+
+    /// What the group-commit writer of this store has done (batches, writes; `/metrics`).
+    pub fn group_commit_stats(&self) -> group_commit::Stats {
+        self.hot_writes().stats()
+    }
+
+    /// Holds the group-commit writer until the permit is dropped: the batch it runs finishes,
+    /// then the writes sent meanwhile wait and gather into the next batch. On SQLite this is
+    /// the write turn itself, so every other write waits too. Tests use it to make a batch of
+    /// known members.
+    pub async fn hold_group_commit(&self) -> tokio::sync::OwnedSemaphorePermit {
+        self.hot_writes().hold().await
+    }
+
+    fn hot_writes(&self) -> &group_commit::Writer<HotWrite, Written> {
+        match self {
+            Store::Sqlite(_, _, writes) | Store::Postgres(_, writes) => &writes.0,
+        }
+    }
+}
+
+impl NewAttempt {
+    fn of(a: &Attempt) -> StoreResult<NewAttempt> {
+        let text = |v: &Json| {
+            serde_json::value::to_raw_value(v).map_err(|e| sqlx::Error::Encode(Box::new(e)))
+        };
+        Ok(NewAttempt {
+            id: a.id.clone(),
+            student: a.student.clone(),
+            scenario: a.scenario.clone(),
+            scenario_hash: a.scenario_hash.clone(),
+            design: text(&a.design)?,
+            verdict: text(&a.verdict)?,
+            score: a.score,
+            max_score: a.max_score,
+            passed: a.passed,
+            created_at: a.created_at,
+            class: a.class.clone(),
+        })
+    }
+}
