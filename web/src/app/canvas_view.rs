@@ -355,115 +355,8 @@ pub fn CanvasView() -> impl IntoView {
         let factor = if ev.delta_y() < 0.0 { 1.1 } else { 1.0 / 1.1 };
         page.view.update(|v| *v = v.zoom_at(screen, factor));
     };
-    let on_drop = move |ev: leptos::ev::DragEvent| {
-        ev.prevent_default();
-        if page.read_only() {
-            return;
-        }
-        let Some(kind) = ev
-            .data_transfer()
-            .and_then(|dt| dt.get_data("application/x-pipeline-kind").ok())
-            .and_then(|k| NodeKind::parse(&k))
-        else {
-            return;
-        };
-        let Some(screen) = local_point(&ev) else {
-            return;
-        };
-        let world = page.view.get_untracked().to_world(screen);
-        let at = Point::new(world.x - NODE_W / 2.0, world.y - NODE_H / 2.0);
-        let id = page
-            .scenario
-            .with_value(|s| {
-                page.editor
-                    .try_update(|e| e.add_node(s.scenario(), kind, Some(at)))
-            })
-            .unwrap_or_default();
-        page.selected.set(Some(Selection::Node(id.clone())));
-        page.say(format!("Added {} \"{id}\".", kind.describe()), false);
-    };
-    let on_key = move |ev: leptos::ev::KeyboardEvent| {
-        // A read-only design takes the keys too: moving, connecting and deleting are refused
-        // with a word (by the editor and the page), and the keyboard can still reach options.
-        if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
-            return;
-        }
-        let selected = page.selected.get_untracked();
-        let node = match &selected {
-            Some(Selection::Node(id)) => Some(id.clone()),
-            _ => None,
-        };
-        let step = if ev.shift_key() { 5 } else { 1 };
-        let nudge = |dx: i32, dy: i32| {
-            if let Some(id) = &node {
-                page.editor.update(|e| e.nudge(id, dx * step, dy * step));
-                page.reveal(id);
-            }
-        };
-        match ev.key().as_str() {
-            "Delete" | "Backspace" if selected.is_some() => {
-                ev.prevent_default();
-                page.delete_selection();
-            }
-            "ArrowLeft" if node.is_some() => {
-                ev.prevent_default();
-                nudge(-1, 0)
-            }
-            "ArrowRight" if node.is_some() => {
-                ev.prevent_default();
-                nudge(1, 0)
-            }
-            "ArrowUp" if node.is_some() => {
-                ev.prevent_default();
-                nudge(0, -1)
-            }
-            "ArrowDown" if node.is_some() => {
-                ev.prevent_default();
-                nudge(0, 1)
-            }
-            "Enter" | " " if node.is_some() => {
-                ev.prevent_default();
-                let id = node.unwrap_or_default();
-                match page.connecting.get_untracked() {
-                    Some(source) if source != id => page.connect(&source, &id),
-                    _ => {
-                        if !focus(".inspector input:checked") {
-                            focus(".inspector input");
-                        }
-                    }
-                }
-            }
-            "c" | "C" if node.is_some() => {
-                let id = node.unwrap_or_default();
-                let can = page
-                    .editor
-                    .with_untracked(|e| e.node(&id).map(|n| e.ports().has_output(n)))
-                    .unwrap_or(false);
-                if can {
-                    page.start_connecting(&id);
-                } else {
-                    page.say(
-                        format!(
-                            "\"{id}\" is where data ends; connect into it from a job or consumer."
-                        ),
-                        true,
-                    );
-                }
-            }
-            "Escape" => {
-                page.connecting.set(None);
-                page.wire.set(None);
-                page.notice.set(None);
-            }
-            "+" | "=" => page
-                .view
-                .update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.2)),
-            "-" => page
-                .view
-                .update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.0 / 1.2)),
-            _ => {}
-        }
-    };
+    let on_drop = drop_handler(page);
+    let on_key = key_handler(page);
 
     let frame = Memo::new(move |_| page.frame());
     let node_ids = move || {
@@ -689,5 +582,122 @@ fn NodeView(id: String, frame: Memo<Option<Frame>>) -> impl IntoView {
                 </g>
             </Show>
         </g>
+    }
+}
+
+/// A palette button dropped on the drawing: a node of its kind where it fell.
+fn drop_handler(page: Page) -> impl Fn(leptos::ev::DragEvent) + Copy + 'static {
+    move |ev: leptos::ev::DragEvent| {
+        ev.prevent_default();
+        if page.read_only() {
+            return;
+        }
+        let Some(kind) = ev
+            .data_transfer()
+            .and_then(|dt| dt.get_data("application/x-pipeline-kind").ok())
+            .and_then(|k| NodeKind::parse(&k))
+        else {
+            return;
+        };
+        let Some(screen) = local_point(&ev) else {
+            return;
+        };
+        let world = page.view.get_untracked().to_world(screen);
+        let at = Point::new(world.x - NODE_W / 2.0, world.y - NODE_H / 2.0);
+        let id = page
+            .scenario
+            .with_value(|s| {
+                page.editor
+                    .try_update(|e| e.add_node(s.scenario(), kind, Some(at)))
+            })
+            .unwrap_or_default();
+        page.selected.set(Some(Selection::Node(id.clone())));
+        page.say(format!("Added {} \"{id}\".", kind.describe()), false);
+    }
+}
+
+/// The drawing's keys: move, connect, open the options, delete, zoom.
+fn key_handler(page: Page) -> impl Fn(leptos::ev::KeyboardEvent) + Copy + 'static {
+    move |ev: leptos::ev::KeyboardEvent| {
+        // A read-only design takes the keys too: moving, connecting and deleting are refused
+        // with a word (by the editor and the page), and the keyboard can still reach options.
+        if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
+            return;
+        }
+        let selected = page.selected.get_untracked();
+        let node = match &selected {
+            Some(Selection::Node(id)) => Some(id.clone()),
+            _ => None,
+        };
+        let step = if ev.shift_key() { 5 } else { 1 };
+        let nudge = |dx: i32, dy: i32| {
+            if let Some(id) = &node {
+                page.editor.update(|e| e.nudge(id, dx * step, dy * step));
+                page.reveal(id);
+            }
+        };
+        match ev.key().as_str() {
+            "Delete" | "Backspace" if selected.is_some() => {
+                ev.prevent_default();
+                page.delete_selection();
+            }
+            "ArrowLeft" if node.is_some() => {
+                ev.prevent_default();
+                nudge(-1, 0)
+            }
+            "ArrowRight" if node.is_some() => {
+                ev.prevent_default();
+                nudge(1, 0)
+            }
+            "ArrowUp" if node.is_some() => {
+                ev.prevent_default();
+                nudge(0, -1)
+            }
+            "ArrowDown" if node.is_some() => {
+                ev.prevent_default();
+                nudge(0, 1)
+            }
+            "Enter" | " " if node.is_some() => {
+                ev.prevent_default();
+                let id = node.unwrap_or_default();
+                match page.connecting.get_untracked() {
+                    Some(source) if source != id => page.connect(&source, &id),
+                    _ => {
+                        if !focus(".inspector input:checked") {
+                            focus(".inspector input");
+                        }
+                    }
+                }
+            }
+            "c" | "C" if node.is_some() => {
+                let id = node.unwrap_or_default();
+                let can = page
+                    .editor
+                    .with_untracked(|e| e.node(&id).map(|n| e.ports().has_output(n)))
+                    .unwrap_or(false);
+                if can {
+                    page.start_connecting(&id);
+                } else {
+                    page.say(
+                        format!(
+                            "\"{id}\" is where data ends; connect into it from a job or consumer."
+                        ),
+                        true,
+                    );
+                }
+            }
+            "Escape" => {
+                page.connecting.set(None);
+                page.wire.set(None);
+                page.notice.set(None);
+            }
+            "+" | "=" => page
+                .view
+                .update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.2)),
+            "-" => page
+                .view
+                .update(|v| *v = v.zoom_at(Point::new(200.0, 150.0), 1.0 / 1.2)),
+            _ => {}
+        }
     }
 }
