@@ -164,7 +164,8 @@ test('desktop: the wheel over the canvas scrolls the page, Ctrl + wheel zooms, a
   try {
     await page.goto('/scenarios/safe-retry');
     await node(page, 'job').waitFor();
-    assert.equal(await page.locator('.zoom-hint').innerText(), 'Ctrl/⌘ + wheel or pinch to zoom');
+    assert.equal(await page.locator('.zoom-hint.pointer-fine').innerText(), 'Ctrl/⌘ + wheel or pinch to zoom');
+    assert.equal(await page.locator('.zoom-hint.pointer-coarse').isVisible(), false, 'a mouse is not told about fingers');
     const level = () => page.locator('.zoom-level').innerText();
     const before = await level();
     const box = await page.locator('svg.canvas').boundingBox();
