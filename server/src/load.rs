@@ -270,20 +270,62 @@ async fn client(
         .pool_max_idle_per_host(1)
         .build()
         .map_err(|e| e.to_string())?;
+    let mut headers = HeaderMap::new();
+    if let Some(c) = open_session(&http, &base, index)
+        .await?
+        .as_deref()
+        .and_then(|c| HeaderValue::from_str(c).ok())
+    {
+        headers.insert(COOKIE, c);
+    }
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     let mut tally = Tally::default();
-    // The session: made by POST /api/session as the web app does, and its cookie sent back
-    // on every request as a browser does. A 429 here (many clients opening sessions from one address at once) is waited out.
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) * 0x2545_F491_4F6C_DD1D));
+    let mut sent: u64 = 0;
+    while Instant::now() < deadline {
+        sent += 1;
+        let next = Next {
+            http: &http,
+            base: &base,
+            headers: &headers,
+            index,
+            sent,
+        };
+        let (kind, request) = next.request(&workload, corpus.as_ref(), &mut rng)?;
+        let began = Instant::now();
+        let status = status_once_read(request).await;
+        let micros = u32::try_from(began.elapsed().as_micros()).unwrap_or(u32::MAX);
+        tally.latencies_us.entry(kind).or_default().push(micros);
+        let refusal = match status {
+            Some(s) if s.is_success() => continue,
+            Some(s) => s.as_u16().to_string(),
+            None => "transport".into(),
+        };
+        *tally.errors.entry(kind).or_default() += 1;
+        *tally.errors_by_status.entry(refusal).or_default() += 1;
+    }
+    Ok(tally)
+}
+
+/// The session, made by POST /api/session as the web app does; its cookie is sent back on
+/// every request as a browser does. A 429 here (many clients opening sessions from one
+/// address at once) is waited out, ten times at most.
+async fn open_session(
+    http: &reqwest::Client,
+    base: &str,
+    index: usize,
+) -> Result<Option<String>, String> {
     let mut tries = 0;
-    let cookie = loop {
+    loop {
         tries += 1;
         match http.post(format!("{base}/api/session")).send().await {
             Ok(r) if r.status().is_success() => {
-                break r
+                return Ok(r
                     .headers()
                     .get(SET_COOKIE)
                     .and_then(|v| v.to_str().ok())
                     .and_then(|c| c.split(';').next())
-                    .map(str::to_string)
+                    .map(str::to_string))
             }
             Ok(r) if r.status().as_u16() == 429 && tries < 10 => {
                 let wait = r
@@ -302,108 +344,79 @@ async fn client(
             }
             Err(e) => return Err(format!("client {index}: POST /api/session: {e}")),
         }
-    };
-    let mut headers = HeaderMap::new();
-    if let Some(c) = cookie
-        .as_deref()
-        .and_then(|c| HeaderValue::from_str(c).ok())
-    {
-        headers.insert(COOKIE, c);
     }
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) * 0x2545_F491_4F6C_DD1D));
-    let mut sent: u64 = 0;
-    while Instant::now() < deadline {
-        sent += 1;
-        let (kind, request) = match &workload {
+}
+
+/// What one client needs to build its next request.
+struct Next<'a> {
+    http: &'a reqwest::Client,
+    base: &'a str,
+    headers: &'a HeaderMap,
+    index: usize,
+    /// How many requests this client has begun, this one included.
+    sent: u64,
+}
+
+impl Next<'_> {
+    /// The next request of `workload`, with the kind its latency is counted under.
+    fn request(
+        &self,
+        workload: &Workload,
+        corpus: Option<&Corpus>,
+        rng: &mut Rng,
+    ) -> Result<(&'static str, reqwest::RequestBuilder), String> {
+        let (http, base) = (self.http, self.base);
+        let (check, submit, catalogue) = match workload {
             Workload::Route { method, path, body } => {
                 let mut r = http
                     .request(method.clone(), format!("{base}{path}"))
-                    .headers(headers.clone());
+                    .headers(self.headers.clone());
                 if let Some(b) = body {
                     r = r.body(b.clone());
                 }
-                ("route", r)
+                return Ok(("route", r));
             }
             Workload::Mix {
                 check,
                 submit,
                 catalogue,
-            } => {
-                let corpus = corpus.as_ref().ok_or("no corpus for the mix")?;
-                let (scenario, design) =
-                    &corpus.designs[(rng.next() % corpus.designs.len() as u64) as usize];
-                let pick = rng.next() % u64::from(check + submit + catalogue);
-                if pick < u64::from(*check) {
-                    let body = serde_json::to_vec(design).map_err(|e| e.to_string())?;
-                    (
-                        "check",
-                        http.post(format!("{base}/api/scenarios/{scenario}/check"))
-                            .headers(headers.clone())
-                            .body(body),
-                    )
-                } else if pick < u64::from(check + submit) {
-                    let body = serde_json::to_vec(&json!({"scenario": scenario, "design": design}))
-                        .map_err(|e| e.to_string())?;
-                    let key = format!("load-{index}-{sent}-{}", rng.next());
-                    (
-                        "submit",
-                        http.post(format!("{base}/api/submissions"))
-                            .headers(headers.clone())
-                            .header("idempotency-key", key)
-                            .body(body),
-                    )
-                } else if sent.is_multiple_of(2) {
-                    (
-                        "catalogue",
-                        http.get(format!("{base}/api/scenarios"))
-                            .headers(headers.clone()),
-                    )
-                } else {
-                    (
-                        "catalogue",
-                        http.get(format!("{base}/api/scenarios/{scenario}"))
-                            .headers(headers.clone()),
-                    )
-                }
-            }
+            } => (*check, *submit, *catalogue),
         };
-        let began = Instant::now();
-        let outcome = request.send().await;
-        let status = match outcome {
-            Ok(response) => {
-                let status = response.status();
-                // The whole answer is read: a request is done when its body has arrived.
-                let read = response.bytes().await;
-                if read.is_err() {
-                    None
-                } else {
-                    Some(status)
-                }
-            }
-            Err(_) => None,
+        let corpus = corpus.ok_or("no corpus for the mix")?;
+        let (scenario, design) =
+            &corpus.designs[(rng.next() % corpus.designs.len() as u64) as usize];
+        let pick = rng.next() % u64::from(check + submit + catalogue);
+        let request = if pick < u64::from(check) {
+            let body = serde_json::to_vec(design).map_err(|e| e.to_string())?;
+            let url = format!("{base}/api/scenarios/{scenario}/check");
+            ("check", http.post(url).body(body))
+        } else if pick < u64::from(check + submit) {
+            let body = serde_json::to_vec(&json!({"scenario": scenario, "design": design}))
+                .map_err(|e| e.to_string())?;
+            let key = format!("load-{}-{}-{}", self.index, self.sent, rng.next());
+            let url = format!("{base}/api/submissions");
+            (
+                "submit",
+                http.post(url).header("idempotency-key", key).body(body),
+            )
+        } else if self.sent.is_multiple_of(2) {
+            ("catalogue", http.get(format!("{base}/api/scenarios")))
+        } else {
+            (
+                "catalogue",
+                http.get(format!("{base}/api/scenarios/{scenario}")),
+            )
         };
-        let micros = u32::try_from(began.elapsed().as_micros()).unwrap_or(u32::MAX);
-        tally.latencies_us.entry(kind).or_default().push(micros);
-        match status {
-            Some(s) if s.is_success() => {}
-            Some(s) => {
-                *tally.errors.entry(kind).or_default() += 1;
-                *tally
-                    .errors_by_status
-                    .entry(s.as_u16().to_string())
-                    .or_default() += 1;
-            }
-            None => {
-                *tally.errors.entry(kind).or_default() += 1;
-                *tally
-                    .errors_by_status
-                    .entry("transport".into())
-                    .or_default() += 1;
-            }
-        }
+        Ok((request.0, request.1.headers(self.headers.clone())))
     }
-    Ok(tally)
+}
+
+/// The answer's status once its whole body has arrived (a request is done when its body has
+/// been read), or `None` when the request or the reading failed.
+async fn status_once_read(request: reqwest::RequestBuilder) -> Option<reqwest::StatusCode> {
+    let response = request.send().await.ok()?;
+    let status = response.status();
+    response.bytes().await.ok().map(|_| status)
 }
 
 /// The summary as a table for people.
