@@ -13,9 +13,11 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::Serialize;
-use serde_json::Value as Json;
-use utoipa::ToSchema;
+
+pub use shared::wire::classes::{
+    AttemptRow, Cell, CellState, Matrix, MissedBy, MissedRequirement, MissedScenario, RegradeRow,
+    ScenarioProgress, StudentRow,
+};
 
 use crate::catalogue::Catalogue;
 use crate::report::CsvRow;
@@ -73,85 +75,6 @@ pub fn outcome(
             error: None,
         },
     }
-}
-
-/// Where a student stands with a scenario.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum CellState {
-    /// No attempt for the class.
-    NotTried,
-    /// An attempt (a Check made for the class), but no passing result. A draft alone is not
-    /// a try.
-    Tried,
-    /// At least one attempt's result passed.
-    Passed,
-}
-
-impl CellState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CellState::NotTried => "not_tried",
-            CellState::Tried => "tried",
-            CellState::Passed => "passed",
-        }
-    }
-}
-
-/// One student at one scenario.
-#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
-pub struct Cell {
-    pub scenario: String,
-    pub state: CellState,
-    /// Attempts made for the class.
-    pub attempts: u32,
-    /// RFC 3339, UTC; absent without an attempt.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub last_attempt_at: Option<String>,
-    /// How many attempts came before the first passing one; absent when none passed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub attempts_before_first_pass: Option<u32>,
-    /// Attempts whose result is from an older version of the scenario (not regraded yet).
-    pub outdated_attempts: u32,
-}
-
-/// A student's row of the matrix.
-#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
-pub struct StudentRow {
-    pub student: String,
-    pub display_name: String,
-    pub joined_at: String,
-    /// How many scenarios the student passed.
-    pub passed: u32,
-    /// One cell per scenario, in the order of `scenarios`.
-    pub cells: Vec<Cell>,
-}
-
-/// A scenario's column: the class's progress at it.
-#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
-pub struct ScenarioProgress {
-    pub scenario: String,
-    pub title: String,
-    /// The current version of the scenario.
-    pub scenario_hash: String,
-    pub not_tried: u32,
-    /// Tried and not passed.
-    pub tried: u32,
-    pub passed: u32,
-    pub outdated_attempts: u32,
-}
-
-/// Students × scenarios.
-#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
-pub struct Matrix {
-    pub class: String,
-    pub members: u32,
-    /// In course order.
-    pub scenarios: Vec<ScenarioProgress>,
-    /// By display name.
-    pub students: Vec<StudentRow>,
 }
 
 /// Everything the dashboard is computed from.
@@ -302,41 +225,6 @@ pub fn matrix_csv(matrix: &Matrix) -> String {
     crate::report::csv_table(&MATRIX_CSV_HEADER, rows)
 }
 
-/// A member who missed a requirement.
-#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
-pub struct MissedBy {
-    pub student: String,
-    pub display_name: String,
-    /// True when the student's latest attempt still misses it.
-    pub still_missing: bool,
-}
-
-/// A requirement of a scenario and the students who missed it.
-#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
-pub struct MissedRequirement {
-    pub requirement: String,
-    pub text: String,
-    /// Students with at least one attempt that missed it.
-    pub students: u32,
-    /// `students` over the students who made an attempt at the scenario, from 0 to 1.
-    pub share: f64,
-    /// Students whose latest attempt still misses it.
-    pub still_missing: u32,
-    pub missed_by: Vec<MissedBy>,
-}
-
-/// A scenario's requirements, the most missed first.
-#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
-pub struct MissedScenario {
-    pub scenario: String,
-    pub title: String,
-    /// Students who made at least one attempt at it for the class.
-    pub students_tried: u32,
-    /// Every requirement some student missed, by `students` (most first), then in the
-    /// scenario's order.
-    pub requirements: Vec<MissedRequirement>,
-}
-
 /// Per scenario, the requirements the class missed most.
 pub fn missed(data: &ClassData<'_>) -> Vec<MissedScenario> {
     let outcomes = data.outcomes();
@@ -415,43 +303,6 @@ pub fn missed(data: &ClassData<'_>) -> Vec<MissedScenario> {
         });
     }
     answer
-}
-
-/// A regraded verdict of an attempt.
-#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
-pub struct RegradeRow {
-    pub scenario_hash: String,
-    /// True when it is against the scenario's current version.
-    pub current: bool,
-    pub score: u32,
-    pub max_score: u32,
-    pub passed: bool,
-    pub missed: Vec<String>,
-    /// Why the design got no verdict against that version.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub error: Option<String>,
-    pub created_at: String,
-}
-
-/// One attempt of a student, with its own verdict and any regraded ones.
-#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
-pub struct AttemptRow {
-    pub id: String,
-    pub scenario: String,
-    pub scenario_hash: String,
-    pub created_at: String,
-    pub score: u32,
-    pub max_score: u32,
-    pub passed: bool,
-    pub missed: Vec<String>,
-    /// True when the attempt's result is from an older version of its scenario: its own
-    /// verdict is, and no regrade against the current version exists yet.
-    pub outdated: bool,
-    /// The attempt's own verdict, as it was given.
-    #[schema(value_type = shared::Verdict)]
-    pub verdict: Json,
-    pub regrades: Vec<RegradeRow>,
 }
 
 /// A member's attempts for the class, oldest first.

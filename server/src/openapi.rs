@@ -6,8 +6,7 @@
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::dashboard;
-use crate::error::{ErrorBody, ErrorCode, ErrorDetail};
+use crate::error::ErrorCode;
 use crate::regrade;
 use crate::routes::{classes, csv, drafts, grading, operations, scenarios, session, submissions};
 use shared::design::{Design, DesignError, Edge, Node, NodeKind, Position};
@@ -15,6 +14,7 @@ use shared::verdict::{
     Advisories, Advisory, Counterexample, Coverage, DiffRow, FailureCoverage, FaultAt,
     RequirementVerdict, RowStatus, TableDiff, TableView, TraceEntry, UntestedOption, Verdict,
 };
+use shared::wire;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -33,21 +33,24 @@ use shared::verdict::{
         operations::openapi, operations::healthz, operations::readyz, operations::metrics,
     ),
     components(schemas(
-        ErrorBody, ErrorDetail, ErrorCode, DesignError,
+        wire::errors::ErrorBody, wire::errors::ErrorDetail, wire::errors::ErrorCode, DesignError,
         Verdict, RequirementVerdict, Counterexample, TraceEntry, FaultAt, TableView,
         TableDiff, DiffRow, RowStatus, Coverage, FailureCoverage, UntestedOption, Advisories, Advisory,
         Design, Node, Edge, Position, NodeKind,
-        session::SessionBody, session::SessionUpdate, scenarios::ScenarioSummary, scenarios::ProgressState,
-        submissions::SubmissionRequest, submissions::Submission, submissions::SubmissionSummary,
+        wire::session::SessionBody, wire::session::SessionUpdate,
+        wire::catalogue::ScenarioSummary, wire::catalogue::ProgressState,
+        wire::submissions::SubmissionRequest, wire::submissions::Submission, wire::submissions::SubmissionSummary,
         grading::GradeItem, grading::GradeResult, grading::GradeEntry, grading::GradeError,
         grading::GradescopeResult, grading::GradescopeTest, grading::GradeFormat, csv::ListFormat,
-        drafts::DraftBody, drafts::DraftAnswer, operations::Health,
-        classes::Preview, classes::ClassBody, classes::StudentClass, classes::NewClass, classes::ClassUpdate,
-        classes::JoinRequest, classes::RegradeRequest, classes::SignIn, classes::Instructor,
-        classes::StudentAttempts, classes::ClassAttemptBody,
-        dashboard::Matrix, dashboard::ScenarioProgress, dashboard::StudentRow, dashboard::Cell, dashboard::CellState,
-        dashboard::MissedScenario, dashboard::MissedRequirement, dashboard::MissedBy,
-        dashboard::AttemptRow, dashboard::RegradeRow,
+        wire::submissions::DraftBody, wire::submissions::DraftAnswer, operations::Health,
+        wire::classes::Preview, wire::classes::ClassBody, wire::classes::StudentClass,
+        wire::classes::NewClass, wire::classes::ClassUpdate, wire::classes::JoinRequest,
+        classes::RegradeRequest, wire::session::SignIn, wire::session::Instructor,
+        wire::classes::StudentAttempts, wire::classes::ClassAttemptBody,
+        wire::classes::Matrix, wire::classes::ScenarioProgress, wire::classes::StudentRow,
+        wire::classes::Cell, wire::classes::CellState,
+        wire::classes::MissedScenario, wire::classes::MissedRequirement, wire::classes::MissedBy,
+        wire::classes::AttemptRow, wire::classes::RegradeRow,
         regrade::RegradeReport, regrade::RequirementChange,
     )),
     modifiers(&Security, &CommonErrors, &NodeOptions),

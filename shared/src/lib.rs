@@ -31,6 +31,7 @@
 //! - [`solve`]: every design a scenario's palette allows, each checked, and what that says
 //!   about the scenario as a lesson.
 //! - [`authoring`]: the checks on scenario files for course authors.
+//! - [`wire`]: the JSON the server answers and the browser sends, stated once for both.
 
 // The blank lines between the declarations keep rustfmt from sorting them by name, so that
 // they stay in the order of the layers above.
@@ -67,6 +68,8 @@ pub mod check;
 pub mod solve;
 
 pub mod authoring;
+
+pub mod wire;
 
 pub use check::{check, check_json, check_with, scenario_hash, CheckError, Limits};
 pub use compiled::{Compiled, ScenarioError};

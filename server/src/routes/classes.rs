@@ -13,7 +13,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use base64::Engine;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{scenario_entry, time};
@@ -27,69 +27,11 @@ use crate::regrade::{self, RegradeReport};
 use crate::report::CsvRow;
 use crate::store::{Class, ClassMade, Joined, Membership, Store};
 
-pub use crate::store::Preview;
-
-/// A class as a grader sees it.
-#[derive(Serialize, ToSchema)]
-pub struct ClassBody {
-    #[schema(example = "c-3f2a9d1e6b7c4a58")]
-    pub id: String,
-    pub name: String,
-    /// 8 characters from `23456789ABCDEFGHJKMNPQRSTUVWXYZ`.
-    #[schema(example = "K7QM3XHP")]
-    pub join_code: String,
-    /// The page where a student joins: `/join/{code}` on this server.
-    #[schema(example = "https://pipelines.example.edu/join/K7QM3XHP")]
-    pub join_url: String,
-    /// A closed class takes no new members and no attempts.
-    pub open: bool,
-    pub preview: Preview,
-    pub members: u32,
-    /// The name of the grader token that made it.
-    pub created_by: String,
-    pub created_at: String,
-}
-
-/// A class as one of its students sees it.
-#[derive(Serialize, ToSchema)]
-pub struct StudentClass {
-    pub id: String,
-    pub name: String,
-    pub open: bool,
-    pub preview: Preview,
-    /// The name the student gave when joining.
-    pub display_name: String,
-    pub joined_at: String,
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NewClass {
-    /// 1 to 100 characters, no control characters; spaces around it are dropped.
-    #[schema(min_length = 1, max_length = 100)]
-    pub name: String,
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ClassUpdate {
-    #[schema(min_length = 1, max_length = 100)]
-    pub name: Option<String>,
-    pub open: Option<bool>,
-    pub preview: Option<Preview>,
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct JoinRequest {
-    /// The class's join code; case, spaces and dashes do not matter.
-    #[schema(example = "K7QM3XHP")]
-    pub code: String,
-    /// The name the instructor sees: 1 to 60 characters once trimmed, no control characters.
-    /// Asked once per class: a member joining again keeps the first name, and may leave it out.
-    #[schema(example = "Ada L.")]
-    pub display_name: Option<String>,
-}
+pub use shared::wire::classes::{
+    ClassAttemptBody, ClassBody, ClassUpdate, JoinRequest, NewClass, Preview, StudentAttempts,
+    StudentClass,
+};
+pub use shared::wire::session::{Instructor, SignIn};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -98,41 +40,6 @@ pub struct RegradeRequest {
     pub scenario: String,
     /// Only this class's attempts; left out, every attempt at the scenario.
     pub class: Option<String>,
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SignIn {
-    /// A grader token from `pipeline-builder token create`.
-    pub token: String,
-}
-
-/// Who is signed in at `/instructor`.
-#[derive(Serialize, ToSchema)]
-pub struct Instructor {
-    /// The grader token's name.
-    pub name: String,
-}
-
-/// A student's attempts for a class.
-#[derive(Serialize, ToSchema)]
-pub struct StudentAttempts {
-    pub class: String,
-    pub student: String,
-    pub display_name: String,
-    pub joined_at: String,
-    /// Oldest first.
-    pub attempts: Vec<AttemptRow>,
-}
-
-/// One attempt of a class with its design, for opening it read-only on the canvas.
-#[derive(Serialize, ToSchema)]
-pub struct ClassAttemptBody {
-    #[serde(flatten)]
-    pub row: AttemptRow,
-    pub student: String,
-    #[schema(value_type = shared::Design)]
-    pub design: serde_json::Value,
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -5,9 +5,6 @@ use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::Json;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use utoipa::ToSchema;
 
 use super::{refuse_nul, time};
 use crate::auth::Session;
@@ -16,22 +13,7 @@ use crate::config::Config;
 use crate::error::{AppError, ErrorBody, ErrorCode, JsonBody};
 use crate::store::Store;
 
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DraftBody {
-    /// Any JSON object: a draft may be unfinished or invalid.
-    #[schema(value_type = Object)]
-    pub design: Value,
-}
-
-/// The design a student is working on, kept across reloads and browsers.
-#[derive(Serialize, ToSchema)]
-pub struct DraftAnswer {
-    pub scenario: String,
-    #[schema(value_type = Object)]
-    pub design: Value,
-    pub updated_at: String,
-}
+pub use shared::wire::submissions::{DraftAnswer, DraftBody};
 
 fn no_draft(scenario: &str) -> AppError {
     AppError::of(

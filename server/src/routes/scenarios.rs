@@ -7,9 +7,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
 use serde_json::Value;
-use utoipa::ToSchema;
 
 use crate::auth::MaybeSession;
 use crate::catalogue::Catalogue;
@@ -17,26 +15,7 @@ use crate::checker::Checker;
 use crate::error::{is_connection_error, parse_json, read_body, AppError, ErrorBody};
 use crate::store::Store;
 
-#[derive(Serialize, ToSchema, Clone, Copy, PartialEq, Eq, Debug)]
-#[serde(rename_all = "snake_case")]
-pub enum ProgressState {
-    NotTried,
-    Tried,
-    Passed,
-}
-
-/// One scenario of the catalogue.
-#[derive(Serialize, ToSchema)]
-pub struct ScenarioSummary {
-    #[schema(example = "safe-retry")]
-    pub id: String,
-    pub title: String,
-    /// Position in the course, from 1.
-    pub order: u32,
-    pub concepts: Vec<String>,
-    /// The calling student's progress; `not_tried` without a session.
-    pub progress: ProgressState,
-}
+pub use shared::wire::catalogue::{ProgressState, ScenarioSummary};
 
 #[utoipa::path(get, path = "/api/scenarios", tag = "scenarios",
     description = "The catalogue in course order, with the calling student's progress.",

@@ -9,33 +9,13 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use crate::auth::{self, Presented, Session};
 use crate::config::Config;
 use crate::error::{AppError, ErrorBody, JsonBody};
 use crate::store::{Store, Student};
 
-/// The student of this browser, as anyone may see it: the public id and the display name.
-/// The session's secret is only ever in its cookie.
-#[derive(Serialize, ToSchema)]
-pub struct SessionBody {
-    /// The student's public id, the one graders see. It is not the session's secret and
-    /// cannot be used to open the session.
-    #[schema(example = "s-0f8e3c2a9b7d4e61a5c3b2d1e0f9a8b7")]
-    pub student: String,
-    pub display_name: Option<String>,
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SessionUpdate {
-    /// Up to 80 characters, none of them a control character; null, empty or only spaces
-    /// removes it. Spaces around it are dropped.
-    #[schema(max_length = 80, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$")]
-    pub display_name: Option<String>,
-}
+pub use shared::wire::session::{SessionBody, SessionUpdate};
 
 fn view(student: Student) -> Json<SessionBody> {
     Json(SessionBody {

@@ -11,10 +11,10 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::Utc;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 
 use super::csv::ListFormat;
 use super::{count, refuse_nul, scenario_entry, time};
@@ -24,64 +24,12 @@ use crate::checker::Checker;
 use crate::config::Config;
 use crate::error::{json_response, parse_json, read_body, AppError, ErrorBody, ErrorCode};
 use crate::report::CsvRow;
+
 use crate::store::{
     new_claim_owner, Attempt, AttemptSummary, AttemptsQuery, Claim, ExportedAttempt,
     IdempotentAnswer, Store,
 };
-
-/// A design to check and record for a student.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SubmissionRequest {
-    #[schema(example = "safe-retry")]
-    pub scenario: String,
-    /// Required with a grader token; with a student session it may only name the session's
-    /// own student.
-    pub student: Option<String>,
-    /// The design, in the format docs/design-format.md describes.
-    #[schema(value_type = shared::Design)]
-    pub design: Value,
-    /// The class the attempt is for: the student must be a member of it, and it must be
-    /// open. Left out, the attempt is self-study and belongs to no class.
-    #[schema(example = "c-3f2a9d1e6b7c4a58")]
-    pub class: Option<String>,
-}
-
-/// A recorded attempt and its verdict.
-#[derive(Serialize, ToSchema)]
-pub struct Submission {
-    pub id: String,
-    pub scenario: String,
-    pub student: String,
-    /// RFC 3339, UTC.
-    pub created_at: String,
-    pub score: u32,
-    pub max_score: u32,
-    pub passed: bool,
-    /// The class the attempt was made for; absent for self-study.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub class: Option<String>,
-    #[schema(value_type = shared::Verdict)]
-    pub verdict: Value,
-    /// The design that was checked (only when one attempt is asked for).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<shared::Design>, nullable = false)]
-    pub design: Option<Value>,
-}
-
-/// An attempt in a list, without its design and verdict.
-#[derive(Serialize, ToSchema)]
-pub struct SubmissionSummary {
-    pub id: String,
-    pub scenario: String,
-    pub scenario_hash: String,
-    pub student: String,
-    pub created_at: String,
-    pub score: u32,
-    pub max_score: u32,
-    pub passed: bool,
-}
+pub use shared::wire::submissions::{Submission, SubmissionRequest, SubmissionSummary};
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

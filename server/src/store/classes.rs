@@ -1,5 +1,7 @@
 //! Classes, their members and their attempts.
 
+pub use shared::wire::classes::Preview;
+
 use crate::store::attempts::AttemptSummary;
 use crate::store::db::{with_pool, Store};
 use crate::store::errors::{unknown_stored, StoreResult};
@@ -62,37 +64,13 @@ pub struct ClassAttempt {
     pub verdict: Json,
 }
 
-/// What the student's app shows before a check.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize, utoipa::ToSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Preview {
-    /// The live preview of every requirement, met or not (the default, and self-study's).
-    Everything,
-    /// Only the requirements the design still lacks.
-    Lacks,
-    /// No live preview: only Check tells.
-    Nothing,
-}
-
-impl Preview {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Preview::Everything => "everything",
-            Preview::Lacks => "lacks",
-            Preview::Nothing => "nothing",
-        }
-    }
-
-    /// The setting a class's stored `preview` names; any other value is refused.
-    pub fn from_stored(stored: &str) -> StoreResult<Preview> {
-        match stored {
-            "everything" => Ok(Preview::Everything),
-            "lacks" => Ok(Preview::Lacks),
-            "nothing" => Ok(Preview::Nothing),
-            other => Err(unknown_stored(format!("a class's preview {other:?}"))),
-        }
+/// The setting a class's stored `preview` names; any other value is refused.
+pub fn preview_from_stored(stored: &str) -> StoreResult<Preview> {
+    match stored {
+        "everything" => Ok(Preview::Everything),
+        "lacks" => Ok(Preview::Lacks),
+        "nothing" => Ok(Preview::Nothing),
+        other => Err(unknown_stored(format!("a class's preview {other:?}"))),
     }
 }
 
@@ -118,7 +96,7 @@ macro_rules! class_row {
                     name: self.try_get("name")?,
                     join_code: self.try_get("join_code")?,
                     open: self.try_get("open")?,
-                    preview: Preview::from_stored(&self.try_get::<String, _>("preview")?)?,
+                    preview: preview_from_stored(&self.try_get::<String, _>("preview")?)?,
                     created_by: self.try_get("created_by")?,
                     created_at: self.try_get("created_at")?,
                     members: self.try_get("members")?,

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use server::error::ErrorCode;
+use server::error::{CodeStatus, ErrorCode};
 
 #[test]
 fn docs_errors_lists_exactly_the_error_codes() {

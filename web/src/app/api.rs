@@ -4,33 +4,14 @@ use js_sys::{Object, Promise, Reflect};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use shared::design::{Design, DesignError};
+use shared::wire::catalogue::ScenarioSummary;
+use shared::wire::classes::{JoinRequest, StudentClass};
+use shared::wire::errors::ErrorBody;
+use shared::wire::session::SessionBody;
+use shared::wire::submissions::{DraftAnswer, DraftBody, Submission, SubmissionRequest};
 use shared::{Compiled, Verdict};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
-
-#[derive(Clone, Debug, Deserialize)]
-pub struct Session {
-    /// `null` until the student picks a name.
-    #[serde(default)]
-    pub display_name: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct CatalogueEntry {
-    pub id: String,
-    pub title: String,
-    #[serde(default)]
-    pub order: u32,
-    #[serde(default)]
-    pub concepts: Vec<String>,
-    #[serde(default)]
-    pub progress: String,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-struct Submission {
-    pub verdict: Verdict,
-}
 
 /// An error the server explained (422 and friends), or a network failure in words.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,18 +35,6 @@ impl ApiError {
     fn offline() -> ApiError {
         ApiError::new("the server cannot be reached".into(), true)
     }
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    error: ErrorInner,
-}
-
-#[derive(Deserialize)]
-struct ErrorInner {
-    message: String,
-    #[serde(default)]
-    details: Vec<DesignError>,
 }
 
 /// Starts a request with the browser's `fetch`; a body is sent as JSON. With `keepalive` the
@@ -121,6 +90,7 @@ fn refusal(status: u16, text: &str) -> ApiError {
             details: body
                 .error
                 .details
+                .unwrap_or_default()
                 .into_iter()
                 .map(|mut d| {
                     d.path = crate::problems::in_design(&d.path);
@@ -151,12 +121,12 @@ async fn get<T: for<'de> Deserialize<'de>>(url: &str) -> Result<T, ApiError> {
 
 /// Starts this browser's session, or answers the one it has. The app calls it once when it
 /// starts: it is the only call that makes a session (and sets its cookie).
-pub async fn session() -> Result<Session, ApiError> {
+pub async fn session() -> Result<SessionBody, ApiError> {
     session_started().await.map(|(session, _)| session)
 }
 
 /// As [`session`], and whether the server made a new one (it had none for this browser).
-pub async fn session_started() -> Result<(Session, bool), ApiError> {
+pub async fn session_started() -> Result<(SessionBody, bool), ApiError> {
     let answer = fetch("POST", "/api/session", None).await?;
     let made = answer.0 == 201;
     read(answer).map(|session| (session, made))
@@ -177,7 +147,7 @@ async fn with_session(
     fetch(method, url, body).await
 }
 
-pub async fn catalogue() -> Result<Vec<CatalogueEntry>, ApiError> {
+pub async fn catalogue() -> Result<Vec<ScenarioSummary>, ApiError> {
     get("/api/scenarios").await
 }
 
@@ -187,18 +157,14 @@ pub async fn scenario(id: &str) -> Result<Compiled, ApiError> {
     crate::student_view::compiled(json).map_err(|message| ApiError::new(message, false))
 }
 
-#[derive(Serialize)]
-struct SubmissionBody<'a> {
-    scenario: &'a str,
-    design: &'a Design,
-    /// The class the attempt is for, when the student works in one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    class: Option<&'a str>,
+/// A body as JSON text.
+fn body_of(body: &impl Serialize) -> Result<String, ApiError> {
+    serde_json::to_string(body).map_err(|e| ApiError::new(e.to_string(), false))
 }
 
-#[derive(Serialize)]
-struct DraftBody<'a> {
-    design: &'a Design,
+/// A design as the JSON a request body carries.
+fn design_json(design: &Design) -> Result<Json, ApiError> {
+    serde_json::to_value(design).map_err(|e| ApiError::new(e.to_string(), false))
 }
 
 /// The server's verdict on a design, and the answer's text, which the local store keeps. The
@@ -208,12 +174,12 @@ pub async fn submit(
     design: &Design,
     class: Option<&str>,
 ) -> Result<(Verdict, String), ApiError> {
-    let body = serde_json::to_string(&SubmissionBody {
-        scenario,
-        design,
-        class,
-    })
-    .map_err(|e| ApiError::new(e.to_string(), false))?;
+    let body = body_of(&SubmissionRequest {
+        scenario: scenario.to_string(),
+        student: None,
+        design: design_json(design)?,
+        class: class.map(str::to_string),
+    })?;
     let (status, text) = with_session("POST", "/api/submissions", Some(body)).await?;
     if !(200..300).contains(&status) {
         return Err(refusal(status, &text));
@@ -377,12 +343,7 @@ pub mod author {
 pub fn verdict_of(text: &str) -> Option<Verdict> {
     serde_json::from_str::<Submission>(text)
         .ok()
-        .map(|s| s.verdict)
-}
-
-#[derive(Deserialize)]
-struct Draft {
-    design: Json,
+        .and_then(|s| serde_json::from_value(s.verdict).ok())
 }
 
 /// The saved draft, `Ok(None)` when there is none.
@@ -391,13 +352,16 @@ pub async fn draft(scenario: &str) -> Result<Option<Json>, ApiError> {
     if answer.0 == 404 {
         return Ok(None);
     }
-    read::<Draft>(answer).map(|d| Some(d.design))
+    read::<DraftAnswer>(answer).map(|d| Some(d.design))
 }
 
 /// Sends the draft with a request that outlives the page (`keepalive`), for a student who is
 /// leaving: nothing waits for it. The promise says how it went, if the page is still there.
 pub fn save_draft_keepalive(scenario: &str, design: &Design) -> Option<Promise> {
-    let body = serde_json::to_string(&DraftBody { design }).ok()?;
+    let body = body_of(&DraftBody {
+        design: design_json(design).ok()?,
+    })
+    .ok()?;
     start("PUT", &format!("/api/drafts/{scenario}"), Some(body), true)
 }
 
@@ -409,7 +373,7 @@ pub async fn answered_ok(request: Promise) -> bool {
 /// Saves the draft on the server and waits for the answer, starting the session if the
 /// server has none for this browser.
 pub async fn save_draft(scenario: &str, design: &Design) -> bool {
-    let Ok(body) = serde_json::to_string(&DraftBody { design }) else {
+    let Ok(body) = design_json(design).and_then(|design| body_of(&DraftBody { design })) else {
         return false;
     };
     let url = format!("/api/drafts/{scenario}");
@@ -419,79 +383,42 @@ pub async fn save_draft(scenario: &str, design: &Design) -> bool {
     )
 }
 
-/// A class the student belongs to, with what it lets the app show.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StudentClass {
-    pub id: String,
-    pub name: String,
-    pub open: bool,
-    /// `everything`, `lacks` or `nothing`: what the live preview shows.
-    pub preview: String,
-    pub display_name: String,
-}
-
-/// A string as JSON text, quoted and escaped.
-fn quoted(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
-}
-
-/// `{"name": "value"}` as JSON text.
-pub fn one_field(name: &str, value: &str) -> String {
-    format!("{{{}:{}}}", quoted(name), quoted(value))
-}
-
-impl StudentClass {
-    /// The class as the server's JSON has it (read by hand: no derived decoder in the app).
-    fn of(v: &Json) -> StudentClass {
-        let text = |k: &str| v[k].as_str().unwrap_or_default().to_string();
-        StudentClass {
-            id: text("id"),
-            name: text("name"),
-            open: v["open"].as_bool().unwrap_or(false),
-            preview: text("preview"),
-            display_name: text("display_name"),
-        }
-    }
-}
-
 /// The classes of this browser's student.
 pub async fn my_classes() -> Result<Vec<StudentClass>, ApiError> {
-    let list: Json = read(with_session("GET", "/api/session/classes", None).await?)?;
-    Ok(list
-        .as_array()
-        .map(|l| l.iter().map(StudentClass::of).collect())
-        .unwrap_or_default())
+    read(with_session("GET", "/api/session/classes", None).await?)
 }
 
 /// Joins the class of a join code under a display name.
 pub async fn join(code: &str, display_name: &str) -> Result<StudentClass, ApiError> {
-    let body = format!(
-        "{{\"code\":{},\"display_name\":{}}}",
-        quoted(code),
-        quoted(display_name)
-    );
-    let class: Json = read(with_session("POST", "/api/classes/join", Some(body)).await?)?;
-    Ok(StudentClass::of(&class))
+    let body = body_of(&JoinRequest {
+        code: code.to_string(),
+        display_name: Some(display_name.to_string()),
+    })?;
+    read(with_session("POST", "/api/classes/join", Some(body)).await?)
 }
 
 /// The instructor's calls: the grader cookie that `sign_in` sets goes with each of them.
 pub mod grader {
-    use serde_json::Value as Json;
+    use serde::de::DeserializeOwned;
+    use shared::wire::classes::ClassAttemptBody;
+    use shared::wire::session::{Instructor, SignIn};
 
-    use super::{fetch, get, read, ApiError};
+    use super::{body_of, fetch, get, read, ApiError};
 
     /// Signs in with a grader token, which the server keeps in an HttpOnly cookie; the token
     /// is not kept here. The token's name.
     pub async fn sign_in(token: &str) -> Result<String, ApiError> {
-        let body = super::one_field("token", token);
-        let who: Json = read(fetch("POST", "/api/instructor/session", Some(body)).await?)?;
-        Ok(who["name"].as_str().unwrap_or_default().to_string())
+        let body = body_of(&SignIn {
+            token: token.to_string(),
+        })?;
+        let who: Instructor = read(fetch("POST", "/api/instructor/session", Some(body)).await?)?;
+        Ok(who.name)
     }
 
     /// The signed-in token's name, or an error when nobody is signed in.
     pub async fn whoami() -> Result<String, ApiError> {
-        let who: Json = get("/api/instructor/session").await?;
-        Ok(who["name"].as_str().unwrap_or_default().to_string())
+        let who: Instructor = get("/api/instructor/session").await?;
+        Ok(who.name)
     }
 
     pub async fn sign_out() {
@@ -502,31 +429,26 @@ pub mod grader {
     pub async fn class_attempt(
         class: &str,
         attempt: &str,
-    ) -> Result<(Json, shared::Verdict), ApiError> {
-        let answer = fetch(
-            "GET",
-            &format!("/api/classes/{class}/attempts/{attempt}"),
-            None,
-        )
-        .await?;
-        let verdict = super::verdict_of(&answer.1);
-        let body: Json = read(answer)?;
-        let verdict = verdict
-            .ok_or_else(|| ApiError::new("the attempt's verdict cannot be read".into(), false))?;
+    ) -> Result<(ClassAttemptBody, shared::Verdict), ApiError> {
+        let body: ClassAttemptBody =
+            get(&format!("/api/classes/{class}/attempts/{attempt}")).await?;
+        let verdict = serde_json::from_value(body.row.verdict.clone())
+            .map_err(|_| ApiError::new("the attempt's verdict cannot be read".into(), false))?;
         Ok((body, verdict))
     }
 
-    /// A grader route's JSON answer.
-    pub async fn get_json(url: &str) -> Result<Json, ApiError> {
+    /// A grader route's answer.
+    pub async fn get_answer<T: DeserializeOwned>(url: &str) -> Result<T, ApiError> {
         get(url).await
     }
 
-    /// A grader route's answer to a write.
-    pub async fn send_json(
+    /// A grader route's answer to a write, whose body is sent as JSON.
+    pub async fn send<T: DeserializeOwned>(
         method: &str,
         url: &str,
-        body: Option<String>,
-    ) -> Result<Json, ApiError> {
+        body: Option<&impl serde::Serialize>,
+    ) -> Result<T, ApiError> {
+        let body = body.map(body_of).transpose()?;
         read(fetch(method, url, body).await?)
     }
 }

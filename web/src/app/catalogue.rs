@@ -1,16 +1,17 @@
 //! The catalogue: the scenarios in course order with the student's progress.
 
 use leptos::prelude::*;
+use shared::wire::catalogue::ProgressState;
 
 use super::api;
 use super::dom::load_once;
 use super::router::Link;
 
-fn progress_words(progress: &str) -> (&'static str, &'static str) {
+fn progress_words(progress: ProgressState) -> (&'static str, &'static str) {
     match progress {
-        "passed" => ("passed", "✓ Passed"),
-        "tried" => ("tried", "◐ Tried"),
-        _ => ("not-tried", "○ Not tried"),
+        ProgressState::Passed => ("passed", "✓ Passed"),
+        ProgressState::Tried => ("tried", "◐ Tried"),
+        ProgressState::NotTried => ("not-tried", "○ Not tried"),
     }
 }
 
@@ -25,13 +26,13 @@ pub fn Catalogue() -> impl IntoView {
                 None => view! { <p class="muted" role="status">"Loading the scenarios…"</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error" role="alert">{format!("The scenarios could not be loaded: {}", e.message)}</p> }.into_any(),
                 Some(Ok(list)) => {
-                    let passed = list.iter().filter(|e| e.progress == "passed").count();
+                    let passed = list.iter().filter(|e| e.progress == ProgressState::Passed).count();
                     let total = list.len();
                     view! {
                         <p class="progress-summary">{format!("{passed} of {total} passed")}</p>
                         <ol class="cards">
                             {list.into_iter().map(|e| {
-                                let (class, words) = progress_words(&e.progress);
+                                let (class, words) = progress_words(e.progress);
                                 let href = format!("/scenarios/{}", e.id);
                                 let id = e.id.clone();
                                 view! {

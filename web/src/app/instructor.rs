@@ -3,13 +3,16 @@
 //! attempts, and one attempt's design read-only on the canvas with its replay.
 //!
 //! The token is sent once to the server, which keeps it in an HttpOnly cookie; it is never
-//! stored in the browser's storage nor put in a URL. The answers are read as JSON values:
-//! these pages only show them.
+//! stored in the browser's storage nor put in a URL. The answers are read as the wire types
+//! of `shared::wire`, the ones the server writes them from.
 
 use std::sync::Arc;
 
 use leptos::prelude::*;
-use serde_json::Value as Json;
+use shared::wire::classes::{
+    CellState, ClassBody, ClassUpdate, Matrix, MissedScenario, NewClass, Preview, StudentAttempts,
+    StudentRow,
+};
 
 use super::api::{self, grader};
 use super::canvas_view::CanvasView;
@@ -18,18 +21,9 @@ use super::page::Page;
 use super::results::{ReplayPanel, ResultsPanel};
 use super::router::{Link, Navigator};
 
-/// A string or a whole number of an answer as text (nothing else is shown as it is).
-fn text(v: &Json) -> String {
-    match v {
-        Json::String(s) => s.clone(),
-        Json::Number(n) => n.as_u64().map(|n| n.to_string()).unwrap_or_default(),
-        Json::Bool(b) => b.to_string(),
-        _ => String::new(),
-    }
-}
-
-fn when(v: &Json) -> String {
-    text(v).replace('T', " ").chars().take(16).collect()
+/// An RFC 3339 time as the pages show it: the date and the minute.
+fn when(at: &str) -> String {
+    at.replace('T', " ").chars().take(16).collect()
 }
 
 /// The value of the input `selector` of the page, emptied.
@@ -63,8 +57,8 @@ pub fn InstructorHome() -> impl IntoView {
     let error = RwSignal::new(String::new());
     let reload = move || {
         leptos::task::spawn_local(async move {
-            match grader::get_json("/api/classes").await {
-                Ok(v) => table.set(Some(classes_html(&list(&v)))),
+            match grader::get_answer::<Vec<ClassBody>>("/api/classes").await {
+                Ok(list) => table.set(Some(classes_html(&list))),
                 Err(e) => error.set(e.message),
             }
         });
@@ -76,9 +70,9 @@ pub fn InstructorHome() -> impl IntoView {
         }
         who.set(Some(name));
     });
-    let act = move |url: String, body: Option<String>| {
+    let act = move |url: String, body: Option<NewClass>| {
         leptos::task::spawn_local(async move {
-            match grader::send_json("POST", &url, body).await {
+            match grader::send::<ClassBody>("POST", &url, body.as_ref()).await {
                 Ok(_) => {
                     error.set(String::new());
                     reload();
@@ -104,7 +98,7 @@ pub fn InstructorHome() -> impl IntoView {
             });
         } else {
             let name = take_input("#class-name");
-            act("/api/classes".into(), Some(api::one_field("name", &name)));
+            act("/api/classes".into(), Some(NewClass { name }));
         }
     };
     let on_click = move |ev: leptos::ev::MouseEvent| {
@@ -145,20 +139,20 @@ pub fn InstructorHome() -> impl IntoView {
 }
 
 /// The classes as a table; each row's button names the route it posts to (`data-post`).
-fn classes_html(list: &[Json]) -> String {
+fn classes_html(list: &[ClassBody]) -> String {
     if list.is_empty() {
         return "<p>No class yet.</p>".to_string();
     }
     let mut out = String::from("<table class=\"data classes\"><caption>Your classes</caption><thead><tr><th scope=\"col\">Class</th><th scope=\"col\">Join code and page</th><th scope=\"col\">Members</th><th scope=\"col\">State</th></tr></thead><tbody>");
     for c in list {
-        let id = t(&c["id"]);
-        let open = c["open"] == Json::Bool(true);
+        let id = esc(&c.id);
+        let open = c.open;
         out.push_str(&format!(
             "<tr data-class=\"{id}\"><td><a href=\"/instructor/classes/{id}\">{}</a></td><td><code>{}</code> <span class=\"join-url\">{}</span></td><td>{}</td><td>{} <button class=\"secondary small\" data-post=\"/api/classes/{id}/{}\">{}</button></td></tr>",
-            t(&c["name"]),
-            t(&c["join_code"]),
-            t(&c["join_url"]),
-            t(&c["members"]),
+            esc(&c.name),
+            esc(&c.join_code),
+            esc(&c.join_url),
+            c.members,
             if open { "Open" } else { "Closed" },
             if open { "close" } else { "reopen" },
             if open { "Close" } else { "Reopen" },
@@ -194,45 +188,37 @@ fn esc(v: &str) -> String {
     out
 }
 
-/// A JSON value as escaped text.
-fn t(v: &Json) -> String {
-    esc(&text(v))
-}
-
-fn list(v: &Json) -> Vec<Json> {
-    v.as_array().cloned().unwrap_or_default()
-}
-
-fn state_words(state: &str) -> &'static str {
+fn state_words(state: CellState) -> &'static str {
     match state {
-        "passed" => "✓ passed",
-        "tried" => "◐ tried",
-        _ => "○ not tried",
+        CellState::Passed => "✓ passed",
+        CellState::Tried => "◐ tried",
+        CellState::NotTried => "○ not tried",
     }
 }
 
 /// The matrix's rows sorted by a column: `name`, `passed`, or a scenario id.
-fn sorted_rows(students: &[Json], by: &str, down: bool) -> Vec<Json> {
-    let rank = |row: &Json| -> (u8, u64) {
-        list(&row["cells"])
+fn sorted_rows(students: &[StudentRow], by: &str, down: bool) -> Vec<StudentRow> {
+    let rank = |row: &StudentRow| -> (u8, u32) {
+        row.cells
             .iter()
-            .find(|c| c["scenario"] == by)
+            .find(|c| c.scenario == by)
             .map(|c| {
-                let state = match c["state"].as_str() {
-                    Some("passed") => 2,
-                    Some("tried") => 1,
-                    _ => 0,
+                let state = match c.state {
+                    CellState::Passed => 2,
+                    CellState::Tried => 1,
+                    CellState::NotTried => 0,
                 };
-                (state, c["attempts"].as_u64().unwrap_or(0))
+                (state, c.attempts)
             })
             .unwrap_or_default()
     };
-    let order = |a: &Json, b: &Json| {
+    let order = |a: &StudentRow, b: &StudentRow| {
         let order = match by {
-            "name" => text(&a["display_name"])
+            "name" => a
+                .display_name
                 .to_ascii_lowercase()
-                .cmp(&text(&b["display_name"]).to_ascii_lowercase()),
-            "passed" => a["passed"].as_u64().cmp(&b["passed"].as_u64()),
+                .cmp(&b.display_name.to_ascii_lowercase()),
+            "passed" => a.passed.cmp(&b.passed),
             _ => rank(a).cmp(&rank(b)),
         };
         if down {
@@ -243,7 +229,7 @@ fn sorted_rows(students: &[Json], by: &str, down: bool) -> Vec<Json> {
     };
     // A stable insertion sort: a class is a few hundred rows at most, and it keeps the app
     // smaller than the standard library's sort would.
-    let mut rows: Vec<Json> = Vec::with_capacity(students.len());
+    let mut rows: Vec<StudentRow> = Vec::with_capacity(students.len());
     for row in students {
         let at = rows
             .iter()
@@ -255,8 +241,7 @@ fn sorted_rows(students: &[Json], by: &str, down: bool) -> Vec<Json> {
 }
 
 /// The matrix as a table whose column headers are sort buttons (`data-sort`).
-fn matrix_html(class: &str, matrix: &Json, by: &str, down: bool) -> String {
-    let scenarios = list(&matrix["scenarios"]);
+fn matrix_html(class: &str, matrix: &Matrix, by: &str, down: bool) -> String {
     let header = |key: &str, label: &str| {
         let sort = if key == by {
             if down {
@@ -276,38 +261,38 @@ fn matrix_html(class: &str, matrix: &Json, by: &str, down: bool) -> String {
     let mut out = String::from("<table class=\"data matrix\"><caption>Students by scenario: state and attempts; sort by any column</caption><thead><tr>");
     out.push_str(&header("name", "Student"));
     out.push_str(&header("passed", "Passed"));
-    for s in &scenarios {
-        out.push_str(&header(&text(&s["scenario"]), &text(&s["title"])));
+    for s in &matrix.scenarios {
+        out.push_str(&header(&s.scenario, &s.title));
     }
     out.push_str("</tr></thead><tbody>");
-    for row in sorted_rows(&list(&matrix["students"]), by, down) {
-        let student = t(&row["student"]);
+    for row in sorted_rows(&matrix.students, by, down) {
+        let student = esc(&row.student);
         out.push_str(&format!(
             "<tr data-student=\"{student}\"><th scope=\"row\"><a href=\"/instructor/classes/{}/students/{student}\">{}</a></th><td>{}</td>",
             esc(class),
-            t(&row["display_name"]),
-            t(&row["passed"])
+            esc(&row.display_name),
+            row.passed
         ));
-        for c in list(&row["cells"]) {
-            let state = text(&c["state"]);
-            let attempts = c["attempts"].as_u64().unwrap_or(0);
-            let mut words = state_words(&state).to_string();
+        for c in &row.cells {
+            let state = c.state.as_str();
+            let attempts = c.attempts;
+            let mut words = state_words(c.state).to_string();
             if attempts > 0 {
                 words.push_str(&format!(" · {attempts} attempt(s)"));
             }
-            if let Some(n) = c["attempts_before_first_pass"].as_u64() {
+            if let Some(n) = c.attempts_before_first_pass {
                 words.push_str(&format!(", {n} before the first pass"));
             }
-            if let Some(at) = c["last_attempt_at"].as_str() {
-                words.push_str(&format!(", last {}", when(&Json::String(at.into()))));
+            if let Some(at) = &c.last_attempt_at {
+                words.push_str(&format!(", last {}", when(at)));
             }
-            if c["outdated_attempts"].as_u64().unwrap_or(0) > 0 {
+            if c.outdated_attempts > 0 {
                 words.push_str(" · older version");
             }
             out.push_str(&format!(
                 "<td class=\"cell {}\" data-scenario=\"{}\">{}</td>",
-                esc(&state),
-                t(&c["scenario"]),
+                esc(state),
+                esc(&c.scenario),
                 esc(&words)
             ));
         }
@@ -318,51 +303,51 @@ fn matrix_html(class: &str, matrix: &Json, by: &str, down: bool) -> String {
 }
 
 /// Progress per scenario, and the requirements missed most with who missed them.
-fn progress_html(class: &str, matrix: &Json, missed: &Json) -> String {
+fn progress_html(class: &str, matrix: &Matrix, missed: &[MissedScenario]) -> String {
     let mut out = format!(
         "<h2>Progress</h2><table class=\"data progress\"><caption>{} students</caption><thead><tr><th scope=\"col\">Scenario</th><th scope=\"col\">Passed</th><th scope=\"col\">Tried</th><th scope=\"col\">Not tried</th><th scope=\"col\">Results from an older version</th></tr></thead><tbody>",
-        t(&matrix["members"])
+        matrix.members
     );
-    for s in list(&matrix["scenarios"]) {
+    for s in &matrix.scenarios {
         out.push_str(&format!(
             "<tr data-scenario=\"{}\"><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            t(&s["scenario"]),
-            t(&s["title"]),
-            t(&s["passed"]),
-            t(&s["tried"]),
-            t(&s["not_tried"]),
-            t(&s["outdated_attempts"])
+            esc(&s.scenario),
+            esc(&s.title),
+            s.passed,
+            s.tried,
+            s.not_tried,
+            s.outdated_attempts
         ));
     }
     out.push_str("</tbody></table><h2>Requirements missed most</h2>");
     let mut any = false;
-    for s in list(missed) {
-        let requirements = list(&s["requirements"]);
-        if requirements.is_empty() {
+    for s in missed {
+        if s.requirements.is_empty() {
             continue;
         }
         any = true;
-        out.push_str(&format!("<h3>{}</h3><ul class=\"missed\">", t(&s["title"])));
-        for r in requirements {
+        out.push_str(&format!("<h3>{}</h3><ul class=\"missed\">", esc(&s.title)));
+        for r in &s.requirements {
             // In whole percent; an integer, so that no float formatting comes into the app.
-            let share = (r["share"].as_f64().unwrap_or(0.0) * 100.0 + 0.5) as u64;
-            let who: Vec<String> = list(&r["missed_by"])
+            let share = (r.share * 100.0 + 0.5) as u64;
+            let who: Vec<String> = r
+                .missed_by
                 .iter()
                 .map(|m| {
                     format!(
                         "<a href=\"/instructor/classes/{}/students/{}\">{}</a>",
                         esc(class),
-                        t(&m["student"]),
-                        t(&m["display_name"])
+                        esc(&m.student),
+                        esc(&m.display_name)
                     )
                 })
                 .collect();
             out.push_str(&format!(
                 "<li data-requirement=\"{}\"><strong>{}</strong> — missed by {} ({share}% of those who tried), {} still missing: {}</li>",
-                t(&r["requirement"]),
-                t(&r["text"]),
-                t(&r["students"]),
-                t(&r["still_missing"]),
+                esc(&r.requirement),
+                esc(&r.text),
+                r.students,
+                r.still_missing,
                 who.join(", ")
             ));
         }
@@ -391,26 +376,31 @@ fn follow_link(ev: &leptos::ev::MouseEvent, nav: Navigator) -> bool {
 
 /// The class page's markup: the heading, the join page, the downloads, the preview setting,
 /// progress, the requirements missed most, and the matrix sorted by `sort`.
-fn class_html(
-    id: &str,
-    class: &Json,
-    matrix: &Json,
-    missed: &Json,
-    sort: &str,
-    saved: &str,
-) -> String {
-    let preview = text(&class["preview"]);
-    let options: String = [
-        ("everything", "every requirement"),
-        ("lacks", "only what the design lacks"),
-        ("nothing", "none"),
-    ]
-    .iter()
-    .map(|(value, words)| {
-        let selected = if preview == *value { " selected" } else { "" };
-        format!("<option value=\"{value}\"{selected}>{words}</option>")
-    })
-    .collect();
+fn class_html(id: &str, loaded: &ClassPageData, sort: &str, saved: &str) -> String {
+    let ClassPageData {
+        class,
+        matrix,
+        missed,
+    } = loaded;
+    let options: String = Preview::ALL
+        .iter()
+        .map(|value| {
+            let words = match value {
+                Preview::Everything => "every requirement",
+                Preview::Lacks => "only what the design lacks",
+                Preview::Nothing => "none",
+            };
+            let selected = if class.preview == *value {
+                " selected"
+            } else {
+                ""
+            };
+            format!(
+                "<option value=\"{}\"{selected}>{words}</option>",
+                value.as_str()
+            )
+        })
+        .collect();
     let (by, down) = match sort.strip_prefix('-') {
         Some(key) => (key, true),
         None => (sort, false),
@@ -422,15 +412,23 @@ fn class_html(
          <a href=\"/api/classes/{id}/attempts?format=csv\" download=\"attempts.csv\">every attempt (CSV)</a></p>\
          <p><label for=\"preview-setting\">Live preview for students: </label><select id=\"preview-setting\">{options}</select> \
          <span role=\"status\" class=\"muted\">{saved}</span></p>{progress}<h2>Students</h2><div class=\"table-wrap\">{table}</div>",
-        name = t(&class["name"]),
-        url = t(&class["join_url"]),
-        code = t(&class["join_code"]),
-        state = if class["open"] == Json::Bool(true) { "open" } else { "closed" },
+        name = esc(&class.name),
+        url = esc(&class.join_url),
+        code = esc(&class.join_code),
+        state = if class.open { "open" } else { "closed" },
         id = esc(id),
         saved = esc(saved),
         progress = progress_html(id, matrix, missed),
         table = matrix_html(id, matrix, by, down),
     )
+}
+
+/// What the class page shows, as the server answered it.
+#[derive(Clone)]
+struct ClassPageData {
+    class: ClassBody,
+    matrix: Matrix,
+    missed: Vec<MissedScenario>,
 }
 
 /// `/instructor/classes/{id}`: the matrix, sortable; progress per scenario; the requirements
@@ -442,10 +440,14 @@ pub fn ClassPage(id: String) -> impl IntoView {
     let nav = expect_context::<Navigator>();
     let key = id.clone();
     let loaded = load_once(async move {
-        let class = grader::get_json(&format!("/api/classes/{key}")).await?;
-        let matrix = grader::get_json(&format!("/api/classes/{key}/matrix")).await?;
-        let missed = grader::get_json(&format!("/api/classes/{key}/missed")).await?;
-        Ok::<_, api::ApiError>(Json::Array(vec![class, matrix, missed]))
+        let class = grader::get_answer(&format!("/api/classes/{key}")).await?;
+        let matrix = grader::get_answer(&format!("/api/classes/{key}/matrix")).await?;
+        let missed = grader::get_answer(&format!("/api/classes/{key}/missed")).await?;
+        Ok::<_, api::ApiError>(ClassPageData {
+            class,
+            matrix,
+            missed,
+        })
     });
     // The column sorted by (`-` before it: going down), and what the setting's save said.
     let sort = RwSignal::new("name".to_string());
@@ -458,7 +460,7 @@ pub fn ClassPage(id: String) -> impl IntoView {
             "<p class=\"error\" role=\"alert\">The class could not be loaded: {}</p><p><a href=\"/instructor\">Sign in</a></p>",
             esc(&e.message)
         ),
-        Some(Ok(all)) => class_html(&cid, &all[0], &all[1], &all[2], &sort.get(), &saved.get()),
+        Some(Ok(data)) => class_html(&cid, &data, &sort.get(), &saved.get()),
     }
     };
     let on_click = move |ev: leptos::ev::MouseEvent| {
@@ -485,13 +487,16 @@ pub fn ClassPage(id: String) -> impl IntoView {
         let value = event_target_value(&ev);
         let url = format!("/api/classes/{pid}");
         leptos::task::spawn_local(async move {
-            let done =
-                grader::send_json("PATCH", &url, Some(api::one_field("preview", &value))).await;
+            let update = ClassUpdate {
+                preview: Preview::named(&value),
+                ..ClassUpdate::default()
+            };
+            let done = grader::send::<ClassBody>("PATCH", &url, Some(&update)).await;
             // The page is drawn again with the class as the server now has it.
             if let Ok(class) = &done {
                 loaded.update(|l| {
-                    if let Some(Ok(all)) = l {
-                        all[0] = class.clone();
+                    if let Some(Ok(data)) = l {
+                        data.class = class.clone();
                     }
                 });
             }
@@ -510,53 +515,45 @@ pub fn ClassPage(id: String) -> impl IntoView {
 }
 
 /// A student's attempts for the class, as markup.
-fn attempts_html(class: &str, body: &Json) -> String {
-    let attempts = list(&body["attempts"]);
+fn attempts_html(class: &str, body: &StudentAttempts) -> String {
+    let attempts = &body.attempts;
     let mut out = format!(
         "<h1>{}</h1><p class=\"muted\">{} attempt(s), oldest first</p><ol class=\"attempts\">",
-        t(&body["display_name"]),
+        esc(&body.display_name),
         attempts.len()
     );
     for a in attempts {
-        let missed: Vec<String> = list(&a["missed"]).iter().map(text).collect();
-        let verdict = if a["passed"] == Json::Bool(true) {
+        let verdict = if a.passed {
             " · ✓ passed".to_string()
         } else {
-            format!(" · ✗ missed {}", missed.join(", "))
+            format!(" · ✗ missed {}", a.missed.join(", "))
         };
         out.push_str(&format!(
                 "<li class=\"attempt\" data-attempt=\"{}\"><p><strong>{}</strong> · {} · {} of {}{}</p>",
-                t(&a["id"]),
-                t(&a["scenario"]),
-                esc(&when(&a["created_at"])),
-                t(&a["score"]),
-                t(&a["max_score"]),
+                esc(&a.id),
+                esc(&a.scenario),
+                esc(&when(&a.created_at)),
+                a.score,
+                a.max_score,
                 esc(&verdict)
             ));
-        if a["outdated"] == Json::Bool(true) {
+        if a.outdated {
             out.push_str(
                 "<p class=\"muted\">This verdict is from an older version of the scenario.</p>",
             );
         }
-        for g in list(&a["regrades"])
-            .iter()
-            .filter(|g| g["current"] == Json::Bool(true))
-        {
+        for g in a.regrades.iter().filter(|g| g.current) {
             out.push_str(&format!(
                 "<p class=\"muted\">Regraded against the current version: {} of {}{}.</p>",
-                t(&g["score"]),
-                t(&g["max_score"]),
-                if g["passed"] == Json::Bool(true) {
-                    ", passed"
-                } else {
-                    ""
-                }
+                g.score,
+                g.max_score,
+                if g.passed { ", passed" } else { "" }
             ));
         }
         out.push_str(&format!(
                 "<p><a href=\"/instructor/classes/{}/attempts/{}\">Open the design and its replay</a></p></li>",
                 esc(class),
-                t(&a["id"])
+                esc(&a.id)
             ));
     }
     out.push_str("</ol>");
@@ -568,7 +565,7 @@ fn attempts_html(class: &str, body: &Json) -> String {
 pub fn StudentPage(class: String, student: String) -> impl IntoView {
     let nav = expect_context::<Navigator>();
     let url = format!("/api/classes/{class}/students/{student}/attempts");
-    let loaded = load_once(async move { grader::get_json(&url).await });
+    let loaded = load_once(async move { grader::get_answer::<StudentAttempts>(&url).await });
     let html = move || {
         let crumbs = format!(
             "<p class=\"crumbs\"><a href=\"/instructor/classes/{}\">← The class</a></p>",
@@ -595,14 +592,14 @@ pub fn AttemptPage(class: String, attempt: String) -> impl IntoView {
     let (c, a) = (class.clone(), attempt.clone());
     let loaded = load_once(async move {
         let (body, verdict) = grader::class_attempt(&c, &a).await.map_err(|e| e.message)?;
-        let scenario = api::scenario(&text(&body["scenario"]))
+        let scenario = api::scenario(&body.row.scenario)
             .await
             .map_err(|e| e.message)?;
-        let design = shared::design::design_from_json(&body["design"])
+        let design = shared::design::design_from_json(&body.design)
             .map_err(|_| "the stored design cannot be read".to_string())?;
         Ok::<_, String>((
-            text(&body["student"]),
-            text(&body["created_at"]),
+            body.student,
+            body.row.created_at,
             Arc::new(scenario),
             design,
             verdict,
@@ -621,7 +618,7 @@ pub fn AttemptPage(class: String, attempt: String) -> impl IntoView {
                         <aside class="brief" aria-label="The attempt">
                             <p class="crumbs"><Link href=back>"← The student's attempts"</Link></p>
                             <h1>{scenario.scenario().title.clone()}</h1>
-                            <p class="muted">{format!("Attempt of {} · read-only", when(&Json::String(created_at)))}</p>
+                            <p class="muted">{format!("Attempt of {} · read-only", when(&created_at))}</p>
                         </aside>
                         <section class="stage" aria-label="The design">
                             <CanvasView />

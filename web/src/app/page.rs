@@ -12,7 +12,9 @@ use shared::design::Design;
 use shared::verdict::Verdict;
 use shared::{Compiled, DesignError};
 
-use super::api::{ApiError, StudentClass};
+use shared::wire::classes::StudentClass;
+
+use super::api::ApiError;
 use super::debounce::Debounce;
 use super::dom::focus;
 use crate::canvas::{self, Editor, Point, Ports, View};
@@ -83,7 +85,7 @@ impl CurrentClass {
     /// What the live preview may show: `everything` (self-study's), `lacks` or `nothing`.
     pub fn preview(&self) -> String {
         self.0
-            .with(|c| c.as_ref().map(|c| c.preview.clone()))
+            .with(|c| c.as_ref().map(|c| c.preview.as_str().to_string()))
             .unwrap_or_else(|| "everything".to_string())
     }
 
