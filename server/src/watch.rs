@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use serde::Serialize;
 use std::collections::BTreeMap;
 
 use shared::authoring::{Diagnostic, Located};
@@ -23,39 +22,11 @@ use tokio::sync::mpsc;
 
 use crate::catalogue::{self, Catalogue, Entry};
 
+pub use shared::wire::author::{CatalogueStatus, Stale};
+
 /// How long the folder must be quiet after a change before it is read again: an editor's save
 /// is often several events (a temporary file, a rename, a change of times).
 pub const SETTLE: Duration = Duration::from_millis(150);
-
-/// What the last reading of the scenario files found.
-#[derive(Clone, Debug, Serialize)]
-pub struct CatalogueStatus {
-    /// The catalogue being served: 1 for the one read at start, one more at each swap.
-    pub generation: u64,
-    /// How many times the files were read, the first time included.
-    pub reads: u64,
-    /// When the files were last read (RFC 3339, UTC).
-    pub read_at: String,
-    /// The problems of the files as they are now. When there is any, the catalogue being
-    /// served is the last one without problems (or, if the server started on a broken
-    /// folder under `--watch`, an empty one).
-    pub problems: Vec<Diagnostic>,
-    /// Warnings of the files as they are now; they never keep a file out.
-    pub warnings: Vec<Diagnostic>,
-    /// The scenarios still served at their last good version because their file now has
-    /// problems.
-    #[serde(default)]
-    pub stale: Vec<Stale>,
-}
-
-/// A scenario served at its last good version while its file is broken.
-#[derive(Clone, Debug, Serialize)]
-pub struct Stale {
-    pub id: String,
-    pub file: String,
-    /// The generation of the catalogue in which this version was last read without problems.
-    pub since_generation: u64,
-}
 
 /// The last good version of each file's scenario, kept while the file is broken.
 #[derive(Clone, Debug)]

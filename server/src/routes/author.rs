@@ -9,46 +9,16 @@ use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::Json;
-use serde::Serialize;
 use serde_json::Value as Json_;
 
 use crate::catalogue::Catalogue;
 use crate::checker::Checker;
 use crate::error::AppError;
-use crate::watch::{BrokenFile, CatalogueStatus, LiveCatalogue};
 
-/// `GET /api/author/status`: what the last reading of the files found, and the scenarios
-/// being served.
-#[derive(Serialize)]
-pub struct Status {
-    #[serde(flatten)]
-    pub files: CatalogueStatus,
-    pub scenarios: Vec<ScenarioLine>,
-    /// The files with problems, each openable on the author page.
-    pub broken: Vec<BrokenLine>,
-}
-
-/// A file with problems, as the author page lists it.
-#[derive(Serialize)]
-pub struct BrokenLine {
-    /// The file's name, for `GET /api/author/files/{name}`.
-    pub name: String,
-    pub id: Option<String>,
-    pub title: Option<String>,
-    pub problems: usize,
-    /// Whether a design can be tried on the file as it is now.
-    pub tryable: bool,
-}
-
-#[derive(Serialize)]
-pub struct ScenarioLine {
-    pub id: String,
-    pub title: String,
-    pub order: u32,
-    pub hash: String,
-    pub reference_designs: usize,
-    pub wrong_designs: usize,
-}
+use crate::watch::{BrokenFile, LiveCatalogue};
+pub use shared::wire::author::{
+    AuthorDesign, AuthorFile, AuthorScenario, BrokenLine, ScenarioLine, Status,
+};
 
 pub async fn status(State(live): State<Arc<LiveCatalogue>>) -> Json<Status> {
     // The catalogue and the status are read apart; a swap between the two reads shows at the
@@ -83,27 +53,6 @@ pub async fn status(State(live): State<Arc<LiveCatalogue>>) -> Json<Status> {
     })
 }
 
-/// `GET /api/author/scenarios/{id}`: the whole scenario and each of its designs' verdicts.
-#[derive(Serialize)]
-pub struct AuthorScenario {
-    pub hash: String,
-    /// The scenario file as the server read it, answers included.
-    pub scenario: Json_,
-    pub designs: Vec<AuthorDesign>,
-}
-
-#[derive(Serialize)]
-pub struct AuthorDesign {
-    /// `reference` (must pass every requirement) or `wrong` (must miss `misses`).
-    pub kind: &'static str,
-    pub name: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub misses: Vec<String>,
-    pub design: Json_,
-    /// The server's verdict of the design, as `POST /api/scenarios/{id}/check` gives it.
-    pub verdict: Json_,
-}
-
 pub async fn scenario(
     State(catalogue): State<Arc<Catalogue>>,
     State(checker): State<Checker>,
@@ -132,7 +81,7 @@ pub async fn scenario(
         // answered as the check route would answer it.
         let checked = checker.check(Arc::clone(&entry), design.clone()).await?;
         designs.push(AuthorDesign {
-            kind,
+            kind: kind.to_string(),
             name,
             misses,
             design,
@@ -170,22 +119,6 @@ pub async fn solve(
         out.insert("summary".into(), Json_::String(solution.summary()));
     }
     Ok(Json(json))
-}
-
-/// `GET /api/author/files/{name}`: a file with problems as it is now: its text, each problem
-/// at its path, line and column, and the scenario to try a design on when its parts fit
-/// together (or why they do not).
-#[derive(Serialize)]
-pub struct AuthorFile {
-    pub name: String,
-    pub file: String,
-    pub id: Option<String>,
-    pub text: String,
-    pub problems: Vec<shared::authoring::Located>,
-    /// The scenario as the file has it now, whole, when a design can be tried on it.
-    pub scenario: Option<Json_>,
-    pub hash: Option<String>,
-    pub why_not_tryable: Option<String>,
 }
 
 fn broken_file(live: &LiveCatalogue, name: &str) -> Result<Arc<BrokenFile>, AppError> {

@@ -2,7 +2,7 @@
 //! problems sits in the text, and the scenario compiled when its parts fit together, so
 //! that a design can be tried on it while its own designs, or its other checks, are wrong.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::diagnostic::Diagnostic;
 use super::json_position::{line_column, Spans};
@@ -12,7 +12,7 @@ use crate::scenario::Scenario;
 /// A problem of a file with the line and column (1-based) of the value its path names, or
 /// of the nearest value around it that the text has (a missing field is shown at the object
 /// that lacks it).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Located {
     pub path: String,
     pub line: usize,

@@ -6,6 +6,7 @@
 //! A verdict or a design that the server stored is carried as JSON (`serde_json::Value`): an
 //! attempt made under an older version of the format is still answered as it was given.
 
+pub mod author;
 pub mod catalogue;
 pub mod classes;
 pub mod errors;

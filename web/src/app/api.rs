@@ -206,66 +206,11 @@ pub async fn check(scenario: &str, design: &Design) -> Result<Verdict, ApiError>
 /// The author page's view of the scenario files (`serve --author`).
 pub mod author {
     use serde::Deserialize;
-    use serde_json::Value as Json;
-    use shared::authoring::Diagnostic;
+    pub use shared::wire::author::{
+        AuthorDesign as NamedDesign, AuthorFile as File, AuthorScenario as Scenario, Status,
+    };
 
     use super::{get, ApiError};
-
-    #[derive(Clone, Debug, PartialEq, Deserialize)]
-    pub struct Status {
-        pub generation: u64,
-        pub reads: u64,
-        pub read_at: String,
-        pub problems: Vec<Diagnostic>,
-        pub warnings: Vec<Diagnostic>,
-        /// Scenarios served at their last good version while their file is broken.
-        #[serde(default)]
-        pub stale: Vec<Stale>,
-        pub scenarios: Vec<Line>,
-        /// The files with problems, each openable as it is now.
-        #[serde(default)]
-        pub broken: Vec<BrokenLine>,
-    }
-
-    #[derive(Clone, Debug, PartialEq, Deserialize)]
-    pub struct BrokenLine {
-        pub name: String,
-        pub id: Option<String>,
-        pub title: Option<String>,
-        pub problems: usize,
-        pub tryable: bool,
-    }
-
-    impl Status {
-        /// The file with problems that the author page of scenario `id` opens: the file
-        /// that gives that id, or, when its text gives none, the file named after it.
-        pub fn broken_file(&self, id: &str) -> Option<&BrokenLine> {
-            self.broken
-                .iter()
-                .find(|b| b.id.as_deref() == Some(id))
-                .or_else(|| self.broken.iter().find(|b| b.name == format!("{id}.json")))
-        }
-    }
-
-    /// A problem of a file, placed in its text (1-based line and column).
-    #[derive(Clone, Debug, PartialEq, Deserialize)]
-    pub struct Located {
-        pub path: String,
-        pub line: usize,
-        pub column: usize,
-        pub message: String,
-    }
-
-    /// A file with problems as it is now (`GET /api/author/files/{name}`).
-    #[derive(Clone, Debug, PartialEq, Deserialize)]
-    pub struct File {
-        pub name: String,
-        pub text: String,
-        pub problems: Vec<Located>,
-        /// The scenario to try a design on, when its parts fit together.
-        pub scenario: Option<Json>,
-        pub why_not_tryable: Option<String>,
-    }
 
     pub async fn file(name: &str) -> Result<File, ApiError> {
         get(&format!("/api/author/files/{name}")).await
@@ -288,47 +233,29 @@ pub mod author {
         )
     }
 
-    #[derive(Clone, Debug, PartialEq, Deserialize)]
-    pub struct Stale {
-        pub id: String,
-        pub file: String,
-        pub since_generation: u64,
-    }
-
-    #[derive(Clone, Debug, PartialEq, Deserialize)]
-    pub struct Line {
-        pub id: String,
-        pub title: String,
-        pub hash: String,
-        pub reference_designs: usize,
-        pub wrong_designs: usize,
-    }
-
-    #[derive(Clone, Debug, Deserialize)]
-    pub struct Scenario {
-        pub scenario: Json,
-        pub designs: Vec<NamedDesign>,
-    }
-
-    #[derive(Clone, Debug, Deserialize)]
-    pub struct NamedDesign {
-        pub kind: String,
-        pub name: String,
-        #[serde(default)]
-        pub misses: Vec<String>,
-        pub design: Json,
-        pub verdict: shared::Verdict,
-    }
-
     pub async fn status() -> Result<Status, ApiError> {
         get("/api/author/status").await
     }
 
+    /// A scenario with its designs, each of whose verdicts reads as a verdict.
     pub async fn scenario(id: &str) -> Result<Scenario, ApiError> {
-        get(&format!("/api/author/scenarios/{id}")).await
+        let scenario: Scenario = get(&format!("/api/author/scenarios/{id}")).await?;
+        if scenario.designs.iter().any(|d| verdict(d).is_none()) {
+            return Err(ApiError::new(
+                "the server's answer was not understood: a design's verdict cannot be read".into(),
+                false,
+            ));
+        }
+        Ok(scenario)
+    }
+
+    /// The verdict the server gave a scenario's design.
+    pub fn verdict(design: &NamedDesign) -> Option<shared::Verdict> {
+        serde_json::from_value(design.verdict.clone()).ok()
     }
 
     /// A scenario's solve: every design its palette allows, checked; the summary in words.
+    /// The page shows only the summary.
     #[derive(Clone, Debug, Deserialize)]
     pub struct Solved {
         pub summary: String,

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use leptos::prelude::*;
 use shared::design::{design_from_json, Design};
+use shared::wire::author::CatalogueStatus;
 
 use super::api::{author, ApiError};
 use super::drafts::Loaded;
@@ -52,7 +53,7 @@ fn unavailable(e: &ApiError) -> impl IntoView {
 }
 
 /// The problems of the files, or that every file validates.
-fn problems_view(status: &author::Status) -> impl IntoView {
+fn problems_view(status: &CatalogueStatus) -> impl IntoView {
     let warnings = (!status.warnings.is_empty()).then(|| {
         view! {
             <h3>"Warnings"</h3>
@@ -109,7 +110,7 @@ pub fn AuthorHome() -> impl IntoView {
                     None => view! { <p class="muted" role="status">"Reading the files…"</p> }.into_any(),
                     Some(Err(e)) => unavailable(&e).into_any(),
                     Some(Ok(s)) => view! {
-                        {problems_view(&s)}
+                        {problems_view(&s.files)}
                         {broken_list(&s)}
                         <h2>"Scenarios"</h2>
                         <table class="author-scenarios">
@@ -198,8 +199,8 @@ pub fn AuthorScenario(id: String) -> impl IntoView {
         status.with(|s| {
             s.as_ref()
                 .and_then(|s| s.as_ref().ok())
-                .filter(|s| !s.problems.is_empty())
-                .map(problems_view)
+                .filter(|s| !s.files.problems.is_empty())
+                .map(|s| problems_view(&s.files))
         })
     };
     // The file of this scenario, when it has problems now: opened as it is.
@@ -207,7 +208,7 @@ pub fn AuthorScenario(id: String) -> impl IntoView {
         status.with(|s| match s {
             Some(Ok(s)) => s
                 .broken_file(&id_for_file)
-                .map(|b| (b.name.clone(), s.reads)),
+                .map(|b| (b.name.clone(), s.files.reads)),
             _ => None,
         })
     });
@@ -303,13 +304,16 @@ fn design_buttons(a: &author::Scenario, shown: RwSignal<Shown>) -> impl IntoView
 
 /// What a design's verdict says against what the file says it must be, and whether they agree.
 fn design_words(d: &author::NamedDesign) -> (String, bool) {
-    let missed: Vec<&str> = d
-        .verdict
-        .requirements
-        .iter()
-        .filter(|r| !r.passed)
-        .map(|r| r.id.as_str())
-        .collect();
+    // The page opens only when every design's verdict reads (`author::scenario`).
+    let missed: Vec<String> = author::verdict(d)
+        .map(|v| {
+            v.requirements
+                .into_iter()
+                .filter(|r| !r.passed)
+                .map(|r| r.id)
+                .collect()
+        })
+        .unwrap_or_default();
     if d.kind == "reference" {
         if missed.is_empty() {
             ("passes every requirement".into(), true)
@@ -327,7 +331,7 @@ fn design_words(d: &author::NamedDesign) -> (String, bool) {
             .misses
             .iter()
             .map(String::as_str)
-            .filter(|m| !missed.contains(m))
+            .filter(|m| !missed.iter().any(|x| x == m))
             .collect();
         if unmissed.is_empty() {
             (format!("misses {}", missed.join(", ")), true)
@@ -366,14 +370,12 @@ fn workspace(a: &author::Scenario, shown: Shown) -> impl IntoView {
             let Some(named) = a.designs.get(i) else {
                 return ().into_any();
             };
-            let Ok(design) = design_from_json(&named.design) else {
+            let (Ok(design), Some(verdict)) =
+                (design_from_json(&named.design), author::verdict(named))
+            else {
                 return view! { <p class="error" role="alert">"This design could not be read."</p> }.into_any();
             };
-            (
-                design.clone(),
-                Some((named.verdict.clone(), design)),
-                Mode::ReadOnly,
-            )
+            (design.clone(), Some((verdict, design)), Mode::ReadOnly)
         }
     };
     let loaded = Rc::new(Loaded {
