@@ -162,9 +162,19 @@ fn body_of(body: &impl Serialize) -> Result<String, ApiError> {
     serde_json::to_string(body).map_err(|e| ApiError::new(e.to_string(), false))
 }
 
-/// A design as the JSON a request body carries.
+/// A design as the JSON a request body carries. It goes through its text, whose writer and
+/// reader the app has anyway: `to_value` would add a second serializer of every design type
+/// to the module.
 fn design_json(design: &Design) -> Result<Json, ApiError> {
-    serde_json::to_value(design).map_err(|e| ApiError::new(e.to_string(), false))
+    serde_json::to_string(design)
+        .and_then(|text| serde_json::from_str(&text))
+        .map_err(|e| ApiError::new(e.to_string(), false))
+}
+
+/// The verdict a wire type carries as JSON. It is read from its text, as the app reads every
+/// verdict: `from_value` would add a second reader of every verdict type to the module.
+pub fn verdict_in(json: &Json) -> Option<Verdict> {
+    serde_json::from_str(&json.to_string()).ok()
 }
 
 /// The server's verdict on a design, and the answer's text, which the local store keeps. The
@@ -251,7 +261,7 @@ pub mod author {
 
     /// The verdict the server gave a scenario's design.
     pub fn verdict(design: &NamedDesign) -> Option<shared::Verdict> {
-        serde_json::from_value(design.verdict.clone()).ok()
+        super::verdict_in(&design.verdict)
     }
 
     /// A scenario's solve: every design its palette allows, checked; the summary in words.
@@ -270,7 +280,7 @@ pub mod author {
 pub fn verdict_of(text: &str) -> Option<Verdict> {
     serde_json::from_str::<Submission>(text)
         .ok()
-        .and_then(|s| serde_json::from_value(s.verdict).ok())
+        .and_then(|s| verdict_in(&s.verdict))
 }
 
 /// The saved draft, `Ok(None)` when there is none.
@@ -359,8 +369,8 @@ pub mod grader {
     ) -> Result<(ClassAttemptBody, shared::Verdict), ApiError> {
         let body: ClassAttemptBody =
             get(&format!("/api/classes/{class}/attempts/{attempt}")).await?;
-        let verdict = serde_json::from_value(body.row.verdict.clone())
-            .map_err(|_| ApiError::new("the attempt's verdict cannot be read".into(), false))?;
+        let verdict = super::verdict_in(&body.row.verdict)
+            .ok_or_else(|| ApiError::new("the attempt's verdict cannot be read".into(), false))?;
         Ok((body, verdict))
     }
 
