@@ -11,6 +11,7 @@ mod points;
 mod properties;
 mod search;
 mod stages;
+mod wire;
 
 use shared::{check_json, Compiled, Scenario, Verdict};
 
