@@ -11,12 +11,13 @@
 //! with the student's own ids and puts the untested options in the student's order of nodes.
 //!
 //! The table never approximates. Each design is checked twice while the table is built,
-//! under two sets of stand-in ids that sort in opposite orders and with its nodes drawn in
-//! opposite orders; a design whose second verdict is not its first template filled with the
+//! under two sets of stand-in ids that sort in opposite orders, with its nodes and edges drawn
+//! in opposite orders and its options at their defaults written out in one and left out in the
+//! other; a design whose second verdict is not its first template filled with the
 //! second ids is left out of the table, and so is a design whose check was cut short or
-//! refused. A design left out, or one the table does not hold (an option the enumeration
-//! leaves at its default, another order of edges at a node with several), is checked by the
-//! search as before.
+//! refused. A design left out, or one the table does not hold (an option set where the
+//! enumeration of designs leaves it out because the other options make it irrelevant, another
+//! order of edges at a node with three or more), is checked by the search as before.
 
 use std::collections::BTreeMap;
 
@@ -24,11 +25,15 @@ use serde_json::Value as Json;
 
 use crate::check::{check_hashed, Limits};
 use crate::compiled::Compiled;
-use crate::design::{validate, ConsumerInput, Design, Stage, ValidDesign};
+use crate::design::{
+    validate, Choice, ConsumerInput, Design, Node, NodeKind, OptionValues, Stage, ValidDesign,
+    WriteMode,
+};
 use crate::solve::{designs, SolveError, SolveLimits};
 
 /// A design's meaning, independent of its node ids, positions and drawing order: each node's
-/// kind and options in the order its pipeline's stages reach them, and each node's edges to
+/// kind and options (an option left out read as its default, as validation reads it) in the
+/// order its pipeline's stages reach them, and each node's edges to
 /// and from the others by that order (in the order drawn at that node, which the words of a
 /// note read).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -36,7 +41,7 @@ pub struct Key(String);
 
 /// A design's key, and per node in the key's order its index among the drawn nodes. `None`
 /// when some node is not part of the design's pipeline.
-pub fn key_of(design: &ValidDesign) -> Option<(Key, Vec<usize>)> {
+pub fn key_of(scenario: &Compiled, design: &ValidDesign) -> Option<(Key, Vec<usize>)> {
     let drawn = design.design();
     let mut order: Vec<usize> = Vec::with_capacity(drawn.nodes.len());
     let mut reach = |id: &str| {
@@ -75,7 +80,7 @@ pub fn key_of(design: &ValidDesign) -> Option<(Key, Vec<usize>)> {
     let mut nodes = Vec::with_capacity(order.len());
     for &i in &order {
         let node = &drawn.nodes[i];
-        let options: BTreeMap<&String, &Json> = node.options.iter().collect();
+        let options = with_defaults(scenario, node);
         let mut targets = Vec::new();
         let mut sources = Vec::new();
         for edge in &drawn.edges {
@@ -86,9 +91,99 @@ pub fn key_of(design: &ValidDesign) -> Option<(Key, Vec<usize>)> {
                 sources.push(rank(&edge.from)?);
             }
         }
+        // A node's edges in the order drawn at it, where that order could tell more than
+        // which of two comes first; the table's build checks that two come in either order.
+        for edges in [&mut targets, &mut sources] {
+            if edges.len() <= 2 {
+                edges.sort_unstable();
+            }
+        }
         nodes.push(serde_json::json!([node.kind, options, targets, sources]));
     }
     Some((Key(Json::Array(nodes).to_string()), order))
+}
+
+/// A node's options with every option it leaves out that validation gives a default at that
+/// default.
+fn with_defaults(scenario: &Compiled, node: &Node) -> BTreeMap<String, Json> {
+    let mut options: BTreeMap<String, Json> = node
+        .options
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    for (name, default) in defaults(scenario, node) {
+        options.entry(name.to_string()).or_insert(default);
+    }
+    options
+}
+
+/// The defaults of a node's options: a choice's (the palette's, as validation takes it), a
+/// count's, and for a table written by key its first key, for one written `merge_if_newer`
+/// its first version column, as the enumeration of designs writes them.
+fn defaults(scenario: &Compiled, node: &Node) -> Vec<(&'static str, Json)> {
+    let file = scenario.scenario();
+    let mut out = Vec::new();
+    for spec in node.kind.options() {
+        match spec.values {
+            OptionValues::Choice(values) => out.push((
+                spec.name,
+                Json::from(file.palette.default_of(node.kind, spec.name, values)),
+            )),
+            OptionValues::Count { default, .. } => out.push((spec.name, Json::from(default))),
+            _ => {}
+        }
+    }
+    if node.kind == NodeKind::Table {
+        let given = |name: &str| {
+            node.options
+                .get(name)
+                .cloned()
+                .or_else(|| out.iter().find(|(n, _)| *n == name).map(|(_, v)| v.clone()))
+        };
+        let write = given("write")
+            .as_ref()
+            .and_then(Json::as_str)
+            .and_then(WriteMode::parse);
+        let table = given("table");
+        let def = table
+            .as_ref()
+            .and_then(Json::as_str)
+            .and_then(|t| file.table(t));
+        if let (Some(write), Some(def)) = (write, def) {
+            let key = def.keys.first().filter(|_| write.by_key());
+            let version = def
+                .versions
+                .first()
+                .filter(|_| write == WriteMode::MergeIfNewer);
+            if let Some(key) = key {
+                out.push(("key", Json::from(key.clone())));
+            }
+            if let Some(version) = version {
+                out.push(("version", Json::from(version.as_str())));
+            }
+        }
+    }
+    out
+}
+
+/// The design with each option that has a default written out where it was left out, and left
+/// out where it was written at its default.
+fn defaults_flipped(scenario: &Compiled, design: &Design) -> Design {
+    let mut out = design.clone();
+    for node in &mut out.nodes {
+        for (name, default) in defaults(scenario, node) {
+            match node.options.get(name) {
+                Some(value) if *value == default => {
+                    node.options.remove(name);
+                }
+                Some(_) => {}
+                None => {
+                    node.options.insert(name.to_string(), default);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A part of a verdict's JSON: text as it is, or the id of the node at this index of the
@@ -154,8 +249,8 @@ fn stand_in(i: usize, count: usize, flip: bool) -> String {
     format!("\u{E000}{n:03}\u{E001}")
 }
 
-/// The design drawn again: node `order[k]` gets id `ids[k]`, with edges renamed and kept in
-/// their order; with `reverse`, the nodes are listed in the opposite order.
+/// The design drawn again: node `order[k]` gets id `ids[k]`, with edges renamed; with
+/// `reverse`, the nodes and the edges are listed in the opposite order.
 fn redrawn(design: &Design, order: &[usize], ids: &[String], reverse: bool) -> Design {
     let mut rename: BTreeMap<&str, &str> = BTreeMap::new();
     for (k, &i) in order.iter().enumerate() {
@@ -171,6 +266,7 @@ fn redrawn(design: &Design, order: &[usize], ids: &[String], reverse: bool) -> D
     }
     if reverse {
         out.nodes.reverse();
+        out.edges.reverse();
     }
     out
 }
@@ -362,9 +458,9 @@ impl VerdictTable {
 
     /// The JSON of the verdict that `check_hashed(scenario, hash, design, limits)` gives,
     /// with this table's hash and limits, byte for byte; `None` when the table does not hold
-    /// the design.
-    pub fn json(&self, design: &ValidDesign) -> Option<String> {
-        let (key, drawn) = key_of(design)?;
+    /// the design. `scenario` is the one the table was built for (its hash).
+    pub fn json(&self, scenario: &Compiled, design: &ValidDesign) -> Option<String> {
+        let (key, drawn) = key_of(scenario, design)?;
         let entry = self.entries.get(&key)?;
         let nodes = &design.design().nodes;
         let ids: Vec<&str> = drawn.iter().map(|&i| nodes[i].id.as_str()).collect();
@@ -373,8 +469,8 @@ impl VerdictTable {
     }
 
     /// The verdict itself, read back from [`VerdictTable::json`].
-    pub fn verdict(&self, design: &ValidDesign) -> Option<crate::Verdict> {
-        serde_json::from_str(&self.json(design)?).ok()
+    pub fn verdict(&self, scenario: &Compiled, design: &ValidDesign) -> Option<crate::Verdict> {
+        serde_json::from_str(&self.json(scenario, design)?).ok()
     }
 }
 
@@ -385,12 +481,17 @@ fn table_entry(
     limits: Limits,
     valid: &ValidDesign,
 ) -> Option<(Key, Entry)> {
-    let (key, order) = key_of(valid)?;
+    let (key, order) = key_of(scenario, valid)?;
     let count = order.len();
     let first: Vec<String> = (0..count).map(|k| stand_in(k, count, false)).collect();
     let second: Vec<String> = (0..count).map(|k| stand_in(k, count, true)).collect();
-    let checked = |ids: &[String], reverse: bool| {
-        let drawing = redrawn(valid.design(), &order, ids, reverse);
+    // The second drawing also writes out the options the first leaves at their defaults and
+    // leaves out those it writes at their defaults, which the key does not tell apart.
+    let checked = |ids: &[String], second: bool| {
+        let mut drawing = redrawn(valid.design(), &order, ids, second);
+        if second {
+            drawing = defaults_flipped(scenario, &drawing);
+        }
         let valid = validate(scenario, drawing).ok()?;
         let verdict = check_hashed(scenario, hash, &valid, limits).ok()?;
         // Notes on variants past the limits follow the drawn order and name the limits:
@@ -400,7 +501,7 @@ fn table_entry(
     let (_, verdict) = checked(&first, false)?;
     let entry = Entry::new(&verdict, &first)?;
     let (again, verdict) = checked(&second, true)?;
-    let (again_key, drawn) = key_of(&again)?;
+    let (again_key, drawn) = key_of(scenario, &again)?;
     let ids: Vec<&str> = second.iter().map(String::as_str).collect();
     let same =
         again_key == key && entry.render(&ids, &drawn) == serde_json::to_string(&verdict).ok()?;

@@ -94,7 +94,7 @@ fn every_design_of_every_shipped_scenario_gets_the_searchs_verdict_from_the_tabl
             };
             held += 1;
             let answer = table
-                .json(&valid)
+                .json(&scenario, &valid)
                 .unwrap_or_else(|| panic!("{id}: the table holds {design:?}"));
             assert_eq!(
                 answer,
@@ -102,7 +102,7 @@ fn every_design_of_every_shipped_scenario_gets_the_searchs_verdict_from_the_tabl
                 "{id}: {design:?}"
             );
             let read = table
-                .verdict(&valid)
+                .verdict(&scenario, &valid)
                 .expect("the table's verdict reads back");
             let search = check_hashed(&scenario, &hash, &valid, Limits::default()).unwrap();
             assert_eq!(read, search, "{id}: the verdict read back is the search's");
@@ -112,12 +112,12 @@ fn every_design_of_every_shipped_scenario_gets_the_searchs_verdict_from_the_tabl
             let other =
                 validate(&scenario, redrawn(&design, false)).expect("a redrawn design is valid");
             assert_eq!(
-                key_of(&other).map(|k| k.0),
-                key_of(&valid).map(|k| k.0),
+                key_of(&scenario, &other).map(|k| k.0),
+                key_of(&scenario, &valid).map(|k| k.0),
                 "{id}: the key ignores ids, positions and node order"
             );
             let answer = table
-                .json(&other)
+                .json(&scenario, &other)
                 .unwrap_or_else(|| panic!("{id}: the table holds the redrawn {design:?}"));
             assert_eq!(
                 answer,
@@ -125,13 +125,14 @@ fn every_design_of_every_shipped_scenario_gets_the_searchs_verdict_from_the_tabl
                 "{id}: redrawn {design:?}"
             );
 
-            // With the edges in the opposite order too: a node with several edges is looked
-            // up by the order drawn at it, so the table holds the drawing exactly when that
-            // order is the same, and then gives the search's verdict.
+            // With the edges in the opposite order too: a node with three edges or more is
+            // looked up by the order drawn at it, so the table holds the drawing exactly when
+            // its key is the same, and then gives the search's verdict.
             let reversed =
                 validate(&scenario, redrawn(&design, true)).expect("a redrawn design is valid");
-            let same_key = key_of(&reversed).map(|k| k.0) == key_of(&valid).map(|k| k.0);
-            match table.json(&reversed) {
+            let same_key =
+                key_of(&scenario, &reversed).map(|k| k.0) == key_of(&scenario, &valid).map(|k| k.0);
+            match table.json(&scenario, &reversed) {
                 Some(answer) => {
                     assert!(same_key, "{id}: only the same key is found");
                     assert_eq!(
@@ -143,6 +144,30 @@ fn every_design_of_every_shipped_scenario_gets_the_searchs_verdict_from_the_tabl
                 None => assert!(!same_key, "{id}: the same key is found"),
             }
             compared += 1;
+        }
+        // The designs the scenario ships, drawn by hand (options left at their defaults left
+        // out), are found too.
+        let file = scenario.scenario();
+        let shipped = file
+            .starting_design
+            .iter()
+            .chain(file.reference_designs.iter().map(|d| &d.design))
+            .chain(file.wrong_designs.iter().map(|d| &d.design));
+        for json in shipped {
+            let Ok(valid) = shared::validate_json(&scenario, json) else {
+                continue;
+            };
+            let design = valid.design().clone();
+            for valid in [validate(&scenario, redrawn(&design, false)).unwrap(), valid] {
+                let answer = table
+                    .json(&scenario, &valid)
+                    .unwrap_or_else(|| panic!("{id}: the table holds the shipped {design:?}"));
+                assert_eq!(
+                    answer,
+                    searched(&scenario, &hash, &valid),
+                    "{id}: {design:?}"
+                );
+            }
         }
         // Two designs of the palette never share a key.
         assert_eq!(
