@@ -26,6 +26,11 @@
 //!    the default mix (check=6, submit=2, catalogue=2) at 256 clients →
 //!    `submissions_per_second_sqlite`, `submit_p50_ms_sqlite`, `submit_p99_ms_sqlite`,
 //!    `submit_errors_sqlite` and the same for `_postgres`;
+//! 9. each scenario's verdict table: the time to build it and its bytes, and the check of each
+//!    design its palette allows answered from the table (validation, the lookup, the verdict
+//!    read back, as the server does it) → `table_build_ms_<scenario>`, `table_bytes_<scenario>`,
+//!    `table_check_ms_max_<scenario>`, `table_check_ms_median_max` (the shipped designs, as
+//!    `engine_check_ms_median_max` for the search), `table_build_ms_total`;
 //!
 //! and last `bench_seconds`.
 
@@ -295,6 +300,8 @@ fn main() -> ExitCode {
         ),
     ));
 
+    lines.extend(tables(&scenarios, &plan, &engine));
+
     if let Some(ms) = solve_times(&scenarios, o.mode) {
         lines.push(line("solve_ms_max", format!("{ms:.1}")));
     }
@@ -519,6 +526,120 @@ fn engine(scenarios: &[Compiled], plan: &Plan) -> Vec<DesignCheck> {
         );
     }
     out
+}
+
+// ---------------------------------------------------------------------------------------------
+// 9. The verdict tables
+// ---------------------------------------------------------------------------------------------
+
+/// A check answered from the scenario's table, as the server answers it: the design
+/// validated, looked up, and its verdict read back from the JSON.
+fn table_check(
+    s: &Compiled,
+    table: &shared::verdict_table::VerdictTable,
+    design: &serde_json::Value,
+) -> Option<(shared::Verdict, String)> {
+    let valid = shared::validate_json(s, design).ok()?;
+    let json = table.json(s, &valid)?;
+    let verdict = serde_json::from_str(&json).ok()?;
+    Some((verdict, json))
+}
+
+fn tables(scenarios: &[Compiled], plan: &Plan, engine: &[DesignCheck]) -> Vec<String> {
+    section(&format!("Verdict tables: each built once (shared::verdict_table), then every design the palette allows checked from it (validate, look up, read the verdict back; median of {} runs per design)", plan.runs));
+    println!(
+        "{:<17} {:>8} {:>10} {:>12} {:>13} {:>13}",
+        "scenario", "designs", "build ms", "bytes", "check ms med", "check ms max"
+    );
+    let mut lines = Vec::new();
+    let mut built = Vec::new();
+    let mut total_ms = 0.0;
+    for s in scenarios {
+        let id = &s.scenario().id;
+        let hash = shared::scenario_hash(s.scenario());
+        let mut table = None;
+        let ms = time_ms(|| {
+            table = Some(shared::verdict_table::VerdictTable::build(
+                s,
+                &hash,
+                shared::Limits::default(),
+                shared::solve::MAX_DESIGNS,
+                &mut |_, _| true,
+            ));
+        });
+        let table = match table.expect("the build ran") {
+            Ok(t) => t,
+            Err(e) => {
+                println!("{id:<17} no table: {e}");
+                built.push(None);
+                continue;
+            }
+        };
+        total_ms += ms;
+        let space =
+            shared::solve::designs(s, shared::solve::SolveLimits::default()).unwrap_or_default();
+        let mut times = Vec::new();
+        for design in &space {
+            let json = serde_json::to_value(design).expect("a design serialises");
+            if table_check(s, &table, &json).is_none() {
+                continue;
+            }
+            times.push(median_ms(plan.runs, || {
+                drop(black_box(table_check(s, &table, &json)))
+            }));
+        }
+        let max = times.iter().copied().fold(0.0, f64::max);
+        let median = bench::median(times.clone());
+        println!(
+            "{:<17} {:>8} {:>10.1} {:>12} {:>13.4} {:>13.4}",
+            id,
+            table.len(),
+            ms,
+            table.bytes(),
+            median,
+            max
+        );
+        let name = id.replace('-', "_");
+        lines.push(line(&format!("table_build_ms_{name}"), format!("{ms:.1}")));
+        lines.push(line(&format!("table_bytes_{name}"), table.bytes()));
+        lines.push(line(
+            &format!("table_check_ms_max_{name}"),
+            format!("{max:.4}"),
+        ));
+        built.push(Some(table));
+    }
+    // The shipped designs, as the engine's section times them with the search.
+    let mut worst: f64 = 0.0;
+    for d in engine {
+        let s = &scenarios[d.scenario];
+        let Some(table) = &built[d.scenario] else {
+            continue;
+        };
+        let Some((verdict, _)) = table_check(s, table, &d.design) else {
+            println!("{} / {}: not in the table", s.scenario().id, d.name);
+            continue;
+        };
+        let searched = shared::check_json(s, &d.design).ok();
+        if searched.as_ref() != Some(&verdict) {
+            println!(
+                "{} / {}: the table's verdict is not the search's",
+                s.scenario().id,
+                d.name
+            );
+            continue;
+        }
+        worst = worst.max(median_ms(plan.runs, || {
+            drop(black_box(table_check(s, table, &d.design)))
+        }));
+    }
+    println!(
+        "shipped designs from their tables: slowest {worst:.4} ms (the search: {:.3} ms); target ≤ {ENGINE_TARGET_MS} ms: {}",
+        engine.iter().map(|d| d.median_ms).fold(0.0, f64::max),
+        mark(worst <= ENGINE_TARGET_MS)
+    );
+    lines.push(line("table_check_ms_median_max", format!("{worst:.4}")));
+    lines.push(line("table_build_ms_total", format!("{total_ms:.1}")));
+    lines
 }
 
 fn clip(text: &str, width: usize) -> String {
@@ -783,6 +904,27 @@ fn load(
         .map_err(|e| format!("{path}: {e}\n{}", String::from_utf8_lossy(&out.stderr)))
 }
 
+/// Waits until `/readyz` says the server's verdict tables are complete (it answers before
+/// then, each check searching), so that the checks measured are answered as a server that
+/// has been up a while answers them. Returns the seconds waited.
+fn wait_for_tables(url: &str) -> Result<f64, String> {
+    let started = Instant::now();
+    loop {
+        let (status, body) = get(url, "/readyz")?;
+        let ready: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        if status == 200 && ready["verdict_tables"]["complete"] == true {
+            return Ok(started.elapsed().as_secs_f64());
+        }
+        if started.elapsed() > Duration::from_secs(300) {
+            return Err(format!(
+                "the server's verdict tables were not built within 300 s: {}",
+                String::from_utf8_lossy(&body)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// `cached`: the server as shipped, with its verdict cache; else with the cache off.
 fn throughput(
     scenarios: &[Compiled],
@@ -803,6 +945,8 @@ fn throughput(
         .first()
         .ok_or_else(|| format!("{} has no reference design", s.scenario().id))?;
     let body = serde_json::to_vec(&design.design).map_err(|e| e.to_string())?;
+    let waited = wait_for_tables(url)?;
+    println!("the server's verdict tables were built {waited:.1} s after its first probe");
     let check_path = format!("/api/scenarios/{}/check", s.scenario().id);
     let (status, answer) = post(url, &check_path, &body)?;
     if status != 200 {

@@ -9,10 +9,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value as Json;
 use shared::authoring::{check_catalogue, Diagnostic};
+use shared::verdict_table::VerdictTable;
 use shared::{Compiled, Scenario};
 
 /// The largest scenario file accepted. The shipped ones are about 10 KB.
@@ -38,6 +39,18 @@ pub struct Entry {
     pub hash: String,
     /// The scenario as a student sees it: no reference or wrong designs.
     pub student_view: Json,
+    /// The verdict of every design the palette allows, once built in the background
+    /// (`crate::tables`); unset while it is built.
+    pub table: OnceLock<Table>,
+}
+
+/// A scenario's verdict table, or why its checks search instead.
+#[derive(Debug)]
+pub enum Table {
+    Built(Arc<VerdictTable>),
+    /// The palette allows more designs than the server keeps a table for
+    /// (`Config::verdict_table_designs_max`): every check searches.
+    Searched(String),
 }
 
 #[derive(Debug, Default)]
@@ -52,6 +65,23 @@ impl Entry {
     pub fn scenario(&self) -> &Scenario {
         self.compiled.scenario()
     }
+
+    /// The verdict's JSON from the scenario's table, when the table is built for checks
+    /// within `limits` and holds the design; the search's verdict byte for byte.
+    pub fn table_json(
+        &self,
+        design: &shared::ValidDesign,
+        limits: shared::Limits,
+    ) -> Option<String> {
+        let Some(Table::Built(table)) = self.table.get() else {
+            return None;
+        };
+        let built = table.limits();
+        if (built.max_schedules, built.max_steps) != (limits.max_schedules, limits.max_steps) {
+            return None;
+        }
+        table.json(&self.compiled, design)
+    }
 }
 
 impl Catalogue {
@@ -64,6 +94,7 @@ impl Catalogue {
             entries.push(Arc::new(Entry {
                 hash: shared::scenario_hash(scenario),
                 student_view: student_view(scenario),
+                table: OnceLock::new(),
                 compiled,
             }));
         }

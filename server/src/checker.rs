@@ -1,6 +1,9 @@
 //! Checking designs for the API: the verdict cache first, then the simulator in `shared`, on
 //! the request's thread when the check is small and on the blocking pool when it is not.
 //!
+//! A design its scenario's verdict table holds (`crate::tables`) is answered from the table:
+//! `shared`'s lookup gives the search's verdict byte for byte, at the cost of a validation.
+//!
 //! The server never decides a verdict itself; this module only decides where and when
 //! `shared`'s check runs, remembers what it answered, and turns a check that gave no verdict
 //! into an [`AppError`].
@@ -118,36 +121,53 @@ impl Checker {
     ) -> Result<Arc<Checked>, AppError> {
         let scenario_id = entry.scenario().id.clone();
         let (limits, inline) = (self.0.limits, self.0.inline);
+        /// A verdict from the scenario's table comes with its JSON; one the search gives is
+        /// serialised when it is kept.
+        enum Answer {
+            Looked(Verdict, String),
+            Searched(Verdict),
+        }
+        /// The design's verdict from its scenario's table when the table holds it, else
+        /// from the search within `within`. The table holds verdicts within the server's
+        /// `limits`, which are what a check within the inline limits gives whenever it is
+        /// not started again (see below).
         fn check(
             entry: &Entry,
             design: &Json,
+            within: shared::Limits,
             limits: shared::Limits,
-        ) -> Result<Verdict, CheckError> {
+        ) -> Result<Answer, CheckError> {
             let valid =
                 shared::validate_json(&entry.compiled, design).map_err(CheckError::Design)?;
-            shared::check::check_hashed(&entry.compiled, &entry.hash, &valid, limits)
+            if let Some(json) = entry.table_json(&valid, limits) {
+                if let Ok(verdict) = serde_json::from_str(&json) {
+                    return Ok(Answer::Looked(verdict, json));
+                }
+            }
+            shared::check::check_hashed(&entry.compiled, &entry.hash, &valid, within)
+                .map(Answer::Searched)
         }
         let larger =
             (inline.max_schedules, inline.max_steps) != (limits.max_schedules, limits.max_steps);
         // One of the address's turns for the whole check, and its time charged to the request.
         let _turn = crate::share::turn().await?;
         let started = Instant::now();
-        let first = check(&entry, &design, inline);
+        let first = check(&entry, &design, inline, limits);
         crate::share::charge(started.elapsed());
         // A verdict whose coverage or advisories were cut short by the inline limits starts
         // again too, so that it is the verdict the server's limits give.
         let again = larger
             && match &first {
                 Err(CheckError::TooLarge { .. }) => true,
-                Ok(verdict) => verdict.cut_short(),
-                Err(_) => false,
+                Ok(Answer::Searched(verdict)) => verdict.cut_short(),
+                Ok(Answer::Looked(..)) | Err(_) => false,
             };
         let result = if again {
             let permit = self.permit().await;
             let ran = tokio::task::spawn_blocking(move || {
                 let _permit = permit;
                 let started = Instant::now();
-                (check(&entry, &design, limits), started.elapsed())
+                (check(&entry, &design, limits, limits), started.elapsed())
             })
             .await;
             ran.map(|(result, took)| {
@@ -159,13 +179,23 @@ impl Checker {
         };
         let metrics = &self.0.metrics;
         match result {
-            Ok(Ok(verdict)) => {
+            Ok(Ok(answer)) => {
+                let checked = match answer {
+                    Answer::Looked(verdict, json) => Checked {
+                        verdict,
+                        json: json.into(),
+                    },
+                    Answer::Searched(verdict) => {
+                        Checked::new(verdict).map_err(AppError::internal)?
+                    }
+                };
+                let verdict = &checked.verdict;
                 metrics.observe_check(
                     &scenario_id,
                     if verdict.passed { "passed" } else { "missed" },
                     verdict.schedules_explored,
                 );
-                let checked = Arc::new(Checked::new(verdict).map_err(AppError::internal)?);
+                let checked = Arc::new(checked);
                 self.0.verdicts.insert(key, Arc::clone(&checked));
                 Ok(checked)
             }

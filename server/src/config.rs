@@ -57,6 +57,11 @@ pub const DEFAULT_CHECKS_WAITING_PER_ADDRESS: usize = 32;
 /// The most classes one grader token may make.
 pub const DEFAULT_CLASSES_PER_TOKEN_MAX: u32 = 1000;
 
+/// The most designs a scenario's palette may allow for the server to keep its verdict table.
+/// The shipped scenarios allow at most 288 (whole-path, whose table takes about 5 MB, 18 KB a
+/// design), so a table stays within about 20 MB.
+pub const DEFAULT_VERDICT_TABLE_DESIGNS_MAX: u64 = 1024;
+
 /// Checks one address may run at once by default: half the cores, at least one, so that one
 /// address (a classroom's NAT, or someone flooding) leaves the other half to everyone else.
 pub fn default_checks_per_address() -> usize {
@@ -152,6 +157,10 @@ pub struct Config {
     /// The most classes one grader token (by its name) may make; past it, `POST /api/classes`
     /// is answered `409 class_limit_reached`.
     pub classes_per_token_max: u32,
+    /// The most designs a scenario's palette may allow for the server to build its verdict
+    /// table in the background (`crate::tables`); a scenario past it is always searched. 0
+    /// builds no table.
+    pub verdict_table_designs_max: u64,
 }
 
 impl Default for Config {
@@ -198,6 +207,7 @@ impl Default for Config {
             },
             checks_per_address: default_checks_per_address(),
             checks_waiting_per_address: DEFAULT_CHECKS_WAITING_PER_ADDRESS,
+            verdict_table_designs_max: DEFAULT_VERDICT_TABLE_DESIGNS_MAX,
             classes_per_token_max: DEFAULT_CLASSES_PER_TOKEN_MAX,
         }
     }

@@ -56,6 +56,7 @@ pub mod share;
 pub mod state;
 pub mod store;
 pub mod sweep;
+pub mod tables;
 pub mod verdicts;
 pub mod watch;
 

@@ -48,6 +48,11 @@ impl AppState {
             config.verdict_cache_bytes,
         );
         let rate_limiter = RateLimiter::from_config(&config);
+        crate::tables::spawn(
+            &catalogue,
+            config.check_limits,
+            config.verdict_table_designs_max,
+        );
         AppState(Arc::new(Inner {
             store,
             catalogue,

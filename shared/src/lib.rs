@@ -30,6 +30,8 @@
 //!   [`verdict::Verdict`].
 //! - [`solve`]: every design a scenario's palette allows, each checked, and what that says
 //!   about the scenario as a lesson.
+//! - [`verdict_table`]: the verdict of every design a scenario allows, computed once, so that
+//!   a check of one of them is a lookup.
 //! - [`authoring`]: the checks on scenario files for course authors.
 //! - [`wire`]: the JSON the server answers and the browser sends, stated once for both.
 
@@ -66,6 +68,8 @@ pub mod coverage;
 pub mod check;
 
 pub mod solve;
+
+pub mod verdict_table;
 
 pub mod authoring;
 

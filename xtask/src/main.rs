@@ -676,8 +676,10 @@ fn embedded_app_is_served(port: u16) -> Result<(), String> {
 // ---------------------------------------------------------------------------------------------
 
 /// The `name: value` lines a bench run must end with (besides one or more `scaling:` lines).
-const BENCH_METRICS: [&str; 16] = [
+const BENCH_METRICS: [&str; 18] = [
     "engine_check_ms_median_max",
+    "table_check_ms_median_max",
+    "table_build_ms_total",
     "model_vs_sqlite_speedup",
     "check_vs_floor_throughput_ratio",
     "check_p99_ms",
@@ -908,7 +910,7 @@ mod tests {
 
     #[test]
     fn bench_output_needs_every_metric_once_as_a_number() {
-        let good = "table\nengine_check_ms_median_max: 0.961\nmodel_vs_sqlite_speedup: 103.2\ncheck_vs_floor_throughput_ratio: 0.81\ncheck_p99_ms: 7.20\ncheck_uncached_vs_floor_throughput_ratio: 0.31\ncheck_uncached_p99_ms: 12.5\nsubmissions_per_second_sqlite: 2100\nsubmit_p50_ms_sqlite: 20.10\nsubmit_p99_ms_sqlite: 80.00\nsubmit_errors_sqlite: 0\nsubmissions_per_second_postgres: 1900\nsubmit_p50_ms_postgres: 25.00\nsubmit_p99_ms_postgres: 90.00\nsubmit_errors_postgres: 0\nwasm_gzip_bytes: 399000\nscaling: one_crash crashes=1 messages=10 schedules=31 runs=5 ms=0.075 ns_per_schedule_message=242.0\nbench_seconds: 15.6\n";
+        let good = "table\nengine_check_ms_median_max: 0.961\ntable_check_ms_median_max: 0.0420\ntable_build_ms_total: 1650.2\nmodel_vs_sqlite_speedup: 103.2\ncheck_vs_floor_throughput_ratio: 0.81\ncheck_p99_ms: 7.20\ncheck_uncached_vs_floor_throughput_ratio: 0.31\ncheck_uncached_p99_ms: 12.5\nsubmissions_per_second_sqlite: 2100\nsubmit_p50_ms_sqlite: 20.10\nsubmit_p99_ms_sqlite: 80.00\nsubmit_errors_sqlite: 0\nsubmissions_per_second_postgres: 1900\nsubmit_p50_ms_postgres: 25.00\nsubmit_p99_ms_postgres: 90.00\nsubmit_errors_postgres: 0\nwasm_gzip_bytes: 399000\nscaling: one_crash crashes=1 messages=10 schedules=31 runs=5 ms=0.075 ns_per_schedule_message=242.0\nbench_seconds: 15.6\n";
         assert_eq!(check_bench_output(good), Ok(()));
         let missing = good.replace("check_p99_ms: 7.20\n", "");
         assert!(check_bench_output(&missing)

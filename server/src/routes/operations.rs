@@ -15,16 +15,23 @@ use utoipa::ToSchema;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::catalogue::Catalogue;
 use crate::config::Config;
 use crate::error::{AppError, ErrorBody, ErrorCode};
 use crate::metrics::Metrics;
 use crate::store::Store;
+use crate::tables::TablesStatus;
 
 /// The answer of the probes: `ok` from `/healthz`, `ready` from `/readyz`.
 #[derive(Serialize, ToSchema)]
 pub struct Health {
     #[schema(example = "ok")]
     pub status: String,
+    /// `/readyz` only: where the scenarios' verdict tables stand. The server is ready while
+    /// they are built; until a scenario's table is there, its checks search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub verdict_tables: Option<TablesStatus>,
 }
 
 #[utoipa::path(get, path = "/api/openapi.json", tag = "operations", description = "This document.",
@@ -57,15 +64,20 @@ impl ApiDocument {
 pub async fn healthz() -> Json<Health> {
     Json(Health {
         status: "ok".into(),
+        verdict_tables: None,
     })
 }
 
-#[utoipa::path(get, path = "/readyz", tag = "operations", description = "Readiness: the database answers.",
+#[utoipa::path(get, path = "/readyz", tag = "operations", description = "Readiness: the database answers. The body says whether the scenarios' verdict tables are built (checks are answered meanwhile, by the search).",
     responses((status = 200, body = Health), (status = 503, description = "unavailable", body = ErrorBody)))]
-pub async fn readyz(State(store): State<Store>) -> Result<Json<Health>, AppError> {
+pub async fn readyz(
+    State(store): State<Store>,
+    State(catalogue): State<Arc<Catalogue>>,
+) -> Result<Json<Health>, AppError> {
     match tokio::time::timeout(Duration::from_secs(2), store.ping()).await {
         Ok(Ok(())) => Ok(Json(Health {
             status: "ready".into(),
+            verdict_tables: Some(TablesStatus::of(&catalogue)),
         })),
         Ok(Err(e)) => Err(AppError::unavailable(e)),
         Err(_) => Err(AppError::unavailable(

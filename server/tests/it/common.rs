@@ -104,8 +104,27 @@ pub async fn spawn_app_with(config: Config) -> TestApp {
     spawn_app_on(store, config, dir)
 }
 
-/// The app on a given store (for example a PostgreSQL one).
+/// The app on a given store (for example a PostgreSQL one). It builds no verdict tables, so
+/// that each test's app does not simulate every design of every scenario in the background;
+/// its checks search (`spawn_app_with_tables` builds them).
 pub fn spawn_app_on(store: Store, config: Config, dir: TempDir) -> TestApp {
+    let config = Config {
+        verdict_table_designs_max: 0,
+        ..config
+    };
+    app_on(store, config, dir)
+}
+
+/// The app with its verdict tables built in the background, as `serve` builds them.
+pub async fn spawn_app_with_tables(config: Config) -> TestApp {
+    let dir = TempDir::new("api");
+    let store = Store::connect(&dir.sqlite_url())
+        .await
+        .expect("a fresh SQLite database");
+    app_on(store, config, dir)
+}
+
+fn app_on(store: Store, config: Config, dir: TempDir) -> TestApp {
     let state = AppState::new(store, Catalogue::new(scenarios()), config);
     TestApp {
         router: server::router(state.clone()),

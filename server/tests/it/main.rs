@@ -30,4 +30,5 @@ mod sessions;
 mod socket;
 mod storage;
 mod stored;
+mod tables;
 mod watch;
