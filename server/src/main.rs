@@ -199,6 +199,11 @@ struct ServeArgs {
     /// The most failure schedules one check may explore before it is refused as too large.
     #[arg(long, env = "CHECK_MAX_SCHEDULES", default_value_t = Config::default().check_limits.max_schedules)]
     check_max_schedules: u64,
+    /// The most designs a scenario's palette may allow for the server to work out every
+    /// design's verdict in the background after it starts (its verdict table), so that a check
+    /// is answered by a lookup; a scenario past it is always searched. 0 builds no table.
+    #[arg(long, env = "VERDICT_TABLE_DESIGNS_MAX", default_value_t = config::DEFAULT_VERDICT_TABLE_DESIGNS_MAX)]
+    verdict_table_designs_max: u64,
     /// Memory for verdicts already given, in MiB: a design checked again is answered without
     /// running the simulator; 0 checks every design anew.
     #[arg(long, env = "VERDICT_CACHE_MB", default_value_t = config::DEFAULT_VERDICT_CACHE_MIB)]
@@ -527,6 +532,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         }),
         floor_route: args.floor_route,
         verdict_cache_bytes: args.verdict_cache_mb.saturating_mul(1024 * 1024),
+        verdict_table_designs_max: args.verdict_table_designs_max,
         https: args.https,
         trust_forwarded_proto: !args.ignore_forwarded_proto,
         static_dir,
