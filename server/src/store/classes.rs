@@ -8,7 +8,7 @@ use crate::store::errors::{unknown_stored, StoreResult};
 use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
 use sqlx::types::Json as SqlJson;
-use sqlx::Row;
+use sqlx::{FromRow, Row};
 
 // Classes.
 
@@ -78,35 +78,42 @@ pub(crate) const CLASS_COLUMNS: &str =
     "c.id, c.name, c.join_code, c.open, c.preview, c.created_by, c.created_at, \
      (SELECT COUNT(*) FROM memberships AS m WHERE m.class_id = c.id) AS members";
 
-pub(crate) fn class_of(r: &impl ClassRow) -> StoreResult<Class> {
-    r.class()
+/// A class's row as either backend stores it; the preview is checked when it becomes a
+/// [`Class`].
+#[derive(sqlx::FromRow)]
+pub(crate) struct StoredClass {
+    id: String,
+    name: String,
+    join_code: String,
+    open: bool,
+    preview: String,
+    created_by: String,
+    created_at: DateTime<Utc>,
+    members: i64,
 }
 
-/// Reads a [`Class`] from a row of either backend.
-pub(crate) trait ClassRow {
-    fn class(&self) -> StoreResult<Class>;
+impl StoredClass {
+    fn class(self) -> StoreResult<Class> {
+        Ok(Class {
+            id: self.id,
+            name: self.name,
+            join_code: self.join_code,
+            open: self.open,
+            preview: preview_from_stored(&self.preview)?,
+            created_by: self.created_by,
+            created_at: self.created_at,
+            members: self.members,
+        })
+    }
 }
 
-macro_rules! class_row {
-    ($row:ty) => {
-        impl ClassRow for $row {
-            fn class(&self) -> StoreResult<Class> {
-                Ok(Class {
-                    id: self.try_get("id")?,
-                    name: self.try_get("name")?,
-                    join_code: self.try_get("join_code")?,
-                    open: self.try_get("open")?,
-                    preview: preview_from_stored(&self.try_get::<String, _>("preview")?)?,
-                    created_by: self.try_get("created_by")?,
-                    created_at: self.try_get("created_at")?,
-                    members: self.try_get("members")?,
-                })
-            }
-        }
-    };
+/// Reads a [`Class`] from a row of either backend that holds [`CLASS_COLUMNS`].
+pub(crate) fn class_of<'r, R: Row>(r: &'r R) -> StoreResult<Class>
+where
+    StoredClass: sqlx::FromRow<'r, R>,
+{
+    StoredClass::from_row(r)?.class()
 }
-class_row!(sqlx::sqlite::SqliteRow);
-class_row!(sqlx::postgres::PgRow);
 
 impl Store {
     /// Makes a class. `Ok(None)` when `join_code` is taken (the caller draws another).
