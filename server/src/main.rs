@@ -598,13 +598,18 @@ async fn serve(args: ServeArgs) -> ExitCode {
     if args.author {
         println!("the author page: http://{address}/author");
     }
-    // Scores of students launched from a learning platform go back to it.
-    let grades = server::lti::grades::spawn(store.clone(), Duration::from_secs(5));
     // The tool's LTI key is made at first start, so that /lti/jwks never waits for it.
     if let Err(e) = server::lti::keys::current(&store).await {
         tracing::warn!("the LTI key could not be made now (it is made at first need): {e}");
     }
     let state = AppState::live(store.clone(), live, config);
+    // Scores of students launched from a learning platform go back to it, through the same
+    // client (and token cache) the launches use.
+    let grades = server::lti::grades::spawn(
+        store.clone(),
+        state.outbound().clone(),
+        Duration::from_secs(5),
+    );
     let result = server::app::serve(listener, state).await;
     if let Some(task) = watcher {
         task.abort();

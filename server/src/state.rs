@@ -3,7 +3,7 @@
 //! [`AppState`] owns the parts; axum's `FromRef` gives a handler, an extractor or a middleware
 //! just the part it uses (`State<Store>`, `State<Arc<Catalogue>>`, `State<Checker>`,
 //! `State<Arc<Metrics>>`, `State<Arc<Config>>`, `State<Option<RateLimiter>>`,
-//! `State<Arc<LiveCatalogue>>`). So the modules that use a part depend on that part's module,
+//! `State<Arc<LiveCatalogue>>`, `State<Arc<Outbound>>`). So the modules that use a part depend on that part's module,
 //! never on this one. `State<Arc<Catalogue>>` is the catalogue being served when the request
 //! started, which `serve --watch` may replace while the request runs.
 
@@ -16,6 +16,7 @@ use crate::catalogue::Catalogue;
 use crate::checker::Checker;
 use crate::config::Config;
 use crate::limit::RateLimiter;
+use crate::lti::Outbound;
 use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::watch::LiveCatalogue;
@@ -31,6 +32,8 @@ struct Inner {
     config: Arc<Config>,
     checker: Checker,
     rate_limiter: Option<RateLimiter>,
+    /// The client of learning platforms' services, with their keys and tokens.
+    outbound: Arc<Outbound>,
 }
 
 impl AppState {
@@ -60,6 +63,7 @@ impl AppState {
             config: Arc::new(config),
             checker,
             rate_limiter,
+            outbound: Arc::new(Outbound::new()),
         }))
     }
     pub fn store(&self) -> &Store {
@@ -80,6 +84,9 @@ impl AppState {
     }
     pub fn checker(&self) -> &Checker {
         &self.0.checker
+    }
+    pub fn outbound(&self) -> &Arc<Outbound> {
+        &self.0.outbound
     }
     pub fn rate_limiter(&self) -> Option<&RateLimiter> {
         self.0.rate_limiter.as_ref()
@@ -107,6 +114,12 @@ impl AppState {
         self.0.rate_limiter.as_ref().map_or(0, |l| {
             l.check_turns().waiting(&crate::limit::address_key(address))
         })
+    }
+}
+
+impl FromRef<AppState> for Arc<Outbound> {
+    fn from_ref(state: &AppState) -> Arc<Outbound> {
+        Arc::clone(&state.0.outbound)
     }
 }
 

@@ -10,7 +10,7 @@
 //! regrade`) changes its score, and the new best is sent with a new, later timestamp.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -18,6 +18,7 @@ use serde::Deserialize;
 use sqlx::Row;
 
 use super::keys;
+use super::outbound::Outbound;
 use super::store::Platform;
 use crate::store::{with_pool, Store, StoreResult};
 
@@ -170,7 +171,11 @@ pub struct Round {
 }
 
 /// Sends every score due at `now`; failures are kept for a later round.
-pub async fn send_due(store: &Store, now: DateTime<Utc>) -> StoreResult<Round> {
+pub async fn send_due(
+    store: &Store,
+    outbound: &Outbound,
+    now: DateTime<Utc>,
+) -> StoreResult<Round> {
     let due = store.due_grades(now).await?;
     if due.is_empty() {
         return Ok(Round::default());
@@ -194,7 +199,7 @@ pub async fn send_due(store: &Store, now: DateTime<Utc>) -> StoreResult<Round> {
             }
         }
         let result = match platforms.get(&d.platform) {
-            Some(p) => post_score(store, p, &d, timestamp).await,
+            Some(p) => post_score(store, outbound, p, &d, timestamp).await,
             None => Err(Failure::retry("the platform is no longer registered")),
         };
         match result {
@@ -218,12 +223,16 @@ pub async fn send_due(store: &Store, now: DateTime<Utc>) -> StoreResult<Round> {
 }
 
 /// Sends what is due every `period` until the server stops.
-pub fn spawn(store: Store, period: Duration) -> tokio::task::JoinHandle<()> {
+pub fn spawn(
+    store: Store,
+    outbound: Arc<Outbound>,
+    period: Duration,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(period);
         loop {
             tick.tick().await;
-            if let Err(e) = send_due(&store, Utc::now()).await {
+            if let Err(e) = send_due(&store, &outbound, Utc::now()).await {
                 tracing::warn!("sending scores: {e}");
             }
         }
@@ -277,6 +286,7 @@ pub fn scores_url(lineitem: &str) -> Option<String> {
 
 async fn post_score(
     store: &Store,
+    outbound: &Outbound,
     p: &Platform,
     d: &Due,
     timestamp: DateTime<Utc>,
@@ -288,7 +298,7 @@ async fn post_score(
             "{url} is not on one of the platform's origins: no score is sent there"
         )));
     }
-    let token = access_token(store, p, SCORE_SCOPE).await?;
+    let token = access_token(store, outbound, p, SCORE_SCOPE).await?;
     let body = serde_json::json!({
         "userId": d.sub,
         "scoreGiven": d.score,
@@ -297,7 +307,8 @@ async fn post_score(
         "gradingProgress": "FullyGraded",
         "timestamp": timestamp.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
     });
-    let answer = client()
+    let answer = outbound
+        .http()
         .post(&url)
         .bearer_auth(&token)
         .header("content-type", "application/vnd.ims.lis.v1.score+json")
@@ -310,7 +321,7 @@ async fn post_score(
         return Ok(());
     }
     if status.as_u16() == 401 {
-        forget_token(p);
+        outbound.forget_tokens(&p.id);
     }
     let retry_after = answer
         .headers()
@@ -324,38 +335,6 @@ async fn post_score(
     })
 }
 
-/// The client of the platform's services. It follows no redirect: a redirect could take the
-/// access token's request to a host that is not the platform's.
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(15))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap_or_default()
-}
-
-struct CachedToken {
-    token: String,
-    until: std::time::Instant,
-}
-
-/// Access tokens by registration, its token endpoint and scope. A token is the
-/// registration's (its client id's), so two registrations sharing one token endpoint (hosted
-/// Canvas tenants do) never share one.
-type TokenKey = (String, String, String);
-
-fn tokens() -> &'static Mutex<HashMap<TokenKey, CachedToken>> {
-    static TOKENS: OnceLock<Mutex<HashMap<TokenKey, CachedToken>>> = OnceLock::new();
-    TOKENS.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-fn forget_token(p: &Platform) {
-    tokens()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .retain(|(platform, _, _), _| *platform != p.id);
-}
-
 #[derive(Deserialize)]
 struct TokenAnswer {
     access_token: String,
@@ -365,15 +344,15 @@ struct TokenAnswer {
 
 /// An access token for `scope`: cached until shortly before it expires, else asked for with a
 /// client assertion signed by the tool's key (RFC 7523).
-async fn access_token(store: &Store, p: &Platform, scope: &str) -> Result<String, Failure> {
+async fn access_token(
+    store: &Store,
+    outbound: &Outbound,
+    p: &Platform,
+    scope: &str,
+) -> Result<String, Failure> {
     let cache_key = (p.id.clone(), p.token_url.clone(), scope.to_string());
-    if let Some(t) = tokens()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&cache_key)
-        .filter(|t| t.until > std::time::Instant::now())
-    {
-        return Ok(t.token.clone());
+    if let Some(token) = outbound.token(&cache_key) {
+        return Ok(token);
     }
     let key = keys::current(store).await.map_err(Failure::retry)?;
     let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
@@ -394,7 +373,8 @@ async fn access_token(store: &Store, p: &Platform, scope: &str) -> Result<String
             .map_err(|e| Failure::retry(e.to_string()))?,
     )
     .map_err(|e| Failure::retry(e.to_string()))?;
-    let answer = client()
+    let answer = outbound
+        .http()
         .post(&p.token_url)
         .form(&[
             ("grant_type", "client_credentials"),
@@ -420,13 +400,7 @@ async fn access_token(store: &Store, p: &Platform, scope: &str) -> Result<String
         .await
         .map_err(|e| Failure::retry(format!("the token endpoint's answer: {e}")))?;
     let lasts = Duration::from_secs(token.expires_in.unwrap_or(3600).saturating_sub(60).max(1));
-    tokens().lock().unwrap_or_else(|e| e.into_inner()).insert(
-        cache_key,
-        CachedToken {
-            token: token.access_token.clone(),
-            until: std::time::Instant::now() + lasts,
-        },
-    );
+    outbound.keep_token(cache_key, token.access_token.clone(), lasts);
     Ok(token.access_token)
 }
 
@@ -434,6 +408,7 @@ async fn access_token(store: &Store, p: &Platform, scope: &str) -> Result<String
 /// one made now on the platform (`POST` to its line items container), once per resource link.
 pub async fn line_item_for(
     store: &Store,
+    outbound: &Outbound,
     p: &Platform,
     lineitems: &str,
     resource_link: &str,
@@ -451,11 +426,12 @@ pub async fn line_item_for(
             "{lineitems} is not on one of the platform's origins"
         ));
     }
-    let token = access_token(store, p, LINEITEM_SCOPE)
+    let token = access_token(store, outbound, p, LINEITEM_SCOPE)
         .await
         .map_err(|f| f.why)?;
     let points: u32 = scenario.requirements.iter().map(|r| r.points).sum();
-    let answer = client()
+    let answer = outbound
+        .http()
         .post(lineitems)
         .bearer_auth(&token)
         .header("content-type", "application/vnd.ims.lis.v2.lineitem+json")

@@ -17,20 +17,18 @@ pub mod cli;
 pub mod grades;
 pub mod keys;
 pub mod merge;
+pub mod outbound;
 pub mod page;
 pub mod store;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use axum::extract::{Form, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::Utc;
-use jsonwebtoken::jwk::JwkSet;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use jsonwebtoken::{Algorithm, Validation};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json_;
 
@@ -41,6 +39,7 @@ use crate::routes::classes;
 use crate::store::Store;
 use browser::Browser;
 pub use browser::{HANDOFF_TTL, LOGIN_TTL};
+pub use outbound::Outbound;
 use page::{escape, internal, public_url, see_other, Refusal};
 use store::Platform;
 
@@ -48,11 +47,6 @@ use store::Platform;
 const LTI: &str = "https://purl.imsglobal.org/spec/lti/claim/";
 /// How far a token's times may be off the tool's clock.
 pub const LEEWAY_SECONDS: u64 = 60;
-/// How long a platform's key set is trusted before it is fetched again.
-const JWKS_TTL: Duration = Duration::from_secs(10 * 60);
-/// The least time between two fetches of one key set for an unknown `kid`, so that tokens
-/// with made-up key ids cannot make the tool hammer a platform.
-const JWKS_REFETCH_MIN: Duration = Duration::from_secs(5);
 
 /// The request's URI as the request log shows it: without the query on the LTI routes, whose
 /// queries carry one-time handoff codes and the platform's login hints.
@@ -279,10 +273,11 @@ pub async fn launch(
     State(store): State<Store>,
     State(config): State<Arc<Config>>,
     State(catalogue): State<Arc<Catalogue>>,
+    State(outbound): State<Arc<Outbound>>,
     headers: HeaderMap,
     Form(form): Form<LaunchForm>,
 ) -> Result<Response, Refusal> {
-    let launch = verify_launch(&store, &form, &headers).await?;
+    let launch = verify_launch(&store, &outbound, &form, &headers).await?;
     // Every check passed: now the login is spent (once), and the student signed in.
     let state = form.state.as_deref().unwrap_or_default();
     if !store.use_lti_login(state).await.map_err(internal)? {
@@ -333,7 +328,7 @@ pub async fn launch(
         }
         return Ok(response);
     }
-    record_grade_target(&store, &catalogue, &launch, &student).await?;
+    record_grade_target(&store, &outbound, &catalogue, &launch, &student).await?;
     let target = match (&launch.scenario, &class) {
         (_, Some(class)) if launch.instructor => format!("/instructor/classes/{class}"),
         (Some(id), _) if !launch.instructor && catalogue.get(id).is_some() => {
@@ -396,6 +391,7 @@ async fn launched_student(store: &Store, launch: &Launch) -> Result<String, Refu
 /// cannot make one now does not stop the launch; the next launch tries again.
 async fn record_grade_target(
     store: &Store,
+    outbound: &Outbound,
     catalogue: &Catalogue,
     launch: &Launch,
     student: &str,
@@ -409,7 +405,16 @@ async fn record_grade_target(
             let platforms = store.lti_platforms().await.map_err(internal)?;
             match platforms.iter().find(|p| p.id == launch.platform) {
                 Some(p) => {
-                    match grades::line_item_for(store, p, container, link, entry.scenario()).await {
+                    match grades::line_item_for(
+                        store,
+                        outbound,
+                        p,
+                        container,
+                        link,
+                        entry.scenario(),
+                    )
+                    .await
+                    {
                         Ok(l) => Some(l),
                         Err(e) => {
                             tracing::warn!(platform = %launch.platform, "no line item for the resource link yet: {e}");
@@ -502,6 +507,7 @@ pub fn platform_name(claim: &str) -> Option<String> {
 /// Every check of a launch, in order; creates nothing.
 async fn verify_launch(
     store: &Store,
+    outbound: &Outbound,
     form: &LaunchForm,
     headers: &HeaderMap,
 ) -> Result<Launch, Refusal> {
@@ -526,7 +532,7 @@ async fn verify_launch(
         .into_iter()
         .find(|p| p.id == login.platform)
         .ok_or_else(|| Refusal::forbidden("the platform of this login is no longer registered"))?;
-    let claims = verified_claims(token, &platform, &login.nonce).await?;
+    let claims = verified_claims(outbound, token, &platform, &login.nonce).await?;
     read_launch(
         platform,
         &claims,
@@ -535,7 +541,12 @@ async fn verify_launch(
 }
 
 /// The id_token's claims, once its signature, issuer, audience, times and nonce are checked.
-async fn verified_claims(token: &str, platform: &Platform, nonce: &str) -> Result<Claims, Refusal> {
+async fn verified_claims(
+    outbound: &Outbound,
+    token: &str,
+    platform: &Platform,
+    nonce: &str,
+) -> Result<Claims, Refusal> {
     let header = jsonwebtoken::decode_header(token)
         .map_err(|e| Refusal::bad(format!("the id_token is not a JWT: {e}")))?;
     if header.alg != Algorithm::RS256 {
@@ -547,7 +558,7 @@ async fn verified_claims(token: &str, platform: &Platform, nonce: &str) -> Resul
     let kid = header
         .kid
         .ok_or_else(|| Refusal::bad("the id_token's header names no key (kid)"))?;
-    let key = platform_key(&platform.jwks_url, &kid).await?;
+    let key = outbound.platform_key(&platform.jwks_url, &kid).await?;
     let mut validation = Validation::new(Algorithm::RS256);
     validation.set_issuer(&[&platform.issuer]);
     validation.set_audience(&[&platform.client_id]);
@@ -858,81 +869,6 @@ async fn deep_linking_page(
         page,
     )
         .into_response())
-}
-
-// Platforms' keys.
-
-struct CachedSet {
-    set: JwkSet,
-    fetched: Instant,
-}
-
-fn jwks_cache() -> &'static Mutex<HashMap<String, CachedSet>> {
-    static CACHE: OnceLock<Mutex<HashMap<String, CachedSet>>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-/// The platform's key `kid`: from the cached key set, or from the set fetched again when the
-/// cached one is old or does not have it.
-async fn platform_key(jwks_url: &str, kid: &str) -> Result<DecodingKey, Refusal> {
-    let cached = {
-        let cache = jwks_cache().lock().unwrap_or_else(|e| e.into_inner());
-        cache.get(jwks_url).map(|c| {
-            (
-                c.set.find(kid).cloned(),
-                c.fetched.elapsed() < JWKS_TTL,
-                c.fetched.elapsed() < JWKS_REFETCH_MIN,
-            )
-        })
-    };
-    let jwk = match cached {
-        Some((Some(jwk), true, _)) => jwk,
-        Some((None, _, true)) => {
-            return Err(Refusal::forbidden(format!(
-                "the platform's key set has no key {kid}"
-            )))
-        }
-        _ => {
-            let set = fetch_jwks(jwks_url).await?;
-            let found = set.find(kid).cloned();
-            jwks_cache()
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(
-                    jwks_url.to_string(),
-                    CachedSet {
-                        set,
-                        fetched: Instant::now(),
-                    },
-                );
-            found.ok_or_else(|| {
-                Refusal::forbidden(format!("the platform's key set has no key {kid}"))
-            })?
-        }
-    };
-    DecodingKey::from_jwk(&jwk)
-        .map_err(|e| Refusal::forbidden(format!("the platform's key {kid} cannot be used: {e}")))
-}
-
-async fn fetch_jwks(url: &str) -> Result<JwkSet, Refusal> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .map_err(internal)?;
-    let answer = client.get(url).send().await.map_err(|e| {
-        Refusal::unavailable(format!(
-            "the platform's key set ({url}) cannot be fetched: {e}"
-        ))
-    })?;
-    if !answer.status().is_success() {
-        return Err(Refusal::unavailable(format!(
-            "the platform's key set ({url}) answered {}",
-            answer.status()
-        )));
-    }
-    answer.json::<JwkSet>().await.map_err(|e| {
-        Refusal::unavailable(format!("the platform's key set ({url}) is not a JWKS: {e}"))
-    })
 }
 
 // Frames.

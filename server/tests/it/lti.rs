@@ -967,7 +967,9 @@ async fn a_launched_learners_score_reaches_the_platform_once_even_after_an_outag
     // Nothing to send before an attempt.
     let now = chrono::Utc::now();
     assert_eq!(
-        server::lti::grades::send_due(&store, now).await.unwrap(),
+        server::lti::grades::send_due(&store, app.state.outbound(), now)
+            .await
+            .unwrap(),
         server::lti::grades::Round::default()
     );
     // A missed attempt, then a passing one; the platform is down.
@@ -987,24 +989,30 @@ async fn a_launched_learners_score_reaches_the_platform_once_even_after_an_outag
         attempts.push(a.body);
     }
     platform.grades.down.store(true, Ordering::SeqCst);
-    let round = server::lti::grades::send_due(&store, chrono::Utc::now())
+    let round = server::lti::grades::send_due(&store, app.state.outbound(), chrono::Utc::now())
         .await
         .unwrap();
     assert_eq!(round, server::lti::grades::Round { sent: 0, failed: 1 });
     assert_eq!(platform.grades.refused.load(Ordering::SeqCst), 1);
     // Not due again before the platform's Retry-After.
-    let round = server::lti::grades::send_due(&store, chrono::Utc::now())
+    let round = server::lti::grades::send_due(&store, app.state.outbound(), chrono::Utc::now())
         .await
         .unwrap();
     assert_eq!(round, server::lti::grades::Round::default());
     // Back up: the score arrives, once.
     platform.grades.down.store(false, Ordering::SeqCst);
     let later = chrono::Utc::now() + chrono::Duration::seconds(5);
-    let round = server::lti::grades::send_due(&store, later).await.unwrap();
-    assert_eq!(round, server::lti::grades::Round { sent: 1, failed: 0 });
-    let round = server::lti::grades::send_due(&store, later + chrono::Duration::seconds(60))
+    let round = server::lti::grades::send_due(&store, app.state.outbound(), later)
         .await
         .unwrap();
+    assert_eq!(round, server::lti::grades::Round { sent: 1, failed: 0 });
+    let round = server::lti::grades::send_due(
+        &store,
+        app.state.outbound(),
+        later + chrono::Duration::seconds(60),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         round,
         server::lti::grades::Round::default(),
@@ -1035,10 +1043,13 @@ async fn a_launched_learners_score_reaches_the_platform_once_even_after_an_outag
         )
         .await;
     assert_eq!(a.status, StatusCode::CREATED);
-    let round =
-        server::lti::grades::send_due(&store, chrono::Utc::now() + chrono::Duration::seconds(120))
-            .await
-            .unwrap();
+    let round = server::lti::grades::send_due(
+        &store,
+        app.state.outbound(),
+        chrono::Utc::now() + chrono::Duration::seconds(120),
+    )
+    .await
+    .unwrap();
     assert_eq!(round.sent, 1);
     let accepted = platform.grades.accepted.lock().unwrap().clone();
     assert_eq!(
@@ -1064,10 +1075,13 @@ async fn a_launched_learners_score_reaches_the_platform_once_even_after_an_outag
         }])
         .await
         .unwrap();
-    let round =
-        server::lti::grades::send_due(&store, chrono::Utc::now() + chrono::Duration::seconds(180))
-            .await
-            .unwrap();
+    let round = server::lti::grades::send_due(
+        &store,
+        app.state.outbound(),
+        chrono::Utc::now() + chrono::Duration::seconds(180),
+    )
+    .await
+    .unwrap();
     assert_eq!(round.sent, 1);
     let accepted = platform.grades.accepted.lock().unwrap().clone();
     assert_eq!(accepted.len(), 3);
@@ -1571,8 +1585,8 @@ async fn a_line_item_is_made_once_per_resource_link_when_the_launch_names_none()
     // Two servers on one database sending at once: the score goes once.
     let now = chrono::Utc::now();
     let (one, two) = tokio::join!(
-        server::lti::grades::send_due(&store, now),
-        server::lti::grades::send_due(&store, now)
+        server::lti::grades::send_due(&store, app.state.outbound(), now),
+        server::lti::grades::send_due(&store, app.state.outbound(), now)
     );
     assert_eq!(one.unwrap().sent + two.unwrap().sent, 1);
     let accepted = platform.grades.accepted.lock().unwrap().clone();
@@ -1848,7 +1862,7 @@ async fn two_registrations_sharing_a_token_endpoint_send_scores_with_their_own_t
         });
         a_launch_with_a_line_item(&app, &platform, client, sub, endpoint).await;
     }
-    let round = server::lti::grades::send_due(&store, chrono::Utc::now())
+    let round = server::lti::grades::send_due(&store, app.state.outbound(), chrono::Utc::now())
         .await
         .unwrap();
     assert_eq!(round, server::lti::grades::Round { sent: 2, failed: 0 });
@@ -1893,7 +1907,9 @@ async fn scores_and_line_items_go_only_to_the_platforms_own_origins() {
     a_launch_with_a_line_item(&app, &platform, CLIENT, "learner-o", endpoint.clone()).await;
     let now = chrono::Utc::now();
     assert!(store.due_grades(now).await.unwrap().is_empty());
-    let round = server::lti::grades::send_due(&store, now).await.unwrap();
+    let round = server::lti::grades::send_due(&store, app.state.outbound(), now)
+        .await
+        .unwrap();
     assert_eq!(round, server::lti::grades::Round::default());
     assert!(elsewhere.grades.made.lock().unwrap().is_empty());
     assert!(elsewhere.grades.accepted.lock().unwrap().is_empty());
@@ -1902,7 +1918,7 @@ async fn scores_and_line_items_go_only_to_the_platforms_own_origins() {
     with_origin.service_origins = vec![elsewhere.issuer.clone()];
     assert!(store.add_lti_platform(&with_origin).await.unwrap());
     a_launch_with_a_line_item(&app, &platform, CLIENT_2, "learner-p", endpoint).await;
-    let round = server::lti::grades::send_due(&store, chrono::Utc::now())
+    let round = server::lti::grades::send_due(&store, app.state.outbound(), chrono::Utc::now())
         .await
         .unwrap();
     assert_eq!(round, server::lti::grades::Round { sent: 1, failed: 0 });
