@@ -444,7 +444,20 @@ fn fuzz_the_scenario_parser() {
         .run(&scenario_text(), |text| {
             let _ = server::catalogue::nesting_depth(&text);
             if let Ok(scenario) = Scenario::from_json(&text) {
-                // What parses serialises back, and the hash is defined.
+                // What parses serialises back to a text that parses to the same scenario, and
+                // the hash is defined.
+                let written = serde_json::to_string(&scenario).map_err(|e| {
+                    TestCaseError::fail(format!("a parsed scenario does not serialise: {e}"))
+                })?;
+                let again = Scenario::from_json(&written).map_err(|e| {
+                    TestCaseError::fail(format!(
+                        "a serialised scenario does not parse again: {e:?}"
+                    ))
+                })?;
+                prop_assert_eq!(
+                    serde_json::to_value(&again).ok(),
+                    serde_json::to_value(&scenario).ok()
+                );
                 let _ = shared::scenario_hash(&scenario);
                 let _ = server::catalogue::student_view(&scenario);
             }
