@@ -77,6 +77,47 @@ fn any_json() -> impl Strategy<Value = serde_json::Value> {
     })
 }
 
+/// Replaces the `at`-th value (counted depth first, modulo their number) of `design` with
+/// `graft`, so that most of a valid design is kept and its check half runs.
+fn grafted(
+    mut design: serde_json::Value,
+    at: usize,
+    graft: serde_json::Value,
+) -> serde_json::Value {
+    fn count(v: &serde_json::Value) -> usize {
+        1 + match v {
+            serde_json::Value::Array(a) => a.iter().map(count).sum(),
+            serde_json::Value::Object(o) => o.values().map(count).sum(),
+            _ => 0,
+        }
+    }
+    fn put(v: &mut serde_json::Value, at: &mut usize, graft: &serde_json::Value) -> bool {
+        if *at == 0 {
+            *v = graft.clone();
+            return true;
+        }
+        *at -= 1;
+        match v {
+            serde_json::Value::Array(a) => a.iter_mut().any(|c| put(c, at, graft)),
+            serde_json::Value::Object(o) => o.values_mut().any(|c| put(c, at, graft)),
+            _ => false,
+        }
+    }
+    // The root itself is never replaced: that case is `any_json` alone.
+    let mut at = 1 + at % (count(&design) - 1).max(1);
+    put(&mut design, &mut at, &graft);
+    design
+}
+
+/// Arbitrary JSON, valid designs, and valid designs with one part replaced by arbitrary JSON.
+fn design_like() -> impl Strategy<Value = serde_json::Value> {
+    prop_oneof![
+        1 => any_json(),
+        1 => batch_option(),
+        3 => (batch_option(), any::<usize>(), any_json()).prop_map(|(d, at, j)| grafted(d, at, j)),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -108,10 +149,16 @@ proptest! {
     }
 
     #[test]
-    fn arbitrary_json_never_panics_the_validator_or_the_check(json in any_json()) {
+    fn arbitrary_json_never_panics_the_validator_or_the_check(json in design_like()) {
         let s = scenario_file("safe-retry");
         if let Ok(v) = shared::validate_json(&s.compiled(), &json) {
-            let _ = shared::check(&s.compiled(), &v);
+            // A design that validates gets a verdict, and the verdict round-trips through JSON.
+            let verdict = shared::check(&s.compiled(), &v);
+            if let Ok(verdict) = verdict {
+                let text = serde_json::to_string(&verdict).unwrap();
+                let back: shared::Verdict = serde_json::from_str(&text).unwrap();
+                prop_assert_eq!(back, verdict);
+            }
         }
     }
 }
