@@ -12,7 +12,7 @@ use axum::handler::Handler;
 use axum::http::{header, HeaderName, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, get_service, post};
+use axum::routing::{any, get, get_service, post, put};
 use axum::Router;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -37,7 +37,9 @@ use crate::limit;
 use crate::metrics::Metrics;
 use crate::openapi;
 use crate::routes::operations::{self, ApiDocument};
-use crate::routes::{author, classes, drafts, grading, scenarios, session, submissions};
+use crate::routes::{
+    author, classes, drafts, gradebook, grading, scenarios, session, staff, submissions,
+};
 use crate::state::AppState;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -87,6 +89,17 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/api/classes/{id}/students/{student}/attempts",
             get(classes::student_attempts),
+        )
+        .route("/api/classes/{id}/staff", get(staff::list_staff))
+        .route(
+            "/api/classes/{id}/staff/{account}",
+            put(staff::grant_staff).delete(staff::remove_staff),
+        )
+        .route("/api/classes/{id}/audit", get(staff::audit_log))
+        .route("/api/classes/{id}/gradebook", get(gradebook::get_gradebook))
+        .route(
+            "/api/classes/{id}/students/{student}/scores/{scenario}",
+            put(gradebook::set_score).delete(gradebook::remove_score),
         )
         .route("/api/regrade", post(classes::regrade_route))
         .route(

@@ -28,7 +28,7 @@ use subtle::ConstantTimeEq;
 
 use crate::config::Config;
 use crate::error::{AppError, ErrorCode};
-use crate::store::{Store, Student};
+use crate::store::{ActiveToken, StaffRole, Store, Student};
 
 /// The session cookie where browsers accept `Secure` cookies: over HTTPS, and on loopback.
 pub const COOKIE: &str = "__Host-pb_session";
@@ -57,13 +57,111 @@ pub struct Session(pub Student);
 #[derive(Clone, Debug)]
 pub struct MaybeSession(pub Option<Student>);
 
-/// A grader who showed a valid, unrevoked token.
+/// A grader who showed a valid, unrevoked token: a server administrator's (no account), or
+/// one that acts for a staff account and may do in each class what the account's role there
+/// allows.
 #[derive(Clone, Debug)]
 pub struct Grader {
     pub name: String,
     /// The sha256 of the token: what identifies it. A name revoked and given to a new token
     /// gets a new hash.
     pub token_hash: String,
+    /// The staff account the token acts for; `None` for a server administrator's token.
+    pub account: Option<String>,
+    /// True when the token may only read, whatever its account's roles.
+    pub read_only: bool,
+}
+
+/// What a route does to a class, and so the least role it needs there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// Reading the class, its dashboard, attempts and exports: a viewer.
+    Read,
+    /// Regrading its attempts: a TA.
+    Work,
+    /// Changing its settings, closing and reopening it, and its staff: an owner.
+    Own,
+    /// Reading what only an owner reads (the audit log): an owner, with a read-only token too.
+    OwnerRead,
+}
+
+impl Need {
+    fn least(self) -> StaffRole {
+        match self {
+            Need::Read => StaffRole::Viewer,
+            Need::Work => StaffRole::Ta,
+            Need::Own | Need::OwnerRead => StaffRole::Owner,
+        }
+    }
+
+    fn writes(self) -> bool {
+        matches!(self, Need::Work | Need::Own)
+    }
+}
+
+impl Grader {
+    /// True for a server administrator's token.
+    pub fn administrator(&self) -> bool {
+        self.account.is_none()
+    }
+
+    /// Who the audit log says made a change: the account, or `admin:` and the token's name.
+    pub fn actor(&self) -> String {
+        match &self.account {
+            Some(account) => account.clone(),
+            None => format!("admin:{}", self.name),
+        }
+    }
+
+    /// Refuses a write (403 `forbidden`) by a read-only token.
+    pub fn may_write(&self) -> Result<(), AppError> {
+        if self.read_only {
+            return Err(AppError::forbidden(format!(
+                "the token \"{}\" may only read",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Refuses (403 `forbidden`) what only a server administrator's token may do.
+    pub fn must_administer(&self, what: &str) -> Result<(), AppError> {
+        self.may_write()?;
+        if !self.administrator() {
+            return Err(AppError::forbidden(format!(
+                "only a server administrator's token may {what}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The caller's role in `class` when it may do `need` there (`None` for an
+    /// administrator, who may do everything); 403 `forbidden` otherwise. The class must
+    /// exist: the caller looks it up first, so an unknown class is a 404 for everyone.
+    pub async fn may(
+        &self,
+        store: &Store,
+        class: &str,
+        need: Need,
+    ) -> Result<Option<StaffRole>, AppError> {
+        if need.writes() {
+            self.may_write()?;
+        }
+        let Some(account) = &self.account else {
+            return Ok(None);
+        };
+        match store.staff_role(class, account).await? {
+            Some(role) if role >= need.least() => Ok(Some(role)),
+            Some(role) => Err(AppError::forbidden(format!(
+                "{account} is {} of this class; this needs the role {} or more",
+                role.as_str(),
+                need.least().as_str()
+            ))),
+            None => Err(AppError::forbidden(format!(
+                "{account} has no role in this class; its owner can add you"
+            ))),
+        }
+    }
 }
 
 /// Either kind of caller: a bearer token makes a grader (and must be valid); without one,
@@ -322,15 +420,43 @@ where
                 })?,
             None => match presented_grader(&parts.headers, &Arc::<Config>::from_ref(state)) {
                 Some(token) => token,
-                None => return Err(AppError::unauthorized("this route needs a grader token: send Authorization: Bearer <token> (pipeline-builder token create --name NAME makes one), or sign in at /instructor")),
+                None => return launched_staff(&parts.headers, &Store::from_ref(state)).await,
             },
         };
         match verify_token(&Store::from_ref(state), &token).await? {
-            Some((name, token_hash)) => Ok(Grader { name, token_hash }),
+            Some(found) => Ok(Grader {
+                name: found.name,
+                token_hash: found.token_hash,
+                account: found.account,
+                read_only: found.read_only,
+            }),
             None => Err(AppError::unauthorized(
                 "the grader token is unknown or revoked",
             )),
         }
+    }
+}
+
+/// The staff member of a request without a token: the student of its session, when a
+/// learning platform launched them with a staff role (their account is linked to the
+/// session's student). Anyone else is refused with 401 `unauthorized`.
+async fn launched_staff(headers: &HeaderMap, store: &Store) -> Result<Grader, AppError> {
+    let refused = || {
+        AppError::unauthorized("this route needs a grader token: send Authorization: Bearer <token> (pipeline-builder token create --name NAME makes one), or sign in at /instructor")
+    };
+    let student = match session_student(headers, store).await {
+        Ok(Some(student)) => student,
+        Err(e) if e.code != ErrorCode::AmbiguousSession => return Err(e),
+        _ => return Err(refused()),
+    };
+    match store.account_of_student(&student.id).await? {
+        Some(account) => Ok(Grader {
+            name: account.clone(),
+            token_hash: format!("session:{}", student.id),
+            account: Some(account),
+            read_only: false,
+        }),
+        None => Err(refused()),
     }
 }
 
@@ -439,17 +565,14 @@ pub fn new_token() -> Result<String, getrandom::Error> {
     ))
 }
 
-/// The name and hash of the active token `token` is, if any. Every active hash is compared,
-/// each in constant time, so the answer's timing does not tell how much of a guess was right.
-pub async fn verify_token(
-    store: &Store,
-    token: &str,
-) -> Result<Option<(String, String)>, AppError> {
+/// The active token `token` is, if any. Every active hash is compared, each in constant time,
+/// so the answer's timing does not tell how much of a guess was right.
+pub async fn verify_token(store: &Store, token: &str) -> Result<Option<ActiveToken>, AppError> {
     let presented = hash_token(token);
     let mut found = None;
-    for (name, stored) in store.active_tokens().await? {
-        if bool::from(stored.as_bytes().ct_eq(presented.as_bytes())) {
-            found = Some((name, stored));
+    for active in store.active_grants().await? {
+        if bool::from(active.token_hash.as_bytes().ct_eq(presented.as_bytes())) {
+            found = Some(active);
         }
     }
     Ok(found)

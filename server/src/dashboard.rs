@@ -43,6 +43,8 @@ pub struct Outcome {
     pub regraded: bool,
     /// Why a regraded design got no verdict (it is not valid for the current version).
     pub error: Option<String>,
+    /// The score of the result.
+    pub score: i32,
 }
 
 /// The result of `attempt`: the regraded verdict against `current_hash` when there is one,
@@ -66,6 +68,7 @@ pub fn outcome(
             scenario_hash: g.scenario_hash.clone(),
             regraded: true,
             error: g.error.clone(),
+            score: g.score,
         },
         None => Outcome {
             passed: attempt.summary.passed,
@@ -73,6 +76,7 @@ pub fn outcome(
             scenario_hash: attempt.summary.scenario_hash.clone(),
             regraded: false,
             error: None,
+            score: attempt.summary.score,
         },
     }
 }
@@ -97,7 +101,7 @@ impl ClassData<'_> {
     }
 
     /// The attempts of each (student, scenario), oldest first, each with its result.
-    fn outcomes(&self) -> BTreeMap<(&str, &str), Vec<(&ClassAttempt, Outcome)>> {
+    pub(crate) fn outcomes(&self) -> BTreeMap<(&str, &str), Vec<(&ClassAttempt, Outcome)>> {
         let regrades = self.regrades_by_attempt();
         let mut by: BTreeMap<(&str, &str), Vec<(&ClassAttempt, Outcome)>> = BTreeMap::new();
         for a in self.attempts {

@@ -400,7 +400,7 @@ async fn verify(headers: &HeaderMap, kind: u8, store: &Store) -> Result<Option<S
         return match token {
             Some(token) => Ok(auth::verify_token(store, token)
                 .await?
-                .map(|(_, hash)| format!("token:{hash}"))),
+                .map(|found| format!("token:{}", found.token_hash))),
             None => Ok(None),
         };
     }

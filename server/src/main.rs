@@ -32,9 +32,12 @@ enum Command {
     Scenarios(ScenariosCommand),
     /// Check a design offline and print its verdict (exit 0 passed, 1 missed, 2 bad input).
     Check(CheckArgs),
-    /// Manage grader tokens.
+    /// Manage grader tokens: a server administrator's, or one that acts for a staff account.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Staff accounts and their roles in classes.
+    #[command(subcommand)]
+    Staff(server::staff_cli::StaffCommand),
     /// Put a running server under load and print what it held (a table, then a JSON line).
     Load(LoadArgs),
     /// Remove expired idempotency records and sessions with no work, once, and print how
@@ -382,10 +385,18 @@ struct CheckArgs {
 
 #[derive(Subcommand)]
 enum TokenCommand {
-    /// Make a grader token and print it once.
+    /// Make a grader token and print it once. Without --staff it is a server administrator's
+    /// token, which may do everything in every class.
     Create {
         #[arg(long)]
         name: String,
+        /// The staff account the token acts for: it may do in each class what the account's
+        /// role there allows (`pipeline-builder staff add` makes an account).
+        #[arg(long)]
+        staff: Option<String>,
+        /// The token may only read, whatever the account's roles.
+        #[arg(long)]
+        read_only: bool,
         #[command(flatten)]
         database: DatabaseArg,
     },
@@ -420,6 +431,7 @@ fn main() -> ExitCode {
         Command::Scenarios(ScenariosCommand::Solve(args)) => solve_scenario(args),
         Command::Check(args) => check(args),
         Command::Token(command) => runtime().block_on(token(command)),
+        Command::Staff(command) => runtime().block_on(server::staff_cli::run(command)),
         Command::Load(args) => runtime().block_on(load(args)),
         Command::Sweep(args) => runtime().block_on(sweep(args)),
         Command::Autograde(args) => autograde(args),
@@ -696,6 +708,10 @@ async fn delete_student(id: &str, database_url: &str) -> ExitCode {
                 .map(|(what, n)| format!("{n} {what}"))
                 .collect();
             println!("deleted student {id}: removed {}", counts.join(", "));
+            eprintln!(
+                "backups made before now still hold this student's data: delete or expire them too \
+                 (docs/operations.md, \"Erasure requests\"); the audit log keeps only the random id {id}"
+            );
             ExitCode::SUCCESS
         }
         Ok(None) => {
@@ -1258,14 +1274,22 @@ async fn token(command: TokenCommand) -> ExitCode {
 
 async fn token_command(store: &Store, command: TokenCommand) -> Result<ExitCode, sqlx::Error> {
     match command {
-        TokenCommand::Create { name, .. } => {
+        TokenCommand::Create {
+            name,
+            staff,
+            read_only,
+            ..
+        } => {
             let name = name.trim().to_string();
-            if name.is_empty()
-                || name.len() > 64
-                || name.chars().any(|c| c.is_control() || c.is_whitespace())
-            {
+            if !server::staff_cli::valid_name(&name) {
                 eprintln!("a token name has 1 to 64 characters and no spaces");
                 return Ok(ExitCode::from(2));
+            }
+            if let Some(account) = &staff {
+                if !store.account_exists(account).await? {
+                    eprintln!("there is no staff account \"{account}\"; pipeline-builder staff add {account} makes one");
+                    return Ok(ExitCode::FAILURE);
+                }
             }
             let token = match server::auth::new_token() {
                 Ok(t) => t,
@@ -1274,8 +1298,9 @@ async fn token_command(store: &Store, command: TokenCommand) -> Result<ExitCode,
                     return Ok(ExitCode::FAILURE);
                 }
             };
+            let hash = server::auth::hash_token(&token);
             if !store
-                .create_token(&name, &server::auth::hash_token(&token))
+                .create_token_for(&name, &hash, staff.as_deref(), read_only)
                 .await?
             {
                 eprintln!("a token called \"{name}\" exists already; revoke it first or pick another name");

@@ -8,7 +8,9 @@ use utoipa::{Modify, OpenApi};
 
 use crate::error::ErrorCode;
 use crate::regrade;
-use crate::routes::{classes, csv, drafts, grading, operations, scenarios, session, submissions};
+use crate::routes::{
+    classes, csv, drafts, gradebook, grading, operations, scenarios, session, staff, submissions,
+};
 use shared::design::{Design, DesignError, Edge, Node, NodeKind, Position};
 use shared::verdict::{
     Advisories, Advisory, Counterexample, Coverage, DiffRow, FailureCoverage, FaultAt,
@@ -29,6 +31,8 @@ use shared::wire;
         classes::close_class, classes::reopen_class, classes::join_class, classes::my_classes,
         classes::matrix, classes::missed, classes::student_attempts, classes::class_attempt,
         classes::class_attempts, classes::regrade_route,
+        staff::list_staff, staff::grant_staff, staff::remove_staff, staff::audit_log,
+        gradebook::get_gradebook, gradebook::set_score, gradebook::remove_score,
         classes::sign_in, classes::whoami, classes::sign_out,
         operations::openapi, operations::healthz, operations::readyz, operations::metrics,
     ),
@@ -52,6 +56,10 @@ use shared::wire;
         wire::classes::MissedScenario, wire::classes::MissedRequirement, wire::classes::MissedBy,
         wire::classes::AttemptRow, wire::classes::RegradeRow,
         regrade::RegradeReport, regrade::RequirementChange,
+        wire::classes::StaffRole, wire::classes::StaffMember, wire::classes::StaffGrant,
+        wire::classes::AuditEntry, wire::classes::Gradebook, wire::classes::GradebookScenario,
+        wire::classes::GradebookRow, wire::classes::LtiIdentity, wire::classes::Grade,
+        wire::classes::ScoreOverride, wire::classes::OverrideRequest,
     )),
     modifiers(&Security, &CommonErrors, &NodeOptions),
     tags(

@@ -46,6 +46,31 @@ fn schemathesis() -> Result<PathBuf, String> {
 
 /// A new grader token called `name` in the server's database, as `token create` prints it.
 pub fn token(binary: &Path, database: &str, name: &str) -> Result<String, String> {
+    token_with(binary, database, name, &[])
+}
+
+/// A new staff account `account` in the server's database and a token that acts for it.
+pub fn staff_token(binary: &Path, database: &str, account: &str) -> Result<String, String> {
+    let out = Command::new(binary)
+        .current_dir(root())
+        .args(["staff", "add", account, "--database-url", database])
+        .output()
+        .map_err(|e| format!("could not run {}: {e}", binary.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "staff add failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    token_with(
+        binary,
+        database,
+        &format!("{account}-token"),
+        &["--staff", account],
+    )
+}
+
+fn token_with(binary: &Path, database: &str, name: &str, more: &[&str]) -> Result<String, String> {
     let out = Command::new(binary)
         .current_dir(root())
         .args([
@@ -56,6 +81,7 @@ pub fn token(binary: &Path, database: &str, name: &str) -> Result<String, String
             "--database-url",
             database,
         ])
+        .args(more)
         .output()
         .map_err(|e| format!("could not run {}: {e}", binary.display()))?;
     if !out.status.success() {

@@ -585,6 +585,11 @@ fn browser_tests(only: &[String]) -> Result<(), String> {
     // The instructor's pages sign in with a grader token of the server's database.
     let database = format!("sqlite://{}", scratch.join("server.db").display());
     let token = contract::token(&binary, &database, "browser-tests")?;
+    // Staff accounts for the test of roles: two owners and a TA.
+    let staff: Vec<(&str, String)> = ["owner-a", "owner-b", "ta-a"]
+        .into_iter()
+        .map(|account| Ok((account, contract::staff_token(&binary, &database, account)?)))
+        .collect::<Result<_, String>>()?;
 
     step("browser tests (Chromium)");
     let output = root().join("test-output").join("browser");
@@ -620,7 +625,13 @@ fn browser_tests(only: &[String]) -> Result<(), String> {
             .env("TOOL_URL", format!("http://localhost:{port}"))
             .env("CHROMIUM", &chromium)
             .env("SCREENSHOT_DIR", &output)
-            .env("PB_GRADER_TOKEN", &token),
+            .env("PB_GRADER_TOKEN", &token)
+            .envs(staff.iter().map(|(account, token)| {
+                (
+                    format!("PB_TOKEN_{}", account.replace('-', "_").to_uppercase()),
+                    token,
+                )
+            })),
     );
     drop(server);
     drop(author_server);

@@ -68,7 +68,8 @@ impl Store {
 
     /// The targets whose score changed since the platform accepted one (a new attempt, or a
     /// regrade of one), whose next try is due at `now`. An attempt's score is that of its
-    /// newest regrade, if it was regraded; the score sent is the best of them.
+    /// newest regrade, if it was regraded; the score sent is the best of them, or the score
+    /// staff set by hand when there is one.
     pub async fn due_grades(&self, now: DateTime<Utc>) -> StoreResult<Vec<Due>> {
         with_pool!(self, pool => {
             let targets = sqlx::query(
@@ -101,7 +102,17 @@ impl Store {
                         _ => now_scores.push((id, score.0, score.1)),
                     }
                 }
-                let (Some(through), Some(best)) = (through, now_scores.iter().max_by_key(|s| s.1)) else {
+                let mut best = now_scores.iter().max_by_key(|s| s.1).map(|s| (s.1, s.2));
+                // A score staff set by hand (the newest, in any class) is the one sent.
+                let set: Option<(i32, i32, DateTime<Utc>)> = sqlx::query_as(
+                    "SELECT score, max_score, set_at FROM score_overrides WHERE student = $1 AND scenario = $2 \
+                     ORDER BY set_at DESC LIMIT 1")
+                    .bind(&student).bind(&scenario).fetch_optional(pool).await?;
+                if let Some((score, max_score, at)) = set {
+                    best = Some((score, max_score));
+                    through = through.max(Some(at));
+                }
+                let (Some(through), Some(best)) = (through, best) else {
                     continue;
                 };
                 let sent: Option<DateTime<Utc>> = t.try_get("sent_through")?;
@@ -109,8 +120,8 @@ impl Store {
                     continue;
                 }
                 due.push(Due {
-                    score: best.1,
-                    max_score: best.2,
+                    score: best.0,
+                    max_score: best.1,
                     student,
                     scenario,
                     platform: t.try_get("platform")?,

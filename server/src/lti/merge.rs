@@ -65,6 +65,12 @@ pub const STUDENT_MERGE: &[&str] = &[
     "UPDATE students SET display_name = (SELECT l.display_name FROM students AS l WHERE l.id = $1) \
      WHERE id = $2 AND display_name IS NULL",
     "UPDATE lti_identities SET student = $2 WHERE student = $1",
+    // A score set by hand for both at once keeps the one of the student that stays.
+    "DELETE FROM score_overrides WHERE student = $1 AND EXISTS (SELECT 1 FROM score_overrides AS w \
+     WHERE w.student = $2 AND w.class_id = score_overrides.class_id AND w.scenario = score_overrides.scenario)",
+    "UPDATE score_overrides SET student = $2 WHERE student = $1",
+    "UPDATE staff_accounts SET student = $2 WHERE student = $1 \
+     AND NOT EXISTS (SELECT 1 FROM staff_accounts AS w WHERE w.student = $2)",
     "DELETE FROM students WHERE id = $1 AND id <> $2",
 ];
 
@@ -77,6 +83,14 @@ pub const CLASS_MERGE: &[&str] = &[
     "UPDATE memberships SET class_id = $2 WHERE class_id = $1",
     "UPDATE attempts SET class_id = $2 WHERE class_id = $1",
     "UPDATE lti_courses SET class_id = $2 WHERE class_id = $1",
+    // Staff with a role in both keep the role of the class that stays.
+    "DELETE FROM class_staff WHERE class_id = $1 AND account IN \
+     (SELECT w.account FROM class_staff AS w WHERE w.class_id = $2)",
+    "UPDATE class_staff SET class_id = $2 WHERE class_id = $1",
+    "DELETE FROM score_overrides WHERE class_id = $1 AND EXISTS (SELECT 1 FROM score_overrides AS w \
+     WHERE w.class_id = $2 AND w.student = score_overrides.student AND w.scenario = score_overrides.scenario)",
+    "UPDATE score_overrides SET class_id = $2 WHERE class_id = $1",
+    "UPDATE audit_log SET class_id = $2 WHERE class_id = $1",
     "DELETE FROM classes WHERE id = $1 AND id <> $2",
 ];
 

@@ -36,7 +36,7 @@ use crate::auth;
 use crate::catalogue::Catalogue;
 use crate::config::Config;
 use crate::routes::classes;
-use crate::store::Store;
+use crate::store::{StaffRole, Store};
 use browser::Browser;
 pub use browser::{HANDOFF_TTL, LOGIN_TTL};
 pub use outbound::Outbound;
@@ -242,6 +242,10 @@ pub struct Launch {
     /// The platform's name for the user, made to follow the rules of a display name.
     pub name: Option<String>,
     pub instructor: bool,
+    /// The staff role the launch asks for in the course's class: owner for the platform's
+    /// Instructor (given only while the class has no owner; a TA otherwise), TA for a
+    /// TeachingAssistant or a ContentDeveloper; none for a learner.
+    pub staff: Option<StaffRole>,
     pub scenario: Option<String>,
     /// An instructor placing an activity (`LtiDeepLinkingRequest`): where to send the choice.
     pub deep_linking: Option<DeepLinking>,
@@ -291,6 +295,14 @@ pub async fn launch(
         Some((id, title)) => Some(course_class(&store, &launch, id, title).await?),
         None => None,
     };
+    // Staff of the course get their role in its class, and their session signs them in.
+    if let (Some(class), Some(wanted)) = (&class, launch.staff) {
+        let (account, role) = store
+            .launched_staff(&student, class, wanted)
+            .await
+            .map_err(internal)?;
+        tracing::info!(class = %class, account = %account, role = role.as_str(), "a launch with a staff role");
+    }
     if let (Some(class), false) = (&class, launch.instructor) {
         let shown = launch.name.as_deref().unwrap_or("Learner");
         if let crate::store::Joined::Closed = store
@@ -487,6 +499,24 @@ async fn course_class(
     Err(internal("no free join code after 8 draws"))
 }
 
+/// The staff role a launch's LTI roles ask for: the platform's Instructor asks to own the
+/// course's class; a TeachingAssistant (`membership/Instructor#TeachingAssistant`, even
+/// beside Instructor) or a ContentDeveloper is a TA; anyone else (a Learner) none.
+pub fn staff_role(roles: &[&str]) -> Option<StaffRole> {
+    // The sub-role decides: a platform may send a TA's principal role Instructor beside it.
+    let ta = |r: &&str| {
+        r.ends_with("membership/Instructor#TeachingAssistant")
+            || r.ends_with("membership#ContentDeveloper")
+    };
+    if roles.iter().any(ta) {
+        Some(StaffRole::Ta)
+    } else if roles.iter().any(|r| r.ends_with("membership#Instructor")) {
+        Some(StaffRole::Owner)
+    } else {
+        None
+    }
+}
+
 /// The platform's name for a user, made to follow the rules of a name a student types
 /// (`routes::classes::member_name`): control characters (line breaks among them) become
 /// spaces, runs of spaces one space, and it is cut to the rule's length. `None` when nothing
@@ -630,11 +660,8 @@ fn read_launch(platform: Platform, claims: &Claims, browser: Browser) -> Result<
         .and_then(Json_::as_array)
         .map(|a| a.iter().filter_map(Json_::as_str).collect())
         .unwrap_or_default();
-    let instructor = roles.iter().any(|r| {
-        r.ends_with("membership#Instructor")
-            || r.ends_with("membership/Instructor#TeachingAssistant")
-            || r.ends_with("membership#ContentDeveloper")
-    });
+    let staff = staff_role(&roles);
+    let instructor = staff.is_some();
     let name = claims
         .name
         .clone()
@@ -674,6 +701,7 @@ fn read_launch(platform: Platform, claims: &Claims, browser: Browser) -> Result<
         sub,
         name,
         instructor,
+        staff,
         scenario: claims
             .lti("custom")
             .and_then(|c| c.get("scenario"))

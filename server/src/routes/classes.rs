@@ -17,7 +17,7 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{scenario_entry, time};
-use crate::auth::{self, Grader, Session};
+use crate::auth::{self, Grader, Need, Session};
 use crate::catalogue::Catalogue;
 use crate::config::Config;
 use crate::dashboard::{self, AttemptRow, ClassData, Matrix, MissedScenario};
@@ -25,7 +25,7 @@ use crate::error::{AppError, ErrorBody, ErrorCode, JsonBody};
 use crate::limit::JoinGuesses;
 use crate::regrade::{self, RegradeReport};
 use crate::report::CsvRow;
-use crate::store::{Class, ClassMade, Joined, Membership, Store};
+use crate::store::{Class, ClassMade, Joined, Membership, StaffRole, Store};
 
 pub use shared::wire::classes::{
     ClassAttemptBody, ClassBody, ClassUpdate, JoinRequest, NewClass, Preview, StudentAttempts,
@@ -147,6 +147,8 @@ fn class_body(class: Class, headers: &HeaderMap, config: &Config) -> ClassBody {
         members: u32::try_from(class.members).unwrap_or(0),
         created_by: class.created_by,
         created_at: time(class.created_at),
+        owner: class.owner,
+        role: None,
     }
 }
 
@@ -188,7 +190,7 @@ fn class_name(name: &str, path: &str) -> Result<String, AppError> {
 }
 
 /// The class `id`, or `unknown_class` with the URL as its path.
-async fn existing(store: &Store, id: &str) -> Result<Class, AppError> {
+pub(super) async fn existing(store: &Store, id: &str) -> Result<Class, AppError> {
     if id.len() > 64 || id.chars().any(char::is_control) {
         return Err(unknown_class(id));
     }
@@ -204,7 +206,7 @@ async fn existing(store: &Store, id: &str) -> Result<Class, AppError> {
     responses((status = 201, body = ClassBody),
         (status = 400, description = "malformed_json", body = ErrorBody),
         (status = 401, description = "unauthorized: no grader token (a student's session is not one)", body = ErrorBody),
-        (status = 403, description = "cross_site_request: another site sent it (with the grader cookie)", body = ErrorBody),
+        (status = 403, description = "forbidden: a read-only token; or cross_site_request: another site sent it (with the grader cookie)", body = ErrorBody),
         (status = 409, description = "class_limit_reached: the token has made as many classes as one token may (`--classes-per-token-max`, 1,000 by default)", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type", body = ErrorBody),
@@ -216,20 +218,32 @@ pub async fn create_class(
     headers: HeaderMap,
     JsonBody(body): JsonBody<NewClass>,
 ) -> Result<Response, AppError> {
+    grader.may_write()?;
     let name = class_name(&body.name, "$.name")?;
     let max = config.classes_per_token_max;
     // A code already taken is drawn again; with 31^8 codes, twice is already rare.
     for _ in 0..8 {
         let code = new_join_code().map_err(AppError::internal)?;
         match store
-            .create_class_within(&new_class_id(), &name, &code, &grader.name, max)
+            .create_class_for(
+                &new_class_id(),
+                &name,
+                &code,
+                &grader.name,
+                grader.account.as_deref(),
+                max,
+            )
             .await?
         {
             ClassMade::Made(class) => {
                 tracing::info!(class = %class.id, grader = %grader.name, "class made");
+                let role = grader.account.is_some().then_some(StaffRole::Owner);
                 return Ok((
                     StatusCode::CREATED,
-                    Json(class_body(class, &headers, &config)),
+                    Json(ClassBody {
+                        role,
+                        ..class_body(class, &headers, &config)
+                    }),
                 )
                     .into_response());
             }
@@ -291,7 +305,8 @@ fn read_cursor(cursor: &str) -> Result<(chrono::DateTime<chrono::Utc>, String), 
 }
 
 #[utoipa::path(get, path = "/api/classes", tag = "classes",
-    description = "The classes, newest first, a page at a time (`limit`, 100 by default). Any grader token sees every class. \
+    description = "The classes, newest first, a page at a time (`limit`, 100 by default). A server administrator's token sees every \
+        class; a staff account's token only the classes the account has a role in, each with that `role`. \
         When there are more, the answer carries `Link: </api/classes?limit=N&cursor=C>; rel=\"next\"`, the next page's URL; \
         the last page has no `Link`.",
     params(ClassPageQuery),
@@ -304,7 +319,7 @@ fn read_cursor(cursor: &str) -> Result<(chrono::DateTime<chrono::Utc>, String), 
 pub async fn list_classes(
     State(store): State<Store>,
     State(config): State<Arc<Config>>,
-    _grader: Grader,
+    grader: Grader,
     headers: HeaderMap,
     Query(query): Query<ClassPageQuery>,
 ) -> Result<Response, AppError> {
@@ -317,17 +332,26 @@ pub async fn list_classes(
     }
     let after = query.cursor.as_deref().map(read_cursor).transpose()?;
     // One more than the page, to tell whether another page follows.
-    let mut classes = store.list_classes_page(limit + 1, after.as_ref()).await?;
+    let mut classes = store
+        .list_classes_page(limit + 1, after.as_ref(), grader.account.as_deref())
+        .await?;
     let more = classes.len() > limit as usize;
     classes.truncate(limit as usize);
     let next = more
         .then(|| classes.last().map(class_cursor))
         .flatten()
         .map(|cursor| format!("</api/classes?limit={limit}&cursor={cursor}>; rel=\"next\""));
-    let body: Vec<ClassBody> = classes
-        .into_iter()
-        .map(|c| class_body(c, &headers, &config))
-        .collect();
+    let mut body = Vec::with_capacity(classes.len());
+    for class in classes {
+        let role = match &grader.account {
+            Some(account) => store.staff_role(&class.id, account).await?,
+            None => None,
+        };
+        body.push(ClassBody {
+            role,
+            ..class_body(class, &headers, &config)
+        });
+    }
     let mut response = Json(body).into_response();
     if let Some(link) = next.and_then(|l| HeaderValue::from_str(&l).ok()) {
         response.headers_mut().insert(header::LINK, link);
@@ -341,16 +365,20 @@ pub async fn list_classes(
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = ClassBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody),
         (status = 404, description = "unknown_class", body = ErrorBody)))]
 pub async fn get_class(
     State(store): State<Store>,
     State(config): State<Arc<Config>>,
-    _grader: Grader,
+    grader: Grader,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<ClassBody>, AppError> {
-    let class = existing(&store, &id).await?;
-    Ok(Json(class_body(class, &headers, &config)))
+    let (class, role) = class_for(&store, &grader, &id, Need::Read).await?;
+    Ok(Json(ClassBody {
+        role,
+        ..class_body(class, &headers, &config)
+    }))
 }
 
 #[utoipa::path(patch, path = "/api/classes/{id}", tag = "classes", request_body = ClassUpdate,
@@ -360,7 +388,7 @@ pub async fn get_class(
     responses((status = 200, body = ClassBody),
         (status = 400, description = "malformed_json", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "cross_site_request", body = ErrorBody),
+        (status = 403, description = "forbidden: the account is not the class's owner, or the token is read-only; or cross_site_request", body = ErrorBody),
         (status = 404, description = "unknown_class", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type", body = ErrorBody),
@@ -368,12 +396,12 @@ pub async fn get_class(
 pub async fn update_class(
     State(store): State<Store>,
     State(config): State<Arc<Config>>,
-    _grader: Grader,
+    grader: Grader,
     headers: HeaderMap,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<ClassUpdate>,
 ) -> Result<Json<ClassBody>, AppError> {
-    existing(&store, &id).await?;
+    let (before, role) = class_for(&store, &grader, &id, Need::Own).await?;
     let name = body
         .name
         .as_deref()
@@ -383,22 +411,89 @@ pub async fn update_class(
         .update_class(&id, name.as_deref(), body.open, body.preview)
         .await?
         .ok_or_else(|| unknown_class(&id))?;
-    Ok(Json(class_body(class, &headers, &config)))
+    audit_change(&store, &grader, &before, &class).await?;
+    Ok(Json(ClassBody {
+        role,
+        ..class_body(class, &headers, &config)
+    }))
 }
 
 async fn set_open(
     store: &Store,
     config: &Config,
+    grader: &Grader,
     headers: &HeaderMap,
     id: &str,
     open: bool,
 ) -> Result<Json<ClassBody>, AppError> {
-    existing(store, id).await?;
+    let (before, role) = class_for(store, grader, id, Need::Own).await?;
     let class = store
         .update_class(id, None, Some(open), None)
         .await?
         .ok_or_else(|| unknown_class(id))?;
-    Ok(Json(class_body(class, headers, config)))
+    audit_change(store, grader, &before, &class).await?;
+    Ok(Json(ClassBody {
+        role,
+        ..class_body(class, headers, config)
+    }))
+}
+
+/// The class `id` when the caller may do `need` there, with the caller's role: 404
+/// `unknown_class` for a class that does not exist, 403 `forbidden` for one the caller has
+/// no such role in.
+pub(crate) async fn class_for(
+    store: &Store,
+    grader: &Grader,
+    id: &str,
+    need: Need,
+) -> Result<(Class, Option<StaffRole>), AppError> {
+    let class = existing(store, id).await?;
+    let role = grader.may(store, id, need).await?;
+    Ok((class, role))
+}
+
+/// Writes in the audit log what a change of settings did to a class, when it did anything.
+async fn audit_change(
+    store: &Store,
+    grader: &Grader,
+    before: &Class,
+    after: &Class,
+) -> Result<(), AppError> {
+    let mut changes = Vec::new();
+    if before.name != after.name {
+        changes.push(format!(
+            "renamed it from \"{}\" to \"{}\"",
+            before.name, after.name
+        ));
+    }
+    if before.open != after.open {
+        changes.push(
+            if after.open {
+                "reopened it"
+            } else {
+                "closed it"
+            }
+            .to_string(),
+        );
+    }
+    if before.preview != after.preview {
+        changes.push(format!(
+            "set its preview from {} to {}",
+            before.preview.as_str(),
+            after.preview.as_str()
+        ));
+    }
+    if !changes.is_empty() {
+        store
+            .audit(
+                &grader.actor(),
+                Some(&after.id),
+                "class_changed",
+                &changes.join("; "),
+            )
+            .await?;
+    }
+    Ok(())
 }
 
 #[utoipa::path(post, path = "/api/classes/{id}/close", tag = "classes",
@@ -407,17 +502,17 @@ async fn set_open(
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = ClassBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "cross_site_request", body = ErrorBody),
+        (status = 403, description = "forbidden: the account is not the class's owner, or the token is read-only; or cross_site_request", body = ErrorBody),
         (status = 404, description = "unknown_class", body = ErrorBody),
         (status = 415, description = "unsupported_media_type", body = ErrorBody)))]
 pub async fn close_class(
     State(store): State<Store>,
     State(config): State<Arc<Config>>,
-    _grader: Grader,
+    grader: Grader,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<ClassBody>, AppError> {
-    set_open(&store, &config, &headers, &id, false).await
+    set_open(&store, &config, &grader, &headers, &id, false).await
 }
 
 #[utoipa::path(post, path = "/api/classes/{id}/reopen", tag = "classes",
@@ -426,17 +521,17 @@ pub async fn close_class(
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = ClassBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "cross_site_request", body = ErrorBody),
+        (status = 403, description = "forbidden: the account is not the class's owner, or the token is read-only; or cross_site_request", body = ErrorBody),
         (status = 404, description = "unknown_class", body = ErrorBody),
         (status = 415, description = "unsupported_media_type", body = ErrorBody)))]
 pub async fn reopen_class(
     State(store): State<Store>,
     State(config): State<Arc<Config>>,
-    _grader: Grader,
+    grader: Grader,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<ClassBody>, AppError> {
-    set_open(&store, &config, &headers, &id, true).await
+    set_open(&store, &config, &grader, &headers, &id, true).await
 }
 
 #[utoipa::path(post, path = "/api/classes/join", tag = "classes", request_body = JoinRequest,
@@ -510,14 +605,18 @@ pub async fn my_classes(
 }
 
 /// Everything the dashboard reads of a class.
-struct Loaded {
+pub(super) struct Loaded {
     members: Vec<Membership>,
     attempts: Vec<crate::store::ClassAttempt>,
     regrades: Vec<crate::store::Regrade>,
 }
 
 impl Loaded {
-    async fn of(store: &Store, class: &str, student: Option<&str>) -> Result<Loaded, AppError> {
+    pub(super) async fn of(
+        store: &Store,
+        class: &str,
+        student: Option<&str>,
+    ) -> Result<Loaded, AppError> {
         Ok(Loaded {
             members: store.members(class).await?,
             attempts: store.class_attempts(class, student).await?,
@@ -525,7 +624,7 @@ impl Loaded {
         })
     }
 
-    fn data<'a>(&'a self, class: &'a str, catalogue: &'a Catalogue) -> ClassData<'a> {
+    pub(super) fn data<'a>(&'a self, class: &'a str, catalogue: &'a Catalogue) -> ClassData<'a> {
         ClassData {
             class,
             catalogue,
@@ -536,7 +635,7 @@ impl Loaded {
     }
 }
 
-fn wants_csv(format: Option<&str>) -> Result<bool, AppError> {
+pub(super) fn wants_csv(format: Option<&str>) -> Result<bool, AppError> {
     match format {
         None | Some("json") => Ok(false),
         Some("csv") => Ok(true),
@@ -565,17 +664,18 @@ pub const MATRIX_CSV_EXAMPLE: &str = "student,display_name,scenario,state,attemp
             (String = "text/csv", example = json!(MATRIX_CSV_EXAMPLE)))),
         (status = 400, description = "bad_request: an unreadable query string", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody),
         (status = 404, description = "unknown_class", body = ErrorBody),
         (status = 422, description = "invalid_request: a `format` other than json or csv", body = ErrorBody)))]
 pub async fn matrix(
     State(store): State<Store>,
     State(catalogue): State<Arc<Catalogue>>,
-    _grader: Grader,
+    grader: Grader,
     Path(id): Path<String>,
     Query(query): Query<FormatQuery>,
 ) -> Result<Response, AppError> {
     let csv = wants_csv(query.format.as_deref())?;
-    existing(&store, &id).await?;
+    class_for(&store, &grader, &id, Need::Read).await?;
     let loaded = Loaded::of(&store, &id, None).await?;
     let matrix = dashboard::matrix(&loaded.data(&id, &catalogue));
     if csv {
@@ -595,14 +695,15 @@ pub async fn matrix(
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = [MissedScenario]),
         (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody),
         (status = 404, description = "unknown_class", body = ErrorBody)))]
 pub async fn missed(
     State(store): State<Store>,
     State(catalogue): State<Arc<Catalogue>>,
-    _grader: Grader,
+    grader: Grader,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<MissedScenario>>, AppError> {
-    existing(&store, &id).await?;
+    class_for(&store, &grader, &id, Need::Read).await?;
     let loaded = Loaded::of(&store, &id, None).await?;
     Ok(Json(dashboard::missed(&loaded.data(&id, &catalogue))))
 }
@@ -613,14 +714,15 @@ pub async fn missed(
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = StudentAttempts),
         (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody),
         (status = 404, description = "unknown_class, or unknown_student: not a member of the class", body = ErrorBody)))]
 pub async fn student_attempts(
     State(store): State<Store>,
     State(catalogue): State<Arc<Catalogue>>,
-    _grader: Grader,
+    grader: Grader,
     Path((id, student)): Path<(String, String)>,
 ) -> Result<Json<StudentAttempts>, AppError> {
-    existing(&store, &id).await?;
+    class_for(&store, &grader, &id, Need::Read).await?;
     let member = if student.len() > 128 {
         None
     } else {
@@ -650,14 +752,15 @@ pub async fn student_attempts(
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = ClassAttemptBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody),
         (status = 404, description = "unknown_class, or unknown_submission: no attempt of this class has this id", body = ErrorBody)))]
 pub async fn class_attempt(
     State(store): State<Store>,
     State(catalogue): State<Arc<Catalogue>>,
-    _grader: Grader,
+    grader: Grader,
     Path((id, attempt)): Path<(String, String)>,
 ) -> Result<Json<ClassAttemptBody>, AppError> {
-    existing(&store, &id).await?;
+    class_for(&store, &grader, &id, Need::Read).await?;
     let unknown = || {
         AppError::of(
             ErrorCode::UnknownSubmission,
@@ -697,17 +800,18 @@ pub async fn class_attempt(
             (String = "text/csv", example = json!(super::csv::CSV_EXAMPLE)))),
         (status = 400, description = "bad_request: an unreadable query string", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody),
         (status = 404, description = "unknown_class", body = ErrorBody),
         (status = 422, description = "invalid_request: a `format` other than json or csv", body = ErrorBody)))]
 pub async fn class_attempts(
     State(store): State<Store>,
     State(catalogue): State<Arc<Catalogue>>,
-    _grader: Grader,
+    grader: Grader,
     Path(id): Path<String>,
     Query(query): Query<FormatQuery>,
 ) -> Result<Response, AppError> {
     let csv = wants_csv(query.format.as_deref())?;
-    existing(&store, &id).await?;
+    class_for(&store, &grader, &id, Need::Read).await?;
     let attempts = store.class_attempts(&id, None).await?;
     if csv {
         // The class's name for each student: the CSV names them as the matrix does.
@@ -759,7 +863,7 @@ pub async fn class_attempts(
     responses((status = 200, body = RegradeReport),
         (status = 400, description = "malformed_json", body = ErrorBody),
         (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "cross_site_request", body = ErrorBody),
+        (status = 403, description = "forbidden: the account is not a TA or owner of the class, the token is read-only, or no class is named by a staff account's token; or cross_site_request", body = ErrorBody),
         (status = 404, description = "unknown_scenario or unknown_class", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type", body = ErrorBody),
@@ -772,8 +876,13 @@ pub async fn regrade_route(
     JsonBody(body): JsonBody<RegradeRequest>,
 ) -> Result<Json<RegradeReport>, AppError> {
     let entry = scenario_entry(&catalogue, &body.scenario)?;
-    if let Some(class) = &body.class {
-        existing(&store, class).await.map_err(|e| e.at("$.class"))?;
+    match &body.class {
+        Some(class) => {
+            class_for(&store, &grader, class, Need::Work)
+                .await
+                .map_err(|e| e.at("$.class"))?;
+        }
+        None => grader.must_administer("regrade every class's attempts: name a class")?,
     }
     tracing::info!(grader = %grader.name, scenario = %body.scenario, "regrade");
     let report = regrade::regrade(
@@ -788,6 +897,15 @@ pub async fn regrade_route(
         regrade::RegradeError::Database(e) => AppError::from(e),
         regrade::RegradeError::Check(m) => AppError::of(ErrorCode::CheckTooLarge, m),
     })?;
+    if let Some(class) = &body.class {
+        let detail = format!(
+            "regraded {} ({} attempts checked again against version {})",
+            body.scenario, report.regraded_now, report.scenario_hash
+        );
+        store
+            .audit(&grader.actor(), Some(class), "regraded", &detail)
+            .await?;
+    }
     Ok(Json(report))
 }
 
@@ -819,10 +937,16 @@ pub async fn sign_in(
     } else {
         None
     };
-    let Some((name, _)) = found else {
+    let Some(found) = found else {
         return Err(AppError::unauthorized("the grader token is unknown or revoked").at("$.token"));
     };
-    let mut response = Json(Instructor { name }).into_response();
+    let mut response = Json(Instructor {
+        administrator: found.account.is_none(),
+        name: found.name,
+        account: found.account,
+        read_only: found.read_only,
+    })
+    .into_response();
     let set = auth::grader_cookie(&headers, &config, token);
     let prefixed = set.starts_with(auth::GRADER_COOKIE);
     let cookie = HeaderValue::from_str(&set).map_err(AppError::internal)?;
@@ -838,12 +962,18 @@ pub async fn sign_in(
 }
 
 #[utoipa::path(get, path = "/api/instructor/session", tag = "classes",
-    description = "Who is signed in: the grader token's name.",
+    description = "Who is signed in: the grader token's name, the staff account it acts for (absent for a server \
+        administrator's token), and whether it may only read.",
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = Instructor),
         (status = 401, description = "unauthorized", body = ErrorBody)))]
 pub async fn whoami(grader: Grader) -> Json<Instructor> {
-    Json(Instructor { name: grader.name })
+    Json(Instructor {
+        administrator: grader.administrator(),
+        name: grader.name,
+        account: grader.account,
+        read_only: grader.read_only,
+    })
 }
 
 #[utoipa::path(delete, path = "/api/instructor/session", tag = "classes",

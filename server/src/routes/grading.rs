@@ -145,7 +145,7 @@ pub struct GradeResult {
             (String = "text/csv", example = json!(super::csv::CSV_EXAMPLE)))),
         (status = 400, description = "malformed_json, or bad_request: a `bom` other than true or false", body = ErrorBody),
         (status = 401, description = "unauthorized: no token, or a bad or revoked one", body = ErrorBody),
-        (status = 403, description = "cross_site_request: another site sent it (with the grader cookie)", body = ErrorBody),
+        (status = 403, description = "cross_site_request: another site sent it (with the grader cookie); or forbidden: the token is a staff account's or read-only, not a server administrator's", body = ErrorBody),
         (status = 404, description = "unknown_scenario: the URL's `scenario` names no scenario (path `?scenario`)", body = ErrorBody),
         (status = 413, description = "body_too_large: more than 64 times the server's body limit (16 MiB by default)", body = ErrorBody),
         (status = 415, description = "unsupported_media_type: with the grader cookie, a body that is not application/json", body = ErrorBody),
@@ -159,6 +159,9 @@ pub async fn grade(
     Query(query): Query<GradeQuery>,
     JsonBody(items): JsonBody<Value>,
 ) -> Result<Response, AppError> {
+    grader.must_administer(
+        "grade by API (a staff account's token reads its classes' attempts instead)",
+    )?;
     let format = GradeFormat::parse(query.format.as_deref())?;
     if let Some(id) = &query.scenario {
         if catalogue.get(id).is_none() {

@@ -17,10 +17,12 @@ pub mod author;
 pub mod classes;
 pub mod csv;
 pub mod drafts;
+pub mod gradebook;
 pub mod grading;
 pub mod operations;
 pub mod scenarios;
 pub mod session;
+pub mod staff;
 pub mod submissions;
 
 /// A moment as the API writes it: RFC 3339 in UTC, to the millisecond.

@@ -25,6 +25,8 @@ pub struct Class {
     pub created_at: DateTime<Utc>,
     /// How many students have joined.
     pub members: i64,
+    /// The staff account that owns it (the first owner by name), if any.
+    pub owner: Option<String>,
 }
 
 /// What [`Store::create_class_within`] came to.
@@ -76,7 +78,8 @@ pub fn preview_from_stored(stored: &str) -> StoreResult<Preview> {
 
 pub(crate) const CLASS_COLUMNS: &str =
     "c.id, c.name, c.join_code, c.open, c.preview, c.created_by, c.created_at, \
-     (SELECT COUNT(*) FROM memberships AS m WHERE m.class_id = c.id) AS members";
+     (SELECT COUNT(*) FROM memberships AS m WHERE m.class_id = c.id) AS members, \
+     (SELECT MIN(s.account) FROM class_staff AS s WHERE s.class_id = c.id AND s.role = 'owner') AS owner";
 
 /// A class's row as either backend stores it; the preview is checked when it becomes a
 /// [`Class`].
@@ -90,6 +93,7 @@ pub(crate) struct StoredClass {
     created_by: String,
     created_at: DateTime<Utc>,
     members: i64,
+    owner: Option<String>,
 }
 
 impl StoredClass {
@@ -103,6 +107,7 @@ impl StoredClass {
             created_by: self.created_by,
             created_at: self.created_at,
             members: self.members,
+            owner: self.owner,
         })
     }
 }
@@ -145,6 +150,22 @@ impl Store {
         created_by: &str,
         max: u32,
     ) -> StoreResult<ClassMade> {
+        self.create_class_for(id, name, join_code, created_by, None, max)
+            .await
+    }
+
+    /// Makes a class as [`Store::create_class_within`] does; with an `owner` account, the
+    /// class is made with that account as its owner, in the same transaction. The audit log
+    /// records the making.
+    pub async fn create_class_for(
+        &self,
+        id: &str,
+        name: &str,
+        join_code: &str,
+        created_by: &str,
+        owner: Option<&str>,
+        max: u32,
+    ) -> StoreResult<ClassMade> {
         let _turn = self.write_turn().await;
         let now = Utc::now();
         let postgres = matches!(self, Store::Postgres(..));
@@ -165,6 +186,19 @@ impl Store {
                  VALUES ($1, $2, $3, TRUE, 'everything', $4, $5) ON CONFLICT DO NOTHING")
                 .bind(id).bind(name).bind(join_code).bind(created_by).bind(now)
                 .execute(&mut *tx).await?.rows_affected();
+            if let (1, Some(owner)) = (made, owner) {
+                sqlx::query(
+                    "INSERT INTO class_staff (class_id, account, role, granted_by, granted_at) \
+                     VALUES ($1, $2, 'owner', $2, $3)")
+                    .bind(id).bind(owner).bind(now).execute(&mut *tx).await?;
+            }
+            if made == 1 {
+                sqlx::query(
+                    "INSERT INTO audit_log (at, actor, class_id, action, detail) VALUES ($1, $2, $3, 'class_made', $4)")
+                    .bind(now).bind(owner.map_or_else(|| format!("admin:{created_by}"), str::to_string))
+                    .bind(id).bind(format!("made the class \"{name}\""))
+                    .execute(&mut *tx).await?;
+            }
             tx.commit().await?;
             made
         });
@@ -180,6 +214,7 @@ impl Store {
             created_by: created_by.to_string(),
             created_at: now,
             members: 0,
+            owner: owner.map(str::to_string),
         }))
     }
 
@@ -199,23 +234,28 @@ impl Store {
         &self,
         limit: u32,
         after: Option<&(DateTime<Utc>, String)>,
+        account: Option<&str>,
     ) -> StoreResult<Vec<Class>> {
         let limit = i64::from(limit);
+        // An account sees only the classes it has a role in; an administrator, every class.
+        let mine = if account.is_some() {
+            "EXISTS (SELECT 1 FROM class_staff AS s WHERE s.class_id = c.id AND s.account = $4)"
+        } else {
+            "$4 = ''"
+        };
+        let account = account.unwrap_or("");
+        let query = format!(
+            "SELECT {CLASS_COLUMNS} FROM classes AS c \
+             WHERE ($5 = 0 OR c.created_at < $1 OR (c.created_at = $1 AND c.id > $2)) AND {mine} \
+             ORDER BY c.created_at DESC, c.id LIMIT $3"
+        );
+        let (at, id, paged) = match after {
+            Some((at, id)) => (*at, id.as_str(), 1i32),
+            None => (Utc::now(), "", 0i32),
+        };
         with_pool!(self, pool => {
-            let rows = match after {
-                Some((at, id)) => {
-                    let query = format!(
-                        "SELECT {CLASS_COLUMNS} FROM classes AS c \
-                         WHERE c.created_at < $1 OR (c.created_at = $1 AND c.id > $2) \
-                         ORDER BY c.created_at DESC, c.id LIMIT $3");
-                    sqlx::query(&query).bind(*at).bind(id.as_str()).bind(limit).fetch_all(pool).await?
-                }
-                None => {
-                    let query = format!(
-                        "SELECT {CLASS_COLUMNS} FROM classes AS c ORDER BY c.created_at DESC, c.id LIMIT $1");
-                    sqlx::query(&query).bind(limit).fetch_all(pool).await?
-                }
-            };
+            let rows = sqlx::query(&query).bind(at).bind(id).bind(limit).bind(account).bind(paged)
+                .fetch_all(pool).await?;
             rows.iter().map(class_of).collect()
         })
     }

@@ -1,5 +1,5 @@
 //! Persistence: students, drafts, attempts, grader tokens, idempotency records, classes and
-//! their members, and regraded verdicts.
+//! their members, staff accounts and their roles, the audit log, and regraded verdicts.
 //!
 //! Two real backends sit behind one type: SQLite, the embedded default, and PostgreSQL, for
 //! a course that runs several servers behind a load balancer. Each has its own migrations
@@ -19,7 +19,9 @@ mod drafts;
 mod errors;
 mod hot;
 mod idempotency;
+mod overrides;
 mod regrades;
+mod staff;
 mod students;
 mod sweeps;
 mod tokens;
@@ -33,6 +35,8 @@ pub use drafts::*;
 pub use errors::*;
 pub use hot::*;
 pub use idempotency::*;
+pub use overrides::*;
 pub use regrades::*;
+pub use staff::*;
 pub use students::*;
 pub use tokens::*;

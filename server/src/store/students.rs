@@ -39,6 +39,14 @@ pub const STUDENT_DELETE: &[(&str, &str)] = &[
         "idempotency records",
         "DELETE FROM idempotency_keys WHERE caller = 'student:' || $1",
     ),
+    (
+        "scores set by hand",
+        "DELETE FROM score_overrides WHERE student = $1",
+    ),
+    (
+        "staff sign-in links",
+        "UPDATE staff_accounts SET student = NULL WHERE student = $1",
+    ),
     ("students", "DELETE FROM students WHERE id = $1"),
 ];
 

@@ -864,7 +864,7 @@ async fn an_instructor_signs_in_with_a_cookie_that_holds_the_token() {
 
 /// The shipped scenarios with safe-retry's `revenue-correct` expecting `expected`, read back
 /// from a copy of its file in `dir`.
-fn changed_catalogue(dir: &TempDir, expected: &str) -> Catalogue {
+pub(crate) fn changed_catalogue(dir: &TempDir, expected: &str) -> Catalogue {
     let text = std::fs::read_to_string(scenarios_dir().join("safe-retry.json")).unwrap();
     let mut file: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(file["requirements"][0]["id"], "revenue-correct");

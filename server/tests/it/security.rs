@@ -791,7 +791,8 @@ async fn every_write_a_cookie_authenticates_is_behind_the_cross_site_guard() {
                 .replace("{id}", "safe-retry")
                 .replace("{scenario}", "safe-retry")
                 .replace("{student}", "s-0")
-                .replace("{attempt}", "a-0");
+                .replace("{attempt}", "a-0")
+                .replace("{account}", "nobody");
             assert!(
                 !uri.contains('{'),
                 "{path}: a parameter the walk does not fill"

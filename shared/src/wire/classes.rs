@@ -59,6 +59,80 @@ pub struct ClassBody {
     /// The name of the grader token that made it.
     pub created_by: String,
     pub created_at: String,
+    /// The staff account that owns the class (the first owner by name), if any: a class made
+    /// by an administrator's token has none until one is added.
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// The caller's role in the class; absent for a server administrator, who may do
+    /// everything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<StaffRole>,
+}
+
+/// What a staff account may do in one class.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StaffRole {
+    /// Read only: the class, its dashboard, attempts and exports.
+    Viewer,
+    /// A viewer's reading, and regrading.
+    Ta,
+    /// Everything: the class's settings, closing and reopening it, and its staff.
+    Owner,
+}
+
+impl StaffRole {
+    /// Every role, from the least to the most.
+    pub const ALL: [StaffRole; 3] = [StaffRole::Viewer, StaffRole::Ta, StaffRole::Owner];
+
+    /// The role as it is written in JSON and stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StaffRole::Viewer => "viewer",
+            StaffRole::Ta => "ta",
+            StaffRole::Owner => "owner",
+        }
+    }
+
+    /// The role a stored or typed name means.
+    pub fn parse(name: &str) -> Option<StaffRole> {
+        StaffRole::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+}
+
+/// One staff account's role in a class.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StaffMember {
+    /// The account's name.
+    pub account: String,
+    pub role: StaffRole,
+    /// Who gave the role: an account's name, or `admin:` and an administrator token's name.
+    pub granted_by: String,
+    pub granted_at: String,
+}
+
+/// The role to give an account in a class.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaffGrant {
+    pub role: StaffRole,
+}
+
+/// One staff change to a class, as the audit log keeps it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub at: String,
+    /// The account that made the change, or `admin:` and an administrator token's name.
+    pub actor: String,
+    /// What was done: `class_made`, `class_changed`, `staff_granted`, `staff_removed`,
+    /// `regraded`, `score_overridden`, `override_removed`.
+    pub action: String,
+    /// The change in words.
+    pub detail: String,
 }
 
 /// A class as one of its students sees it.
@@ -292,4 +366,88 @@ pub struct ClassAttemptBody {
     pub student: String,
     #[cfg_attr(feature = "openapi", schema(value_type = crate::design::Design))]
     pub design: Json,
+}
+
+/// A class's gradebook: one row per member, one grade per scenario.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Gradebook {
+    pub class: String,
+    /// The scenarios, in course order, with the most points each is worth.
+    pub scenarios: Vec<GradebookScenario>,
+    /// The members, by display name.
+    pub students: Vec<GradebookRow>,
+}
+
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GradebookScenario {
+    pub scenario: String,
+    pub title: String,
+    pub max_score: u32,
+}
+
+/// A member's grades.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GradebookRow {
+    pub student: String,
+    pub display_name: String,
+    /// The learning platform's identity of a member who came by an LTI launch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lti: Option<LtiIdentity>,
+    /// One per scenario, in the order of `scenarios`.
+    pub grades: Vec<Grade>,
+    /// The sum of the scores that count (`score`), missing ones as 0.
+    pub total: u32,
+    pub max_total: u32,
+}
+
+/// Who a member is on a learning platform.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LtiIdentity {
+    /// The platform's issuer (`iss`).
+    pub issuer: String,
+    /// The platform's id of the user (`sub`).
+    pub subject: String,
+}
+
+/// A member's grade at one scenario.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Grade {
+    pub scenario: String,
+    /// The best score of the member's attempts for the class, each counted by its current
+    /// result (a regraded verdict where there is one); absent when they made none.
+    pub computed: Option<u32>,
+    /// A score staff set by hand, kept beside the computed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overridden: Option<ScoreOverride>,
+    /// The score that counts: the override's when there is one, else the computed one.
+    pub score: Option<u32>,
+    pub attempts: u32,
+}
+
+/// A score set by staff by hand, with the reason.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScoreOverride {
+    pub score: u32,
+    pub reason: String,
+    /// The staff account (or `admin:` and a token's name) that set it.
+    pub by: String,
+    pub at: String,
+}
+
+/// A score to set by hand for a member at a scenario.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverrideRequest {
+    /// 0 to the scenario's most points.
+    pub score: u32,
+    /// Why: 1 to 500 characters; the audit log and the gradebook keep it.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 500))]
+    pub reason: String,
 }

@@ -45,4 +45,13 @@ pub struct SignIn {
 pub struct Instructor {
     /// The grader token's name.
     pub name: String,
+    /// The staff account the token acts for; absent for a server administrator's token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// True for a server administrator's token, which may do everything in every class.
+    #[serde(default)]
+    pub administrator: bool,
+    /// True when the token may only read.
+    #[serde(default)]
+    pub read_only: bool,
 }

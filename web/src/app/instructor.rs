@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use shared::wire::classes::{
-    CellState, ClassBody, ClassUpdate, Matrix, MissedScenario, NewClass, Preview, StudentAttempts,
-    StudentRow,
+    CellState, ClassBody, ClassUpdate, Matrix, MissedScenario, NewClass, Preview, StaffGrant,
+    StaffMember, StaffRole, StudentAttempts, StudentRow,
 };
 
 use super::api::{self, grader};
@@ -40,6 +40,21 @@ fn take_input(selector: &str) -> String {
         }
         None => String::new(),
     }
+}
+
+/// The value of the select `selector` of the page.
+fn select_value(selector: &str) -> String {
+    web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.query_selector(selector).ok().flatten())
+        .and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlSelectElement>(e).ok())
+        .map(|s| s.value())
+        .unwrap_or_default()
+}
+
+/// A path segment with what a URL would read otherwise percent-encoded.
+fn encode(segment: &str) -> String {
+    String::from(js_sys::encode_uri_component(segment))
 }
 
 const SIGN_IN: &str = "<h1>Instructor sign-in</h1><p>Sign in with a grader token (<code>pipeline-builder token create --name NAME</code> makes one). \
@@ -138,27 +153,96 @@ pub fn InstructorHome() -> impl IntoView {
     }
 }
 
+/// A role as the pages name it; no role is a server administrator's token.
+fn role_words(role: Option<StaffRole>) -> &'static str {
+    match role {
+        Some(StaffRole::Owner) => "Owner",
+        Some(StaffRole::Ta) => "TA",
+        Some(StaffRole::Viewer) => "Viewer",
+        None => "Administrator",
+    }
+}
+
+/// True when the caller may change the class: its owner, or a server administrator.
+fn may_own(class: &ClassBody) -> bool {
+    matches!(class.role, None | Some(StaffRole::Owner))
+}
+
 /// The classes as a table; each row's button names the route it posts to (`data-post`).
 fn classes_html(list: &[ClassBody]) -> String {
     if list.is_empty() {
         return "<p>No class yet.</p>".to_string();
     }
-    let mut out = String::from("<table class=\"data classes\"><caption>Your classes</caption><thead><tr><th scope=\"col\">Class</th><th scope=\"col\">Join code and page</th><th scope=\"col\">Members</th><th scope=\"col\">State</th></tr></thead><tbody>");
+    let mut out = String::from("<table class=\"data classes\"><caption>Your classes</caption><thead><tr><th scope=\"col\">Class</th><th scope=\"col\">Join code and page</th><th scope=\"col\">Members</th><th scope=\"col\">Owner</th><th scope=\"col\">Your role</th><th scope=\"col\">State</th></tr></thead><tbody>");
     for c in list {
         let id = esc(&c.id);
         let open = c.open;
+        // Only the owner (or an administrator) may close or reopen it.
+        let button = if may_own(c) {
+            format!(
+                " <button class=\"secondary small\" data-post=\"/api/classes/{id}/{}\">{}</button>",
+                if open { "close" } else { "reopen" },
+                if open { "Close" } else { "Reopen" },
+            )
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "<tr data-class=\"{id}\"><td><a href=\"/instructor/classes/{id}\">{}</a></td><td><code>{}</code> <span class=\"join-url\">{}</span></td><td>{}</td><td>{} <button class=\"secondary small\" data-post=\"/api/classes/{id}/{}\">{}</button></td></tr>",
+            "<tr data-class=\"{id}\"><td><a href=\"/instructor/classes/{id}\">{}</a></td><td><code>{}</code> <span class=\"join-url\">{}</span></td><td>{}</td><td>{}</td><td class=\"role\">{}</td><td>{}{button}</td></tr>",
             esc(&c.name),
             esc(&c.join_code),
             esc(&c.join_url),
             c.members,
+            esc(c.owner.as_deref().unwrap_or("—")),
+            role_words(c.role),
             if open { "Open" } else { "Closed" },
-            if open { "close" } else { "reopen" },
-            if open { "Close" } else { "Reopen" },
         ));
     }
     out.push_str("</tbody></table>");
+    out
+}
+
+/// The class's staff, and for its owner the form that gives an account a role.
+fn staff_html(id: &str, class: &ClassBody, staff: &[StaffMember], said: &str) -> String {
+    let mut out = String::from("<h2>Staff</h2>");
+    if staff.is_empty() {
+        out.push_str("<p class=\"muted\">No staff account has a role in this class yet.</p>");
+    } else {
+        out.push_str("<table class=\"data staff\"><caption>Who works on this class</caption><thead><tr><th scope=\"col\">Account</th><th scope=\"col\">Role</th><th scope=\"col\">Given by</th><th scope=\"col\">Since</th></tr></thead><tbody>");
+        for m in staff {
+            out.push_str(&format!(
+                "<tr data-account=\"{a}\"><th scope=\"row\">{a}</th><td>{}</td><td>{}</td><td>{} UTC</td></tr>",
+                role_words(Some(m.role)),
+                esc(&m.granted_by),
+                esc(&when(&m.granted_at)),
+                a = esc(&m.account),
+            ));
+        }
+        out.push_str("</tbody></table>");
+    }
+    if may_own(class) {
+        let options: String = StaffRole::ALL
+            .iter()
+            .rev()
+            .map(|r| {
+                let selected = if *r == StaffRole::Ta { " selected" } else { "" };
+                format!(
+                    "<option value=\"{}\"{selected}>{}</option>",
+                    r.as_str(),
+                    role_words(Some(*r))
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "<form class=\"add-staff\" id=\"add-staff\"><label for=\"staff-account\">Staff account</label> \
+             <input id=\"staff-account\" type=\"text\" maxlength=\"64\" required autocomplete=\"off\"> \
+             <label for=\"staff-role\">Role</label> <select id=\"staff-role\">{options}</select> \
+             <button class=\"primary\" type=\"submit\">Give the role</button> <span role=\"status\" class=\"muted\">{}</span></form>\
+             <p class=\"exports\"><a href=\"/api/classes/{}/audit?format=csv\" download=\"audit.csv\">The audit log (CSV)</a>: every change staff made to the class.</p>",
+            esc(said),
+            esc(id),
+        ));
+    }
     out
 }
 
@@ -376,12 +460,15 @@ fn follow_link(ev: &leptos::ev::MouseEvent, nav: Navigator) -> bool {
 
 /// The class page's markup: the heading, the join page, the downloads, the preview setting,
 /// progress, the requirements missed most, and the matrix sorted by `sort`.
-fn class_html(id: &str, loaded: &ClassPageData, sort: &str, saved: &str) -> String {
+fn class_html(id: &str, loaded: &ClassPageData, sort: &str, saved: &str, said: &str) -> String {
     let ClassPageData {
         class,
         matrix,
         missed,
+        staff,
     } = loaded;
+    // Only the owner (or an administrator) may change the setting.
+    let locked = if may_own(class) { "" } else { " disabled" };
     let options: String = Preview::ALL
         .iter()
         .map(|value| {
@@ -409,9 +496,10 @@ fn class_html(id: &str, loaded: &ClassPageData, sort: &str, saved: &str) -> Stri
         "<p class=\"crumbs\"><a href=\"/instructor\">← Classes</a></p><h1>{name}</h1>\
          <p>Join page: <span class=\"join-url\">{url}</span> · code <code>{code}</code> · {state}</p>\
          <p class=\"exports\">Download: <a href=\"/api/classes/{id}/matrix?format=csv\" download=\"matrix.csv\">the matrix (CSV)</a> · \
-         <a href=\"/api/classes/{id}/attempts?format=csv\" download=\"attempts.csv\">every attempt (CSV)</a></p>\
-         <p><label for=\"preview-setting\">Live preview for students: </label><select id=\"preview-setting\">{options}</select> \
-         <span role=\"status\" class=\"muted\">{saved}</span></p>{progress}<h2>Students</h2><div class=\"table-wrap\">{table}</div>",
+         <a href=\"/api/classes/{id}/attempts?format=csv\" download=\"attempts.csv\">every attempt (CSV)</a> · \
+         <a href=\"/api/classes/{id}/gradebook?format=csv\" download=\"gradebook.csv\">the gradebook (CSV)</a></p>\
+         <p><label for=\"preview-setting\">Live preview for students: </label><select id=\"preview-setting\"{locked}>{options}</select> \
+         <span role=\"status\" class=\"muted\">{saved}</span></p>{progress}<h2>Students</h2><div class=\"table-wrap\">{table}</div>{staff}",
         name = esc(&class.name),
         url = esc(&class.join_url),
         code = esc(&class.join_code),
@@ -420,6 +508,7 @@ fn class_html(id: &str, loaded: &ClassPageData, sort: &str, saved: &str) -> Stri
         saved = esc(saved),
         progress = progress_html(id, matrix, missed),
         table = matrix_html(id, matrix, by, down),
+        staff = staff_html(id, class, staff, said),
     )
 }
 
@@ -429,6 +518,7 @@ struct ClassPageData {
     class: ClassBody,
     matrix: Matrix,
     missed: Vec<MissedScenario>,
+    staff: Vec<StaffMember>,
 }
 
 /// `/instructor/classes/{id}`: the matrix, sortable; progress per scenario; the requirements
@@ -443,15 +533,19 @@ pub fn ClassPage(id: String) -> impl IntoView {
         let class = grader::get_answer(&format!("/api/classes/{key}")).await?;
         let matrix = grader::get_answer(&format!("/api/classes/{key}/matrix")).await?;
         let missed = grader::get_answer(&format!("/api/classes/{key}/missed")).await?;
+        let staff = grader::get_answer(&format!("/api/classes/{key}/staff")).await?;
         Ok::<_, api::ApiError>(ClassPageData {
             class,
             matrix,
             missed,
+            staff,
         })
     });
     // The column sorted by (`-` before it: going down), and what the setting's save said.
     let sort = RwSignal::new("name".to_string());
     let saved = RwSignal::new(String::new());
+    // What the staff form's last submission came to.
+    let said = RwSignal::new(String::new());
     let cid = id.clone();
     let html = move || {
         match loaded.get() {
@@ -460,7 +554,7 @@ pub fn ClassPage(id: String) -> impl IntoView {
             "<p class=\"error\" role=\"alert\">The class could not be loaded: {}</p><p><a href=\"/instructor\">Sign in</a></p>",
             esc(&e.message)
         ),
-        Some(Ok(data)) => class_html(&cid, &data, &sort.get(), &saved.get()),
+        Some(Ok(data)) => class_html(&cid, &data, &sort.get(), &saved.get(), &said.get()),
     }
     };
     let on_click = move |ev: leptos::ev::MouseEvent| {
@@ -509,8 +603,38 @@ pub fn ClassPage(id: String) -> impl IntoView {
             });
         });
     };
+    let sid = id.clone();
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let account = take_input("#staff-account").trim().to_string();
+        let role = select_value("#staff-role");
+        let Some(role) = StaffRole::parse(&role) else {
+            return;
+        };
+        let class = sid.clone();
+        leptos::task::spawn_local(async move {
+            let url = format!("/api/classes/{class}/staff/{}", encode(&account));
+            let done = grader::send::<StaffMember>("PUT", &url, Some(&StaffGrant { role })).await;
+            let staff: Result<Vec<StaffMember>, _> =
+                grader::get_answer(&format!("/api/classes/{class}/staff")).await;
+            if let Ok(staff) = staff {
+                loaded.update(|l| {
+                    if let Some(Ok(data)) = l {
+                        data.staff = staff;
+                    }
+                });
+            }
+            said.set(match done {
+                Ok(m) => format!("{} is now {}.", m.account, role_words(Some(m.role))),
+                Err(e) => e.message,
+            });
+            request_animation_frame(|| {
+                super::dom::focus("#staff-account");
+            });
+        });
+    };
     view! {
-        <section class="page wide instructor" on:click=on_click on:change=on_change inner_html=html></section>
+        <section class="page wide instructor" on:click=on_click on:change=on_change on:submit=on_submit inner_html=html></section>
     }
 }
 

@@ -1,0 +1,177 @@
+//! Staff roles from a learning platform, on SQLite and PostgreSQL, against the test platform:
+//! the course's first Instructor owns its class and opens its dashboard with the launch's
+//! session, no token pasted; a second Instructor, a TeachingAssistant and a ContentDeveloper
+//! are TAs; a Learner gets no staff role; the owner can make a TA an owner.
+
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+use server::Store;
+
+use crate::common::{As, TestApp};
+use crate::lti::{launch, login, registered, session_cookie, TestPlatform, DEPLOYMENT, KID, LTI};
+use crate::postgres;
+
+const MEMBERSHIP: &str = "http://purl.imsglobal.org/vocab/lis/v2/membership";
+
+/// A launch of `sub` with the LTI roles `roles`: the session cookie it leaves.
+async fn launched(app: &TestApp, platform: &TestPlatform, sub: &str, roles: &[&str]) -> String {
+    let started = login(app, platform).await;
+    let mut claims = platform.claims(&started.nonce, sub);
+    claims[format!("{LTI}roles")] = json!(roles
+        .iter()
+        .map(|r| format!("{MEMBERSHIP}{r}"))
+        .collect::<Vec<_>>());
+    let answer = launch(app, &platform.sign(&claims, KID, &platform.key), &started).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
+    session_cookie(&answer)
+}
+
+/// The caller's role in `class` as `GET /api/classes/{class}` says it, or the status.
+async fn role_in(app: &TestApp, cookie: &str, class: &str) -> Result<Value, StatusCode> {
+    let answer = app
+        .get(&format!("/api/classes/{class}"), &As::student(cookie))
+        .await;
+    if answer.status != StatusCode::OK {
+        return Err(answer.status);
+    }
+    Ok(answer.body["role"].clone())
+}
+
+async fn staff_launches_get_their_roles(store: Store) {
+    let (platform, app) = registered(&store).await;
+    let learner = launched(&app, &platform, "learner-1", &["#Learner"]).await;
+    let class = store
+        .lti_course_class(&platform.issuer, DEPLOYMENT, "course-1")
+        .await
+        .unwrap()
+        .expect("the course's class");
+    // A learner is no staff: every instructor route is refused.
+    assert_eq!(
+        role_in(&app, &learner, &class).await,
+        Err(StatusCode::UNAUTHORIZED)
+    );
+    let me = app
+        .get("/api/instructor/session", &As::student(&learner))
+        .await;
+    assert_eq!(me.status, StatusCode::UNAUTHORIZED, "{}", me.text);
+
+    // The first Instructor owns the class, and the launch's session opens its dashboard.
+    let teacher = launched(&app, &platform, "teacher-1", &["#Instructor"]).await;
+    assert_eq!(role_in(&app, &teacher, &class).await, Ok(json!("owner")));
+    let matrix = app
+        .get(
+            &format!("/api/classes/{class}/matrix"),
+            &As::student(&teacher),
+        )
+        .await;
+    assert_eq!(matrix.status, StatusCode::OK, "{}", matrix.text);
+    let listed = app.get("/api/classes", &As::student(&teacher)).await;
+    let ids: Vec<&str> = listed
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [class.as_str()]);
+    let me = app
+        .get("/api/instructor/session", &As::student(&teacher))
+        .await;
+    assert_eq!(me.body["administrator"], false, "{}", me.text);
+    let teacher_account = me.body["account"].as_str().unwrap().to_string();
+    assert!(teacher_account.starts_with("lti-s-"), "{teacher_account}");
+    assert_eq!(listed.body[0]["owner"], teacher_account.as_str());
+
+    // A second Instructor, a TeachingAssistant (beside the principal role Instructor, as
+    // some platforms send it) and a ContentDeveloper are TAs: they may regrade, not close.
+    let second = launched(&app, &platform, "teacher-2", &["#Instructor"]).await;
+    let assistant = launched(
+        &app,
+        &platform,
+        "ta-1",
+        &["#Instructor", "/Instructor#TeachingAssistant"],
+    )
+    .await;
+    let developer = launched(&app, &platform, "dev-1", &["#ContentDeveloper"]).await;
+    for cookie in [&second, &assistant, &developer] {
+        assert_eq!(role_in(&app, cookie, &class).await, Ok(json!("ta")));
+        let close = app
+            .send(
+                Method::POST,
+                &format!("/api/classes/{class}/close"),
+                &As::student(cookie),
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(close.status, StatusCode::FORBIDDEN, "{}", close.text);
+    }
+    // The learner is still no staff, and launching again changes nothing.
+    let learner = launched(&app, &platform, "learner-1", &["#Learner"]).await;
+    assert_eq!(
+        role_in(&app, &learner, &class).await,
+        Err(StatusCode::UNAUTHORIZED)
+    );
+
+    // The owner makes the second Instructor an owner; a later launch keeps that role.
+    let second_account = app
+        .get("/api/instructor/session", &As::student(&second))
+        .await
+        .body["account"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let made = app
+        .put(
+            &format!("/api/classes/{class}/staff/{second_account}"),
+            &As::student(&teacher),
+            &json!({"role": "owner"}),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::OK, "{}", made.text);
+    let second = launched(&app, &platform, "teacher-2", &["#Instructor"]).await;
+    assert_eq!(role_in(&app, &second, &class).await, Ok(json!("owner")));
+    let closed = app
+        .send(
+            Method::POST,
+            &format!("/api/classes/{class}/close"),
+            &As::student(&second),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(closed.status, StatusCode::OK, "{}", closed.text);
+
+    // The audit log says who gave each role.
+    let audit = app
+        .get(
+            &format!("/api/classes/{class}/audit"),
+            &As::student(&teacher),
+        )
+        .await;
+    let by_lti = audit
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["actor"] == "lti")
+        .count();
+    assert_eq!(by_lti, 4, "{}", audit.text);
+}
+
+#[tokio::test]
+async fn staff_launches_get_their_roles_on_sqlite() {
+    let dir = crate::common::TempDir::new("lti-roles");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    staff_launches_get_their_roles(store).await;
+    drop(dir);
+}
+
+#[tokio::test]
+async fn staff_launches_get_their_roles_on_postgres() {
+    let Some(db) = postgres::database("lti_roles").await else {
+        return;
+    };
+    let store = Store::connect(&db.url).await.unwrap();
+    staff_launches_get_their_roles(store).await;
+}
