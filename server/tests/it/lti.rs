@@ -30,18 +30,18 @@ pub(crate) struct TestPlatform {
     /// A key the platform never published.
     stranger: String,
     jwks_fetches: Arc<AtomicUsize>,
-    grades: Arc<Gradebook>,
+    pub(crate) grades: Arc<Gradebook>,
 }
 
 /// The platform's side of grade passback: a token endpoint that checks the tool's client
 /// assertion against the tool's published keys, and a line item's score endpoint that can be
 /// down.
 #[derive(Default)]
-struct Gradebook {
-    tool_keys: std::sync::Mutex<Option<jsonwebtoken::jwk::JwkSet>>,
+pub(crate) struct Gradebook {
+    pub(crate) tool_keys: std::sync::Mutex<Option<jsonwebtoken::jwk::JwkSet>>,
     down: std::sync::atomic::AtomicBool,
     refused: AtomicUsize,
-    accepted: std::sync::Mutex<Vec<Value>>,
+    pub(crate) accepted: std::sync::Mutex<Vec<Value>>,
     /// The bearer token each accepted score came with, in the same order.
     bearers: std::sync::Mutex<Vec<String>>,
     /// Line items the tool made.

@@ -1,7 +1,8 @@
 //! Staff roles from a learning platform, on SQLite and PostgreSQL, against the test platform:
 //! the course's first Instructor owns its class and opens its dashboard with the launch's
 //! session, no token pasted; a second Instructor, a TeachingAssistant and a ContentDeveloper
-//! are TAs; a Learner gets no staff role; the owner can make a TA an owner.
+//! are TAs; a Learner gets no staff role; the owner can make a TA an owner. A score set by
+//! hand is the one grade passback sends.
 
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -174,4 +175,80 @@ async fn staff_launches_get_their_roles_on_postgres() {
     };
     let store = Store::connect(&db.url).await.unwrap();
     staff_launches_get_their_roles(store).await;
+}
+
+/// A score set by hand is what grade passback sends; removing it sends the computed one again.
+#[tokio::test]
+async fn a_score_set_by_hand_is_the_score_passback_sends() {
+    let dir = crate::common::TempDir::new("lti-override");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let (platform, app) = registered(&store).await;
+    let jwks = app.get("/lti/jwks", &As::nobody()).await.body;
+    *platform.grades.tool_keys.lock().unwrap() = Some(serde_json::from_value(jwks).unwrap());
+    let started = login(&app, &platform).await;
+    let mut claims = platform.claims(&started.nonce, "learner-7");
+    claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = json!({
+        "scope": [server::lti::grades::SCORE_SCOPE],
+        "lineitem": format!("{}/lineitems/1?type=score", platform.issuer),
+    });
+    let answer = launch(&app, &platform.sign(&claims, KID, &platform.key), &started).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
+    let cookie = session_cookie(&answer);
+    let student = app.get("/api/session", &As::student(&cookie)).await.body["student"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let class = store
+        .lti_course_class(&platform.issuer, DEPLOYMENT, "course-1")
+        .await
+        .unwrap()
+        .unwrap();
+    let attempt = app
+        .post(
+            "/api/submissions",
+            &As::student(&cookie),
+            &json!({"scenario": "safe-retry", "class": class, "design": crate::common::passing_design("safe-retry")}),
+        )
+        .await;
+    assert_eq!(attempt.status, StatusCode::CREATED, "{}", attempt.text);
+    let max = attempt.body["max_score"].clone();
+    let send = |seconds: i64| {
+        let (store, app) = (store.clone(), &app);
+        async move {
+            server::lti::grades::send_due(
+                &store,
+                app.state.outbound(),
+                chrono::Utc::now() + chrono::Duration::seconds(seconds),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!(send(0).await.sent, 1);
+    let token = app.grader_token("teacher").await;
+    let path = format!("/api/classes/{class}/students/{student}/scores/safe-retry");
+    let set = app
+        .put(
+            &path,
+            &As::grader(&token),
+            &json!({"score": 1, "reason": "copied from a neighbour"}),
+        )
+        .await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.text);
+    assert_eq!(send(5).await.sent, 1);
+    let removed = app
+        .send(Method::DELETE, &path, &As::grader(&token), &[], None)
+        .await;
+    assert_eq!(removed.status, StatusCode::NO_CONTENT, "{}", removed.text);
+    assert_eq!(send(10).await.sent, 1);
+    assert_eq!(send(20).await.sent, 0, "nothing is sent twice");
+    let given: Vec<Value> = platform
+        .grades
+        .accepted
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| s["scoreGiven"].clone())
+        .collect();
+    assert_eq!(given, [max.clone(), json!(1), max]);
 }
