@@ -38,7 +38,7 @@ use crate::metrics::Metrics;
 use crate::openapi;
 use crate::routes::operations::{self, ApiDocument};
 use crate::routes::{
-    author, classes, drafts, gradebook, grading, scenarios, session, staff, submissions,
+    author, classes, deadlines, drafts, gradebook, grading, scenarios, session, staff, submissions,
 };
 use crate::state::AppState;
 
@@ -97,6 +97,14 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/classes/{id}/audit", get(staff::audit_log))
         .route("/api/classes/{id}/gradebook", get(gradebook::get_gradebook))
+        .route(
+            "/api/classes/{id}/deadlines",
+            get(deadlines::get_deadlines).put(deadlines::set_deadlines),
+        )
+        .route(
+            "/api/classes/{id}/students/{student}/extension",
+            put(deadlines::grant_extension).delete(deadlines::remove_extension),
+        )
         .route(
             "/api/classes/{id}/students/{student}/scores/{scenario}",
             put(gradebook::set_score).delete(gradebook::remove_score),

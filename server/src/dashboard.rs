@@ -21,7 +21,7 @@ pub use shared::wire::classes::{
 
 use crate::catalogue::Catalogue;
 use crate::report::CsvRow;
-use crate::store::{ClassAttempt, Membership, Regrade};
+use crate::store::{ClassAttempt, DueDates, Membership, Regrade};
 
 fn time(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
@@ -89,9 +89,17 @@ pub struct ClassData<'a> {
     /// Oldest first.
     pub attempts: &'a [ClassAttempt],
     pub regrades: &'a [Regrade],
+    /// The due dates, which tell late attempts.
+    pub due: &'a DueDates,
 }
 
 impl ClassData<'_> {
+    /// True when `attempt` was made after its student's due date for its scenario.
+    pub fn late(&self, attempt: &ClassAttempt) -> bool {
+        let a = &attempt.summary;
+        self.due.late(&a.student, &a.scenario, a.created_at)
+    }
+
     fn regrades_by_attempt(&self) -> BTreeMap<&str, Vec<&Regrade>> {
         let mut by: BTreeMap<&str, Vec<&Regrade>> = BTreeMap::new();
         for g in self.regrades {
@@ -152,6 +160,7 @@ pub fn matrix(data: &ClassData<'_>) -> Matrix {
                 .iter()
                 .filter(|(_, o)| o.scenario_hash != e.hash)
                 .count();
+            let late = list.iter().filter(|(a, _)| data.late(a)).count();
             let state = if first_pass.is_some() {
                 CellState::Passed
             } else if !list.is_empty() {
@@ -173,6 +182,7 @@ pub fn matrix(data: &ClassData<'_>) -> Matrix {
                 last_attempt_at: list.last().map(|(a, _)| time(a.summary.created_at)),
                 attempts_before_first_pass: first_pass.map(count),
                 outdated_attempts: count(outdated),
+                late_attempts: count(late),
             });
         }
         students.push(StudentRow {
@@ -335,6 +345,7 @@ pub fn student_attempts(data: &ClassData<'_>, student: &str) -> Vec<AttemptRow> 
                 passed: a.summary.passed,
                 missed: CsvRow::missed_of(&a.verdict),
                 outdated: current.as_ref().is_some_and(|h| *h != result.scenario_hash),
+                late: data.late(a),
                 verdict: a.verdict.clone(),
                 regrades: of
                     .iter()

@@ -47,7 +47,8 @@ impl CodeStatus for ErrorCode {
             ErrorCode::IdempotencyKeyInFlight
             | ErrorCode::ClassClosed
             | ErrorCode::ClassLimitReached
-            | ErrorCode::FileNotTryable => StatusCode::CONFLICT,
+            | ErrorCode::FileNotTryable
+            | ErrorCode::PastDue => StatusCode::CONFLICT,
             ErrorCode::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::UnexpectedHost => StatusCode::MISDIRECTED_REQUEST,

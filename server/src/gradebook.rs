@@ -62,7 +62,17 @@ pub fn gradebook(
                 .map(|s| {
                     let key = (m.student.as_str(), s.scenario.as_str());
                     let results = outcomes.get(&key).map(Vec::as_slice).unwrap_or(&[]);
-                    let computed = results.iter().map(|(_, o)| points(o.score)).max();
+                    // Late attempts do not count; their best is shown beside.
+                    let computed = results
+                        .iter()
+                        .filter(|(a, _)| !data.late(a))
+                        .map(|(_, o)| points(o.score))
+                        .max();
+                    let late = results
+                        .iter()
+                        .filter(|(a, _)| data.late(a))
+                        .map(|(_, o)| points(o.score))
+                        .max();
                     let overridden = set.get(&key).map(|o| ScoreOverride {
                         score: points(o.score),
                         reason: o.reason.clone(),
@@ -73,6 +83,7 @@ pub fn gradebook(
                         scenario: s.scenario.clone(),
                         score: overridden.as_ref().map(|o| o.score).or(computed),
                         computed,
+                        late,
                         overridden,
                         attempts: u32::try_from(results.len()).unwrap_or(u32::MAX),
                     }
@@ -98,10 +109,33 @@ pub fn gradebook(
     }
 }
 
+/// What the `overrides` column says of a grade: a score set by hand, from what and why; late
+/// attempts and their best score.
+fn grade_notes(g: &Grade) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(o) = &g.overridden {
+        let from = g
+            .computed
+            .map_or_else(|| "no attempt".to_string(), |c| c.to_string());
+        notes.push(format!(
+            "{}: {} set by {} (computed {from}): {}",
+            g.scenario, o.score, o.by, o.reason
+        ));
+    }
+    if let Some(late) = g.late {
+        notes.push(format!(
+            "{}: late attempts, best {late} (not counted)",
+            g.scenario
+        ));
+    }
+    notes
+}
+
 /// The gradebook as a wide CSV: `student`, `display_name`, `lti_issuer`, `lti_subject`, one
 /// column per scenario (its id) with the score that counts (empty when there is none), then
 /// `total` and `max_total`, and `overrides`, which says in words which scores were set by
-/// hand, from what and why. A second line under the header gives each scenario's most points.
+/// hand, from what and why, and which scenarios have late attempts (their best score, which
+/// does not count). A second line under the header gives each scenario's most points.
 pub fn gradebook_csv(book: &Gradebook) -> String {
     let mut header: Vec<String> = ["student", "display_name", "lti_issuer", "lti_subject"]
         .iter()
@@ -137,20 +171,7 @@ pub fn gradebook_csv(book: &Gradebook) -> String {
                 .iter()
                 .map(|g| g.score.map(|s| s.to_string()).unwrap_or_default()),
         );
-        let notes: Vec<String> = row
-            .grades
-            .iter()
-            .filter_map(|g| {
-                let o = g.overridden.as_ref()?;
-                let from = g
-                    .computed
-                    .map_or_else(|| "no attempt".to_string(), |c| c.to_string());
-                Some(format!(
-                    "{}: {} set by {} (computed {from}): {}",
-                    g.scenario, o.score, o.by, o.reason
-                ))
-            })
-            .collect();
+        let notes: Vec<String> = row.grades.iter().flat_map(grade_notes).collect();
         cells.extend([
             row.total.to_string(),
             row.max_total.to_string(),

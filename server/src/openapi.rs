@@ -9,7 +9,8 @@ use utoipa::{Modify, OpenApi};
 use crate::error::ErrorCode;
 use crate::regrade;
 use crate::routes::{
-    classes, csv, drafts, gradebook, grading, operations, scenarios, session, staff, submissions,
+    classes, csv, deadlines, drafts, gradebook, grading, operations, scenarios, session, staff,
+    submissions,
 };
 use shared::design::{Design, DesignError, Edge, Node, NodeKind, Position};
 use shared::verdict::{
@@ -33,6 +34,8 @@ use shared::wire;
         classes::class_attempts, classes::regrade_route,
         staff::list_staff, staff::grant_staff, staff::remove_staff, staff::audit_log,
         gradebook::get_gradebook, gradebook::set_score, gradebook::remove_score,
+        deadlines::get_deadlines, deadlines::set_deadlines, deadlines::grant_extension,
+        deadlines::remove_extension,
         classes::sign_in, classes::whoami, classes::sign_out,
         operations::openapi, operations::healthz, operations::readyz, operations::metrics,
     ),
@@ -59,7 +62,9 @@ use shared::wire;
         wire::classes::StaffRole, wire::classes::StaffMember, wire::classes::StaffGrant,
         wire::classes::AuditEntry, wire::classes::Gradebook, wire::classes::GradebookScenario,
         wire::classes::GradebookRow, wire::classes::LtiIdentity, wire::classes::Grade,
-        wire::classes::ScoreOverride, wire::classes::OverrideRequest,
+        wire::classes::ScoreOverride, wire::classes::OverrideRequest, wire::classes::LatePolicy,
+        wire::classes::Deadlines, wire::classes::ScenarioDue, wire::classes::Extension,
+        wire::classes::DeadlinesUpdate, wire::classes::ExtensionRequest,
     )),
     modifiers(&Security, &CommonErrors, &NodeOptions),
     tags(

@@ -146,6 +146,13 @@ test('an instructor sees the class three students joined, and one attempt replay
     await late.page.getByLabel('Your name, as your instructor will see it').fill('Dee');
     await late.page.getByRole('button', { name: 'Join' }).click();
     await late.page.getByRole('alert').filter({ hasText: /closed/ }).waitFor();
+    // A member of the closed class is told at Check, and nothing is recorded.
+    await ada.goto('/scenarios/safe-retry');
+    await ada.locator('g.node[data-node="job"]').waitFor();
+    await ada.locator('button.check').click();
+    await ada.getByRole('alert').filter({ hasText: /is closed/ }).waitFor();
+    const recorded = await ada.evaluate(async () => (await (await fetch('/api/submissions')).json()).length);
+    assert.equal(recorded, 1, 'the refused Check recorded nothing');
 
     assert.deepEqual(teacher.problems.filter((p) => !/status of 40[19]/.test(p)), []);
     for (const s of students) assert.deepEqual(s.problems.filter((p) => !/status of 409/.test(p)), []);

@@ -1,6 +1,7 @@
 // Staff roles, each person in a browser of their own: two owners make a section each; the
 // owner of section A adds the TA on the class page; the TA signs in and sees only section A,
-// as its TA, cannot change its settings nor give roles, and is refused section B.
+// as its TA, cannot change its settings nor give roles, grants a student an extension (which
+// the student sees), and is refused section B.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -47,6 +48,13 @@ test('an owner adds a TA, who sees only that section and cannot change it', asyn
     await signIn(owner, OWNER_A);
     assert.equal(await owner.locator('tr', { hasText: sectionB }).count(), 0, "another owner's section is not listed");
     await makeClass(owner, sectionA);
+    const code = (await owner.locator('tr', { hasText: sectionA }).locator('code').innerText()).trim();
+    // A student joins section A.
+    const student = await open();
+    await student.goto(`/join/${code}`);
+    await student.getByLabel('Your name, as your instructor will see it').fill('Eve');
+    await student.getByRole('button', { name: 'Join' }).click();
+    await student.getByRole('status').filter({ hasText: 'You are in' }).waitFor();
     await owner.getByRole('link', { name: sectionA }).click();
     await owner.getByRole('heading', { name: 'Staff' }).waitFor();
     assert.match(await owner.locator('table.staff').innerText(), /owner-a\s+Owner/);
@@ -77,11 +85,22 @@ test('an owner adds a TA, who sees only that section and cannot change it', asyn
     assert.equal(await ta.getByRole('button', { name: 'Give the role' }).count(), 0);
     await screenshot(ta, 'staff-ta-class');
     await axe(ta, "a TA's class");
+    // The TA gives Eve an extension for safe-retry.
+    await ta.locator('table.matrix').getByRole('link', { name: 'Eve' }).click();
+    await ta.getByRole('heading', { name: 'Eve' }).waitFor();
+    await ta.getByLabel('New due date (your local time)').fill('2031-03-04T17:30');
+    await ta.getByLabel('Scenario (empty: every one)').fill('safe-retry');
+    await ta.getByRole('button', { name: 'Give the extension' }).click();
+    await ta.getByRole('status').filter({ hasText: /Eve may submit safe-retry until 2031-03-0[45]/ }).waitFor();
+    await axe(ta, 'a student with the extension form');
+    // The student sees the new due date on the scenario's page.
+    await student.goto('/scenarios/safe-retry');
+    await student.locator('.current-class').filter({ hasText: /due 2031-03-0[45]/ }).waitFor();
     // Section B, opened by its address, is refused.
     await ta.goto(`/instructor/classes/${idB}`);
     await ta.getByRole('alert').filter({ hasText: /ta-a has no role in this class/ }).waitFor();
     // Nothing went wrong but the refusals the test asked for (and the sign-in page's 401).
-    const [, ownerA, taA] = browsers;
+    const [, ownerA, , taA] = browsers;
     assert.deepEqual(ownerA.problems.filter((p) => !/status of 40[1]|status of 422/.test(p)), []);
     assert.deepEqual(taA.problems.filter((p) => !/status of 40[13]/.test(p)), []);
   } finally {

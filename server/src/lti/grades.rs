@@ -9,7 +9,7 @@
 //! which changes nothing in the gradebook. A regrade of an attempt (`pipeline-builder
 //! regrade`) changes its score, and the new best is sent with a new, later timestamp.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +26,9 @@ use crate::store::{with_pool, Store, StoreResult};
 pub const SCORE_SCOPE: &str = "https://purl.imsglobal.org/spec/lti-ags/scope/score";
 /// The scope of creating line items.
 pub const LINEITEM_SCOPE: &str = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem";
+/// The scope of reading line items only.
+pub const LINEITEM_READONLY_SCOPE: &str =
+    "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly";
 /// The longest wait between two tries.
 const BACKOFF_MAX: Duration = Duration::from_secs(15 * 60);
 /// How long a server holds a score it is sending, so that two servers on one database never
@@ -68,8 +71,9 @@ impl Store {
 
     /// The targets whose score changed since the platform accepted one (a new attempt, or a
     /// regrade of one), whose next try is due at `now`. An attempt's score is that of its
-    /// newest regrade, if it was regraded; the score sent is the best of them, or the score
-    /// staff set by hand when there is one.
+    /// newest regrade, if it was regraded; the score sent is the best of them, leaving out
+    /// attempts made for a class after the student's due date there, or the score staff set
+    /// by hand when there is one.
     pub async fn due_grades(&self, now: DateTime<Utc>) -> StoreResult<Vec<Due>> {
         with_pool!(self, pool => {
             let targets = sqlx::query(
@@ -81,16 +85,32 @@ impl Store {
                 let student: String = t.try_get("student")?;
                 let scenario: String = t.try_get("scenario")?;
                 let rows = sqlx::query(
-                    "SELECT a.id, a.score, a.max_score, a.created_at, r.score AS r_score, r.max_score AS r_max, r.created_at AS r_at \
+                    "SELECT a.id, a.score, a.max_score, a.created_at, a.class_id, r.score AS r_score, r.max_score AS r_max, r.created_at AS r_at \
                      FROM attempts AS a LEFT JOIN regrades AS r ON r.attempt = a.id \
                      WHERE a.student = $1 AND a.scenario = $2 ORDER BY a.id, r.created_at")
                     .bind(&student).bind(&scenario).fetch_all(pool).await?;
+                // The student's due date in each class they made attempts for: a late attempt
+                // does not count.
+                let mut due_in: BTreeMap<String, Option<DateTime<Utc>>> = BTreeMap::new();
+                for r in &rows {
+                    if let Some(class) = r.try_get::<Option<String>, _>("class_id")? {
+                        if let std::collections::btree_map::Entry::Vacant(slot) = due_in.entry(class) {
+                            let at: Option<DateTime<Utc>> = sqlx::query_scalar(crate::store::DUE_AT)
+                                .bind(slot.key()).bind(&student).bind(&scenario).fetch_one(pool).await?;
+                            slot.insert(at);
+                        }
+                    }
+                }
                 // Per attempt, its score now: the newest regrade's, else its own.
                 let mut now_scores: Vec<(String, i32, i32)> = Vec::new();
                 let mut through: Option<DateTime<Utc>> = None;
                 for r in rows {
                     let id: String = r.try_get("id")?;
                     let made: DateTime<Utc> = r.try_get("created_at")?;
+                    let class: Option<String> = r.try_get("class_id")?;
+                    if class.and_then(|c| due_in.get(&c).copied().flatten()).is_some_and(|d| made > d) {
+                        continue;
+                    }
                     let regraded: Option<DateTime<Utc>> = r.try_get("r_at")?;
                     through = through.max(Some(made)).max(regraded);
                     let score = match regraded {
@@ -417,6 +437,45 @@ async fn access_token(
 
 /// The line item of a resource link whose launch named none: the one made for it before, or
 /// one made now on the platform (`POST` to its line items container), once per resource link.
+/// The `endDateTime` of a line item, read from the platform (on one of its own origins) with
+/// an access token for reading line items; `None` when it has none.
+pub async fn line_item_end(
+    store: &Store,
+    outbound: &Outbound,
+    p: &Platform,
+    lineitem: &str,
+) -> Result<Option<DateTime<Utc>>, String> {
+    if !on_platform(p, lineitem) {
+        return Err(format!(
+            "{lineitem} is not on one of the platform's origins"
+        ));
+    }
+    let token = access_token(store, outbound, p, LINEITEM_READONLY_SCOPE)
+        .await
+        .map_err(|f| f.why)?;
+    let answer = outbound
+        .http()
+        .get(lineitem)
+        .bearer_auth(&token)
+        .header("accept", "application/vnd.ims.lis.v2.lineitem+json")
+        .send()
+        .await
+        .map_err(|e| format!("{lineitem}: {e}"))?;
+    if !answer.status().is_success() {
+        return Err(format!("{lineitem} answered {}", answer.status()));
+    }
+    let item: serde_json::Value = answer
+        .json()
+        .await
+        .map_err(|e| format!("the line item: {e}"))?;
+    match item.get("endDateTime").and_then(serde_json::Value::as_str) {
+        None => Ok(None),
+        Some(end) => DateTime::parse_from_rfc3339(end)
+            .map(|t| Some(t.with_timezone(&Utc)))
+            .map_err(|_| format!("the line item's endDateTime {end:?} is not an RFC 3339 date")),
+    }
+}
+
 pub async fn line_item_for(
     store: &Store,
     outbound: &Outbound,

@@ -69,6 +69,9 @@ pub const STUDENT_MERGE: &[&str] = &[
     "DELETE FROM score_overrides WHERE student = $1 AND EXISTS (SELECT 1 FROM score_overrides AS w \
      WHERE w.student = $2 AND w.class_id = score_overrides.class_id AND w.scenario = score_overrides.scenario)",
     "UPDATE score_overrides SET student = $2 WHERE student = $1",
+    "DELETE FROM extensions WHERE student = $1 AND EXISTS (SELECT 1 FROM extensions AS w \
+     WHERE w.student = $2 AND w.class_id = extensions.class_id AND w.scenario = extensions.scenario)",
+    "UPDATE extensions SET student = $2 WHERE student = $1",
     "UPDATE staff_accounts SET student = $2 WHERE student = $1 \
      AND NOT EXISTS (SELECT 1 FROM staff_accounts AS w WHERE w.student = $2)",
     "DELETE FROM students WHERE id = $1 AND id <> $2",
@@ -90,6 +93,12 @@ pub const CLASS_MERGE: &[&str] = &[
     "DELETE FROM score_overrides WHERE class_id = $1 AND EXISTS (SELECT 1 FROM score_overrides AS w \
      WHERE w.class_id = $2 AND w.student = score_overrides.student AND w.scenario = score_overrides.scenario)",
     "UPDATE score_overrides SET class_id = $2 WHERE class_id = $1",
+    "DELETE FROM class_deadlines WHERE class_id = $1 AND scenario IN \
+     (SELECT w.scenario FROM class_deadlines AS w WHERE w.class_id = $2)",
+    "UPDATE class_deadlines SET class_id = $2 WHERE class_id = $1",
+    "DELETE FROM extensions WHERE class_id = $1 AND EXISTS (SELECT 1 FROM extensions AS w \
+     WHERE w.class_id = $2 AND w.student = extensions.student AND w.scenario = extensions.scenario)",
+    "UPDATE extensions SET class_id = $2 WHERE class_id = $1",
     "UPDATE audit_log SET class_id = $2 WHERE class_id = $1",
     "DELETE FROM classes WHERE id = $1 AND id <> $2",
 ];

@@ -252,6 +252,8 @@ pub struct Launch {
     /// The line item the resource link's scores go to, when the platform lets the tool post
     /// scores there (on one of the platform's own origins).
     pub lineitem: Option<String>,
+    /// True when the platform lets the tool read its line items (their `endDateTime`).
+    pub lineitem_readable: bool,
     /// The platform's course (its id and title), which is a class here.
     pub context: Option<(String, String)>,
     /// Where the tool may make a line item, when the launch named none.
@@ -341,6 +343,9 @@ pub async fn launch(
         return Ok(response);
     }
     record_grade_target(&store, &outbound, &catalogue, &launch, &student).await?;
+    if let Some(class) = &class {
+        platform_due_date(&store, &outbound, &catalogue, &launch, class).await;
+    }
     let target = match (&launch.scenario, &class) {
         (_, Some(class)) if launch.instructor => format!("/instructor/classes/{class}"),
         (Some(id), _) if !launch.instructor && catalogue.get(id).is_some() => {
@@ -401,6 +406,45 @@ async fn launched_student(store: &Store, launch: &Launch) -> Result<String, Refu
 /// The scores of the scenario a resource link opens go to its line item: the launch's, or
 /// the one made for the resource link (once) when the launch named none. A platform that
 /// cannot make one now does not stop the launch; the next launch tries again.
+/// The due date the launch's line item gives its scenario in the course's class
+/// (`endDateTime`), when the platform lets the tool read it; a due date staff set wins. A
+/// failure to read it is logged and the launch goes on.
+async fn platform_due_date(
+    store: &Store,
+    outbound: &Outbound,
+    catalogue: &Catalogue,
+    launch: &Launch,
+    class: &str,
+) {
+    let (Some(lineitem), true) = (&launch.lineitem, launch.lineitem_readable) else {
+        return;
+    };
+    let Some(entry) = launch.scenario.as_deref().and_then(|id| catalogue.get(id)) else {
+        return;
+    };
+    let platforms = match store.lti_platforms().await {
+        Ok(p) => p,
+        Err(e) => return tracing::warn!("the platforms could not be read: {e}"),
+    };
+    let Some(platform) = platforms.iter().find(|p| p.id == launch.platform) else {
+        return;
+    };
+    match grades::line_item_end(store, outbound, platform, lineitem).await {
+        Ok(Some(end)) => match store
+            .set_platform_due(class, &entry.scenario().id, end)
+            .await
+        {
+            Ok(true) => {
+                tracing::info!(class, scenario = %entry.scenario().id, due = %end, "a due date from the platform's line item")
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!("the line item's due date could not be kept: {e}"),
+        },
+        Ok(None) => {}
+        Err(e) => tracing::warn!(platform = %platform.id, "the line item could not be read: {e}"),
+    }
+}
+
 async fn record_grade_target(
     store: &Store,
     outbound: &Outbound,
@@ -685,6 +729,7 @@ fn read_launch(platform: Platform, claims: &Claims, browser: Browser) -> Result<
         false => None,
     };
     let (lineitem, lineitems) = service_urls(claims, &platform);
+    let lineitem_readable = lineitem_readable(claims);
     let context = claims.lti("context").and_then(|c| {
         let id = c.get("id").and_then(Json_::as_str)?.to_string();
         let title = ["title", "label"]
@@ -709,6 +754,7 @@ fn read_launch(platform: Platform, claims: &Claims, browser: Browser) -> Result<
             .map(str::to_string),
         deep_linking,
         lineitem,
+        lineitem_readable,
         context,
         lineitems,
         resource_link: claims
@@ -744,6 +790,21 @@ fn deep_linking_of(
         issuer: platform.issuer.clone(),
         deployment_id: deployment.to_string(),
     })
+}
+
+/// True when the launch's Assignment and Grade Services scopes let the tool read line items.
+fn lineitem_readable(claims: &Claims) -> bool {
+    claims
+        .rest
+        .get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint")
+        .and_then(|e| e.get("scope"))
+        .and_then(Json_::as_array)
+        .is_some_and(|s| {
+            s.iter().any(|x| {
+                x.as_str() == Some(grades::LINEITEM_SCOPE)
+                    || x.as_str() == Some(grades::LINEITEM_READONLY_SCOPE)
+            })
+        })
 }
 
 /// The launch's line item and line items container (Assignment and Grade Services), each

@@ -25,7 +25,7 @@ use crate::error::{AppError, ErrorBody, ErrorCode, JsonBody};
 use crate::limit::JoinGuesses;
 use crate::regrade::{self, RegradeReport};
 use crate::report::CsvRow;
-use crate::store::{Class, ClassMade, Joined, Membership, StaffRole, Store};
+use crate::store::{Class, ClassMade, DueDates, Joined, Membership, StaffRole, Store};
 
 pub use shared::wire::classes::{
     ClassAttemptBody, ClassBody, ClassUpdate, JoinRequest, NewClass, Preview, StudentAttempts,
@@ -108,12 +108,15 @@ fn class_closed(name: &str) -> AppError {
     )
 }
 
-/// Refuses an attempt for `class` unless `student` is a member and the class is open.
+/// Refuses an attempt at `scenario` for `class` unless `student` is a member, the class is
+/// open and, when the class refuses late attempts, the student's due date has not passed.
+/// `Ok(true)` when the attempt is late (and the class accepts it so).
 pub(super) async fn may_record_for(
     store: &Store,
     class: &str,
     student: &str,
-) -> Result<(), AppError> {
+    scenario: &str,
+) -> Result<bool, AppError> {
     let found = if class.len() > 64 {
         None
     } else {
@@ -129,7 +132,16 @@ pub(super) async fn may_record_for(
     if !found.open {
         return Err(class_closed(&found.name).at("$.class"));
     }
-    Ok(())
+    let (due, policy) = store.due_of(class, student, scenario).await?;
+    let late = due.is_some_and(|due| chrono::Utc::now() > due);
+    if late && policy == crate::store::LatePolicy::Refuse {
+        let due = due.map(time).unwrap_or_default();
+        return Err(AppError::of(ErrorCode::PastDue,
+            format!("{scenario} was due in \"{}\" on {due} (UTC), and the class takes no attempt after its due date; ask its staff for an extension", found.name),
+        )
+        .at("$.class"));
+    }
+    Ok(late)
 }
 
 fn class_body(class: Class, headers: &HeaderMap, config: &Config) -> ClassBody {
@@ -152,15 +164,29 @@ fn class_body(class: Class, headers: &HeaderMap, config: &Config) -> ClassBody {
     }
 }
 
-fn student_class(class: Class, m: Membership) -> StudentClass {
-    StudentClass {
+/// A class as one of its students sees it, with their due dates.
+async fn student_class(
+    store: &Store,
+    catalogue: &Catalogue,
+    class: Class,
+    m: Membership,
+) -> Result<StudentClass, AppError> {
+    let due = store.due_dates(&class.id).await?;
+    let ids = catalogue.entries().iter().map(|e| e.scenario().id.as_str());
+    Ok(StudentClass {
+        due: due
+            .of_student(&m.student, ids.collect::<Vec<_>>())
+            .into_iter()
+            .map(|(s, at)| (s, time(at)))
+            .collect(),
+        late_policy: due.late_policy,
         id: class.id,
         name: class.name,
         open: class.open,
         preview: class.preview,
         display_name: m.display_name,
         joined_at: time(m.joined_at),
-    }
+    })
 }
 
 /// The most characters of the name a member of a class is shown by.
@@ -552,6 +578,7 @@ pub async fn reopen_class(
 pub async fn join_class(
     guesses: JoinGuesses,
     State(store): State<Store>,
+    State(catalogue): State<Arc<Catalogue>>,
     Session(student): Session,
     JsonBody(body): JsonBody<JoinRequest>,
 ) -> Result<Response, AppError> {
@@ -570,7 +597,8 @@ pub async fn join_class(
     }
     let class = store.class_by_code(&code).await?.ok_or_else(not_found)?;
     if let Some(m) = store.membership(&class.id, &student.id).await? {
-        return Ok((StatusCode::OK, Json(student_class(class, m))).into_response());
+        let answer = student_class(&store, &catalogue, class, m).await?;
+        return Ok((StatusCode::OK, Json(answer)).into_response());
     }
     let Some(name) = body.display_name.as_deref().and_then(member_name) else {
         return Err(AppError::invalid_request(
@@ -581,27 +609,35 @@ pub async fn join_class(
     match store.join_class(&class.id, &student.id, name).await? {
         Joined::New(m) => {
             let class = store.get_class(&class.id).await?.unwrap_or(class);
-            Ok((StatusCode::CREATED, Json(student_class(class, m))).into_response())
+            let answer = student_class(&store, &catalogue, class, m).await?;
+            Ok((StatusCode::CREATED, Json(answer)).into_response())
         }
-        Joined::Already(m) => Ok((StatusCode::OK, Json(student_class(class, m))).into_response()),
+        Joined::Already(m) => {
+            let answer = student_class(&store, &catalogue, class, m).await?;
+            Ok((StatusCode::OK, Json(answer)).into_response())
+        }
         Joined::Closed => Err(class_closed(&class.name).at("$.code")),
     }
 }
 
 #[utoipa::path(get, path = "/api/session/classes", tag = "classes",
-    description = "The classes of the session's student, in the order joined, each with its preview setting.",
+    description = "The classes of the session's student, in the order joined, each with its preview setting, the \
+        student's due date per scenario (`due`, their extensions counted) and the late policy.",
     security(("student_cookie" = [])),
     responses((status = 200, body = [StudentClass]),
         (status = 400, description = "ambiguous_session", body = ErrorBody),
         (status = 401, description = "no_session", body = ErrorBody)))]
 pub async fn my_classes(
     State(store): State<Store>,
+    State(catalogue): State<Arc<Catalogue>>,
     Session(student): Session,
 ) -> Result<Json<Vec<StudentClass>>, AppError> {
     let list = store.student_classes(&student.id).await?;
-    Ok(Json(
-        list.into_iter().map(|(c, m)| student_class(c, m)).collect(),
-    ))
+    let mut answer = Vec::with_capacity(list.len());
+    for (class, m) in list {
+        answer.push(student_class(&store, &catalogue, class, m).await?);
+    }
+    Ok(Json(answer))
 }
 
 /// Everything the dashboard reads of a class.
@@ -609,6 +645,7 @@ pub(super) struct Loaded {
     members: Vec<Membership>,
     attempts: Vec<crate::store::ClassAttempt>,
     regrades: Vec<crate::store::Regrade>,
+    due: DueDates,
 }
 
 impl Loaded {
@@ -621,6 +658,7 @@ impl Loaded {
             members: store.members(class).await?,
             attempts: store.class_attempts(class, student).await?,
             regrades: store.regrades(Some(class), None).await?,
+            due: store.due_dates(class).await?,
         })
     }
 
@@ -631,7 +669,16 @@ impl Loaded {
             members: &self.members,
             attempts: &self.attempts,
             regrades: &self.regrades,
+            due: &self.due,
         }
+    }
+}
+
+/// The CSV's note of a late attempt: when it was due.
+fn late_note(due: &DueDates, a: &crate::store::AttemptSummary) -> String {
+    match due.due(&a.student, &a.scenario) {
+        Some(at) if a.created_at > at => format!("late: due {}", time(at)),
+        _ => String::new(),
     }
 }
 
@@ -790,7 +837,7 @@ pub async fn class_attempt(
 #[utoipa::path(get, path = "/api/classes/{id}/attempts", tag = "classes",
     description = "Every attempt of the class's members, oldest first, each with its verdict and any regraded ones. \
         With `?format=csv`, one row per attempt with `student`, `display_name` (the name the student gave the class), `scenario`, \
-        `score`, `max_score`, `passed`, `missed`, `submission_id`, `submitted_at`, `error` and `note` (both always empty), \
+        `score`, `max_score`, `passed`, `missed`, `submission_id`, `submitted_at`, `error` (always empty) and `note` (`late: due …` for an attempt after the student's due date, else empty), \
         as `GET /api/submissions?format=csv` writes them; a field that starts with `=`, `+`, `-`, `@`, a tab or a CR is written \
         as text (a `'` before it, quoted). `bom=true` starts the file with a UTF-8 byte order mark.",
     params(("id" = String, Path, description = "The class id"), FormatQuery),
@@ -813,6 +860,7 @@ pub async fn class_attempts(
     let csv = wants_csv(query.format.as_deref())?;
     class_for(&store, &grader, &id, Need::Read).await?;
     let attempts = store.class_attempts(&id, None).await?;
+    let due = store.due_dates(&id).await?;
     if csv {
         // The class's name for each student: the CSV names them as the matrix does.
         let names: std::collections::BTreeMap<String, String> = store
@@ -833,6 +881,7 @@ pub async fn class_attempts(
                 missed: CsvRow::missed_of(&a.verdict),
                 submission_id: a.summary.id.clone(),
                 submitted_at: time(a.summary.created_at),
+                note: late_note(&due, &a.summary),
                 ..CsvRow::default()
             })
             .collect();
@@ -845,6 +894,7 @@ pub async fn class_attempts(
         members: store.members(&id).await?,
         attempts,
         regrades: store.regrades(Some(&id), None).await?,
+        due,
     };
     let data = loaded.data(&id, &catalogue);
     let mut rows = Vec::new();

@@ -16,6 +16,7 @@ use crate::error::AppError;
 pub mod author;
 pub mod classes;
 pub mod csv;
+pub mod deadlines;
 pub mod drafts;
 pub mod gradebook;
 pub mod grading;

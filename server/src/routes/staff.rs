@@ -134,7 +134,8 @@ pub async fn remove_staff(
 #[utoipa::path(get, path = "/api/classes/{id}/audit", tag = "classes",
     description = "Every change staff made to the class, oldest first: who (a staff account, or `admin:` and an \
         administrator token's name), when, what (`class_made`, `class_changed`, `staff_granted`, `staff_removed`, \
-        `regraded`, `score_overridden`, `override_removed`) and the change in words. Only an owner (or a server administrator's token) may read it. \
+        `regraded`, `score_overridden`, `override_removed`, `deadlines_changed`, `extension_granted`, \
+        `extension_removed`) and the change in words. Only an owner (or a server administrator's token) may read it. \
         With `?format=csv`, the columns `at`, `actor`, `action`, `detail`.",
     params(("id" = String, Path, description = "The class id"), FormatQuery),
     security(("grader_token" = []), ("grader_cookie" = [])),

@@ -89,6 +89,7 @@ pub(super) fn submission_body(a: &Attempt, with_design: bool) -> Submission {
         max_score: count(a.max_score),
         passed: a.passed,
         class: a.class.clone(),
+        late: false,
         verdict: a.verdict.clone(),
         design: with_design.then(|| a.design.clone()),
     }
@@ -140,7 +141,11 @@ struct Submitting {
 
 /// Reads a submission, decides whose attempt it is (a student submits only for themself, a
 /// grader must name the student), and checks it.
-async fn submit(parts: &Submitting, caller: &Caller, bytes: &[u8]) -> Result<Attempt, AppError> {
+async fn submit(
+    parts: &Submitting,
+    caller: &Caller,
+    bytes: &[u8],
+) -> Result<(Attempt, bool), AppError> {
     let request: SubmissionRequest = parse_json(bytes)?;
     let student = match (caller, request.student) {
         (Caller::Student(s), Some(named)) if named != s.id => {
@@ -163,9 +168,12 @@ async fn submit(parts: &Submitting, caller: &Caller, bytes: &[u8]) -> Result<Att
             .at("$.student"))
         }
     };
-    if let Some(class) = &request.class {
-        super::classes::may_record_for(&parts.store, class, &student).await?;
-    }
+    let late = match &request.class {
+        Some(class) => {
+            super::classes::may_record_for(&parts.store, class, &student, &request.scenario).await?
+        }
+        None => false,
+    };
     let mut attempt = check_attempt(
         &parts.catalogue,
         &parts.checker,
@@ -176,7 +184,7 @@ async fn submit(parts: &Submitting, caller: &Caller, bytes: &[u8]) -> Result<Att
     )
     .await?;
     attempt.class = request.class;
-    Ok(attempt)
+    Ok((attempt, late))
 }
 
 /// The `Idempotency-Key` header, if sent: 1 to 255 visible ASCII characters.
@@ -228,7 +236,7 @@ pub fn fingerprint(route: &str, bytes: &[u8]) -> String {
         (status = 401, description = "unauthorized: a bad or revoked token; no_session: neither a token nor a session", body = ErrorBody),
         (status = 403, description = "forbidden: a student session naming another student (submitting for a named student needs a grader token); cross_site_request: another site sent it; not_a_member: the student is not a member of `class`", body = ErrorBody),
         (status = 404, description = "unknown_scenario, or unknown_class: `class` names no class", body = ErrorBody),
-        (status = 409, description = "idempotency_key_in_flight, or class_closed: `class` is closed", body = ErrorBody),
+        (status = 409, description = "idempotency_key_in_flight; class_closed: `class` is closed; or past_due: `class` refuses attempts after the student's due date, which has passed", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type: a student's body that is not application/json", body = ErrorBody),
         (status = 422, description = "invalid_request, invalid_design, graph_too_large, check_too_large or idempotency_key_reused", body = ErrorBody)))]
@@ -337,8 +345,12 @@ async fn submit_idempotently(
     let outcome = submit(&parts, &caller, &bytes).await;
     drop(renewal);
     let (attempt, status, body) = match &outcome {
-        Ok(attempt) => {
-            let body = serde_json::to_value(submission_body(attempt, false)).unwrap_or(Value::Null);
+        Ok((attempt, late)) => {
+            let answer = Submission {
+                late: *late,
+                ..submission_body(attempt, false)
+            };
+            let body = serde_json::to_value(answer).unwrap_or(Value::Null);
             (Some(attempt), StatusCode::CREATED, body)
         }
         Err(e) => (None, e.status, e.body()),

@@ -39,6 +39,7 @@ pub const STUDENT_DELETE: &[(&str, &str)] = &[
         "idempotency records",
         "DELETE FROM idempotency_keys WHERE caller = 'student:' || $1",
     ),
+    ("extensions", "DELETE FROM extensions WHERE student = $1"),
     (
         "scores set by hand",
         "DELETE FROM score_overrides WHERE student = $1",

@@ -46,6 +46,8 @@ pub(crate) struct Gradebook {
     bearers: std::sync::Mutex<Vec<String>>,
     /// Line items the tool made.
     made: std::sync::Mutex<Vec<Value>>,
+    /// The `endDateTime` of the platform's line items, when it gives one.
+    pub(crate) end_date: std::sync::Mutex<Option<String>>,
 }
 
 async fn lineitems_endpoint(
@@ -66,6 +68,24 @@ async fn lineitems_endpoint(
     book.made.lock().unwrap().push(item.clone());
     item["id"] = json!(format!("http://{host}/lineitems/1"));
     (StatusCode::CREATED, axum::Json(item)).into_response()
+}
+
+/// A line item as the platform answers it, with its `endDateTime` when the test set one.
+async fn lineitem_endpoint(
+    axum::extract::State(book): axum::extract::State<Arc<Gradebook>>,
+    axum::extract::Path(item): axum::extract::Path<String>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let bearer = headers.get("authorization").and_then(|v| v.to_str().ok());
+    if !bearer.is_some_and(|b| b.starts_with("Bearer platform-token-")) {
+        return (StatusCode::UNAUTHORIZED, "no").into_response();
+    }
+    let mut answer = json!({"id": item, "scoreMaximum": 3, "label": "safe-retry"});
+    if let Some(end) = book.end_date.lock().unwrap().clone() {
+        answer["endDateTime"] = json!(end);
+    }
+    axum::Json(answer).into_response()
 }
 
 async fn token_endpoint(
@@ -91,7 +111,11 @@ async fn token_endpoint(
     if form.get("grant_type").map(String::as_str) != Some("client_credentials")
         || !matches!(
             form.get("scope").map(String::as_str),
-            Some(server::lti::grades::SCORE_SCOPE | server::lti::grades::LINEITEM_SCOPE)
+            Some(
+                server::lti::grades::SCORE_SCOPE
+                    | server::lti::grades::LINEITEM_SCOPE
+                    | server::lti::grades::LINEITEM_READONLY_SCOPE
+            )
         )
     {
         return (StatusCode::UNAUTHORIZED, "bad client assertion").into_response();
@@ -189,6 +213,7 @@ pub(crate) async fn start_platform() -> TestPlatform {
             axum::routing::post(score_endpoint),
         )
         .route("/lineitems", axum::routing::post(lineitems_endpoint))
+        .route("/lineitems/{item}", axum::routing::get(lineitem_endpoint))
         .with_state(Arc::clone(&grades));
     tokio::spawn(async move { axum::serve(listener, app).await });
     TestPlatform {

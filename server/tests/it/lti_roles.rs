@@ -252,3 +252,122 @@ async fn a_score_set_by_hand_is_the_score_passback_sends() {
         .collect();
     assert_eq!(given, [max.clone(), json!(1), max]);
 }
+
+/// Grade passback sends the best on-time score: an attempt after the due date is recorded
+/// (the class accepts late attempts) but does not count.
+#[tokio::test]
+async fn passback_sends_the_best_on_time_score() {
+    let dir = crate::common::TempDir::new("lti-on-time");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let (platform, app) = registered(&store).await;
+    let jwks = app.get("/lti/jwks", &As::nobody()).await.body;
+    *platform.grades.tool_keys.lock().unwrap() = Some(serde_json::from_value(jwks).unwrap());
+    let started = login(&app, &platform).await;
+    let mut claims = platform.claims(&started.nonce, "learner-8");
+    claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = json!({
+        "scope": [server::lti::grades::SCORE_SCOPE],
+        "lineitem": format!("{}/lineitems/1?type=score", platform.issuer),
+    });
+    let answer = launch(&app, &platform.sign(&claims, KID, &platform.key), &started).await;
+    let cookie = session_cookie(&answer);
+    let class = store
+        .lti_course_class(&platform.issuer, DEPLOYMENT, "course-1")
+        .await
+        .unwrap()
+        .unwrap();
+    let submit = |design: Value| {
+        let body = json!({"scenario": "safe-retry", "class": class, "design": design});
+        let (app, cookie) = (&app, cookie.clone());
+        async move {
+            let a = app
+                .post("/api/submissions", &As::student(&cookie), &body)
+                .await;
+            assert_eq!(a.status, StatusCode::CREATED, "{}", a.text);
+            a.body
+        }
+    };
+    let on_time = submit(crate::common::failing_design()).await;
+    let token = app.grader_token("teacher").await;
+    let due = chrono::Utc::now().to_rfc3339();
+    let set = app
+        .put(
+            &format!("/api/classes/{class}/deadlines"),
+            &As::grader(&token),
+            &json!({"due_at": due}),
+        )
+        .await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.text);
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let late = submit(crate::common::passing_design("safe-retry")).await;
+    assert_eq!(late["late"], true);
+    let round = server::lti::grades::send_due(&store, app.state.outbound(), chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(round.sent, 1);
+    let accepted = platform.grades.accepted.lock().unwrap().clone();
+    assert_eq!(
+        accepted[0]["scoreGiven"], on_time["score"],
+        "the on-time best, not the late pass"
+    );
+    assert_ne!(on_time["score"], late["score"]);
+}
+
+/// A line item's `endDateTime` becomes the scenario's due date in the course's class, unless
+/// staff set one.
+#[tokio::test]
+async fn a_line_items_end_date_is_the_due_date_unless_staff_set_one() {
+    let dir = crate::common::TempDir::new("lti-end-date");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let (platform, app) = registered(&store).await;
+    let jwks = app.get("/lti/jwks", &As::nobody()).await.body;
+    *platform.grades.tool_keys.lock().unwrap() = Some(serde_json::from_value(jwks).unwrap());
+    let launch_with = |end: &'static str| {
+        let (app, platform) = (&app, &platform);
+        async move {
+            *platform.grades.end_date.lock().unwrap() = Some(end.to_string());
+            let started = login(app, platform).await;
+            let mut claims = platform.claims(&started.nonce, "learner-9");
+            claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = json!({
+                "scope": [server::lti::grades::SCORE_SCOPE, server::lti::grades::LINEITEM_READONLY_SCOPE],
+                "lineitem": format!("{}/lineitems/7", platform.issuer),
+            });
+            let answer = launch(app, &platform.sign(&claims, KID, &platform.key), &started).await;
+            assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.text);
+        }
+    };
+    launch_with("2026-12-20T17:00:00Z").await;
+    let class = store
+        .lti_course_class(&platform.issuer, DEPLOYMENT, "course-1")
+        .await
+        .unwrap()
+        .unwrap();
+    let token = app.grader_token("teacher").await;
+    let deadlines = format!("/api/classes/{class}/deadlines");
+    let listed = app.get(&deadlines, &As::grader(&token)).await;
+    assert_eq!(
+        listed.body["scenarios"],
+        json!([{"scenario": "safe-retry", "due_at": "2026-12-20T17:00:00.000Z", "source": "platform"}])
+    );
+    // The platform moves it: the next launch follows.
+    launch_with("2026-12-21T17:00:00Z").await;
+    let listed = app.get(&deadlines, &As::grader(&token)).await;
+    assert_eq!(
+        listed.body["scenarios"][0]["due_at"],
+        "2026-12-21T17:00:00.000Z"
+    );
+    // Staff set one: the platform's no longer counts.
+    let set = app
+        .put(
+            &deadlines,
+            &As::grader(&token),
+            &json!({"scenarios": {"safe-retry": "2026-12-24T12:00:00Z"}}),
+        )
+        .await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.text);
+    launch_with("2026-12-22T17:00:00Z").await;
+    let listed = app.get(&deadlines, &As::grader(&token)).await;
+    assert_eq!(
+        listed.body["scenarios"],
+        json!([{"scenario": "safe-retry", "due_at": "2026-12-24T12:00:00.000Z", "source": "staff"}])
+    );
+}

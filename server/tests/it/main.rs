@@ -10,6 +10,7 @@ mod cli;
 mod common;
 mod crash;
 mod csv;
+mod deadlines;
 mod docs;
 mod embedded;
 mod fuzz;

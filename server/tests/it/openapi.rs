@@ -567,6 +567,35 @@ async fn every_error_code_a_request_can_provoke_matches_the_published_schema() {
         .await
     );
 
+    // A class that refuses attempts after its due date, which has passed.
+    let due = app
+        .post("/api/classes", &grader, &json!({"name": "Data 102"}))
+        .await;
+    let due_id = due.body["id"].as_str().unwrap().to_string();
+    let due_code = due.body["join_code"].as_str().unwrap().to_string();
+    app.post(
+        "/api/classes/join",
+        &who,
+        &json!({"code": due_code, "display_name": "Ada"}),
+    )
+    .await;
+    app.put(
+        &format!("/api/classes/{due_id}/deadlines"),
+        &grader,
+        &json!({"due_at": "2020-01-01T00:00:00Z", "late_policy": "refuse"}),
+    )
+    .await;
+    got!(
+        "post",
+        "/api/submissions",
+        app.post(
+            "/api/submissions",
+            &who,
+            &json!({"scenario": "safe-retry", "design": failing_design(), "class": due_id})
+        )
+        .await
+    );
+
     // An export for another scenario than the one graded is an item's error inside a batch,
     // never a whole answer's: its entry is an error body too.
     let batch = app

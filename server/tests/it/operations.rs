@@ -247,7 +247,7 @@ async fn student_delete_removes_everything_that_is_theirs(app: TestApp, url: &st
     assert_eq!(
         stdout.trim(),
         format!(
-            "deleted student {id}: removed 0 regraded verdicts, 2 attempts, 1 drafts, 1 sessions, 1 class memberships, 0 learning platform links, 0 grade passback records, 1 idempotency records, 0 scores set by hand, 0 staff sign-in links, 1 students"
+            "deleted student {id}: removed 0 regraded verdicts, 2 attempts, 1 drafts, 1 sessions, 1 class memberships, 0 learning platform links, 0 grade passback records, 1 idempotency records, 0 extensions, 0 scores set by hand, 0 staff sign-in links, 1 students"
         )
     );
     for (table, column) in [

@@ -1,7 +1,8 @@
 //! Staff roles per class, on SQLite and PostgreSQL: two owners with a class each, a TA and a
 //! viewer of the first class, a read-only token of the first owner and a server
 //! administrator. Every instructor route of a class answers each of them as their role in
-//! that class allows (the gradebook and scores set by hand among them): 403 across classes,
+//! that class allows (the gradebook, scores set by hand, due dates and extensions among
+//! them): 403 across classes,
 //! viewers' and read-only writes refused, the
 //! administrator allowed everywhere. The class list shows each account only its classes; the
 //! last owner cannot be made less; the audit log records each change.
@@ -347,6 +348,14 @@ async fn every_route_answers_each_role(app: &TestApp) {
                             server::store::StaffRole::Viewer,
                             "admin:test",
                         )
+                        .await
+                        .unwrap();
+                }
+                // The extension the DELETE takes back is given before each call.
+                if route.path.ends_with("/extension") {
+                    let due = chrono::Utc::now() + chrono::Duration::days(30);
+                    store
+                        .set_extension(&class.id, &class.student, "", due, "admin:test")
                         .await
                         .unwrap();
                 }

@@ -129,7 +129,8 @@ pub struct AuditEntry {
     /// The account that made the change, or `admin:` and an administrator token's name.
     pub actor: String,
     /// What was done: `class_made`, `class_changed`, `staff_granted`, `staff_removed`,
-    /// `regraded`, `score_overridden`, `override_removed`.
+    /// `regraded`, `score_overridden`, `override_removed`, `deadlines_changed`,
+    /// `extension_granted`, `extension_removed`.
     pub action: String,
     /// The change in words.
     pub detail: String,
@@ -146,6 +147,106 @@ pub struct StudentClass {
     /// The name the student gave when joining.
     pub display_name: String,
     pub joined_at: String,
+    /// The student's due date per scenario (their extensions counted), RFC 3339 in UTC; a
+    /// scenario without one is left out.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub due: std::collections::BTreeMap<String, String>,
+    /// What happens to an attempt after its due date.
+    #[serde(default)]
+    pub late_policy: LatePolicy,
+}
+
+/// What happens to an attempt made for a class after its due date.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LatePolicy {
+    /// It is recorded and marked late; grade passback sends the best on-time score.
+    #[default]
+    Accept,
+    /// It is refused (409 `past_due`) and nothing is recorded.
+    Refuse,
+}
+
+impl LatePolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LatePolicy::Accept => "accept",
+            LatePolicy::Refuse => "refuse",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<LatePolicy> {
+        [LatePolicy::Accept, LatePolicy::Refuse]
+            .into_iter()
+            .find(|p| p.as_str() == name)
+    }
+}
+
+/// A class's due dates, its late policy and its students' extensions.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Deadlines {
+    /// The due date of every scenario without one of its own; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due_at: Option<String>,
+    pub late_policy: LatePolicy,
+    /// The scenarios' own due dates.
+    pub scenarios: Vec<ScenarioDue>,
+    pub extensions: Vec<Extension>,
+}
+
+/// A scenario's due date in a class.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioDue {
+    pub scenario: String,
+    pub due_at: String,
+    /// `staff` when staff set it, `platform` when it came from the learning platform's line
+    /// item (`endDateTime`); staff's wins.
+    pub source: String,
+}
+
+/// A later due date for one student, for one scenario or (without `scenario`) all of them.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Extension {
+    pub student: String,
+    pub display_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
+    pub due_at: String,
+    pub set_by: String,
+    pub set_at: String,
+}
+
+/// A class's due dates and late policy, as staff set them: the scenarios named replace every
+/// due date staff set before (a scenario left out has none of its own, but keeps one from the
+/// learning platform).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeadlinesUpdate {
+    /// RFC 3339 (`2026-12-10T17:00:00Z`); absent or null: no due date for the whole class.
+    #[serde(default)]
+    pub due_at: Option<String>,
+    #[serde(default)]
+    pub late_policy: LatePolicy,
+    /// Scenario id → RFC 3339 due date.
+    #[serde(default)]
+    pub scenarios: std::collections::BTreeMap<String, String>,
+}
+
+/// An extension to grant a student.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtensionRequest {
+    /// The scenario it is for; absent: every scenario of the class.
+    #[serde(default)]
+    pub scenario: Option<String>,
+    /// RFC 3339: the student's new due date.
+    pub due_at: String,
 }
 
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -226,6 +327,13 @@ pub struct Cell {
     pub attempts_before_first_pass: Option<u32>,
     /// Attempts whose result is from an older version of the scenario (not regraded yet).
     pub outdated_attempts: u32,
+    /// Attempts made after the student's due date for the scenario; absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub late_attempts: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A student's row of the matrix.
@@ -339,6 +447,9 @@ pub struct AttemptRow {
     /// True when the attempt's result is from an older version of its scenario: its own
     /// verdict is, and no regrade against the current version exists yet.
     pub outdated: bool,
+    /// True when it was made after the student's due date for its scenario; absent when not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub late: bool,
     /// The attempt's own verdict, as it was given.
     #[cfg_attr(feature = "openapi", schema(value_type = crate::verdict::Verdict))]
     pub verdict: Json,
@@ -418,9 +529,12 @@ pub struct LtiIdentity {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Grade {
     pub scenario: String,
-    /// The best score of the member's attempts for the class, each counted by its current
-    /// result (a regraded verdict where there is one); absent when they made none.
+    /// The best score of the member's on-time attempts for the class, each counted by its
+    /// current result (a regraded verdict where there is one); absent when they made none.
     pub computed: Option<u32>,
+    /// The best score of the attempts made after the due date, when there are any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late: Option<u32>,
     /// A score staff set by hand, kept beside the computed one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overridden: Option<ScoreOverride>,

@@ -82,11 +82,14 @@ pub enum ErrorCode {
     /// 409: the scenario file being edited does not read as a scenario yet, so no design can
     /// be tried on it; the file's problems say why.
     FileNotTryable,
+    /// 409: the class refuses attempts after the student's due date (its late policy), and
+    /// it has passed.
+    PastDue,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the enum.
-    pub const ALL: [ErrorCode; 33] = [
+    pub const ALL: [ErrorCode; 34] = [
         ErrorCode::MalformedJson,
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidDesign,
@@ -120,6 +123,7 @@ impl ErrorCode {
         ErrorCode::UnexpectedHost,
         ErrorCode::ClassLimitReached,
         ErrorCode::FileNotTryable,
+        ErrorCode::PastDue,
     ];
 
     /// The code as it is written in an error body.
@@ -158,6 +162,7 @@ impl ErrorCode {
             ErrorCode::UnexpectedHost => "unexpected_host",
             ErrorCode::ClassLimitReached => "class_limit_reached",
             ErrorCode::FileNotTryable => "file_not_tryable",
+            ErrorCode::PastDue => "past_due",
         }
     }
 }

@@ -41,6 +41,10 @@ pub struct Submission {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub class: Option<String>,
+    /// True when the attempt was made for a class after the student's due date (it counts as
+    /// late); absent otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub late: bool,
     #[cfg_attr(feature = "openapi", schema(value_type = crate::verdict::Verdict))]
     pub verdict: Json,
     /// The design that was checked (only when one attempt is asked for).

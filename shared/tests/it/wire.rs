@@ -28,6 +28,7 @@ fn a_cell_without_attempts_leaves_out_its_times() {
         last_attempt_at: None,
         attempts_before_first_pass: None,
         outdated_attempts: 0,
+        late_attempts: 0,
     };
     check(
         &cell,
@@ -48,6 +49,7 @@ fn an_attempt_of_a_class_has_the_row_fields_beside_the_student_and_the_design() 
             passed: false,
             missed: vec!["no-duplicates".into()],
             outdated: true,
+            late: false,
             verdict: json!({"passed": false}),
             regrades: vec![RegradeRow {
                 scenario_hash: "h2".into(),

@@ -199,6 +199,17 @@ pub async fn submit(
     Ok((verdict, text))
 }
 
+/// True when a submission's answer says the attempt came after the student's due date.
+pub fn answer_is_late(answer: &str) -> bool {
+    // Only the one field is read, so the reader stays small.
+    #[derive(serde::Deserialize)]
+    struct Late {
+        #[serde(default)]
+        late: bool,
+    }
+    serde_json::from_str::<Late>(answer).is_ok_and(|s| s.late)
+}
+
 /// The verdict on a design without recording an attempt (`POST /api/scenarios/{id}/check`),
 /// for an author trying a design.
 pub async fn check(scenario: &str, design: &Design) -> Result<Verdict, ApiError> {

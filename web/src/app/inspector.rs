@@ -44,8 +44,7 @@ pub fn Inspector() -> impl IntoView {
                 (None, Some((a, b))) => {
                     let label = format!("Delete the connection {a} → {b}");
                     view! {
-                        <CloseSheet />
-                        <h2 id="inspector-heading">"Connection"</h2>
+                        <CloseSheet><h2 id="inspector-heading">"Connection"</h2></CloseSheet>
                         <p><code>{a.clone()}</code>" → "<code>{b.clone()}</code></p>
                         {(!page.read_only()).then(|| view! { <button class="danger" aria-label=label on:click=move |_| page.delete_selection()>"Delete connection"</button> })}
                     }.into_any()
@@ -115,9 +114,9 @@ fn NodeOptions(id: String, kind: NodeKind) -> impl IntoView {
                 .collect::<Vec<_>>()
         })
     };
+    let title_id = id.clone();
     view! {
-        <CloseSheet />
-        <h2 id="inspector-heading">{words::kind_title(kind)}" "<code>{id.clone()}</code></h2>
+        <CloseSheet><h2 id="inspector-heading">{words::kind_title(kind)}" "<code>{title_id}</code></h2></CloseSheet>
         <p class="kind-line">{words::kind_line(kind)}</p>
         // Shown, not editable, when the design is read-only.
         <fieldset class="options" disabled=page.read_only()>
@@ -361,21 +360,26 @@ fn value_choices(page: Page, id: String, spec: &OptionSpec, values: Vec<String>)
 
 /// The bar atop the options on a phone, where they are a sheet over the drawing: fold the
 /// sheet to this bar (the design, the task and its requirements are then all in view), open
-/// it again, or close it and go back to the canvas.
+/// it again, or close it and go back to the canvas. The bar and the title under it (the
+/// children) stay together at the top of the sheet as its options scroll, so the title is
+/// never under the bar.
 #[component]
-fn CloseSheet() -> impl IntoView {
+fn CloseSheet(children: Children) -> impl IntoView {
     let page = expect_context::<Page>();
     let folded = page.sheet_folded;
     view! {
-        <div class="sheet-bar">
-            <button class="secondary small sheet-fold" aria-expanded=move || (!folded.get()).to_string()
-                on:click=move |_| folded.update(|f| *f = !*f)>
-                {move || if folded.get() { "Show the options" } else { "Fold to a bar" }}
-            </button>
-            <button class="icon sheet-close" aria-label="Close the options" title="Close" on:click=move |_| {
-                page.selected.set(None);
-                focus(".canvas");
-            }>{icon(CLOSE)}</button>
+        <div class="sheet-head">
+            <div class="sheet-bar">
+                <button class="secondary small sheet-fold" aria-expanded=move || (!folded.get()).to_string()
+                    on:click=move |_| folded.update(|f| *f = !*f)>
+                    {move || if folded.get() { "Show the options" } else { "Fold to a bar" }}
+                </button>
+                <button class="icon sheet-close" aria-label="Close the options" title="Close" on:click=move |_| {
+                    page.selected.set(None);
+                    focus(".canvas");
+                }>{icon(CLOSE)}</button>
+            </div>
+            {children()}
         </div>
     }
 }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use shared::wire::classes::{
-    CellState, ClassBody, ClassUpdate, Matrix, MissedScenario, NewClass, Preview, StaffGrant,
-    StaffMember, StaffRole, StudentAttempts, StudentRow,
+    CellState, ClassBody, ClassUpdate, Extension, ExtensionRequest, Matrix, MissedScenario,
+    NewClass, Preview, StaffGrant, StaffMember, StaffRole, StudentAttempts, StudentRow,
 };
 
 use super::api::{self, grader};
@@ -40,6 +40,16 @@ fn take_input(selector: &str) -> String {
         }
         None => String::new(),
     }
+}
+
+/// The value of the input `selector` of the page, left as it is.
+fn input_value(selector: &str) -> String {
+    web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.query_selector(selector).ok().flatten())
+        .and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlInputElement>(e).ok())
+        .map(|i| i.value())
+        .unwrap_or_default()
 }
 
 /// The value of the select `selector` of the page.
@@ -661,6 +671,11 @@ fn attempts_html(class: &str, body: &StudentAttempts) -> String {
                 a.max_score,
                 esc(&verdict)
             ));
+        if a.late {
+            out.push_str(
+                "<p class=\"late\">Late: made after the student's due date; its score does not count.</p>",
+            );
+        }
         if a.outdated {
             out.push_str(
                 "<p class=\"muted\">This verdict is from an older version of the scenario.</p>",
@@ -690,10 +705,13 @@ pub fn StudentPage(class: String, student: String) -> impl IntoView {
     let nav = expect_context::<Navigator>();
     let url = format!("/api/classes/{class}/students/{student}/attempts");
     let loaded = load_once(async move { grader::get_answer::<StudentAttempts>(&url).await });
+    // What the extension form's last submission came to.
+    let said = RwSignal::new(String::new());
+    let cid = class.clone();
     let html = move || {
         let crumbs = format!(
             "<p class=\"crumbs\"><a href=\"/instructor/classes/{}\">← The class</a></p>",
-            esc(&class)
+            esc(&cid)
         );
         crumbs
             + &match loaded.get() {
@@ -701,12 +719,54 @@ pub fn StudentPage(class: String, student: String) -> impl IntoView {
                 Some(Err(e)) => {
                     format!("<p class=\"error\" role=\"alert\">{}</p>", esc(&e.message))
                 }
-                Some(Ok(body)) => attempts_html(&class, &body),
+                Some(Ok(body)) => attempts_html(&cid, &body) + &extension_html(&said.get()),
             }
     };
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let typed = input_value("#extension-due");
+        let scenario = take_input("#extension-scenario").trim().to_string();
+        // The field holds the instructor's local time: the browser turns it into UTC.
+        let due = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(&typed));
+        if due.get_time().is_nan() {
+            said.set("Give the new due date and time.".to_string());
+            return;
+        }
+        let request = ExtensionRequest {
+            scenario: (!scenario.is_empty()).then_some(scenario),
+            due_at: String::from(due.to_iso_string()),
+        };
+        let url = format!("/api/classes/{class}/students/{student}/extension");
+        leptos::task::spawn_local(async move {
+            let done = grader::send::<Extension>("PUT", &url, Some(&request)).await;
+            said.set(match done {
+                Ok(e) => format!(
+                    "{} may submit {} until {} UTC.",
+                    e.display_name,
+                    e.scenario.as_deref().unwrap_or("every scenario"),
+                    when(&e.due_at)
+                ),
+                Err(e) => e.message,
+            });
+            request_animation_frame(|| {
+                super::dom::focus("#extension-due");
+            });
+        });
+    };
     view! {
-        <section class="page instructor" on:click=move |ev| { follow_link(&ev, nav); } inner_html=html></section>
+        <section class="page instructor" on:click=move |ev| { follow_link(&ev, nav); } on:submit=on_submit inner_html=html></section>
     }
+}
+
+/// The form that gives the student a later due date (a TA's or the owner's).
+fn extension_html(said: &str) -> String {
+    format!(
+        "<h2>Extension</h2><form class=\"extension\" id=\"extension\">\
+         <label for=\"extension-due\">New due date (your local time)</label> <input id=\"extension-due\" type=\"datetime-local\" required> \
+         <label for=\"extension-scenario\">Scenario (empty: every one)</label> <input id=\"extension-scenario\" type=\"text\" maxlength=\"64\" autocomplete=\"off\"> \
+         <button class=\"primary\" type=\"submit\">Give the extension</button> <span role=\"status\" class=\"muted\">{}</span></form>",
+        esc(said)
+    )
 }
 
 /// `/instructor/classes/{id}/attempts/{attempt}`: the attempt's design read-only on the canvas,

@@ -168,7 +168,18 @@ fn App(staff: bool, page: fn(Route) -> AnyView) -> impl IntoView {
                 <span class="brand-mark" aria-hidden="true">"⛁"</span>" Pipeline Builder"
             </Link>
             <span class="topbar-course">"Idempotency, retries & exactly-once"</span>
-            <span class="current-class">{move || class.0.with(|c| c.as_ref().map(|c| format!("Class: {}", c.name)))}</span>
+            <span class="current-class">{move || class.0.with(|c| c.as_ref().map(|c| {
+                // On a scenario's page, the student's due date for it.
+                let due = match route.get() {
+                    Route::Scenario(id) => c.due.get(&id).map(|at| format!(
+                        " · due {} UTC{}",
+                        at.replace('T', " ").chars().take(16).collect::<String>(),
+                        if c.late_policy == shared::wire::classes::LatePolicy::Refuse { ", then closed" } else { "" },
+                    )),
+                    _ => None,
+                };
+                format!("Class: {}{}", c.name, due.unwrap_or_default())
+            }))}</span>
             <span class="student">{move || {
                 let name = student.get();
                 (!name.is_empty()).then(|| view! { <span class="visually-hidden">"Signed in as "</span>{name} })

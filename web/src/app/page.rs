@@ -89,10 +89,11 @@ impl CurrentClass {
             .unwrap_or_else(|| "everything".to_string())
     }
 
-    /// The class id an attempt is for: the class when it is open.
+    /// The class id an attempt is for: the student's class, open or closed. A closed class
+    /// refuses the attempt with the reason, which Check shows, rather than the attempt being
+    /// recorded as self-study that the class never sees.
     pub fn for_attempt(&self) -> Option<String> {
-        self.0
-            .with_untracked(|c| c.as_ref().filter(|c| c.open).map(|c| c.id.clone()))
+        self.0.with_untracked(|c| c.as_ref().map(|c| c.id.clone()))
     }
 }
 

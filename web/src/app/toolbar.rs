@@ -131,6 +131,12 @@ pub fn Toolbar() -> impl IntoView {
                     .await
                     .map(|(verdict, answer)| {
                         api::local::store_verdict(&id, &design, &answer);
+                        if api::answer_is_late(&answer) {
+                            page.say(
+                                "Recorded as late: it came after your due date, so your class counts your best on-time attempt.",
+                                false,
+                            );
+                        }
                         verdict
                     })
             };
