@@ -1267,7 +1267,7 @@ fn submissions(
 // ---------------------------------------------------------------------------------------------
 
 /// The budget of the student's module gzipped, as `cargo xtask dist` enforces it.
-const WASM_GZIP_BYTES_MAX: u64 = 466 * 1024;
+const WASM_GZIP_BYTES_MAX: u64 = 468 * 1024;
 
 fn wasm(given: Option<u64>) -> Result<u64, String> {
     section("The browser app");

@@ -87,6 +87,10 @@ pub fn router(state: AppState) -> Router {
             get(classes::class_attempt),
         )
         .route(
+            "/api/classes/{id}/students/{student}",
+            axum::routing::patch(classes::rename_member).delete(classes::remove_member),
+        )
+        .route(
             "/api/classes/{id}/students/{student}/attempts",
             get(classes::student_attempts),
         )

@@ -13,10 +13,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::Utc;
-use serde::Serialize;
 use serde_json::Value as Json;
 use shared::CheckError;
-use utoipa::ToSchema;
 
 use crate::catalogue::Entry;
 use crate::store::{Regrade, Store, StoredDesign};
@@ -24,42 +22,7 @@ use crate::store::{Regrade, Store, StoredDesign};
 /// How many attempts one batch checks and commits.
 pub const BATCH: u32 = 50;
 
-/// How results changed for one requirement, over the regraded attempts.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, ToSchema)]
-pub struct RequirementChange {
-    pub requirement: String,
-    /// Attempts whose result for the requirement differs from their own verdict's.
-    pub changed: u32,
-    /// Of those, missed before and met now.
-    pub now_met: u32,
-    /// Of those, met before and missed now.
-    pub now_missed: u32,
-}
-
-/// What a regrade did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, ToSchema)]
-pub struct RegradeReport {
-    pub scenario: String,
-    /// The class whose attempts were regraded; absent: every attempt at the scenario.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub class: Option<String>,
-    /// The current version of the scenario, which the attempts were checked against.
-    pub scenario_hash: String,
-    /// Attempts made against another version of the scenario.
-    pub outdated: u32,
-    /// Of those, regraded by this run.
-    pub regraded_now: u32,
-    /// Of those, regraded against the current version in all (this run and earlier ones).
-    pub regraded: u32,
-    /// Regraded attempts whose overall `passed` changed.
-    pub passed_changed: u32,
-    /// Regraded attempts whose design is not valid for the current version (no verdict).
-    pub invalid: u32,
-    /// One entry per requirement of the current version and per requirement the old
-    /// verdicts had, in the scenario's order (requirements no longer there last).
-    pub requirements: Vec<RequirementChange>,
-}
+pub use shared::wire::classes::{RegradeReport, RequirementChange};
 
 /// Why a regrade stopped before the end.
 #[derive(Debug)]

@@ -93,7 +93,7 @@ test('an instructor sees the class three students joined, and one attempt replay
     const progress = page.locator('table.progress tr[data-scenario="safe-retry"] td');
     assert.deepEqual((await progress.allInnerTexts()).slice(0, 3), ['1', '1', '1']);
     const missed = page.locator('ul.missed li[data-requirement="revenue-correct"]');
-    assert.match(await missed.innerText(), /missed by 1 \(50% of those who tried\)/);
+    assert.match(await missed.innerText(), /missed by 1 \(50% of those who tried\); 1 still missing: Ada$/);
     // Sorting by what they passed, most first: Bob leads.
     await matrix.getByRole('button', { name: 'Passed' }).click();
     await matrix.getByRole('button', { name: 'Passed' }).click();
@@ -122,12 +122,14 @@ test('an instructor sees the class three students joined, and one attempt replay
     // Ada's attempts, then the attempt's design read-only with its replay.
     await page.locator('ul.missed li[data-requirement="revenue-correct"] a', { hasText: 'Ada' }).click();
     await page.getByRole('heading', { name: 'Ada' }).waitFor();
-    assert.match(await page.locator('li.attempt').innerText(), /safe-retry .* 0 of 3 · ✗ missed revenue-correct/);
+    // Named by the scenario's title and the requirement's words, at a time with its zone.
+    assert.match(await page.locator('li.attempt').innerText(), /A retry that doubles the money · \d{4}-\d\d-\d\d \d\d:\d\d UTC · 0 of 3 · ✗ missed: daily_revenue for 2026-01-10 is 25\.00/);
     await axe(page, "a student's attempts");
     await page.getByRole('link', { name: 'Open the design and its replay' }).click();
     await page.locator('g.node[data-node="job"]').waitFor();
     await page.locator('.verdict-summary.missed').waitFor();
     assert.equal(await page.locator('button.check').count(), 0, 'a recorded attempt cannot be checked again');
+    assert.match(await page.locator('.attempt-note').innerText(), /^Ada's attempt of \d{4}-\d\d-\d\d \d\d:\d\d UTC · read-only\.$/);
     const result = page.locator('.result[data-requirement="revenue-correct"]');
     await result.getByRole('button', { name: /Replay/ }).click();
     await page.getByRole('button', { name: 'Next step' }).click();

@@ -30,10 +30,10 @@ use std::time::{Duration, Instant};
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 /// The budget for the student's WASM (`web_bg.wasm`, loaded by every page a student opens),
 /// gzipped. See docs/performance.md, "The app's size".
-const WASM_GZIP_BYTES_MAX: u64 = 466 * 1024;
+const WASM_GZIP_BYTES_MAX: u64 = 468 * 1024;
 /// The budget for the staff module (`staff_bg.wasm`, the instructor's pages and the author
 /// page), gzipped.
-const STAFF_WASM_GZIP_BYTES_MAX: u64 = 528 * 1024;
+const STAFF_WASM_GZIP_BYTES_MAX: u64 = 548 * 1024;
 const SERVER_START_SECONDS_MAX: u64 = 60;
 
 fn main() -> ExitCode {

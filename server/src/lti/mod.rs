@@ -307,8 +307,11 @@ pub async fn launch(
     }
     if let (Some(class), false) = (&class, launch.instructor) {
         let shown = launch.name.as_deref().unwrap_or("Learner");
+        let shown = classes::free_name(&store, class, shown, &student)
+            .await
+            .map_err(|e| internal(e.message))?;
         if let crate::store::Joined::Closed = store
-            .join_class(class, &student, shown)
+            .join_class(class, &student, &shown)
             .await
             .map_err(internal)?
         {

@@ -28,19 +28,10 @@ use crate::report::CsvRow;
 use crate::store::{Class, ClassMade, DueDates, Joined, Membership, StaffRole, Store};
 
 pub use shared::wire::classes::{
-    ClassAttemptBody, ClassBody, ClassUpdate, JoinRequest, NewClass, Preview, StudentAttempts,
-    StudentClass,
+    ClassAttemptBody, ClassBody, ClassUpdate, JoinRequest, NewClass, Preview, RegradeRequest,
+    StudentAttempts, StudentClass,
 };
 pub use shared::wire::session::{Instructor, SignIn};
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RegradeRequest {
-    #[schema(example = "safe-retry")]
-    pub scenario: String,
-    /// Only this class's attempts; left out, every attempt at the scenario.
-    pub class: Option<String>,
-}
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -573,7 +564,7 @@ pub async fn reopen_class(
         (status = 409, description = "class_closed", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type", body = ErrorBody),
-        (status = 422, description = "invalid_request: a display name missing, empty, longer than 60 characters or with control characters", body = ErrorBody),
+        (status = 422, description = "invalid_request: a display name missing, empty, longer than 60 characters, with control characters, or another member's (letter case aside)", body = ErrorBody),
         (status = 429, description = "rate_limited: too many codes from this address named no class (docs/security.md gives the limit); `Retry-After` says when to try again", body = ErrorBody)))]
 pub async fn join_class(
     guesses: JoinGuesses,
@@ -606,6 +597,9 @@ pub async fn join_class(
         )
         .at("$.display_name"));
     };
+    if name_taken(&store, &class.id, name, &student.id).await? {
+        return Err(name_clash(name).at("$.display_name"));
+    }
     match store.join_class(&class.id, &student.id, name).await? {
         Joined::New(m) => {
             let class = store.get_class(&class.id).await?.unwrap_or(class);
@@ -618,6 +612,122 @@ pub async fn join_class(
         }
         Joined::Closed => Err(class_closed(&class.name).at("$.code")),
     }
+}
+
+/// True when another member of `class` than `student` goes by `name` (letter case aside).
+pub(crate) async fn name_taken(
+    store: &Store,
+    class: &str,
+    name: &str,
+    student: &str,
+) -> Result<bool, AppError> {
+    let wanted = name.to_lowercase();
+    Ok(store
+        .members(class)
+        .await?
+        .iter()
+        .any(|m| m.student != student && m.display_name.to_lowercase() == wanted))
+}
+
+fn name_clash(name: &str) -> AppError {
+    AppError::invalid_request(format!(
+        "another member of this class goes by \"{name}\": add an initial or a second name so that your instructor can tell you apart"
+    ))
+}
+
+/// A name for a member joining `class` by a learning platform's launch: the platform's, or,
+/// when another member goes by it, the first of "NAME (2)", "NAME (3)"… that is free.
+pub(crate) async fn free_name(
+    store: &Store,
+    class: &str,
+    name: &str,
+    student: &str,
+) -> Result<String, AppError> {
+    if !name_taken(store, class, name, student).await? {
+        return Ok(name.to_string());
+    }
+    for n in 2.. {
+        let candidate = format!("{name} ({n})");
+        if !name_taken(store, class, &candidate, student).await? {
+            return Ok(candidate);
+        }
+    }
+    unreachable!("some number is free")
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemberUpdate {
+    /// The member's new name in the class: 1 to 60 characters, no control characters, and
+    /// not the name of another member.
+    pub display_name: String,
+}
+
+#[utoipa::path(patch, path = "/api/classes/{id}/students/{student}", tag = "classes", request_body = MemberUpdate,
+    description = "Renames a member of the class (the name staff see). A TA or the owner may; the audit log records it.",
+    params(("id" = String, Path, description = "The class id"), ("student" = String, Path, description = "The student id")),
+    security(("grader_token" = []), ("grader_cookie" = [])),
+    responses((status = 204, description = "Renamed"),
+        (status = 400, description = "malformed_json", body = ErrorBody),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the account is not a TA or owner of the class, or the token is read-only; or cross_site_request", body = ErrorBody),
+        (status = 404, description = "unknown_class, or unknown_student: not a member", body = ErrorBody),
+        (status = 413, description = "body_too_large", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type", body = ErrorBody),
+        (status = 422, description = "invalid_request: a name empty, too long, with control characters, or another member's", body = ErrorBody)))]
+pub async fn rename_member(
+    State(store): State<Store>,
+    grader: Grader,
+    Path((id, student)): Path<(String, String)>,
+    JsonBody(body): JsonBody<MemberUpdate>,
+) -> Result<Response, AppError> {
+    class_for(&store, &grader, &id, Need::Work).await?;
+    let Some(name) = member_name(&body.display_name) else {
+        return Err(AppError::invalid_request(
+            "a member's name has 1 to 60 characters and no control characters",
+        )
+        .at("$.display_name"));
+    };
+    if name_taken(&store, &id, name, &student).await? {
+        return Err(name_clash(name).at("$.display_name"));
+    }
+    if student.len() > 128
+        || !store
+            .rename_member(&id, &student, name, &grader.actor())
+            .await?
+    {
+        return Err(not_a_member(&student));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+fn not_a_member(student: &str) -> AppError {
+    AppError::of(
+        ErrorCode::UnknownStudent,
+        format!("the class has no member \"{}\"", student.escape_default()),
+    )
+}
+
+#[utoipa::path(delete, path = "/api/classes/{id}/students/{student}", tag = "classes",
+    description = "Removes a member from the class: they leave its dashboard and gradebook and may join again with the code; \
+        their attempts stay stored. A TA or the owner may; the audit log records it.",
+    params(("id" = String, Path, description = "The class id"), ("student" = String, Path, description = "The student id")),
+    security(("grader_token" = []), ("grader_cookie" = [])),
+    responses((status = 204, description = "Removed"),
+        (status = 401, description = "unauthorized", body = ErrorBody),
+        (status = 403, description = "forbidden: the account is not a TA or owner of the class, or the token is read-only; or cross_site_request", body = ErrorBody),
+        (status = 404, description = "unknown_class, or unknown_student: not a member", body = ErrorBody),
+        (status = 415, description = "unsupported_media_type", body = ErrorBody)))]
+pub async fn remove_member(
+    State(store): State<Store>,
+    grader: Grader,
+    Path((id, student)): Path<(String, String)>,
+) -> Result<Response, AppError> {
+    class_for(&store, &grader, &id, Need::Work).await?;
+    if student.len() > 128 || !store.remove_member(&id, &student, &grader.actor()).await? {
+        return Err(not_a_member(&student));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 #[utoipa::path(get, path = "/api/session/classes", tag = "classes",
@@ -827,9 +937,15 @@ pub async fn class_attempt(
         .into_iter()
         .find(|r| r.id == found.id)
         .ok_or_else(unknown)?;
+    let display_name = store
+        .membership(&id, &found.student)
+        .await?
+        .map(|m| m.display_name)
+        .unwrap_or_default();
     Ok(Json(ClassAttemptBody {
         row,
         student: found.student,
+        display_name,
         design: found.design,
     }))
 }

@@ -1,6 +1,6 @@
-//! Scores set by hand: staff override a member's score at a scenario, with a reason, beside
-//! the computed one; and the learning platform's identities of a class's members, for the
-//! gradebook.
+//! What staff change of a class's members: scores set by hand (an override of a member's
+//! score at a scenario, with a reason, beside the computed one), members' names and
+//! membership; and the learning platform's identities of the members, for the gradebook.
 
 use crate::store::db::{with_pool, Store};
 use crate::store::errors::StoreResult;
@@ -110,5 +110,71 @@ impl Store {
              JOIN memberships AS m ON m.student = i.student WHERE m.class_id = $1 \
              ORDER BY i.student, i.issuer, i.sub")
             .bind(class).fetch_all(pool).await?))
+    }
+}
+
+impl Store {
+    /// Renames a member of a class, by `actor`, and writes it in the audit log; `Ok(false)`
+    /// when the student is not a member.
+    pub async fn rename_member(
+        &self,
+        class: &str,
+        student: &str,
+        name: &str,
+        actor: &str,
+    ) -> StoreResult<bool> {
+        let _turn = self.write_turn().await;
+        let now = Utc::now();
+        with_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let old: Option<String> = sqlx::query_scalar(
+                "SELECT display_name FROM memberships WHERE class_id = $1 AND student = $2")
+                .bind(class).bind(student).fetch_optional(&mut *tx).await?;
+            let Some(old) = old else {
+                tx.rollback().await?;
+                return Ok(false);
+            };
+            sqlx::query("UPDATE memberships SET display_name = $3 WHERE class_id = $1 AND student = $2")
+                .bind(class).bind(student).bind(name).execute(&mut *tx).await?;
+            sqlx::query(
+                "INSERT INTO audit_log (at, actor, class_id, action, detail) VALUES ($1, $2, $3, 'member_renamed', $4)")
+                .bind(now).bind(actor).bind(class)
+                .bind(format!("renamed {student} from \"{old}\" to \"{name}\""))
+                .execute(&mut *tx).await?;
+            tx.commit().await?;
+            Ok(true)
+        })
+    }
+
+    /// Removes a student from a class, by `actor`, and writes it in the audit log: they leave
+    /// the dashboard and the gradebook; their attempts stay stored. `Ok(false)` when the
+    /// student is not a member.
+    pub async fn remove_member(
+        &self,
+        class: &str,
+        student: &str,
+        actor: &str,
+    ) -> StoreResult<bool> {
+        let _turn = self.write_turn().await;
+        let now = Utc::now();
+        with_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let old: Option<String> = sqlx::query_scalar(
+                "SELECT display_name FROM memberships WHERE class_id = $1 AND student = $2")
+                .bind(class).bind(student).fetch_optional(&mut *tx).await?;
+            let Some(old) = old else {
+                tx.rollback().await?;
+                return Ok(false);
+            };
+            sqlx::query("DELETE FROM memberships WHERE class_id = $1 AND student = $2")
+                .bind(class).bind(student).execute(&mut *tx).await?;
+            sqlx::query(
+                "INSERT INTO audit_log (at, actor, class_id, action, detail) VALUES ($1, $2, $3, 'member_removed', $4)")
+                .bind(now).bind(actor).bind(class)
+                .bind(format!("removed {student} (\"{old}\") from the class"))
+                .execute(&mut *tx).await?;
+            tx.commit().await?;
+            Ok(true)
+        })
     }
 }

@@ -371,3 +371,27 @@ async fn a_line_items_end_date_is_the_due_date_unless_staff_set_one() {
         json!([{"scenario": "safe-retry", "due_at": "2026-12-24T12:00:00.000Z", "source": "staff"}])
     );
 }
+
+/// Two learners the platform gives one name are told apart in the class.
+#[tokio::test]
+async fn two_learners_of_one_name_are_told_apart() {
+    let dir = crate::common::TempDir::new("lti-same-name");
+    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
+    let (platform, app) = registered(&store).await;
+    launched(&app, &platform, "learner-1", &["#Learner"]).await;
+    launched(&app, &platform, "learner-2", &["#Learner"]).await;
+    let class = store
+        .lti_course_class(&platform.issuer, DEPLOYMENT, "course-1")
+        .await
+        .unwrap()
+        .unwrap();
+    let mut names: Vec<String> = store
+        .members(&class)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.display_name)
+        .collect();
+    names.sort();
+    assert_eq!(names, ["Ada Lovelace", "Ada Lovelace (2)"]);
+}

@@ -22,6 +22,7 @@ mod load;
 mod lti;
 mod lti_identity;
 mod lti_roles;
+mod members;
 mod openapi;
 mod operations;
 mod outage;

@@ -475,6 +475,9 @@ pub struct ClassAttemptBody {
     #[serde(flatten)]
     pub row: AttemptRow,
     pub student: String,
+    /// The name the student gave the class.
+    #[serde(default)]
+    pub display_name: String,
     #[cfg_attr(feature = "openapi", schema(value_type = crate::design::Design))]
     pub design: Json,
 }
@@ -564,4 +567,55 @@ pub struct OverrideRequest {
     /// Why: 1 to 500 characters; the audit log and the gradebook keep it.
     #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 500))]
     pub reason: String,
+}
+
+/// How results changed for one requirement, over the regraded attempts.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequirementChange {
+    pub requirement: String,
+    /// Attempts whose result for the requirement differs from their own verdict's.
+    pub changed: u32,
+    /// Of those, missed before and met now.
+    pub now_met: u32,
+    /// Of those, met before and missed now.
+    pub now_missed: u32,
+}
+
+/// What a regrade did.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegradeReport {
+    pub scenario: String,
+    /// The class whose attempts were regraded; absent: every attempt at the scenario.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub class: Option<String>,
+    /// The current version of the scenario, which the attempts were checked against.
+    pub scenario_hash: String,
+    /// Attempts made against another version of the scenario.
+    pub outdated: u32,
+    /// Of those, regraded by this run.
+    pub regraded_now: u32,
+    /// Of those, regraded against the current version in all (this run and earlier ones).
+    pub regraded: u32,
+    /// Regraded attempts whose overall `passed` changed.
+    pub passed_changed: u32,
+    /// Regraded attempts whose design is not valid for the current version (no verdict).
+    pub invalid: u32,
+    /// One entry per requirement of the current version and per requirement the old
+    /// verdicts had, in the scenario's order (requirements no longer there last).
+    pub requirements: Vec<RequirementChange>,
+}
+
+/// What to regrade: a scenario's attempts, of one class when named.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegradeRequest {
+    #[cfg_attr(feature = "openapi", schema(example = "safe-retry"))]
+    pub scenario: String,
+    /// Only this class's attempts; left out, every attempt at the scenario.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
 }

@@ -125,6 +125,11 @@ pub async fn session() -> Result<SessionBody, ApiError> {
     session_started().await.map(|(session, _)| session)
 }
 
+/// The browser's session when it has one, never making one (`GET /api/session`).
+pub async fn current_session() -> Result<SessionBody, ApiError> {
+    get("/api/session").await
+}
+
 /// As [`session`], and whether the server made a new one (it had none for this browser).
 pub async fn session_started() -> Result<(SessionBody, bool), ApiError> {
     let answer = fetch("POST", "/api/session", None).await?;

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use leptos::prelude::*;
 use shared::wire::classes::{
     CellState, ClassBody, ClassUpdate, Extension, ExtensionRequest, Matrix, MissedScenario,
-    NewClass, Preview, StaffGrant, StaffMember, StaffRole, StudentAttempts, StudentRow,
+    NewClass, Preview, RegradeReport, RegradeRequest, StaffGrant, StaffMember, StaffRole,
+    StudentAttempts, StudentRow,
 };
 
 use super::api::{self, grader};
@@ -21,9 +22,11 @@ use super::page::Page;
 use super::results::{ReplayPanel, ResultsPanel};
 use super::router::{Link, Navigator};
 
-/// An RFC 3339 time as the pages show it: the date and the minute.
+/// An RFC 3339 time (in UTC, as the server writes every time) as the pages show it: the date
+/// and the minute, and the zone.
 fn when(at: &str) -> String {
-    at.replace('T', " ").chars().take(16).collect()
+    let minute: String = at.replace('T', " ").chars().take(16).collect();
+    format!("{minute} UTC")
 }
 
 /// The value of the input `selector` of the page, emptied.
@@ -221,7 +224,7 @@ fn staff_html(id: &str, class: &ClassBody, staff: &[StaffMember], said: &str) ->
         out.push_str("<table class=\"data staff\"><caption>Who works on this class</caption><thead><tr><th scope=\"col\">Account</th><th scope=\"col\">Role</th><th scope=\"col\">Given by</th><th scope=\"col\">Since</th></tr></thead><tbody>");
         for m in staff {
             out.push_str(&format!(
-                "<tr data-account=\"{a}\"><th scope=\"row\">{a}</th><td>{}</td><td>{}</td><td>{} UTC</td></tr>",
+                "<tr data-account=\"{a}\"><th scope=\"row\">{a}</th><td>{}</td><td>{}</td><td>{}</td></tr>",
                 role_words(Some(m.role)),
                 esc(&m.granted_by),
                 esc(&when(&m.granted_at)),
@@ -397,14 +400,28 @@ fn matrix_html(class: &str, matrix: &Matrix, by: &str, down: bool) -> String {
 }
 
 /// Progress per scenario, and the requirements missed most with who missed them.
-fn progress_html(class: &str, matrix: &Matrix, missed: &[MissedScenario]) -> String {
+fn progress_html(
+    class: &str,
+    matrix: &Matrix,
+    missed: &[MissedScenario],
+    may_regrade: bool,
+) -> String {
     let mut out = format!(
-        "<h2>Progress</h2><table class=\"data progress\"><caption>{} students</caption><thead><tr><th scope=\"col\">Scenario</th><th scope=\"col\">Passed</th><th scope=\"col\">Tried</th><th scope=\"col\">Not tried</th><th scope=\"col\">Results from an older version</th></tr></thead><tbody>",
+        "<h2>Progress</h2><table class=\"data progress\"><caption>{} students</caption><thead><tr><th scope=\"col\">Scenario</th><th scope=\"col\">Passed</th><th scope=\"col\">Tried, not passed yet</th><th scope=\"col\">Not tried</th><th scope=\"col\">Results from an older version</th></tr></thead><tbody>",
         matrix.members
     );
     for s in &matrix.scenarios {
+        // Results from an older version can be checked again against the current one.
+        let regrade = if may_regrade && s.outdated_attempts > 0 {
+            format!(
+                " <button class=\"secondary small\" data-regrade=\"{}\">Regrade</button>",
+                esc(&s.scenario)
+            )
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "<tr data-scenario=\"{}\"><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr data-scenario=\"{}\"><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}{regrade}</td></tr>",
             esc(&s.scenario),
             esc(&s.title),
             s.passed,
@@ -424,25 +441,34 @@ fn progress_html(class: &str, matrix: &Matrix, missed: &[MissedScenario]) -> Str
         for r in &s.requirements {
             // In whole percent; an integer, so that no float formatting comes into the app.
             let share = (r.share * 100.0 + 0.5) as u64;
-            let who: Vec<String> = r
-                .missed_by
-                .iter()
-                .map(|m| {
-                    format!(
-                        "<a href=\"/instructor/classes/{}/students/{}\">{}</a>",
-                        esc(class),
-                        esc(&m.student),
-                        esc(&m.display_name)
-                    )
-                })
-                .collect();
+            let who = |still: bool| -> Vec<String> {
+                r.missed_by
+                    .iter()
+                    .filter(|m| m.still_missing == still)
+                    .map(|m| {
+                        format!(
+                            "<a href=\"/instructor/classes/{}/students/{}\">{}</a>",
+                            esc(class),
+                            esc(&m.student),
+                            esc(&m.display_name)
+                        )
+                    })
+                    .collect()
+            };
+            let (still, since) = (who(true), who(false));
+            let since = if since.is_empty() {
+                String::new()
+            } else {
+                format!("; met it since: {}", since.join(", "))
+            };
             out.push_str(&format!(
-                "<li data-requirement=\"{}\"><strong>{}</strong> — missed by {} ({share}% of those who tried), {} still missing: {}</li>",
+                "<li data-requirement=\"{}\"><strong>{}</strong> — missed by {} ({share}% of those who tried); {} still missing{}{}{since}</li>",
                 esc(&r.requirement),
                 esc(&r.text),
                 r.students,
                 r.still_missing,
-                who.join(", ")
+                if still.is_empty() { "" } else { ": " },
+                still.join(", ")
             ));
         }
         out.push_str("</ul>");
@@ -516,7 +542,7 @@ fn class_html(id: &str, loaded: &ClassPageData, sort: &str, saved: &str, said: &
         state = if class.open { "open" } else { "closed" },
         id = esc(id),
         saved = esc(saved),
-        progress = progress_html(id, matrix, missed),
+        progress = progress_html(id, matrix, missed, class.role != Some(StaffRole::Viewer)),
         table = matrix_html(id, matrix, by, down),
         staff = staff_html(id, class, staff, said),
     )
@@ -567,8 +593,28 @@ pub fn ClassPage(id: String) -> impl IntoView {
         Some(Ok(data)) => class_html(&cid, &data, &sort.get(), &saved.get(), &said.get()),
     }
     };
+    let rid = id.clone();
     let on_click = move |ev: leptos::ev::MouseEvent| {
         if follow_link(&ev, nav) {
+            return;
+        }
+        if let Some(scenario) = clicked(&ev, "data-regrade") {
+            let class = rid.clone();
+            leptos::task::spawn_local(async move {
+                let request = RegradeRequest {
+                    scenario: scenario.clone(),
+                    class: Some(class.clone()),
+                };
+                let done =
+                    grader::send::<RegradeReport>("POST", "/api/regrade", Some(&request)).await;
+                saved.set(match done {
+                    Ok(r) => format!(
+                        "{scenario}: {} attempt(s) checked again against the current version, {} changed between passed and missed. Reload to see them.",
+                        r.regraded_now, r.passed_changed
+                    ),
+                    Err(e) => e.message,
+                });
+            });
             return;
         }
         if let Some(key) = clicked(&ev, "data-sort") {
@@ -649,7 +695,11 @@ pub fn ClassPage(id: String) -> impl IntoView {
 }
 
 /// A student's attempts for the class, as markup.
-fn attempts_html(class: &str, body: &StudentAttempts) -> String {
+fn attempts_html(
+    class: &str,
+    body: &StudentAttempts,
+    titles: &std::collections::BTreeMap<String, String>,
+) -> String {
     let attempts = &body.attempts;
     let mut out = format!(
         "<h1>{}</h1><p class=\"muted\">{} attempt(s), oldest first</p><ol class=\"attempts\">",
@@ -657,15 +707,26 @@ fn attempts_html(class: &str, body: &StudentAttempts) -> String {
         attempts.len()
     );
     for a in attempts {
+        // The requirements by their words, as the verdict gave them.
+        let text_of = |id: &str| -> String {
+            a.verdict["requirements"]
+                .as_array()
+                .and_then(|rs| rs.iter().find(|r| r["id"] == id))
+                .and_then(|r| r["text"].as_str())
+                .unwrap_or(id)
+                .to_string()
+        };
         let verdict = if a.passed {
             " · ✓ passed".to_string()
         } else {
-            format!(" · ✗ missed {}", a.missed.join(", "))
+            let missed: Vec<String> = a.missed.iter().map(|m| text_of(m)).collect();
+            format!(" · ✗ missed: {}", missed.join("; "))
         };
         out.push_str(&format!(
-                "<li class=\"attempt\" data-attempt=\"{}\"><p><strong>{}</strong> · {} · {} of {}{}</p>",
+                "<li class=\"attempt\" data-attempt=\"{}\" data-scenario=\"{}\"><p><strong>{}</strong> · {} · {} of {}{}</p>",
                 esc(&a.id),
                 esc(&a.scenario),
+                esc(titles.get(&a.scenario).unwrap_or(&a.scenario)),
                 esc(&when(&a.created_at)),
                 a.score,
                 a.max_score,
@@ -704,7 +765,15 @@ fn attempts_html(class: &str, body: &StudentAttempts) -> String {
 pub fn StudentPage(class: String, student: String) -> impl IntoView {
     let nav = expect_context::<Navigator>();
     let url = format!("/api/classes/{class}/students/{student}/attempts");
-    let loaded = load_once(async move { grader::get_answer::<StudentAttempts>(&url).await });
+    let loaded = load_once(async move {
+        let attempts = grader::get_answer::<StudentAttempts>(&url).await?;
+        // The scenarios' titles, which the page names them by.
+        let titles: std::collections::BTreeMap<String, String> = api::catalogue()
+            .await
+            .map(|list| list.into_iter().map(|s| (s.id, s.title)).collect())
+            .unwrap_or_default();
+        Ok::<_, api::ApiError>((attempts, titles))
+    });
     // What the extension form's last submission came to.
     let said = RwSignal::new(String::new());
     let cid = class.clone();
@@ -719,7 +788,9 @@ pub fn StudentPage(class: String, student: String) -> impl IntoView {
                 Some(Err(e)) => {
                     format!("<p class=\"error\" role=\"alert\">{}</p>", esc(&e.message))
                 }
-                Some(Ok(body)) => attempts_html(&cid, &body) + &extension_html(&said.get()),
+                Some(Ok((body, titles))) => {
+                    attempts_html(&cid, &body, &titles) + &extension_html(&said.get())
+                }
             }
     };
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
@@ -741,7 +812,7 @@ pub fn StudentPage(class: String, student: String) -> impl IntoView {
             let done = grader::send::<Extension>("PUT", &url, Some(&request)).await;
             said.set(match done {
                 Ok(e) => format!(
-                    "{} may submit {} until {} UTC.",
+                    "{} may submit {} until {}.",
                     e.display_name,
                     e.scenario.as_deref().unwrap_or("every scenario"),
                     when(&e.due_at)
@@ -756,6 +827,33 @@ pub fn StudentPage(class: String, student: String) -> impl IntoView {
     view! {
         <section class="page instructor" on:click=move |ev| { follow_link(&ev, nav); } on:submit=on_submit inner_html=html></section>
     }
+}
+
+/// Whose attempt it is and when, whether it was late, and whether the verdict shown (the one
+/// given then) was regraded since.
+fn attempt_note(body: &shared::wire::classes::ClassAttemptBody) -> String {
+    let row = &body.row;
+    let mut note = format!(
+        "{}'s attempt of {} · read-only.",
+        body.display_name,
+        when(&row.created_at)
+    );
+    if row.late {
+        note.push_str(" Late: made after the student's due date.");
+    }
+    if let Some(g) = row.regrades.iter().find(|g| g.current) {
+        note.push_str(&format!(
+            " The verdict below is the one given then; regraded against the current version of the scenario: {} of {}{}.",
+            g.score,
+            g.max_score,
+            if g.passed { ", passed" } else { "" }
+        ));
+    } else if row.outdated {
+        note.push_str(
+            " The verdict below is from an older version of the scenario, not regraded yet.",
+        );
+    }
+    note
 }
 
 /// The form that gives the student a later due date (a TA's or the owner's).
@@ -773,6 +871,7 @@ fn extension_html(said: &str) -> String {
 /// with its verdict and the replay of each missed requirement.
 #[component]
 pub fn AttemptPage(class: String, attempt: String) -> impl IntoView {
+    // (The attempt's student, what the page says of it, the scenario, the design, the verdict.)
     let (c, a) = (class.clone(), attempt.clone());
     let loaded = load_once(async move {
         let (body, verdict) = grader::class_attempt(&c, &a).await.map_err(|e| e.message)?;
@@ -781,19 +880,14 @@ pub fn AttemptPage(class: String, attempt: String) -> impl IntoView {
             .map_err(|e| e.message)?;
         let design = shared::design::design_from_json(&body.design)
             .map_err(|_| "the stored design cannot be read".to_string())?;
-        Ok::<_, String>((
-            body.student,
-            body.row.created_at,
-            Arc::new(scenario),
-            design,
-            verdict,
-        ))
+        let note = attempt_note(&body);
+        Ok::<_, String>((body.student, note, Arc::new(scenario), design, verdict))
     });
     view! {
         {move || match loaded.get() {
             None => view! { <section class="page"><p class="muted" role="status">"Loading the attempt…"</p></section> }.into_any(),
             Some(Err(e)) => view! { <section class="page"><p class="error" role="alert">{format!("The attempt could not be opened: {e}")}</p></section> }.into_any(),
-            Some(Ok((student, created_at, scenario, design, verdict))) => {
+            Some(Ok((student, note, scenario, design, verdict))) => {
                 let page = Page::viewer(scenario.clone(), design, verdict);
                 provide_context(page);
                 let back = format!("/instructor/classes/{class}/students/{student}");
@@ -802,7 +896,7 @@ pub fn AttemptPage(class: String, attempt: String) -> impl IntoView {
                         <aside class="brief" aria-label="The attempt">
                             <p class="crumbs"><Link href=back>"← The student's attempts"</Link></p>
                             <h1>{scenario.scenario().title.clone()}</h1>
-                            <p class="muted">{format!("Attempt of {} · read-only", when(&created_at))}</p>
+                            <p class="attempt-note">{note}</p>
                         </aside>
                         <section class="stage" aria-label="The design">
                             <CanvasView />

@@ -120,7 +120,21 @@ fn App(staff: bool, page: fn(Route) -> AnyView) -> impl IntoView {
     let class = CurrentClass(RwSignal::new(None));
     provide_context(class);
     leptos::task::spawn_local(async move {
-        if let Ok((session, made)) = api::session_started().await {
+        // The instructor's pages make no student session: they only read one a learning
+        // platform's launch may have opened (a staff member signed in by it).
+        let instructor = matches!(
+            route.get_untracked(),
+            Route::Instructor
+                | Route::InstructorClass(..)
+                | Route::InstructorStudent(..)
+                | Route::InstructorAttempt(..)
+        );
+        let started = if instructor {
+            api::current_session().await.map(|s| (s, false))
+        } else {
+            api::session_started().await
+        };
+        if let Ok((session, made)) = started {
             student.set(session.display_name.unwrap_or_default());
             // In a frame that keeps no session, nothing personal can be asked for: the way
             // out is offered instead.
@@ -128,7 +142,7 @@ fn App(staff: bool, page: fn(Route) -> AnyView) -> impl IntoView {
             if lost {
                 frame_lost.set(handoff);
             }
-            let classes = if lost {
+            let classes = if lost || instructor {
                 None
             } else {
                 api::my_classes().await.ok()
