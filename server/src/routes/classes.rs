@@ -28,8 +28,8 @@ use crate::report::CsvRow;
 use crate::store::{Class, ClassMade, DueDates, Joined, Membership, StaffRole, Store};
 
 pub use shared::wire::classes::{
-    ClassAttemptBody, ClassBody, ClassUpdate, JoinRequest, NewClass, Preview, RegradeRequest,
-    StudentAttempts, StudentClass,
+    ClassAttemptBody, ClassBody, ClassUpdate, JoinRequest, MemberUpdate, NewClass, Preview,
+    RegradeRequest, StudentAttempts, StudentClass,
 };
 pub use shared::wire::session::{Instructor, SignIn};
 
@@ -653,14 +653,6 @@ pub(crate) async fn free_name(
         }
     }
     unreachable!("some number is free")
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MemberUpdate {
-    /// The member's new name in the class: 1 to 60 characters, no control characters, and
-    /// not the name of another member.
-    pub display_name: String,
 }
 
 #[utoipa::path(patch, path = "/api/classes/{id}/students/{student}", tag = "classes", request_body = MemberUpdate,

@@ -1,6 +1,6 @@
-//! The gradebook on SQLite and PostgreSQL: a class with a regraded score, a failed one, scores
-//! set by hand (one for a scenario never tried, one whose reason starts like a formula) and
-//! missing ones. Its wide CSV, read by a CSV reader, has one row per member with their name,
+//! The gradebook on SQLite and PostgreSQL: a class with a regraded score, a failed one, a late
+//! one, scores set by hand (one for a scenario never tried, one whose reason starts like a
+//! formula) and missing ones. Its wide CSV, read by a CSV reader, has one row per member with their name,
 //! one column per scenario, the total and the overrides in words; the JSON keeps the computed
 //! score beside the one set by hand; removing an override brings the computed score back; the
 //! audit log records both.
@@ -64,7 +64,7 @@ async fn the_gradebook_has_each_members_scores(app: TestApp) {
     let code = made.body["join_code"].as_str().unwrap().to_string();
     let (ada_cookie, ada) = join(&app, &code, "Ada").await;
     let (bob_cookie, bob) = join(&app, &code, "Bob").await;
-    let (_, cy) = join(&app, &code, "Cy").await;
+    let (cy_cookie, cy) = join(&app, &code, "Cy").await;
     assert_eq!(
         submit(&app, &ada_cookie, passing_design("safe-retry"), &class).await,
         3
@@ -152,6 +152,18 @@ async fn the_gradebook_has_each_members_scores(app: TestApp) {
         .await;
     assert_eq!(stranger.status, StatusCode::NOT_FOUND, "{}", stranger.text);
 
+    // The class's due date passes; Cy's attempt after it is late and does not count.
+    let due = app
+        .put(
+            &format!("/api/classes/{class}/deadlines"),
+            &grader,
+            &json!({"due_at": chrono::Utc::now().to_rfc3339()}),
+        )
+        .await;
+    assert_eq!(due.status, StatusCode::OK, "{}", due.text);
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let late_score = submit(&app, &cy_cookie, passing_design("safe-retry"), &class).await;
+
     let book = app
         .get(&format!("/api/classes/{class}/gradebook"), &grader)
         .await;
@@ -189,6 +201,7 @@ async fn the_gradebook_has_each_members_scores(app: TestApp) {
         })
     );
     assert_eq!(cy_row["grades"][retry]["computed"], Value::Null);
+    assert_eq!(cy_row["grades"][retry]["late"], late_score);
     assert_eq!(cy_row["grades"][retry]["score"], 1);
     assert_eq!(cy_row["grades"][column("safe-rerun")]["score"], Value::Null);
     assert_eq!(bob_row["total"], bob_score + 2);
@@ -228,6 +241,13 @@ async fn the_gradebook_has_each_members_scores(app: TestApp) {
     );
     assert_eq!(at(3, "safe-retry"), "1");
     assert_eq!(at(3, "safe-rerun"), "", "a missing score is an empty cell");
+    assert!(
+        at(3, "overrides").ends_with(&format!(
+            "; safe-retry: late attempts, best {late_score} (not counted)"
+        )),
+        "{}",
+        at(3, "overrides")
+    );
     assert!(
         at(3, "overrides").starts_with("safe-retry: 1 set by"),
         "{}",
@@ -278,6 +298,7 @@ async fn the_gradebook_has_each_members_scores(app: TestApp) {
         "{actions:?}"
     );
     assert_eq!(actions.last(), Some(&"override_removed"));
+    assert!(actions.contains(&"deadlines_changed"), "{actions:?}");
     assert!(actions.contains(&"regraded"), "{actions:?}");
 }
 

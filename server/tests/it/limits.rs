@@ -875,6 +875,9 @@ async fn session_from(app: &TestApp, peer: &str) -> String {
 
 /// A guess at a join code from a fresh session of `peer`: the answer's status and code.
 async fn guess_from(app: &TestApp, peer: &str, code: &str) -> (StatusCode, String) {
+    // Each joiner has a name of their own: two members of a class may not share one.
+    static JOINERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = JOINERS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let cookie = session_from(app, peer).await;
     let (status, body) = call_from(
         app,
@@ -882,7 +885,7 @@ async fn guess_from(app: &TestApp, peer: &str, code: &str) -> (StatusCode, Strin
         Method::POST,
         "/api/classes/join",
         Some(&cookie),
-        Some(&json!({"code": code, "display_name": "Guesser"})),
+        Some(&json!({"code": code, "display_name": format!("Guesser {n}")})),
     )
     .await;
     (

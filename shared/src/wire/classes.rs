@@ -619,3 +619,12 @@ pub struct RegradeRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
 }
+
+/// A member's new name in a class.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemberUpdate {
+    /// 1 to 60 characters, no control characters, and not the name of another member.
+    pub display_name: String,
+}

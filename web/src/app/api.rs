@@ -395,6 +395,26 @@ pub mod grader {
         get(url).await
     }
 
+    /// A grader route's write that answers no body (204), with its body sent as JSON.
+    pub async fn send_no_content(
+        method: &str,
+        url: &str,
+        body: Option<&impl serde::Serialize>,
+    ) -> Result<(), ApiError> {
+        let body = body.map(body_of).transpose()?;
+        let (status, text) = fetch(method, url, body).await?;
+        if (200..300).contains(&status) {
+            Ok(())
+        } else {
+            Err(super::refusal(status, &text))
+        }
+    }
+
+    /// A grader route's write without a body that answers none.
+    pub async fn send_empty(method: &str, url: &str) -> Result<(), ApiError> {
+        send_no_content(method, url, None::<&()>).await
+    }
+
     /// A grader route's answer to a write, whose body is sent as JSON.
     pub async fn send<T: DeserializeOwned>(
         method: &str,

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use shared::wire::classes::{
-    CellState, ClassBody, ClassUpdate, Extension, ExtensionRequest, Matrix, MissedScenario,
-    NewClass, Preview, RegradeReport, RegradeRequest, StaffGrant, StaffMember, StaffRole,
-    StudentAttempts, StudentRow,
+    CellState, ClassBody, ClassUpdate, Extension, ExtensionRequest, Matrix, MemberUpdate,
+    MissedScenario, NewClass, Preview, RegradeReport, RegradeRequest, StaffGrant, StaffMember,
+    StaffRole, StudentAttempts, StudentRow,
 };
 
 use super::api::{self, grader};
@@ -634,6 +634,15 @@ pub fn ClassPage(id: String) -> impl IntoView {
     };
     let pid = id.clone();
     let on_change = move |ev: leptos::ev::Event| {
+        // Only the preview setting saves on a change; the staff form's fields wait for its
+        // button.
+        let setting = ev
+            .target()
+            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+            .is_some_and(|e| e.id() == "preview-setting");
+        if !setting {
+            return;
+        }
         let value = event_target_value(&ev);
         let url = format!("/api/classes/{pid}");
         leptos::task::spawn_local(async move {
@@ -793,8 +802,42 @@ pub fn StudentPage(class: String, student: String) -> impl IntoView {
                 }
             }
     };
+    let (rc, rs) = (class.clone(), student.clone());
+    let on_click = move |ev: leptos::ev::MouseEvent| {
+        if follow_link(&ev, nav) || clicked(&ev, "data-remove").is_none() {
+            return;
+        }
+        let url = format!("/api/classes/{rc}/students/{rs}");
+        let back = format!("/instructor/classes/{rc}");
+        leptos::task::spawn_local(async move {
+            match grader::send_empty("DELETE", &url).await {
+                Ok(()) => nav.go(&back),
+                Err(e) => said.set(e.message),
+            }
+        });
+    };
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
+        let renaming = ev
+            .target()
+            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+            .is_some_and(|f| f.id() == "rename");
+        if renaming {
+            let name = take_input("#member-name").trim().to_string();
+            let url = format!("/api/classes/{class}/students/{student}");
+            let update = MemberUpdate {
+                display_name: name.clone(),
+            };
+            leptos::task::spawn_local(async move {
+                said.set(
+                    match grader::send_no_content("PATCH", &url, Some(&update)).await {
+                        Ok(()) => format!("Renamed {name}: reload to see the new name everywhere."),
+                        Err(e) => e.message,
+                    },
+                );
+            });
+            return;
+        }
         let typed = input_value("#extension-due");
         let scenario = take_input("#extension-scenario").trim().to_string();
         // The field holds the instructor's local time: the browser turns it into UTC.
@@ -825,7 +868,7 @@ pub fn StudentPage(class: String, student: String) -> impl IntoView {
         });
     };
     view! {
-        <section class="page instructor" on:click=move |ev| { follow_link(&ev, nav); } on:submit=on_submit inner_html=html></section>
+        <section class="page instructor" on:click=on_click on:submit=on_submit inner_html=html></section>
     }
 }
 
@@ -856,10 +899,15 @@ fn attempt_note(body: &shared::wire::classes::ClassAttemptBody) -> String {
     note
 }
 
-/// The form that gives the student a later due date (a TA's or the owner's).
+/// The form that gives the student a later due date (a TA's or the owner's), and the ones
+/// that rename the member or remove them from the class.
 fn extension_html(said: &str) -> String {
     format!(
-        "<h2>Extension</h2><form class=\"extension\" id=\"extension\">\
+        "<h2>Member</h2><form class=\"rename\" id=\"rename\"><label for=\"member-name\">Name in the class</label> \
+         <input id=\"member-name\" type=\"text\" maxlength=\"60\" required autocomplete=\"off\"> \
+         <button class=\"secondary\" type=\"submit\">Rename</button> \
+         <button class=\"danger\" type=\"button\" data-remove=\"1\">Remove from the class</button></form>\
+         <h2>Extension</h2><form class=\"extension\" id=\"extension\">\
          <label for=\"extension-due\">New due date (your local time)</label> <input id=\"extension-due\" type=\"datetime-local\" required> \
          <label for=\"extension-scenario\">Scenario (empty: every one)</label> <input id=\"extension-scenario\" type=\"text\" maxlength=\"64\" autocomplete=\"off\"> \
          <button class=\"primary\" type=\"submit\">Give the extension</button> <span role=\"status\" class=\"muted\">{}</span></form>",
