@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use base64::Engine;
 use serde::Deserialize;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 
 use super::{scenario_entry, time};
 use crate::auth::{self, Grader, Need, Session};
@@ -693,6 +693,20 @@ pub async fn rename_member(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// The member `student` of `class`, or 404 `unknown_student`.
+pub(super) async fn member_of(
+    store: &Store,
+    class: &str,
+    student: &str,
+) -> Result<Membership, AppError> {
+    let found = if student.len() > 128 {
+        None
+    } else {
+        store.membership(class, student).await?
+    };
+    found.ok_or_else(|| not_a_member(student))
+}
+
 fn not_a_member(student: &str) -> AppError {
     AppError::of(
         ErrorCode::UnknownStudent,
@@ -872,17 +886,7 @@ pub async fn student_attempts(
     Path((id, student)): Path<(String, String)>,
 ) -> Result<Json<StudentAttempts>, AppError> {
     class_for(&store, &grader, &id, Need::Read).await?;
-    let member = if student.len() > 128 {
-        None
-    } else {
-        store.membership(&id, &student).await?
-    };
-    let member = member.ok_or_else(|| {
-        AppError::of(
-            ErrorCode::UnknownStudent,
-            format!("the class has no member \"{}\"", student.escape_default()),
-        )
-    })?;
+    let member = member_of(&store, &id, &student).await?;
     let loaded = Loaded::of(&store, &id, Some(&student)).await?;
     let attempts = dashboard::student_attempts(&loaded.data(&id, &catalogue), &student);
     Ok(Json(StudentAttempts {

@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::classes::class_for;
+use super::classes::{class_for, member_of};
 use super::time;
 use crate::auth::{Grader, Need};
 use crate::catalogue::Catalogue;
@@ -155,21 +155,6 @@ pub async fn set_deadlines(
     Ok(Json(deadlines_body(&store, &id, due).await?))
 }
 
-/// A member of `class`, or 404 `unknown_student`.
-async fn member(store: &Store, class: &str, student: &str) -> Result<String, AppError> {
-    let found = if student.len() > 128 {
-        None
-    } else {
-        store.membership(class, student).await?
-    };
-    found.map(|m| m.display_name).ok_or_else(|| {
-        AppError::of(
-            ErrorCode::UnknownStudent,
-            format!("the class has no member \"{}\"", student.escape_default()),
-        )
-    })
-}
-
 #[utoipa::path(put, path = "/api/classes/{id}/students/{student}/extension", tag = "classes", request_body = ExtensionRequest,
     description = "Gives a member a due date of their own, for one scenario or (without `scenario`) every one, replacing \
         the extension given there before. A TA or the owner may; the audit log records it.",
@@ -191,7 +176,7 @@ pub async fn grant_extension(
     JsonBody(body): JsonBody<ExtensionRequest>,
 ) -> Result<Json<Extension>, AppError> {
     class_for(&store, &grader, &id, Need::Work).await?;
-    let display_name = member(&store, &id, &student).await?;
+    let display_name = member_of(&store, &id, &student).await?.display_name;
     let scenario = body.scenario.clone().unwrap_or_default();
     if !scenario.is_empty() && catalogue.get(&scenario).is_none() {
         return Err(AppError::unknown_scenario(&scenario).at("$.scenario"));
@@ -236,7 +221,7 @@ pub async fn remove_extension(
     Query(query): Query<ExtensionQuery>,
 ) -> Result<Response, AppError> {
     class_for(&store, &grader, &id, Need::Work).await?;
-    member(&store, &id, &student).await?;
+    member_of(&store, &id, &student).await?;
     let scenario = query.scenario.unwrap_or_default();
     if !store
         .remove_extension(&id, &student, &scenario, &grader.actor())

@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use super::classes::{class_for, wants_csv, FormatQuery, Loaded};
+use super::classes::{class_for, member_of, wants_csv, FormatQuery, Loaded};
 use super::time;
 use crate::auth::{Grader, Need};
 use crate::catalogue::Catalogue;
@@ -74,17 +74,7 @@ async fn member_and_points(
     scenario: &str,
 ) -> Result<u32, AppError> {
     let entry = super::scenario_entry(catalogue, scenario)?;
-    let member = if student.len() > 128 {
-        None
-    } else {
-        store.membership(class, student).await?
-    };
-    if member.is_none() {
-        return Err(AppError::of(
-            ErrorCode::UnknownStudent,
-            format!("the class has no member \"{}\"", student.escape_default()),
-        ));
-    }
+    member_of(store, class, student).await?;
     Ok(entry.scenario().requirements.iter().map(|r| r.points).sum())
 }
 

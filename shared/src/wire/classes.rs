@@ -475,8 +475,8 @@ pub struct ClassAttemptBody {
     #[serde(flatten)]
     pub row: AttemptRow,
     pub student: String,
-    /// The name the student gave the class.
-    #[serde(default)]
+    /// The name the student goes by in the class; absent when they are no longer a member.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub display_name: String,
     #[cfg_attr(feature = "openapi", schema(value_type = crate::design::Design))]
     pub design: Json,

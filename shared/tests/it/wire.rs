@@ -63,6 +63,7 @@ fn an_attempt_of_a_class_has_the_row_fields_beside_the_student_and_the_design() 
             }],
         },
         student: "s-1".into(),
+        display_name: String::new(),
         design: json!({"nodes": [], "edges": []}),
     };
     check(

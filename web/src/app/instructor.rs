@@ -599,22 +599,7 @@ pub fn ClassPage(id: String) -> impl IntoView {
             return;
         }
         if let Some(scenario) = clicked(&ev, "data-regrade") {
-            let class = rid.clone();
-            leptos::task::spawn_local(async move {
-                let request = RegradeRequest {
-                    scenario: scenario.clone(),
-                    class: Some(class.clone()),
-                };
-                let done =
-                    grader::send::<RegradeReport>("POST", "/api/regrade", Some(&request)).await;
-                saved.set(match done {
-                    Ok(r) => format!(
-                        "{scenario}: {} attempt(s) checked again against the current version, {} changed between passed and missed. Reload to see them.",
-                        r.regraded_now, r.passed_changed
-                    ),
-                    Err(e) => e.message,
-                });
-            });
+            leptos::task::spawn_local(regrade(rid.clone(), scenario, saved));
             return;
         }
         if let Some(key) = clicked(&ev, "data-sort") {
@@ -644,29 +629,7 @@ pub fn ClassPage(id: String) -> impl IntoView {
             return;
         }
         let value = event_target_value(&ev);
-        let url = format!("/api/classes/{pid}");
-        leptos::task::spawn_local(async move {
-            let update = ClassUpdate {
-                preview: Preview::named(&value),
-                ..ClassUpdate::default()
-            };
-            let done = grader::send::<ClassBody>("PATCH", &url, Some(&update)).await;
-            // The page is drawn again with the class as the server now has it.
-            if let Ok(class) = &done {
-                loaded.update(|l| {
-                    if let Some(Ok(data)) = l {
-                        data.class = class.clone();
-                    }
-                });
-            }
-            saved.set(match done {
-                Ok(_) => format!("Saved ({value}): students see it when they next open the app."),
-                Err(e) => e.message,
-            });
-            request_animation_frame(|| {
-                super::dom::focus("#preview-setting");
-            });
-        });
+        leptos::task::spawn_local(save_preview(pid.clone(), value, loaded, saved));
     };
     let sid = id.clone();
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
@@ -676,31 +639,84 @@ pub fn ClassPage(id: String) -> impl IntoView {
         let Some(role) = StaffRole::parse(&role) else {
             return;
         };
-        let class = sid.clone();
-        leptos::task::spawn_local(async move {
-            let url = format!("/api/classes/{class}/staff/{}", encode(&account));
-            let done = grader::send::<StaffMember>("PUT", &url, Some(&StaffGrant { role })).await;
-            let staff: Result<Vec<StaffMember>, _> =
-                grader::get_answer(&format!("/api/classes/{class}/staff")).await;
-            if let Ok(staff) = staff {
-                loaded.update(|l| {
-                    if let Some(Ok(data)) = l {
-                        data.staff = staff;
-                    }
-                });
-            }
-            said.set(match done {
-                Ok(m) => format!("{} is now {}.", m.account, role_words(Some(m.role))),
-                Err(e) => e.message,
-            });
-            request_animation_frame(|| {
-                super::dom::focus("#staff-account");
-            });
-        });
+        leptos::task::spawn_local(give_role(sid.clone(), account, role, loaded, said));
     };
     view! {
         <section class="page wide instructor" on:click=on_click on:change=on_change on:submit=on_submit inner_html=html></section>
     }
+}
+
+/// The class page's data as loaded, which a change redraws.
+type Loaded = RwSignal<Option<Result<ClassPageData, api::ApiError>>, LocalStorage>;
+
+/// Checks the class's attempts at `scenario` again against its current version, and says
+/// what came of it in `saved`.
+async fn regrade(class: String, scenario: String, saved: RwSignal<String>) {
+    let request = RegradeRequest {
+        scenario: scenario.clone(),
+        class: Some(class),
+    };
+    let done = grader::send::<RegradeReport>("POST", "/api/regrade", Some(&request)).await;
+    saved.set(match done {
+        Ok(r) => format!(
+            "{scenario}: {} attempt(s) checked again against the current version, {} changed between passed and missed. Reload to see them.",
+            r.regraded_now, r.passed_changed
+        ),
+        Err(e) => e.message,
+    });
+}
+
+/// Saves the class's preview setting; the page is drawn again with the class as the server
+/// now has it.
+async fn save_preview(class: String, value: String, loaded: Loaded, saved: RwSignal<String>) {
+    let update = ClassUpdate {
+        preview: Preview::named(&value),
+        ..ClassUpdate::default()
+    };
+    let url = format!("/api/classes/{class}");
+    let done = grader::send::<ClassBody>("PATCH", &url, Some(&update)).await;
+    if let Ok(class) = &done {
+        loaded.update(|l| {
+            if let Some(Ok(data)) = l {
+                data.class = class.clone();
+            }
+        });
+    }
+    saved.set(match done {
+        Ok(_) => format!("Saved ({value}): students see it when they next open the app."),
+        Err(e) => e.message,
+    });
+    request_animation_frame(|| {
+        super::dom::focus("#preview-setting");
+    });
+}
+
+/// Gives `account` the role `role` in the class; the staff table is drawn again.
+async fn give_role(
+    class: String,
+    account: String,
+    role: StaffRole,
+    loaded: Loaded,
+    said: RwSignal<String>,
+) {
+    let url = format!("/api/classes/{class}/staff/{}", encode(&account));
+    let done = grader::send::<StaffMember>("PUT", &url, Some(&StaffGrant { role })).await;
+    let staff: Result<Vec<StaffMember>, _> =
+        grader::get_answer(&format!("/api/classes/{class}/staff")).await;
+    if let Ok(staff) = staff {
+        loaded.update(|l| {
+            if let Some(Ok(data)) = l {
+                data.staff = staff;
+            }
+        });
+    }
+    said.set(match done {
+        Ok(m) => format!("{} is now {}.", m.account, role_words(Some(m.role))),
+        Err(e) => e.message,
+    });
+    request_animation_frame(|| {
+        super::dom::focus("#staff-account");
+    });
 }
 
 /// A student's attempts for the class, as markup.
@@ -822,20 +838,10 @@ pub fn StudentPage(class: String, student: String) -> impl IntoView {
             .target()
             .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
             .is_some_and(|f| f.id() == "rename");
+        let member = format!("/api/classes/{class}/students/{student}");
         if renaming {
             let name = take_input("#member-name").trim().to_string();
-            let url = format!("/api/classes/{class}/students/{student}");
-            let update = MemberUpdate {
-                display_name: name.clone(),
-            };
-            leptos::task::spawn_local(async move {
-                said.set(
-                    match grader::send_no_content("PATCH", &url, Some(&update)).await {
-                        Ok(()) => format!("Renamed {name}: reload to see the new name everywhere."),
-                        Err(e) => e.message,
-                    },
-                );
-            });
+            leptos::task::spawn_local(rename(member, name, said));
             return;
         }
         let typed = input_value("#extension-due");
@@ -850,26 +856,43 @@ pub fn StudentPage(class: String, student: String) -> impl IntoView {
             scenario: (!scenario.is_empty()).then_some(scenario),
             due_at: String::from(due.to_iso_string()),
         };
-        let url = format!("/api/classes/{class}/students/{student}/extension");
-        leptos::task::spawn_local(async move {
-            let done = grader::send::<Extension>("PUT", &url, Some(&request)).await;
-            said.set(match done {
-                Ok(e) => format!(
-                    "{} may submit {} until {}.",
-                    e.display_name,
-                    e.scenario.as_deref().unwrap_or("every scenario"),
-                    when(&e.due_at)
-                ),
-                Err(e) => e.message,
-            });
-            request_animation_frame(|| {
-                super::dom::focus("#extension-due");
-            });
-        });
+        leptos::task::spawn_local(give_extension(member, request, said));
     };
     view! {
         <section class="page instructor" on:click=on_click on:submit=on_submit inner_html=html></section>
     }
+}
+
+/// Renames the member at `member` (their route) to `name`, and says what came of it.
+async fn rename(member: String, name: String, said: RwSignal<String>) {
+    let update = MemberUpdate {
+        display_name: name.clone(),
+    };
+    said.set(
+        match grader::send_no_content("PATCH", &member, Some(&update)).await {
+            Ok(()) => format!("Renamed {name}: reload to see the new name everywhere."),
+            Err(e) => e.message,
+        },
+    );
+}
+
+/// Gives the member at `member` (their route) the extension `request`, and says what came
+/// of it.
+async fn give_extension(member: String, request: ExtensionRequest, said: RwSignal<String>) {
+    let url = format!("{member}/extension");
+    let done = grader::send::<Extension>("PUT", &url, Some(&request)).await;
+    said.set(match done {
+        Ok(e) => format!(
+            "{} may submit {} until {}.",
+            e.display_name,
+            e.scenario.as_deref().unwrap_or("every scenario"),
+            when(&e.due_at)
+        ),
+        Err(e) => e.message,
+    });
+    request_animation_frame(|| {
+        super::dom::focus("#extension-due");
+    });
 }
 
 /// Whose attempt it is and when, whether it was late, and whether the verdict shown (the one
