@@ -207,7 +207,7 @@ pub fn matrix(data: &ClassData<'_>) -> Matrix {
 }
 
 /// The header of the matrix as CSV.
-pub const MATRIX_CSV_HEADER: [&str; 8] = [
+pub const MATRIX_CSV_HEADER: [&str; 9] = [
     "student",
     "display_name",
     "scenario",
@@ -216,6 +216,7 @@ pub const MATRIX_CSV_HEADER: [&str; 8] = [
     "last_attempt_at",
     "attempts_before_first_pass",
     "outdated_attempts",
+    "late_attempts",
 ];
 
 /// The matrix as CSV: one row per student and scenario.
@@ -233,6 +234,7 @@ pub fn matrix_csv(matrix: &Matrix) -> String {
                     .map(|n| n.to_string())
                     .unwrap_or_default(),
                 c.outdated_attempts.to_string(),
+                c.late_attempts.to_string(),
             ]
         })
     });

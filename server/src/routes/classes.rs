@@ -811,13 +811,13 @@ pub(super) fn wants_csv(format: Option<&str>) -> Result<bool, AppError> {
 }
 
 /// The header and an example row of the matrix's CSV, for the OpenAPI document.
-pub const MATRIX_CSV_EXAMPLE: &str = "student,display_name,scenario,state,attempts,last_attempt_at,attempts_before_first_pass,outdated_attempts\r\n\
-    s-0f8e3c2a9b7d4e61a5c3b2d1e0f9a8b7,Ada L.,safe-retry,passed,3,2026-01-12T09:30:00.000Z,2,0\r\n";
+pub const MATRIX_CSV_EXAMPLE: &str = "student,display_name,scenario,state,attempts,last_attempt_at,attempts_before_first_pass,outdated_attempts,late_attempts\r\n\
+    s-0f8e3c2a9b7d4e61a5c3b2d1e0f9a8b7,Ada L.,safe-retry,passed,3,2026-01-12T09:30:00.000Z,2,0,1\r\n";
 
 #[utoipa::path(get, path = "/api/classes/{id}/matrix", tag = "classes",
     description = "Students × scenarios: per student and scenario `not_tried`, `tried` or `passed`, the attempts, \
-        the last attempt's time, the attempts before the first pass, and the attempts whose result is from an older \
-        version of the scenario; per scenario, the class's progress. With `?format=csv`, one row per student and scenario; \
+        the last attempt's time, the attempts before the first pass, the attempts whose result is from an older \
+        version of the scenario, and the attempts made after the student's due date; per scenario, the class's progress. With `?format=csv`, one row per student and scenario; \
         a field that starts with `=`, `+`, `-`, `@`, a tab or a CR is written as text (a `'` before it, quoted), and \
         `bom=true` starts the file with a UTF-8 byte order mark.",
     params(("id" = String, Path, description = "The class id"), FormatQuery),

@@ -481,7 +481,7 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
     let lines: Vec<&str> = csv.text.split("\r\n").filter(|l| !l.is_empty()).collect();
     assert_eq!(
         lines[0],
-        "student,display_name,scenario,state,attempts,last_attempt_at,attempts_before_first_pass,outdated_attempts"
+        "student,display_name,scenario,state,attempts,last_attempt_at,attempts_before_first_pass,outdated_attempts,late_attempts"
     );
     assert_eq!(lines.len(), 1 + 3 * scenarios().len());
     let ada_row = lines
@@ -491,7 +491,7 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
     let fields: Vec<&str> = ada_row.split(',').collect();
     assert_eq!(fields[3..5], ["passed", "2"]);
     assert_eq!(fields[6..8], ["1", "0"]);
-    assert!(lines.contains(&format!("{cy},Cy,logical-date,not_tried,0,,,0").as_str()));
+    assert!(lines.contains(&format!("{cy},Cy,logical-date,not_tried,0,,,0,0").as_str()));
     // The CSV of every attempt: as /api/submissions?format=csv writes them.
     let csv = app
         .get(

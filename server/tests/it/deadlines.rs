@@ -114,6 +114,22 @@ async fn late_attempts_are_marked_or_refused(app: TestApp) {
         .unwrap()
         .clone();
     assert_eq!(cell["late_attempts"], 1);
+    let matrix_csv = app
+        .get(&format!("/api/classes/{class}/matrix?format=csv"), &grader)
+        .await;
+    let mut reader = ::csv::ReaderBuilder::new().from_reader(matrix_csv.text.as_bytes());
+    let late_column = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "late_attempts")
+        .unwrap();
+    let ada_retry = reader
+        .records()
+        .map(Result::unwrap)
+        .find(|r| &r[0] == ada.as_str() && &r[2] == "safe-retry")
+        .unwrap();
+    assert_eq!(&ada_retry[late_column], "1");
     let csv = app
         .get(
             &format!("/api/classes/{class}/attempts?format=csv"),
