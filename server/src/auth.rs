@@ -127,6 +127,12 @@ impl Grader {
     /// Refuses (403 `forbidden`) what only a server administrator's token may do.
     pub fn must_administer(&self, what: &str) -> Result<(), AppError> {
         self.may_write()?;
+        self.administrator_reads(what)
+    }
+
+    /// Refuses (403 `forbidden`) what only a server administrator's token may read, a
+    /// read-only one included.
+    pub fn administrator_reads(&self, what: &str) -> Result<(), AppError> {
         if !self.administrator() {
             return Err(AppError::forbidden(format!(
                 "only a server administrator's token may {what}"

@@ -157,8 +157,19 @@ async fn submit(
             .at("$.student"))
         }
         (Caller::Student(s), _) => s.id.clone(),
-        (Caller::Grader(_), Some(named)) => {
+        (Caller::Grader(g), Some(named)) => {
             valid_student_id(&named)?;
+            // A staff account records only for a class it is a TA or owner of.
+            match &request.class {
+                Some(class) => {
+                    g.may(&parts.store, class, crate::auth::Need::Work)
+                        .await
+                        .map_err(|e| e.at("$.class"))?;
+                }
+                None => g.must_administer(
+                    "record an attempt outside a class; a staff account names one of its classes",
+                )?,
+            }
             named
         }
         (Caller::Grader(_), None) => {
@@ -234,7 +245,7 @@ pub fn fingerprint(route: &str, bytes: &[u8]) -> String {
     responses((status = 201, body = Submission),
         (status = 400, description = "malformed_json, invalid_idempotency_key or ambiguous_session", body = ErrorBody),
         (status = 401, description = "unauthorized: a bad or revoked token; no_session: neither a token nor a session", body = ErrorBody),
-        (status = 403, description = "forbidden: a student session naming another student (submitting for a named student needs a grader token); cross_site_request: another site sent it; not_a_member: the student is not a member of `class`", body = ErrorBody),
+        (status = 403, description = "forbidden: a student session naming another student (submitting for a named student needs a grader token), or a staff account's token naming no class or a class it is not a TA or owner of; cross_site_request: another site sent it; not_a_member: the student is not a member of `class`", body = ErrorBody),
         (status = 404, description = "unknown_scenario, or unknown_class: `class` names no class", body = ErrorBody),
         (status = 409, description = "idempotency_key_in_flight; class_closed: `class` is closed; or past_due: `class` refuses attempts after the student's due date, which has passed", body = ErrorBody),
         (status = 413, description = "body_too_large", body = ErrorBody),
@@ -470,7 +481,7 @@ impl Drop for LeaseRenewal {
     params(("id" = String, Path, description = "The submission id")),
     security(("grader_token" = []), ("student_cookie" = [])),
     responses((status = 200, body = Submission), (status = 401, description = "unauthorized or no_session", body = ErrorBody),
-        (status = 403, description = "forbidden: another student's attempt", body = ErrorBody),
+        (status = 403, description = "forbidden: another student's attempt, or, for a staff account's token, an attempt outside its classes", body = ErrorBody),
         (status = 404, description = "unknown_submission", body = ErrorBody)))]
 pub async fn get_submission(
     State(store): State<Store>,
@@ -488,12 +499,20 @@ pub async fn get_submission(
         return Err(unknown());
     }
     let attempt = store.get_attempt(&id).await?.ok_or_else(unknown)?;
-    if let Caller::Student(s) = &caller {
-        if s.id != attempt.student {
+    match &caller {
+        Caller::Student(s) if s.id != attempt.student => {
             return Err(AppError::forbidden(
                 "this submission belongs to another student",
             ));
         }
+        // A staff account reads the attempts of its classes only.
+        Caller::Grader(g) if !g.administrator() => match &attempt.class {
+            Some(class) => {
+                g.may(&store, class, crate::auth::Need::Read).await?;
+            }
+            None => g.administrator_reads("read an attempt made outside a class")?,
+        },
+        _ => {}
     }
     Ok(Json(submission_body(&attempt, true)))
 }
@@ -515,7 +534,7 @@ pub async fn get_submission(
             headers(("Link" = String, description = "Only when more attempts follow this page: `</api/submissions?…&before=ID>; rel=\"next\"`, the next page"))),
         (status = 400, description = "bad_request: a query string that cannot be read (a `limit` that is not a number, or too large for one, a `bom` other than true or false); ambiguous_session", body = ErrorBody),
         (status = 401, description = "unauthorized or no_session", body = ErrorBody),
-        (status = 403, description = "forbidden: a student asking for another student's attempts (that needs a grader token)", body = ErrorBody),
+        (status = 403, description = "forbidden: a student asking for another student's attempts (that needs a grader token), or a staff account's token (it reads its classes' attempts at `/api/classes/{id}/attempts`)", body = ErrorBody),
         (status = 422, description = "invalid_request: a `format` other than json or csv (path `?format`), a `limit` outside 1 to 1000 (path `?limit`), a `before` that names no attempt (path `?before`), or a control character in `student` or `scenario`", body = ErrorBody)))]
 pub async fn list_submissions(
     State(store): State<Store>,
@@ -548,7 +567,12 @@ pub async fn list_submissions(
             }
             Some(s.id.clone())
         }
-        Caller::Grader(_) => query.student.clone(),
+        Caller::Grader(g) => {
+            g.administrator_reads(
+                "list every student's attempts; a staff account reads its classes' at /api/classes/{id}/attempts",
+            )?;
+            query.student.clone()
+        }
     };
     let limit = query.limit.unwrap_or(LIST_LIMIT_DEFAULT);
     if !(1..=LIST_LIMIT_MAX).contains(&limit) {

@@ -476,6 +476,7 @@ async fn lists_and_limits(app: &TestApp, callers: &[Caller], classes: &[Seeded; 
             }
         }
     }
+    submissions_by_role(app, callers, classes).await;
     let ana = &callers[0].token;
     let class_a = &classes[0].id;
     // The last owner cannot be made less, nor removed.
@@ -628,4 +629,61 @@ async fn every_instructor_route_answers_each_role_on_postgres() {
     let store = Store::connect(&db.url).await.expect("PostgreSQL connects");
     let app = spawn_app_on(store, Config::default(), TempDir::new("roles"));
     every_route_answers_each_role(&app).await;
+}
+
+/// `/api/submissions` with a token: an administrator's lists and reads every attempt and
+/// records one for any student; a staff account reads and records only its classes' attempts.
+async fn submissions_by_role(app: &TestApp, callers: &[Caller], classes: &[Seeded; 2]) {
+    let (ana, ben, tom, admin) = (&callers[0], &callers[1], &callers[2], &callers[5]);
+    for caller in callers {
+        let listed = app
+            .get("/api/submissions", &As::grader(&caller.token))
+            .await;
+        let expected = if caller.admin {
+            StatusCode::OK
+        } else {
+            StatusCode::FORBIDDEN
+        };
+        assert_eq!(listed.status, expected, "{}: {}", caller.label, listed.text);
+    }
+    let attempt_a = format!("/api/submissions/{}", classes[0].attempt);
+    for (caller, expected) in [
+        (ana, StatusCode::OK),
+        (tom, StatusCode::OK),
+        (ben, StatusCode::FORBIDDEN),
+        (admin, StatusCode::OK),
+    ] {
+        let read = app.get(&attempt_a, &As::grader(&caller.token)).await;
+        assert_eq!(
+            read.status, expected,
+            "{} reads an attempt of A: {}",
+            caller.label, read.text
+        );
+    }
+    let record = |class: Option<&str>| {
+        let mut body = json!({"scenario": "safe-retry", "design": failing_design(), "student": classes[0].student});
+        if let Some(class) = class {
+            body["class"] = json!(class);
+        }
+        body
+    };
+    for (caller, class, expected) in [
+        (tom, Some(classes[0].id.as_str()), StatusCode::CREATED),
+        (ben, Some(classes[0].id.as_str()), StatusCode::FORBIDDEN),
+        (tom, None, StatusCode::FORBIDDEN),
+        (admin, None, StatusCode::CREATED),
+    ] {
+        let made = app
+            .post(
+                "/api/submissions",
+                &As::grader(&caller.token),
+                &record(class),
+            )
+            .await;
+        assert_eq!(
+            made.status, expected,
+            "{} records for {class:?}: {}",
+            caller.label, made.text
+        );
+    }
 }
