@@ -7,7 +7,8 @@
 // The server here speaks plain HTTP, so no cookie of the login survives the platform's
 // cross-site form post and the launch signs no browser in by itself: the frame shows the
 // resume page, which names the launched student and offers the way out, and the new window
-// is signed in as that student, on the activity's scenario.
+// is signed in as that student, on the activity's scenario. An instructor's launch ends, the
+// same way, on the course's class dashboard, signed in as its owner without a token.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -42,9 +43,11 @@ function startPlatform() {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ keys: [jwk] }));
     } else if (url.pathname === '/course') {
+      // `?as=instructor` launches the course's instructor instead of a learner.
+      const hint = url.searchParams.get('as') === 'instructor' ? 'instructor-hint' : 'learner-hint';
       const login = new URL('/lti/login', TOOL);
       login.search = new URLSearchParams({
-        iss: ISSUER, login_hint: 'learner-hint', target_link_uri: `${TOOL}/lti/launch`, client_id: CLIENT, lti_deployment_id: DEPLOYMENT,
+        iss: ISSUER, login_hint: hint, target_link_uri: `${TOOL}/lti/launch`, client_id: CLIENT, lti_deployment_id: DEPLOYMENT,
       }).toString();
       res.writeHead(200, { 'content-type': 'text/html' });
       res.end(`<!doctype html><html lang="en"><title>Course</title><h1>Week 3: exactly-once</h1>
@@ -52,6 +55,14 @@ function startPlatform() {
     } else if (url.pathname === '/auth') {
       const q = url.searchParams;
       const now = Math.floor(Date.now() / 1000);
+      const instructor = q.get('login_hint') === 'instructor-hint';
+      const who = instructor
+        ? {
+          sub: 'browser-instructor', name: 'Edsger Dijkstra',
+          [`${LTI}roles`]: ['http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor'],
+          [`${LTI}context`]: { id: 'browser-course', title: 'Distributed Data 301' },
+        }
+        : { sub: 'browser-learner', name: 'Grace Hopper' };
       const token = jwt({
         iss: ISSUER, aud: CLIENT, sub: 'browser-learner', iat: now, exp: now + 300, nonce: q.get('nonce'),
         name: 'Grace Hopper',
@@ -62,6 +73,7 @@ function startPlatform() {
         [`${LTI}resource_link`]: { id: randomUUID() },
         [`${LTI}roles`]: ['http://purl.imsglobal.org/vocab/lis/v2/membership#Learner'],
         [`${LTI}custom`]: { scenario: 'safe-retry' },
+        ...who,
       });
       res.writeHead(200, { 'content-type': 'text/html' });
       res.end(`<!doctype html><html lang="en"><title>Launching</title>
@@ -104,6 +116,28 @@ test("a launch through the platform's auto-submitted form, in its frame, names t
     // The code works once.
     const again = await popup.request.get(`${TOOL}/lti/resume?code=${code}`, { maxRedirects: 0 });
     assert.equal(again.status(), 403);
+    assert.deepEqual(browser.problems, []);
+  } finally {
+    await browser.close();
+    platform.server.close();
+  }
+});
+
+test("an instructor's launch opens the course's class dashboard signed in, no token pasted, as its owner", async () => {
+  const platform = await startPlatform();
+  const browser = await openBrowser();
+  const { page, context } = browser;
+  try {
+    await page.goto(`${ISSUER}/course?as=instructor`);
+    const open = page.frameLocator('#tool').getByRole('button', { name: 'Open it in a new window' });
+    await open.waitFor({ timeout: 30_000 });
+    const [popup] = await Promise.all([context.waitForEvent('page'), open.click()]);
+    await popup.waitForURL(new RegExp(`^${TOOL}/instructor/classes/c-[0-9a-f]+$`));
+    await popup.getByRole('heading', { name: 'Distributed Data 301' }).waitFor();
+    await popup.getByRole('heading', { name: 'Staff' }).waitFor();
+    assert.match(await popup.locator('table.staff').innerText(), /lti-s-[0-9a-f]+\s+Owner\s+lti/);
+    assert.equal(await popup.getByLabel('Grader token').count(), 0, 'no token was asked for');
+    await screenshot(popup, 'lti-instructor-dashboard');
     assert.deepEqual(browser.problems, []);
   } finally {
     await browser.close();
