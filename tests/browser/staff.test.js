@@ -68,6 +68,12 @@ test('an owner adds a TA, who sees only that section and cannot change it', asyn
     await owner.getByLabel('Staff account').fill('nobody-here');
     await owner.getByRole('button', { name: 'Give the role' }).click();
     await owner.getByRole('status').filter({ hasText: /no staff account "nobody-here"/ }).waitFor();
+    // The owner sets the class's due date and refuses late attempts.
+    await owner.getByLabel('Due date for every scenario (your local time; empty: none)').fill('2031-01-02T09:00');
+    await owner.getByLabel('After it').selectOption('refuse');
+    await owner.getByRole('button', { name: 'Save the due dates' }).click();
+    await owner.getByRole('status').filter({ hasText: /Saved: due 2031-01-0[123]/ }).waitFor();
+    assert.match(await owner.locator('ul.due-dates').innerText(), /After the due date: attempts are refused/);
     await screenshot(owner, 'staff-owner-adds-ta');
     await axe(owner, 'a class with its staff');
 
@@ -83,6 +89,7 @@ test('an owner adds a TA, who sees only that section and cannot change it', asyn
     await ta.getByRole('heading', { name: 'Staff' }).waitFor();
     assert.equal(await ta.getByLabel('Live preview for students:').isDisabled(), true);
     assert.equal(await ta.getByRole('button', { name: 'Give the role' }).count(), 0);
+    assert.equal(await ta.getByRole('button', { name: 'Save the due dates' }).count(), 0, 'a TA cannot set due dates');
     await screenshot(ta, 'staff-ta-class');
     await axe(ta, "a TA's class");
     // The TA gives Eve an extension for safe-retry.

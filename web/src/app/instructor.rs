@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use shared::wire::classes::{
-    CellState, ClassBody, ClassUpdate, Extension, ExtensionRequest, Matrix, MemberUpdate,
-    MissedScenario, NewClass, Preview, RegradeReport, RegradeRequest, StaffGrant, StaffMember,
-    StaffRole, StudentAttempts, StudentRow,
+    CellState, ClassBody, ClassUpdate, Deadlines, DeadlinesUpdate, Extension, ExtensionRequest,
+    LatePolicy, Matrix, MemberUpdate, MissedScenario, NewClass, Preview, RegradeReport,
+    RegradeRequest, StaffGrant, StaffMember, StaffRole, StudentAttempts, StudentRow,
 };
 
 use super::api::{self, grader};
@@ -496,12 +496,13 @@ fn follow_link(ev: &leptos::ev::MouseEvent, nav: Navigator) -> bool {
 
 /// The class page's markup: the heading, the join page, the downloads, the preview setting,
 /// progress, the requirements missed most, and the matrix sorted by `sort`.
-fn class_html(id: &str, loaded: &ClassPageData, sort: &str, saved: &str, said: &str) -> String {
+fn class_html(id: &str, loaded: &ClassPageData, sort: &str, said: &Said) -> String {
     let ClassPageData {
         class,
         matrix,
         missed,
         staff,
+        deadlines,
     } = loaded;
     // Only the owner (or an administrator) may change the setting.
     let locked = if may_own(class) { "" } else { " disabled" };
@@ -535,16 +536,17 @@ fn class_html(id: &str, loaded: &ClassPageData, sort: &str, saved: &str, said: &
          <a href=\"/api/classes/{id}/attempts?format=csv\" download=\"attempts.csv\">every attempt (CSV)</a> · \
          <a href=\"/api/classes/{id}/gradebook?format=csv\" download=\"gradebook.csv\">the gradebook (CSV)</a></p>\
          <p><label for=\"preview-setting\">Live preview for students: </label><select id=\"preview-setting\"{locked}>{options}</select> \
-         <span role=\"status\" class=\"muted\">{saved}</span></p>{progress}<h2>Students</h2><div class=\"table-wrap\">{table}</div>{staff}",
+         <span role=\"status\" class=\"muted\">{saved}</span></p>{due}{progress}<h2>Students</h2><div class=\"table-wrap\">{table}</div>{staff}",
         name = esc(&class.name),
         url = esc(&class.join_url),
         code = esc(&class.join_code),
         state = if class.open { "open" } else { "closed" },
         id = esc(id),
-        saved = esc(saved),
+        saved = esc(&said.preview),
+        due = deadlines_html(class, deadlines, &said.due),
         progress = progress_html(id, matrix, missed, class.role != Some(StaffRole::Viewer)),
         table = matrix_html(id, matrix, by, down),
-        staff = staff_html(id, class, staff, said),
+        staff = staff_html(id, class, staff, &said.staff),
     )
 }
 
@@ -555,6 +557,75 @@ struct ClassPageData {
     matrix: Matrix,
     missed: Vec<MissedScenario>,
     staff: Vec<StaffMember>,
+    deadlines: Deadlines,
+}
+
+/// What the class page's forms last came to: the preview setting, the due dates, the staff.
+#[derive(Clone, Default)]
+struct Said {
+    preview: String,
+    due: String,
+    staff: String,
+}
+
+/// An RFC 3339 time as a `datetime-local` field holds it: the browser's local time.
+fn local_input(at: &str) -> String {
+    let t = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(at));
+    if t.get_time().is_nan() {
+        return String::new();
+    }
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}",
+        t.get_full_year(),
+        t.get_month() + 1,
+        t.get_date(),
+        t.get_hours(),
+        t.get_minutes()
+    )
+}
+
+/// The class's due dates and late policy, and for its owner the form that sets the class's
+/// due date and the policy (each scenario's own stay as they are).
+fn deadlines_html(class: &ClassBody, d: &Deadlines, said: &str) -> String {
+    let mut out = String::from("<h2>Due dates</h2><ul class=\"due-dates\">");
+    out.push_str(&format!(
+        "<li>Every scenario: {}</li>",
+        d.due_at.as_deref().map_or("no due date".to_string(), when)
+    ));
+    for s in &d.scenarios {
+        out.push_str(&format!(
+            "<li>{}: {}{}</li>",
+            esc(&s.scenario),
+            when(&s.due_at),
+            if s.source == "platform" {
+                " (from the learning platform)"
+            } else {
+                ""
+            }
+        ));
+    }
+    out.push_str(&format!(
+        "<li>After the due date: {}</li><li>Extensions: {}</li></ul>",
+        match d.late_policy {
+            LatePolicy::Accept => "attempts are recorded and marked late",
+            LatePolicy::Refuse => "attempts are refused",
+        },
+        d.extensions.len()
+    ));
+    if may_own(class) {
+        let selected = |p: LatePolicy| if d.late_policy == p { " selected" } else { "" };
+        out.push_str(&format!(
+            "<form class=\"due-form\" id=\"due-dates\"><label for=\"due-at\">Due date for every scenario (your local time; empty: none)</label> \
+             <input id=\"due-at\" type=\"datetime-local\" value=\"{}\"> <label for=\"late-policy\">After it</label> \
+             <select id=\"late-policy\"><option value=\"accept\"{}>record and mark late</option><option value=\"refuse\"{}>refuse</option></select> \
+             <button class=\"secondary\" type=\"submit\">Save the due dates</button> <span role=\"status\" class=\"muted\">{}</span></form>",
+            esc(&d.due_at.as_deref().map(local_input).unwrap_or_default()),
+            selected(LatePolicy::Accept),
+            selected(LatePolicy::Refuse),
+            esc(said)
+        ));
+    }
+    out
 }
 
 /// `/instructor/classes/{id}`: the matrix, sortable; progress per scenario; the requirements
@@ -570,18 +641,18 @@ pub fn ClassPage(id: String) -> impl IntoView {
         let matrix = grader::get_answer(&format!("/api/classes/{key}/matrix")).await?;
         let missed = grader::get_answer(&format!("/api/classes/{key}/missed")).await?;
         let staff = grader::get_answer(&format!("/api/classes/{key}/staff")).await?;
+        let deadlines = grader::get_answer(&format!("/api/classes/{key}/deadlines")).await?;
         Ok::<_, api::ApiError>(ClassPageData {
             class,
             matrix,
             missed,
             staff,
+            deadlines,
         })
     });
-    // The column sorted by (`-` before it: going down), and what the setting's save said.
+    // The column sorted by (`-` before it: going down), and what the forms' saves said.
     let sort = RwSignal::new("name".to_string());
-    let saved = RwSignal::new(String::new());
-    // What the staff form's last submission came to.
-    let said = RwSignal::new(String::new());
+    let said = RwSignal::new(Said::default());
     let cid = id.clone();
     let html = move || {
         match loaded.get() {
@@ -590,7 +661,7 @@ pub fn ClassPage(id: String) -> impl IntoView {
             "<p class=\"error\" role=\"alert\">The class could not be loaded: {}</p><p><a href=\"/instructor\">Sign in</a></p>",
             esc(&e.message)
         ),
-        Some(Ok(data)) => class_html(&cid, &data, &sort.get(), &saved.get(), &said.get()),
+        Some(Ok(data)) => class_html(&cid, &data, &sort.get(), &said.get()),
     }
     };
     let rid = id.clone();
@@ -599,7 +670,7 @@ pub fn ClassPage(id: String) -> impl IntoView {
             return;
         }
         if let Some(scenario) = clicked(&ev, "data-regrade") {
-            leptos::task::spawn_local(regrade(rid.clone(), scenario, saved));
+            leptos::task::spawn_local(regrade(rid.clone(), scenario, said));
             return;
         }
         if let Some(key) = clicked(&ev, "data-sort") {
@@ -629,11 +700,22 @@ pub fn ClassPage(id: String) -> impl IntoView {
             return;
         }
         let value = event_target_value(&ev);
-        leptos::task::spawn_local(save_preview(pid.clone(), value, loaded, saved));
+        leptos::task::spawn_local(save_preview(pid.clone(), value, loaded, said));
     };
     let sid = id.clone();
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
+        let form = ev
+            .target()
+            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+            .map(|f| f.id())
+            .unwrap_or_default();
+        if form == "due-dates" {
+            let typed = input_value("#due-at");
+            let policy = LatePolicy::parse(&select_value("#late-policy")).unwrap_or_default();
+            leptos::task::spawn_local(save_due(sid.clone(), typed, policy, loaded, said));
+            return;
+        }
         let account = take_input("#staff-account").trim().to_string();
         let role = select_value("#staff-role");
         let Some(role) = StaffRole::parse(&role) else {
@@ -651,24 +733,25 @@ type Loaded = RwSignal<Option<Result<ClassPageData, api::ApiError>>, LocalStorag
 
 /// Checks the class's attempts at `scenario` again against its current version, and says
 /// what came of it in `saved`.
-async fn regrade(class: String, scenario: String, saved: RwSignal<String>) {
+async fn regrade(class: String, scenario: String, said: RwSignal<Said>) {
     let request = RegradeRequest {
         scenario: scenario.clone(),
         class: Some(class),
     };
     let done = grader::send::<RegradeReport>("POST", "/api/regrade", Some(&request)).await;
-    saved.set(match done {
+    let words = match done {
         Ok(r) => format!(
             "{scenario}: {} attempt(s) checked again against the current version, {} changed between passed and missed. Reload to see them.",
             r.regraded_now, r.passed_changed
         ),
         Err(e) => e.message,
-    });
+    };
+    said.update(|s| s.preview = words);
 }
 
 /// Saves the class's preview setting; the page is drawn again with the class as the server
 /// now has it.
-async fn save_preview(class: String, value: String, loaded: Loaded, saved: RwSignal<String>) {
+async fn save_preview(class: String, value: String, loaded: Loaded, said: RwSignal<Said>) {
     let update = ClassUpdate {
         preview: Preview::named(&value),
         ..ClassUpdate::default()
@@ -682,12 +765,63 @@ async fn save_preview(class: String, value: String, loaded: Loaded, saved: RwSig
             }
         });
     }
-    saved.set(match done {
+    let words = match done {
         Ok(_) => format!("Saved ({value}): students see it when they next open the app."),
         Err(e) => e.message,
-    });
+    };
+    said.update(|s| s.preview = words);
     request_animation_frame(|| {
         super::dom::focus("#preview-setting");
+    });
+}
+
+/// Saves the class's due date (`typed`, the browser's local time; empty: none) and late
+/// policy, keeping each scenario's own due date as staff set it.
+async fn save_due(
+    class: String,
+    typed: String,
+    late_policy: LatePolicy,
+    loaded: Loaded,
+    said: RwSignal<Said>,
+) {
+    let due = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(&typed));
+    let due_at =
+        (!typed.is_empty() && !due.get_time().is_nan()).then(|| String::from(due.to_iso_string()));
+    let scenarios = loaded.with_untracked(|l| match l {
+        Some(Ok(data)) => data
+            .deadlines
+            .scenarios
+            .iter()
+            .filter(|s| s.source == "staff")
+            .map(|s| (s.scenario.clone(), s.due_at.clone()))
+            .collect(),
+        _ => Default::default(),
+    });
+    let update = DeadlinesUpdate {
+        due_at,
+        late_policy,
+        scenarios,
+    };
+    let url = format!("/api/classes/{class}/deadlines");
+    let done = grader::send::<Deadlines>("PUT", &url, Some(&update)).await;
+    let words = match done {
+        Ok(d) => {
+            let words = match &d.due_at {
+                Some(at) => format!("Saved: due {}.", when(at)),
+                None => "Saved: no due date for the whole class.".to_string(),
+            };
+            loaded.update(|l| {
+                if let Some(Ok(data)) = l {
+                    data.deadlines = d;
+                }
+            });
+            words
+        }
+        Err(e) => e.message,
+    };
+    said.update(|s| s.due = words);
+    request_animation_frame(|| {
+        super::dom::focus("#due-at");
     });
 }
 
@@ -697,7 +831,7 @@ async fn give_role(
     account: String,
     role: StaffRole,
     loaded: Loaded,
-    said: RwSignal<String>,
+    said: RwSignal<Said>,
 ) {
     let url = format!("/api/classes/{class}/staff/{}", encode(&account));
     let done = grader::send::<StaffMember>("PUT", &url, Some(&StaffGrant { role })).await;
@@ -710,10 +844,11 @@ async fn give_role(
             }
         });
     }
-    said.set(match done {
+    let words = match done {
         Ok(m) => format!("{} is now {}.", m.account, role_words(Some(m.role))),
         Err(e) => e.message,
-    });
+    };
+    said.update(|s| s.staff = words);
     request_animation_frame(|| {
         super::dom::focus("#staff-account");
     });
