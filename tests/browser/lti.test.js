@@ -27,8 +27,11 @@ const b64url = (data) => Buffer.from(data).toString('base64url');
 
 /** The test platform: its key set, a course page framing the tool, and its authorization
  * endpoint, which answers the tool's login with a signed launch. */
+// One key pair for every start of the platform: the tool keeps the key set it fetched, by
+// the key's id.
+const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+
 function startPlatform() {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const jwk = { ...publicKey.export({ format: 'jwk' }), kid: 'browser-platform-key', alg: 'RS256', use: 'sig' };
   const jwt = (claims) => {
     const head = b64url(JSON.stringify({ alg: 'RS256', typ: 'JWT', kid: jwk.kid }));

@@ -33,7 +33,7 @@ const WASM_TARGET: &str = "wasm32-unknown-unknown";
 const WASM_GZIP_BYTES_MAX: u64 = 468 * 1024;
 /// The budget for the staff module (`staff_bg.wasm`, the instructor's pages and the author
 /// page), gzipped.
-const STAFF_WASM_GZIP_BYTES_MAX: u64 = 548 * 1024;
+const STAFF_WASM_GZIP_BYTES_MAX: u64 = 556 * 1024;
 const SERVER_START_SECONDS_MAX: u64 = 60;
 
 fn main() -> ExitCode {
