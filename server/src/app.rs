@@ -44,13 +44,9 @@ use crate::state::AppState;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// The whole application. Tests call it without a socket.
-pub fn router(state: AppState) -> Router {
-    let config = state.config().clone();
-    // The document names the handlers, so it is made here rather than by one of them.
-    let document = ApiDocument::of(&openapi::document());
-    // The routes a student's cookie authenticates: never kept by a cache.
-    let personal = Router::new()
+/// The routes of a student's own work: the session, submissions and drafts.
+fn student_routes() -> Router<AppState> {
+    Router::new()
         .route(
             "/api/session",
             get(session::get_session)
@@ -66,7 +62,12 @@ pub fn router(state: AppState) -> Router {
             "/api/drafts/{scenario}",
             get(drafts::get_draft).put(drafts::put_draft),
         )
-        // Classes: a grader's (token or sign-in cookie), but joining and a student's own list.
+}
+
+/// The routes of classes: a grader's (token, sign-in cookie or a launched staff member's
+/// session), but joining and a student's own list.
+fn class_routes() -> Router<AppState> {
+    Router::new()
         .route("/api/session/classes", get(classes::my_classes))
         .route(
             "/api/classes",
@@ -120,26 +121,12 @@ pub fn router(state: AppState) -> Router {
                 .get(classes::whoami)
                 .delete(classes::sign_out),
         )
-        .route_layer(middleware::from_fn(auth::no_store))
-        .layer(RequestBodyLimitLayer::new(config.body_limit_bytes));
-    let grade = Router::new()
-        .route(
-            "/api/grade",
-            post(grading::grade).layer(middleware::from_fn(auth::no_store)),
-        )
-        .layer(RequestBodyLimitLayer::new(config.grade_body_limit_bytes));
-    // Every route a browser's cookie authenticates (a student's session, an instructor's
-    // sign-in) sits behind the one cross-site guard: a state-changing request another site
-    // makes is refused before its handler runs. A route that authenticates by cookie goes
-    // here and nowhere else (`tests/it/security.rs` walks the OpenAPI document to hold it).
-    let credentialed = personal
-        .merge(grade)
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            auth::refuse_cross_site,
-        ));
-    // The routes open to anyone, which no cookie authenticates.
-    let mut small = Router::new()
+}
+
+/// The routes open to anyone, which no cookie authenticates: the catalogue and the check,
+/// the OpenAPI document, the learning platforms' launch, health, readiness and metrics.
+fn open_routes(document: ApiDocument) -> Router<AppState> {
+    Router::new()
         .route(
             "/api/scenarios",
             // The catalogue carries the caller's progress.
@@ -168,7 +155,36 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(operations::readyz))
         .route("/metrics", get(operations::metrics))
         .route("/api/{*rest}", any(operations::api_not_found))
-        .route("/api", any(operations::api_not_found));
+        .route("/api", any(operations::api_not_found))
+}
+
+/// The whole application. Tests call it without a socket.
+pub fn router(state: AppState) -> Router {
+    let config = state.config().clone();
+    // The document names the handlers, so it is made here rather than by one of them.
+    let document = ApiDocument::of(&openapi::document());
+    // The routes a student's cookie authenticates: never kept by a cache.
+    let personal = student_routes()
+        .merge(class_routes())
+        .route_layer(middleware::from_fn(auth::no_store))
+        .layer(RequestBodyLimitLayer::new(config.body_limit_bytes));
+    let grade = Router::new()
+        .route(
+            "/api/grade",
+            post(grading::grade).layer(middleware::from_fn(auth::no_store)),
+        )
+        .layer(RequestBodyLimitLayer::new(config.grade_body_limit_bytes));
+    // Every route a browser's cookie authenticates (a student's session, an instructor's
+    // sign-in) sits behind the one cross-site guard: a state-changing request another site
+    // makes is refused before its handler runs. A route that authenticates by cookie goes
+    // here and nowhere else (`tests/it/security.rs` walks the OpenAPI document to hold it).
+    let credentialed = personal
+        .merge(grade)
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::refuse_cross_site,
+        ));
+    let mut small = open_routes(document);
     if config.floor_route {
         small = small.route("/api/floor", post(operations::floor));
     }
