@@ -152,15 +152,17 @@ pub fn Toolbar() -> impl IntoView {
             page.checking.set(false);
             if checked {
                 // On a phone the verdict is below the drawing: bring it into view once the
-                // page has laid out what the check changed (two frames on), and once more a
-                // moment later, when what the verdict draws below it has settled.
+                // page has laid out what the check changed (two frames on), and again in the
+                // next moments, while what the verdict draws around it settles.
                 request_animation_frame(|| {
                     request_animation_frame(|| scroll_into_view(".verdict-summary"))
                 });
-                set_timeout(
-                    || scroll_into_view(".verdict-summary"),
-                    std::time::Duration::from_millis(300),
-                );
+                for ms in [300, 800, 1500] {
+                    set_timeout(
+                        || scroll_into_view(".verdict-summary"),
+                        std::time::Duration::from_millis(ms),
+                    );
+                }
             }
         });
     };
