@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The folder of scenario files every command reads unless told another.
+pub const DEFAULT_SCENARIOS_DIR: &str = "scenarios";
 /// The largest request body of every route but `/api/grade`, in bytes.
 pub const DEFAULT_BODY_LIMIT_BYTES: usize = 256 * 1024;
 /// How many times the ordinary body limit `/api/grade` accepts, since it carries a whole class.

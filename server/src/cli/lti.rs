@@ -2,18 +2,11 @@
 
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 
-use super::keys;
-use super::store::Platform;
-use crate::store::{Store, DEFAULT_DATABASE_URL};
-
-#[derive(Args)]
-pub struct Database {
-    /// sqlite://PATH (created when missing) or postgres://…
-    #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
-    database_url: String,
-}
+use super::DatabaseArg as Database;
+use crate::lti::keys;
+use crate::lti::store::Platform;
 
 #[derive(Subcommand)]
 pub enum LtiCommand {
@@ -159,19 +152,16 @@ fn print_platforms(platforms: &[Platform]) {
     }
 }
 
+/// Runs an `lti` command.
 pub async fn run(command: LtiCommand) -> ExitCode {
-    let url_of = match &command {
+    let database = match &command {
         LtiCommand::Platform(PlatformCommand::Add { database, .. })
         | LtiCommand::Platform(PlatformCommand::List { database })
         | LtiCommand::Platform(PlatformCommand::Remove { database, .. })
-        | LtiCommand::Key(KeyCommand::Rotate { database }) => database.database_url.clone(),
+        | LtiCommand::Key(KeyCommand::Rotate { database }) => database,
     };
-    let store = match Store::connect(&url_of).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(store) = database.connect().await else {
+        return ExitCode::FAILURE;
     };
     let code = match command {
         LtiCommand::Platform(PlatformCommand::Add {

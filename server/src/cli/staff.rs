@@ -6,16 +6,10 @@
 
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 
-use crate::store::{StaffRole, Store, DEFAULT_DATABASE_URL};
-
-#[derive(Args)]
-pub struct Database {
-    /// sqlite://PATH (created when missing) or postgres://…
-    #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
-    database_url: String,
-}
+use super::DatabaseArg as Database;
+use crate::store::{StaffRole, Store};
 
 #[derive(Subcommand)]
 pub enum StaffCommand {
@@ -48,11 +42,11 @@ pub enum StaffCommand {
 }
 
 impl StaffCommand {
-    fn database_url(&self) -> &str {
+    fn database(&self) -> &Database {
         match self {
             StaffCommand::Add { database, .. }
             | StaffCommand::List { database }
-            | StaffCommand::Grant { database, .. } => &database.database_url,
+            | StaffCommand::Grant { database, .. } => database,
         }
     }
 }
@@ -67,12 +61,8 @@ pub fn valid_name(name: &str) -> bool {
 
 /// Runs a `staff` command: exit 0 done, 1 refused or failed, 2 bad input.
 pub async fn run(command: StaffCommand) -> ExitCode {
-    let store = match Store::connect(command.database_url()).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(store) = command.database().connect().await else {
+        return ExitCode::FAILURE;
     };
     let code = match staff_command(&store, command).await {
         Ok(code) => code,
