@@ -286,47 +286,13 @@ fn new_scenario(args: NewArgs) -> ExitCode {
         .min(u64::from(u32::MAX)) as u32;
     let text = match &args.from {
         None => shared::authoring::template(&args.id, order),
-        Some(from) => {
-            let by_path = PathBuf::from(from);
-            let source = if by_path.is_file() {
-                std::fs::read_to_string(&by_path)
-                    .map_err(|e| format!("{from}: cannot read it: {e}"))
-            } else {
-                files
-                    .iter()
-                    .zip(&raw)
-                    .find(|(_, (_, json))| json["id"] == from.as_str())
-                    .map(|((_, text), _)| text.clone())
-                    .ok_or_else(|| {
-                        let mut known: Vec<&str> =
-                            raw.iter().filter_map(|(_, j)| j["id"].as_str()).collect();
-                        known.sort_unstable();
-                        format!(
-                            "there is no scenario \"{from}\" in {}; known: {}",
-                            args.scenarios.dir.display(),
-                            known.join(", ")
-                        )
-                    })
-            };
-            let source = match source {
-                Ok(text) => text,
-                Err(e) => {
-                    eprintln!("{e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let title = serde_json::from_str::<serde_json::Value>(&source)
-                .ok()
-                .and_then(|j| j["title"].as_str().map(|t| format!("{t} (copy)")))
-                .unwrap_or_else(|| args.id.clone());
-            match shared::authoring::renamed_copy(&source, &args.id, order, &title) {
-                Some(text) => text,
-                None => {
-                    eprintln!("{from}: it has no top-level id, order and title to change");
-                    return ExitCode::from(2);
-                }
+        Some(from) => match copy_of(from, &args, &files, &raw, order) {
+            Ok(text) => text,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
             }
-        }
+        },
     };
     let written = std::fs::OpenOptions::new()
         .write(true)
@@ -355,4 +321,41 @@ fn new_scenario(args: NewArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The text of a new scenario copied from `from` (an existing scenario's id, or the path of
+/// its file), with the new id, order and title.
+fn copy_of(
+    from: &str,
+    args: &NewArgs,
+    files: &[(String, String)],
+    raw: &[(String, serde_json::Value)],
+    order: u32,
+) -> Result<String, String> {
+    let by_path = PathBuf::from(from);
+    let source = if by_path.is_file() {
+        std::fs::read_to_string(&by_path).map_err(|e| format!("{from}: cannot read it: {e}"))?
+    } else {
+        files
+            .iter()
+            .zip(raw)
+            .find(|(_, (_, json))| json["id"] == from)
+            .map(|((_, text), _)| text.clone())
+            .ok_or_else(|| {
+                let mut known: Vec<&str> =
+                    raw.iter().filter_map(|(_, j)| j["id"].as_str()).collect();
+                known.sort_unstable();
+                format!(
+                    "there is no scenario \"{from}\" in {}; known: {}",
+                    args.scenarios.dir.display(),
+                    known.join(", ")
+                )
+            })?
+    };
+    let title = serde_json::from_str::<serde_json::Value>(&source)
+        .ok()
+        .and_then(|j| j["title"].as_str().map(|t| format!("{t} (copy)")))
+        .unwrap_or_else(|| args.id.clone());
+    shared::authoring::renamed_copy(&source, &args.id, order, &title)
+        .ok_or_else(|| format!("{from}: it has no top-level id, order and title to change"))
 }
