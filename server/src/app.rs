@@ -38,7 +38,8 @@ use crate::metrics::Metrics;
 use crate::openapi;
 use crate::routes::operations::{self, ApiDocument};
 use crate::routes::{
-    author, classes, deadlines, drafts, gradebook, grading, scenarios, session, staff, submissions,
+    author, classes, dashboard, deadlines, drafts, gradebook, grading, instructor, joining,
+    members, regrading, scenarios, session, staff, submissions,
 };
 use crate::state::AppState;
 
@@ -68,32 +69,32 @@ fn student_routes() -> Router<AppState> {
 /// session), but joining and a student's own list.
 fn class_routes() -> Router<AppState> {
     Router::new()
-        .route("/api/session/classes", get(classes::my_classes))
+        .route("/api/session/classes", get(joining::my_classes))
         .route(
             "/api/classes",
             post(classes::create_class).get(classes::list_classes),
         )
-        .route("/api/classes/join", post(classes::join_class))
+        .route("/api/classes/join", post(joining::join_class))
         .route(
             "/api/classes/{id}",
             get(classes::get_class).patch(classes::update_class),
         )
         .route("/api/classes/{id}/close", post(classes::close_class))
         .route("/api/classes/{id}/reopen", post(classes::reopen_class))
-        .route("/api/classes/{id}/matrix", get(classes::matrix))
-        .route("/api/classes/{id}/missed", get(classes::missed))
-        .route("/api/classes/{id}/attempts", get(classes::class_attempts))
+        .route("/api/classes/{id}/matrix", get(dashboard::matrix))
+        .route("/api/classes/{id}/missed", get(dashboard::missed))
+        .route("/api/classes/{id}/attempts", get(dashboard::class_attempts))
         .route(
             "/api/classes/{id}/attempts/{attempt}",
-            get(classes::class_attempt),
+            get(dashboard::class_attempt),
         )
         .route(
             "/api/classes/{id}/students/{student}",
-            axum::routing::patch(classes::rename_member).delete(classes::remove_member),
+            axum::routing::patch(members::rename_member).delete(members::remove_member),
         )
         .route(
             "/api/classes/{id}/students/{student}/attempts",
-            get(classes::student_attempts),
+            get(dashboard::student_attempts),
         )
         .route("/api/classes/{id}/staff", get(staff::list_staff))
         .route(
@@ -114,12 +115,12 @@ fn class_routes() -> Router<AppState> {
             "/api/classes/{id}/students/{student}/scores/{scenario}",
             put(gradebook::set_score).delete(gradebook::remove_score),
         )
-        .route("/api/regrade", post(classes::regrade_route))
+        .route("/api/regrade", post(regrading::regrade_route))
         .route(
             "/api/instructor/session",
-            post(classes::sign_in)
-                .get(classes::whoami)
-                .delete(classes::sign_out),
+            post(instructor::sign_in)
+                .get(instructor::whoami)
+                .delete(instructor::sign_out),
         )
 }
 

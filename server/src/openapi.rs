@@ -9,8 +9,8 @@ use utoipa::{Modify, OpenApi};
 use crate::error::ErrorCode;
 use crate::regrade;
 use crate::routes::{
-    classes, csv, deadlines, drafts, gradebook, grading, operations, scenarios, session, staff,
-    submissions,
+    classes, csv, dashboard, deadlines, drafts, gradebook, grading, instructor, joining, members,
+    operations, regrading, scenarios, session, staff, submissions,
 };
 use shared::design::{Design, DesignError, Edge, Node, NodeKind, Position};
 use shared::verdict::{
@@ -29,15 +29,15 @@ use shared::wire;
         grading::grade,
         drafts::get_draft, drafts::put_draft,
         classes::create_class, classes::list_classes, classes::get_class, classes::update_class,
-        classes::close_class, classes::reopen_class, classes::join_class, classes::my_classes,
-        classes::matrix, classes::missed, classes::student_attempts, classes::class_attempt,
-        classes::class_attempts, classes::regrade_route, classes::rename_member,
-        classes::remove_member,
+        classes::close_class, classes::reopen_class, joining::join_class, joining::my_classes,
+        dashboard::matrix, dashboard::missed, dashboard::student_attempts, dashboard::class_attempt,
+        dashboard::class_attempts, regrading::regrade_route, members::rename_member,
+        members::remove_member,
         staff::list_staff, staff::grant_staff, staff::remove_staff, staff::audit_log,
         gradebook::get_gradebook, gradebook::set_score, gradebook::remove_score,
         deadlines::get_deadlines, deadlines::set_deadlines, deadlines::grant_extension,
         deadlines::remove_extension,
-        classes::sign_in, classes::whoami, classes::sign_out,
+        instructor::sign_in, instructor::whoami, instructor::sign_out,
         operations::openapi, operations::healthz, operations::readyz, operations::metrics,
     ),
     components(schemas(
@@ -53,7 +53,7 @@ use shared::wire;
         wire::submissions::DraftBody, wire::submissions::DraftAnswer, operations::Health,
         wire::classes::Preview, wire::classes::ClassBody, wire::classes::StudentClass,
         wire::classes::NewClass, wire::classes::ClassUpdate, wire::classes::JoinRequest,
-        classes::RegradeRequest, classes::MemberUpdate, wire::session::SignIn, wire::session::Instructor,
+        wire::classes::RegradeRequest, wire::classes::MemberUpdate, wire::session::SignIn, wire::session::Instructor,
         wire::classes::StudentAttempts, wire::classes::ClassAttemptBody,
         wire::classes::Matrix, wire::classes::ScenarioProgress, wire::classes::StudentRow,
         wire::classes::Cell, wire::classes::CellState,

@@ -18,7 +18,7 @@ use super::random;
 use crate::auth;
 use crate::catalogue::Catalogue;
 use crate::config::Config;
-use crate::routes::classes;
+use crate::routes::{classes, joining};
 use crate::store::{StaffRole, Store};
 
 #[derive(Debug, Deserialize)]
@@ -103,7 +103,7 @@ pub async fn launch(
     }
     if let (Some(class), false) = (&class, launch.instructor) {
         let shown = launch.name.as_deref().unwrap_or("Learner");
-        let shown = classes::free_name(&store, class, shown, &student)
+        let shown = joining::free_name(&store, class, shown, &student)
             .await
             .map_err(|e| internal(e.message))?;
         if let crate::store::Joined::Closed = store

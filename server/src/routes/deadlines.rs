@@ -15,7 +15,8 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::classes::{class_for, member_of};
+use super::classes::class_for;
+use super::members::member_of;
 use super::time;
 use crate::auth::{Grader, Need};
 use crate::catalogue::Catalogue;

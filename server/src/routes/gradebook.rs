@@ -10,7 +10,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use super::classes::{class_for, member_of, wants_csv, FormatQuery, Loaded};
+use super::classes::{class_for, FormatQuery};
+use super::dashboard::wants_csv;
+use super::dashboard::Loaded;
+use super::members::member_of;
 use super::time;
 use crate::auth::{Grader, Need};
 use crate::catalogue::Catalogue;

@@ -9,7 +9,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use super::classes::{class_for, wants_csv, FormatQuery};
+use super::classes::{class_for, FormatQuery};
+use super::dashboard::wants_csv;
 use super::time;
 use crate::auth::{Grader, Need};
 use crate::error::{AppError, ErrorBody, JsonBody};
