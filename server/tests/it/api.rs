@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use server::Config;
 
 use crate::common::{
-    failing_design, passing_design, spawn_app, spawn_app_on, spawn_app_with, As, TempDir, TestApp,
+    failing_design, passing_design, spawn_app, spawn_app_with, As, TempDir, TestApp,
 };
 use server::error::ErrorCode;
 
@@ -1638,25 +1638,11 @@ async fn hostile_requests_never_cause_a_5xx(app: &TestApp) {
     }
 }
 
-#[tokio::test]
-async fn hostile_requests_never_cause_a_5xx_on_sqlite() {
-    hostile_requests_never_cause_a_5xx(&spawn_app().await).await;
-}
-
-#[tokio::test]
-async fn hostile_requests_never_cause_a_5xx_on_postgres() {
-    let Some(db) =
-        crate::postgres::database("hostile_requests_never_cause_a_5xx_on_postgres").await
-    else {
-        return;
-    };
-    let store = server::Store::connect(&db.url)
-        .await
-        .expect("a PostgreSQL database");
-    let app = spawn_app_on(store, Config::default(), TempDir::new("pg-api"));
+crate::on_both_databases!(hostile_requests_never_cause_a_5xx, |db| {
+    let app = db.app().await;
     hostile_requests_never_cause_a_5xx(&app).await;
     app.state.store().close().await;
-}
+});
 
 #[tokio::test]
 async fn a_request_that_takes_too_long_is_408_in_json() {
@@ -1744,20 +1730,8 @@ async fn racing_copies_of_one_request_record_once(app: &TestApp) {
     );
 }
 
-#[tokio::test]
-async fn racing_copies_record_once_on_sqlite() {
-    racing_copies_of_one_request_record_once(&spawn_app().await).await;
-}
-
-#[tokio::test]
-async fn racing_copies_record_once_on_postgres() {
-    let Some(db) = crate::postgres::database("racing_copies_record_once_on_postgres").await else {
-        return;
-    };
-    let store = server::Store::connect(&db.url)
-        .await
-        .expect("a PostgreSQL database");
-    let app = spawn_app_on(store, Config::default(), TempDir::new("pg-race"));
+crate::on_both_databases!(racing_copies_record_once, |db| {
+    let app = db.app().await;
     racing_copies_of_one_request_record_once(&app).await;
     app.state.store().close().await;
-}
+});

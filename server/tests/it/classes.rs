@@ -25,15 +25,6 @@ async fn on_sqlite(label: &str) -> (TestApp, String) {
     (spawn_app_on(store, Config::default(), dir), url)
 }
 
-async fn on_postgres(label: &str) -> Option<(TestApp, postgres::PgDatabase)> {
-    let db = postgres::database(label).await?;
-    let store = Store::connect(&db.url).await.expect("PostgreSQL connects");
-    Some((
-        spawn_app_on(store, Config::default(), TempDir::new(label)),
-        db,
-    ))
-}
-
 /// A class made by `token`: its id and join code.
 async fn new_class(app: &TestApp, token: &str, name: &str) -> (String, String) {
     let made = app
@@ -624,21 +615,9 @@ async fn a_class_from_join_to_dashboard(app: &TestApp) {
     assert_eq!(unknown.code(), ErrorCode::UnknownClass);
 }
 
-#[tokio::test]
-async fn a_class_from_join_to_dashboard_on_sqlite() {
-    let (app, _) = on_sqlite("classes").await;
-    a_class_from_join_to_dashboard(&app).await;
-}
-
-#[tokio::test]
-async fn a_class_from_join_to_dashboard_on_postgres() {
-    let Some((app, db)) = on_postgres("a_class_from_join_to_dashboard_on_postgres").await else {
-        return;
-    };
-    a_class_from_join_to_dashboard(&app).await;
-    drop(app);
-    drop(db);
-}
+crate::on_both_databases!(a_class_from_join_to_dashboard, |db| {
+    a_class_from_join_to_dashboard(&db.app().await).await;
+});
 
 /// Every instructor route, with the body a grader would send.
 fn instructor_routes(class: &str, student: &str) -> Vec<(Method, String, Option<Value>)> {
@@ -751,22 +730,9 @@ async fn students_never_reach_instructor_routes(app: &TestApp) {
     assert_eq!(class_now.body["open"], true);
 }
 
-#[tokio::test]
-async fn students_never_reach_instructor_routes_on_sqlite() {
-    let (app, _) = on_sqlite("classes-students").await;
-    students_never_reach_instructor_routes(&app).await;
-}
-
-#[tokio::test]
-async fn students_never_reach_instructor_routes_on_postgres() {
-    let Some((app, db)) = on_postgres("students_never_reach_instructor_routes_on_postgres").await
-    else {
-        return;
-    };
-    students_never_reach_instructor_routes(&app).await;
-    drop(app);
-    drop(db);
-}
+crate::on_both_databases!(students_never_reach_instructor_routes, |db| {
+    students_never_reach_instructor_routes(&db.app().await).await;
+});
 
 #[tokio::test]
 async fn an_instructor_signs_in_with_a_cookie_that_holds_the_token() {
@@ -932,6 +898,7 @@ async fn regrading_keeps_old_and_new_verdicts(app: &TestApp) {
         router: server::router(state.clone()),
         state,
         _dir: dir,
+        _postgres: None,
     };
     // Before the regrade, the matrix says the results are from an older version.
     let m = changed
@@ -1055,22 +1022,9 @@ async fn regrading_keeps_old_and_new_verdicts(app: &TestApp) {
     assert_eq!(unknown.code(), ErrorCode::UnknownClass);
 }
 
-#[tokio::test]
-async fn regrading_keeps_old_and_new_verdicts_on_sqlite() {
-    let (app, _) = on_sqlite("regrade").await;
-    regrading_keeps_old_and_new_verdicts(&app).await;
-}
-
-#[tokio::test]
-async fn regrading_keeps_old_and_new_verdicts_on_postgres() {
-    let Some((app, db)) = on_postgres("regrading_keeps_old_and_new_verdicts_on_postgres").await
-    else {
-        return;
-    };
-    regrading_keeps_old_and_new_verdicts(&app).await;
-    drop(app);
-    drop(db);
-}
+crate::on_both_databases!(regrading_keeps_old_and_new_verdicts, |db| {
+    regrading_keeps_old_and_new_verdicts(&db.app().await).await;
+});
 
 /// The command: progress, the report, and a second run that finds nothing left. The copy of
 /// the scenarios changes a requirement's wording, which changes the file's version but no
@@ -1272,24 +1226,13 @@ async fn capped(store: Store, label: &str) -> TestApp {
     spawn_app_on(store, config, TempDir::new(label))
 }
 
-#[tokio::test]
-async fn classes_come_in_pages_and_a_token_makes_at_most_its_share_on_sqlite() {
-    let dir = TempDir::new("class-pages");
-    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    let app = capped(store, "class-pages-app").await;
-    classes_come_in_pages_and_a_token_makes_at_most_its_share(&app).await;
-    drop(dir);
-}
-
-#[tokio::test]
-async fn classes_come_in_pages_and_a_token_makes_at_most_its_share_on_postgres() {
-    let Some(db) = postgres::database("class_pages").await else {
-        return;
-    };
-    let store = Store::connect(&db.url).await.expect("PostgreSQL connects");
-    let app = capped(store, "class-pages-pg").await;
-    classes_come_in_pages_and_a_token_makes_at_most_its_share(&app).await;
-}
+crate::on_both_databases!(
+    classes_come_in_pages_and_a_token_makes_at_most_its_share,
+    |db| {
+        let app = capped(db.store().await, "class-pages-app").await;
+        classes_come_in_pages_and_a_token_makes_at_most_its_share(&app).await;
+    }
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_classes_made_at_once_cannot_both_take_a_tokens_last_place_on_postgres() {

@@ -90,6 +90,8 @@ pub struct TestApp {
     pub state: AppState,
     /// Kept so that the database folder lives as long as the app.
     pub _dir: TempDir,
+    /// Kept so that a PostgreSQL test database lives as long as the app.
+    pub _postgres: Option<crate::postgres::PgDatabase>,
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -130,7 +132,93 @@ fn app_on(store: Store, config: Config, dir: TempDir) -> TestApp {
         router: server::router(state.clone()),
         state,
         _dir: dir,
+        _postgres: None,
     }
+}
+
+/// The database one test runs on, removed when it is dropped: a new SQLite file in a folder
+/// of its own, or a new PostgreSQL database (with a folder of its own for anything else).
+pub struct TestDatabase {
+    pub url: String,
+    /// `SQLite` or `PostgreSQL`, for messages.
+    pub name: &'static str,
+    pub dir: TempDir,
+    postgres: Option<crate::postgres::PgDatabase>,
+}
+
+impl TestDatabase {
+    pub fn sqlite(label: &str) -> TestDatabase {
+        let dir = TempDir::new(label);
+        TestDatabase {
+            url: dir.sqlite_url(),
+            name: "SQLite",
+            dir,
+            postgres: None,
+        }
+    }
+
+    /// `None` only where the PostgreSQL tests are skipped knowingly (see `postgres.rs`).
+    pub async fn postgres(label: &str) -> Option<TestDatabase> {
+        let database = crate::postgres::database(label).await?;
+        Some(TestDatabase {
+            url: database.url.clone(),
+            name: "PostgreSQL",
+            dir: TempDir::new(label),
+            postgres: Some(database),
+        })
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        self.postgres.is_some()
+    }
+
+    /// A store on the database, its migrations run.
+    pub async fn store(&self) -> Store {
+        Store::connect(&self.url)
+            .await
+            .unwrap_or_else(|e| panic!("the {} test database: {e}", self.name))
+    }
+
+    /// The app on the database, with the default configuration.
+    pub async fn app(self) -> TestApp {
+        self.app_with(Config::default()).await
+    }
+
+    /// The app on the database (as `spawn_app_on` makes it), which keeps the database.
+    pub async fn app_with(self, config: Config) -> TestApp {
+        let store = self.store().await;
+        let mut app = spawn_app_on(store, config, self.dir);
+        app._postgres = self.postgres;
+        app
+    }
+}
+
+/// Makes two tests of one body: `NAME::on_sqlite`, on a new SQLite file, and
+/// `NAME::on_postgres`, on a new PostgreSQL database. The body gets the database as `DB` (a
+/// [`TestDatabase`]) and may use everything of the module it is written in.
+#[macro_export]
+macro_rules! on_both_databases {
+    ($name:ident, |$db:ident| $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[tokio::test]
+            async fn on_sqlite() {
+                let $db = $crate::common::TestDatabase::sqlite(stringify!($name));
+                $body
+            }
+
+            #[tokio::test]
+            async fn on_postgres() {
+                let Some($db) = $crate::common::TestDatabase::postgres(stringify!($name)).await
+                else {
+                    return;
+                };
+                $body
+            }
+        }
+    };
 }
 
 /// An answer: status, headers and the body as JSON (or as a JSON string when it is not JSON).

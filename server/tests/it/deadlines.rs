@@ -8,10 +8,8 @@ use axum::http::{Method, StatusCode};
 use chrono::{Duration, SecondsFormat, Utc};
 use serde_json::{json, Value};
 use server::error::ErrorCode;
-use server::{Config, Store};
 
-use crate::common::{failing_design, passing_design, spawn_app_on, As, TempDir, TestApp};
-use crate::postgres;
+use crate::common::{failing_design, passing_design, As, TestApp};
 
 fn moment(offset: Duration) -> String {
     (Utc::now() + offset).to_rfc3339_opts(SecondsFormat::Millis, true)
@@ -297,23 +295,6 @@ async fn late_attempts_are_marked_or_refused(app: TestApp) {
     );
 }
 
-#[tokio::test]
-async fn late_attempts_are_marked_or_refused_on_sqlite() {
-    let dir = TempDir::new("deadlines");
-    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    late_attempts_are_marked_or_refused(spawn_app_on(store, Config::default(), dir)).await;
-}
-
-#[tokio::test]
-async fn late_attempts_are_marked_or_refused_on_postgres() {
-    let Some(db) = postgres::database("deadlines").await else {
-        return;
-    };
-    let store = Store::connect(&db.url).await.unwrap();
-    late_attempts_are_marked_or_refused(spawn_app_on(
-        store,
-        Config::default(),
-        TempDir::new("deadlines"),
-    ))
-    .await;
-}
+crate::on_both_databases!(late_attempts_are_marked_or_refused, |db| {
+    late_attempts_are_marked_or_refused(db.app().await).await;
+});

@@ -7,11 +7,10 @@
 
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
-use server::{AppState, Config, Store};
+use server::{AppState, Config};
 
 use crate::classes::changed_catalogue;
-use crate::common::{failing_design, passing_design, spawn_app_on, As, TempDir, TestApp};
-use crate::postgres;
+use crate::common::{failing_design, passing_design, As, TempDir, TestApp};
 
 async fn join(app: &TestApp, code: &str, name: &str) -> (String, String) {
     let (cookie, id) = app.new_student().await;
@@ -84,6 +83,7 @@ async fn the_gradebook_has_each_members_scores(app: TestApp) {
         router: server::router(state.clone()),
         state,
         _dir: dir,
+        _postgres: None,
     };
     let regraded = app
         .post(
@@ -302,23 +302,6 @@ async fn the_gradebook_has_each_members_scores(app: TestApp) {
     assert!(actions.contains(&"regraded"), "{actions:?}");
 }
 
-#[tokio::test]
-async fn the_gradebook_has_each_members_scores_on_sqlite() {
-    let dir = TempDir::new("gradebook");
-    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    the_gradebook_has_each_members_scores(spawn_app_on(store, Config::default(), dir)).await;
-}
-
-#[tokio::test]
-async fn the_gradebook_has_each_members_scores_on_postgres() {
-    let Some(db) = postgres::database("gradebook").await else {
-        return;
-    };
-    let store = Store::connect(&db.url).await.unwrap();
-    the_gradebook_has_each_members_scores(spawn_app_on(
-        store,
-        Config::default(),
-        TempDir::new("gradebook"),
-    ))
-    .await;
-}
+crate::on_both_databases!(the_gradebook_has_each_members_scores, |db| {
+    the_gradebook_has_each_members_scores(db.app().await).await;
+});

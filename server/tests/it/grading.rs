@@ -5,13 +5,9 @@
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 use server::error::ErrorCode;
-use server::{Config, Store};
 
 use crate::autograde::assert_gradescope_result;
-use crate::common::{
-    failing_design, passing_design, spawn_app, spawn_app_on, As, TempDir, TestApp,
-};
-use crate::postgres;
+use crate::common::{failing_design, passing_design, spawn_app, As, TestApp};
 
 /// Five students: one passes, one fails, and three cannot be graded (an unknown kind, an
 /// unknown scenario, an item without a design). A name with a comma and a quote tests the
@@ -148,20 +144,9 @@ async fn every_student_gets_a_csv_row(app: &TestApp) {
     assert_eq!(bad.body["error"]["path"], "?format");
 }
 
-#[tokio::test]
-async fn every_student_gets_a_csv_row_on_sqlite() {
-    every_student_gets_a_csv_row(&spawn_app().await).await;
-}
-
-#[tokio::test]
-async fn every_student_gets_a_csv_row_on_postgres() {
-    let Some(db) = postgres::database("every_student_gets_a_csv_row_on_postgres").await else {
-        return;
-    };
-    let store = Store::connect(&db.url).await.expect("PostgreSQL connects");
-    let app = spawn_app_on(store, Config::default(), TempDir::new("grading-pg"));
-    every_student_gets_a_csv_row(&app).await;
-}
+crate::on_both_databases!(every_student_gets_a_csv_row, |db| {
+    every_student_gets_a_csv_row(&db.app().await).await;
+});
 
 #[tokio::test]
 async fn every_item_of_a_gradescope_batch_is_a_valid_results_json() {
@@ -461,18 +446,6 @@ async fn grading_in_three_formats_records_once(app: &TestApp) {
     assert_eq!(attempts_recorded(app).await, 5);
 }
 
-#[tokio::test]
-async fn grading_in_three_formats_records_once_on_sqlite() {
-    grading_in_three_formats_records_once(&spawn_app().await).await;
-}
-
-#[tokio::test]
-async fn grading_in_three_formats_records_once_on_postgres() {
-    let Some(db) = postgres::database("grading_in_three_formats_records_once_on_postgres").await
-    else {
-        return;
-    };
-    let store = Store::connect(&db.url).await.expect("PostgreSQL connects");
-    let app = spawn_app_on(store, Config::default(), TempDir::new("grading-pg"));
-    grading_in_three_formats_records_once(&app).await;
-}
+crate::on_both_databases!(grading_in_three_formats_records_once, |db| {
+    grading_in_three_formats_records_once(&db.app().await).await;
+});

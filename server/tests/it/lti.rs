@@ -512,21 +512,9 @@ async fn a_learner_launches_signed_in_on_the_scenario(store: Store) {
     );
 }
 
-#[tokio::test]
-async fn a_learner_launches_signed_in_on_the_scenario_on_sqlite() {
-    let dir = TempDir::new("lti-sqlite");
-    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    a_learner_launches_signed_in_on_the_scenario(store).await;
-}
-
-#[tokio::test]
-async fn a_learner_launches_signed_in_on_the_scenario_on_postgres() {
-    let Some(db) = crate::postgres::database("lti_launch").await else {
-        return;
-    };
-    let store = Store::connect(&db.url).await.unwrap();
-    a_learner_launches_signed_in_on_the_scenario(store).await;
-}
+crate::on_both_databases!(a_learner_launches_signed_in_on_the_scenario, |db| {
+    a_learner_launches_signed_in_on_the_scenario(db.store().await).await;
+});
 
 /// What each refused launch changes in a valid one.
 enum Change {
@@ -842,21 +830,9 @@ async fn the_tool_publishes_its_keys_and_the_urls_to_register() {
     );
 }
 
-#[tokio::test]
-async fn an_instructor_places_a_scenario_by_deep_linking_on_sqlite() {
-    let dir = TempDir::new("lti-deep");
-    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    an_instructor_places_a_scenario_by_deep_linking(store).await;
-}
-
-#[tokio::test]
-async fn an_instructor_places_a_scenario_by_deep_linking_on_postgres() {
-    let Some(db) = crate::postgres::database("lti_deep").await else {
-        return;
-    };
-    let store = Store::connect(&db.url).await.unwrap();
-    an_instructor_places_a_scenario_by_deep_linking(store).await;
-}
+crate::on_both_databases!(an_instructor_places_a_scenario_by_deep_linking, |db| {
+    an_instructor_places_a_scenario_by_deep_linking(db.store().await).await;
+});
 
 async fn an_instructor_places_a_scenario_by_deep_linking(store: Store) {
     let (platform, app) = registered(&store).await;
@@ -958,21 +934,10 @@ async fn an_instructor_places_a_scenario_by_deep_linking(store: Store) {
     assert_eq!(items[0]["title"], scenario.scenario().title.as_str());
 }
 
-#[tokio::test]
-async fn a_launched_learners_score_reaches_the_platform_once_on_sqlite() {
-    let dir = TempDir::new("lti-grades");
-    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    a_launched_learners_score_reaches_the_platform_once_even_after_an_outage(store).await;
-}
-
-#[tokio::test]
-async fn a_launched_learners_score_reaches_the_platform_once_on_postgres() {
-    let Some(db) = crate::postgres::database("lti_grades").await else {
-        return;
-    };
-    let store = Store::connect(&db.url).await.unwrap();
-    a_launched_learners_score_reaches_the_platform_once_even_after_an_outage(store).await;
-}
+crate::on_both_databases!(a_launched_learners_score_reaches_the_platform_once, |db| {
+    a_launched_learners_score_reaches_the_platform_once_even_after_an_outage(db.store().await)
+        .await;
+});
 
 async fn a_launched_learners_score_reaches_the_platform_once_even_after_an_outage(store: Store) {
     let (platform, app) = registered(&store).await;
@@ -1452,23 +1417,12 @@ async fn a_planted_login_leaves_the_victims_session_as_it_was(store: Store) {
     assert!(stranger.header("set-cookie").is_none());
 }
 
-#[tokio::test]
-async fn a_planted_resume_code_and_a_cross_site_launch_leave_the_victims_session_as_it_was_on_sqlite(
-) {
-    let dir = TempDir::new("lti-planted");
-    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    a_planted_login_leaves_the_victims_session_as_it_was(store).await;
-}
-
-#[tokio::test]
-async fn a_planted_resume_code_and_a_cross_site_launch_leave_the_victims_session_as_it_was_on_postgres(
-) {
-    let Some(db) = crate::postgres::database("lti_planted").await else {
-        return;
-    };
-    let store = Store::connect(&db.url).await.unwrap();
-    a_planted_login_leaves_the_victims_session_as_it_was(store).await;
-}
+crate::on_both_databases!(
+    a_planted_resume_code_and_a_cross_site_launch_leave_the_victims_session_as_it_was,
+    |db| {
+        a_planted_login_leaves_the_victims_session_as_it_was(db.store().await).await;
+    }
+);
 
 #[tokio::test]
 async fn over_https_the_launch_cookie_lives_in_a_platforms_frame() {

@@ -96,22 +96,12 @@ async fn two_activities_of_one_course_are_one_class_with_one_roster(store: Store
     assert_eq!(named, 1, "one class for the course");
 }
 
-#[tokio::test]
-async fn one_learner_launching_two_activities_of_a_course_is_one_student_in_one_class_on_sqlite() {
-    let dir = TempDir::new("lti-identity");
-    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    two_activities_of_one_course_are_one_class_with_one_roster(store).await;
-}
-
-#[tokio::test]
-async fn one_learner_launching_two_activities_of_a_course_is_one_student_in_one_class_on_postgres()
-{
-    let Some(db) = crate::postgres::database("lti_identity").await else {
-        return;
-    };
-    let store = Store::connect(&db.url).await.unwrap();
-    two_activities_of_one_course_are_one_class_with_one_roster(store).await;
-}
+crate::on_both_databases!(
+    one_learner_launching_two_activities_of_a_course_is_one_student_in_one_class,
+    |db| {
+        two_activities_of_one_course_are_one_class_with_one_roster(db.store().await).await;
+    }
+);
 
 // A database made the old way.
 
@@ -349,29 +339,24 @@ async fn old_keys_are_merged_at_start_up(raw: Raw, url: &str, dir: TempDir) {
     the_old_rows_are_merged(&raw, &again, &app).await;
 }
 
-#[tokio::test]
-async fn users_and_courses_keyed_by_registration_are_merged_at_start_up_with_every_attempt_on_sqlite(
-) {
-    let dir = TempDir::new("lti-merge");
-    std::fs::create_dir_all(dir.path().join("db")).unwrap();
-    let url = dir.sqlite_url();
-    let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
-    let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true))
-        .await
-        .unwrap();
-    old_keys_are_merged_at_start_up(Raw::Sqlite(pool), &url, dir).await;
-}
-
-#[tokio::test]
-async fn users_and_courses_keyed_by_registration_are_merged_at_start_up_with_every_attempt_on_postgres(
-) {
-    let Some(db) = crate::postgres::database("lti_merge").await else {
-        return;
-    };
-    let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
-    old_keys_are_merged_at_start_up(Raw::Postgres(pool), &db.url, TempDir::new("lti-merge-pg"))
-        .await;
-}
+crate::on_both_databases!(
+    users_and_courses_keyed_by_registration_are_merged_at_start_up_with_every_attempt,
+    |db| {
+        // The tables as the older server left them: made by hand, not by the store.
+        let raw = if db.is_postgres() {
+            Raw::Postgres(sqlx::PgPool::connect(&db.url).await.unwrap())
+        } else {
+            std::fs::create_dir_all(db.dir.path().join("db")).unwrap();
+            let options: sqlx::sqlite::SqliteConnectOptions = db.url.parse().unwrap();
+            Raw::Sqlite(
+                sqlx::SqlitePool::connect_with(options.create_if_missing(true))
+                    .await
+                    .unwrap(),
+            )
+        };
+        old_keys_are_merged_at_start_up(raw, &db.url, TempDir::new("lti-merge")).await;
+    }
+);
 
 #[tokio::test]
 async fn every_table_that_refers_to_a_student_or_a_class_is_moved_by_the_merge() {

@@ -10,7 +10,6 @@ use server::Store;
 
 use crate::common::{As, TestApp};
 use crate::lti::{launch, login, registered, session_cookie, TestPlatform, DEPLOYMENT, KID, LTI};
-use crate::postgres;
 
 const MEMBERSHIP: &str = "http://purl.imsglobal.org/vocab/lis/v2/membership";
 
@@ -160,22 +159,9 @@ async fn staff_launches_get_their_roles(store: Store) {
     assert_eq!(by_lti, 4, "{}", audit.text);
 }
 
-#[tokio::test]
-async fn staff_launches_get_their_roles_on_sqlite() {
-    let dir = crate::common::TempDir::new("lti-roles");
-    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    staff_launches_get_their_roles(store).await;
-    drop(dir);
-}
-
-#[tokio::test]
-async fn staff_launches_get_their_roles_on_postgres() {
-    let Some(db) = postgres::database("lti_roles").await else {
-        return;
-    };
-    let store = Store::connect(&db.url).await.unwrap();
-    staff_launches_get_their_roles(store).await;
-}
+crate::on_both_databases!(staff_launches_get_their_roles, |db| {
+    staff_launches_get_their_roles(db.store().await).await;
+});
 
 /// A score set by hand is what grade passback sends; removing it sends the computed one again.
 #[tokio::test]

@@ -4,10 +4,8 @@
 
 use axum::http::{Method, StatusCode};
 use serde_json::json;
-use server::{Config, Store};
 
-use crate::common::{failing_design, spawn_app_on, As, TempDir, TestApp};
-use crate::postgres;
+use crate::common::{failing_design, As, TestApp};
 
 async fn join(app: &TestApp, cookie: &str, code: &str, name: &str) -> crate::common::Answer {
     app.post(
@@ -158,23 +156,6 @@ async fn names_are_unique_and_staff_manage_members(app: TestApp) {
     );
 }
 
-#[tokio::test]
-async fn names_are_unique_and_staff_manage_members_on_sqlite() {
-    let dir = TempDir::new("members");
-    let store = Store::connect(&dir.sqlite_url()).await.unwrap();
-    names_are_unique_and_staff_manage_members(spawn_app_on(store, Config::default(), dir)).await;
-}
-
-#[tokio::test]
-async fn names_are_unique_and_staff_manage_members_on_postgres() {
-    let Some(db) = postgres::database("members").await else {
-        return;
-    };
-    let store = Store::connect(&db.url).await.unwrap();
-    names_are_unique_and_staff_manage_members(spawn_app_on(
-        store,
-        Config::default(),
-        TempDir::new("members"),
-    ))
-    .await;
-}
+crate::on_both_databases!(names_are_unique_and_staff_manage_members, |db| {
+    names_are_unique_and_staff_manage_members(db.app().await).await;
+});

@@ -722,6 +722,7 @@ async fn app_with_a_half_written_file() -> (TestApp, crate::common::TempDir) {
         router: server::router(state.clone()),
         state,
         _dir: dir,
+        _postgres: None,
     };
     (app, folder)
 }

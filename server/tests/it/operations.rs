@@ -9,7 +9,6 @@ use serde_json::json;
 use server::{Config, Store};
 
 use crate::common::{failing_design, passing_design, spawn_app_on, As, TempDir, TestApp};
-use crate::postgres;
 use crate::processes::{ServerProcess, BIN};
 
 fn run(args: &[&str]) -> Output {
@@ -309,25 +308,11 @@ async fn student_delete_removes_everything_that_is_theirs(app: TestApp, url: &st
     );
 }
 
-#[tokio::test]
-async fn student_delete_removes_a_students_work_on_sqlite() {
-    let dir = TempDir::new("student-delete");
-    let url = dir.sqlite_url();
-    let store = Store::connect(&url).await.expect("a fresh SQLite database");
-    let app = spawn_app_on(store, Config::default(), dir);
-    student_delete_removes_everything_that_is_theirs(app, &url).await;
-}
-
-#[tokio::test]
-async fn student_delete_removes_a_students_work_on_postgres() {
-    let Some(db) = postgres::database("student_delete_removes_a_students_work_on_postgres").await
-    else {
-        return;
-    };
-    let store = Store::connect(&db.url)
-        .await
-        .expect("the PostgreSQL database");
-    let app = spawn_app_on(store, Config::default(), TempDir::new("student-delete-pg"));
+crate::on_both_databases!(student_delete_removes_a_students_work, |db| {
+    let app = spawn_app_on(
+        db.store().await,
+        Config::default(),
+        TempDir::new("student-delete"),
+    );
     student_delete_removes_everything_that_is_theirs(app, &db.url).await;
-    drop(db);
-}
+});

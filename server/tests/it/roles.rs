@@ -10,10 +10,8 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 use server::error::ErrorCode;
-use server::{Config, Store};
 
-use crate::common::{failing_design, spawn_app_on, As, TempDir, TestApp};
-use crate::postgres;
+use crate::common::{failing_design, As, TestApp};
 
 /// What a route needs of the caller's role in the class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -611,25 +609,9 @@ async fn lists_and_limits(app: &TestApp, callers: &[Caller], classes: &[Seeded; 
     );
 }
 
-#[tokio::test]
-async fn every_instructor_route_answers_each_role_on_sqlite() {
-    let dir = TempDir::new("roles");
-    let store = Store::connect(&dir.sqlite_url())
-        .await
-        .expect("a fresh SQLite database");
-    let app = spawn_app_on(store, Config::default(), dir);
-    every_route_answers_each_role(&app).await;
-}
-
-#[tokio::test]
-async fn every_instructor_route_answers_each_role_on_postgres() {
-    let Some(db) = postgres::database("roles").await else {
-        return;
-    };
-    let store = Store::connect(&db.url).await.expect("PostgreSQL connects");
-    let app = spawn_app_on(store, Config::default(), TempDir::new("roles"));
-    every_route_answers_each_role(&app).await;
-}
+crate::on_both_databases!(every_instructor_route_answers_each_role, |db| {
+    every_route_answers_each_role(&db.app().await).await;
+});
 
 /// `/api/submissions` with a token: an administrator's lists and reads every attempt and
 /// records one for any student; a staff account reads and records only its classes' attempts.

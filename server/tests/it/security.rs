@@ -748,22 +748,12 @@ async fn same_site_grade_forgery_is_refused(app: &TestApp) {
     assert_eq!(recorded.body.as_array().map(Vec::len), Some(1));
 }
 
-#[tokio::test]
-async fn a_same_site_page_cannot_grade_with_the_instructors_cookie_on_sqlite() {
-    same_site_grade_forgery_is_refused(&spawn_app().await).await;
-}
-
-#[tokio::test]
-async fn a_same_site_page_cannot_grade_with_the_instructors_cookie_on_postgres() {
-    let Some(db) = crate::postgres::database("same_site_grade_forgery").await else {
-        return;
-    };
-    let store = server::Store::connect(&db.url)
-        .await
-        .expect("PostgreSQL connects");
-    let app = crate::common::spawn_app_on(store, Config::default(), TempDir::new("grade-forgery"));
-    same_site_grade_forgery_is_refused(&app).await;
-}
+crate::on_both_databases!(
+    a_same_site_page_cannot_grade_with_the_instructors_cookie,
+    |db| {
+        same_site_grade_forgery_is_refused(&db.app().await).await;
+    }
+);
 
 /// The writes open to anyone, which no cookie authenticates; every other write in the OpenAPI
 /// document must be behind the cross-site guard.

@@ -38,15 +38,6 @@ async fn attempts(app: &TestApp) -> usize {
         .len()
 }
 
-async fn on_postgres(label: &str) -> Option<(TestApp, crate::postgres::PgDatabase)> {
-    let db = crate::postgres::database(label).await?;
-    let store = Store::connect(&db.url).await.expect("PostgreSQL connects");
-    Some((
-        spawn_app_on(store, Config::default(), TempDir::new("pg-sessions")),
-        db,
-    ))
-}
-
 // Cross-site requests.
 
 async fn cross_site_writes_are_refused(app: &TestApp) {
@@ -205,18 +196,9 @@ async fn cross_site_writes_are_refused(app: &TestApp) {
     assert_eq!(attempts(app).await, 4);
 }
 
-#[tokio::test]
-async fn cross_site_writes_are_refused_and_change_nothing() {
-    cross_site_writes_are_refused(&spawn_app().await).await;
-}
-
-#[tokio::test]
-async fn cross_site_writes_are_refused_and_change_nothing_on_postgres() {
-    let Some((app, _db)) = on_postgres("cross_site_writes_are_refused").await else {
-        return;
-    };
-    cross_site_writes_are_refused(&app).await;
-}
+crate::on_both_databases!(cross_site_writes_are_refused_and_change_nothing, |db| {
+    cross_site_writes_are_refused(&db.app().await).await;
+});
 
 // Sessions.
 
@@ -666,21 +648,13 @@ async fn the_secret_is_stored_only_as_its_hash(app: &TestApp, db_files: Option<&
     }
 }
 
-#[tokio::test]
-async fn the_session_secret_is_stored_only_as_its_hash() {
-    let app = spawn_app().await;
+crate::on_both_databases!(the_session_secret_is_stored_only_as_its_hash, |db| {
+    let postgres = db.is_postgres();
+    let app = db.app().await;
+    // On SQLite, the database's files are searched for the secret too.
     let dir = app._dir.path().join("db");
-    the_secret_is_stored_only_as_its_hash(&app, Some(&dir)).await;
-}
-
-#[tokio::test]
-async fn the_session_secret_is_stored_only_as_its_hash_on_postgres() {
-    let Some((app, _db)) = on_postgres("the_session_secret_is_stored_only_as_its_hash").await
-    else {
-        return;
-    };
-    the_secret_is_stored_only_as_its_hash(&app, None).await;
-}
+    the_secret_is_stored_only_as_its_hash(&app, (!postgres).then_some(dir.as_path())).await;
+});
 
 /// A database made by the first migration only, as the server before sessions had their own
 /// secret left it, with one student of a browser who has a draft and an attempt.
@@ -799,18 +773,9 @@ async fn a_recreated_token_name_replays_nothing(app: &TestApp) {
     assert_eq!(attempts(app).await, 2);
 }
 
-#[tokio::test]
-async fn a_revoked_and_recreated_token_name_replays_nothing() {
-    a_recreated_token_name_replays_nothing(&spawn_app().await).await;
-}
-
-#[tokio::test]
-async fn a_revoked_and_recreated_token_name_replays_nothing_on_postgres() {
-    let Some((app, _db)) = on_postgres("a_recreated_token_name_replays_nothing").await else {
-        return;
-    };
-    a_recreated_token_name_replays_nothing(&app).await;
-}
+crate::on_both_databases!(a_revoked_and_recreated_token_name_replays_nothing, |db| {
+    a_recreated_token_name_replays_nothing(&db.app().await).await;
+});
 
 fn an_attempt(id: &str) -> Attempt {
     Attempt {
@@ -907,21 +872,14 @@ async fn a_stalled_holder_cannot_write(store: &Store) {
         .unwrap());
 }
 
-#[tokio::test]
-async fn a_stalled_claim_holder_cannot_record_after_a_takeover() {
-    let app = spawn_app().await;
-    a_stalled_holder_cannot_write(app.state.store()).await;
-}
-
-#[tokio::test]
-async fn a_stalled_claim_holder_cannot_record_after_a_takeover_on_postgres() {
-    let Some(db) = crate::postgres::database("a_stalled_claim_holder_cannot_record").await else {
-        return;
-    };
-    let store = Store::connect(&db.url).await.unwrap();
-    a_stalled_holder_cannot_write(&store).await;
-    store.close().await;
-}
+crate::on_both_databases!(
+    a_stalled_claim_holder_cannot_record_after_a_takeover,
+    |db| {
+        let store = db.store().await;
+        a_stalled_holder_cannot_write(&store).await;
+        store.close().await;
+    }
+);
 
 /// Waits until a renewal task has let go of its watch, or fails.
 async fn ended(watch: &std::sync::Weak<()>) {

@@ -306,55 +306,37 @@ async fn exercise(store: Store) {
     assert!(store.ping().await.is_err());
 }
 
-#[tokio::test]
-async fn the_store_works_on_sqlite() {
-    let dir = TempDir::new("store");
-    let url = dir.sqlite_url();
-    let store = Store::connect(&url)
-        .await
-        .expect("a SQLite database, its folder created");
-    assert_eq!(store.backend(), "sqlite");
+crate::on_both_databases!(the_store_works, |db| {
+    let store = db.store().await;
+    assert_eq!(
+        store.backend(),
+        if db.is_postgres() {
+            "postgres"
+        } else {
+            "sqlite"
+        }
+    );
     exercise(store).await;
-    assert!(dir.path().join("db/test.db").is_file());
-    // Migrations run again on an existing file without harm, and the data stays.
-    let again = Store::connect(&url).await.expect("reopen");
+    // Migrations run again on an existing database without harm, and the data stays.
+    let again = db.store().await;
     assert_eq!(again.list_attempts(None, None, 10).await.unwrap().len(), 4);
-    let mode: String = match &again {
-        Store::Sqlite(pool, ..) => sqlx::query_scalar("PRAGMA journal_mode")
+    if let Store::Sqlite(pool, ..) = &again {
+        assert!(db.dir.path().join("db/test.db").is_file());
+        let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
             .fetch_one(pool)
             .await
-            .unwrap(),
-        Store::Postgres(..) => unreachable!(),
-    };
-    assert_eq!(mode, "wal");
-    // FULL (2): every commit is synced before it returns, so an answered submission survives a
-    // power cut, not only a crash of the process.
-    let synchronous: i64 = match &again {
-        Store::Sqlite(pool, ..) => sqlx::query_scalar("PRAGMA synchronous")
+            .unwrap();
+        assert_eq!(mode, "wal");
+        // FULL (2): every commit is synced before it returns, so an answered submission survives a
+        // power cut, not only a crash of the process.
+        let synchronous: i64 = sqlx::query_scalar("PRAGMA synchronous")
             .fetch_one(pool)
             .await
-            .unwrap(),
-        Store::Postgres(..) => unreachable!(),
-    };
-    assert_eq!(synchronous, 2, "PRAGMA synchronous is FULL");
-}
-
-#[tokio::test]
-async fn the_store_works_on_postgres() {
-    let Some(db) = postgres::database("the_store_works_on_postgres").await else {
-        return;
-    };
-    let store = Store::connect(&db.url)
-        .await
-        .expect("a PostgreSQL database");
-    assert_eq!(store.backend(), "postgres");
-    exercise(store).await;
-    let again = Store::connect(&db.url)
-        .await
-        .expect("reconnect; migrations already applied");
-    assert_eq!(again.list_attempts(None, None, 10).await.unwrap().len(), 4);
+            .unwrap();
+        assert_eq!(synchronous, 2, "PRAGMA synchronous is FULL");
+    }
     again.close().await;
-}
+});
 
 #[tokio::test]
 async fn concurrent_claims_of_one_key_start_exactly_one_request() {

@@ -177,6 +177,7 @@ async fn a_catalogue_swapped_in_gets_tables_for_its_changed_scenarios() {
         router: server::router(state.clone()),
         state,
         _dir: dir,
+        _postgres: None,
     };
     wait_for_tables(&app).await;
     let before = live.current();

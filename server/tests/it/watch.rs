@@ -36,6 +36,7 @@ async fn watched_app(config: Config) -> (TestApp, TempDir) {
         router: server::router(state.clone()),
         state,
         _dir: dir,
+        _postgres: None,
     };
     (app, folder)
 }
