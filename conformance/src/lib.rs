@@ -612,8 +612,13 @@ pub async fn postgres_reachable(url: &str) -> bool {
     )
 }
 
-/// Reads every scenario file of a folder (not the schema), compiled, in course order.
-pub fn load_scenarios(dir: &std::path::Path) -> Result<Vec<Compiled>, String> {
+/// The folder of the scenarios the product ships, wherever in the workspace it is asked from.
+pub fn shipped_dir() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
+}
+
+/// The scenario files of a folder (`.json`, the schema aside), sorted by name.
+pub fn scenario_paths(dir: &std::path::Path) -> Result<Vec<PathBuf>, String> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -623,9 +628,24 @@ pub fn load_scenarios(dir: &std::path::Path) -> Result<Vec<Compiled>, String> {
         })
         .collect();
     files.sort();
+    Ok(files)
+}
+
+/// The scenario files of a folder, each as its path and its text, sorted by name.
+pub fn scenario_texts(dir: &std::path::Path) -> Result<Vec<(PathBuf, String)>, String> {
+    scenario_paths(dir)?
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            Ok((p, text))
+        })
+        .collect()
+}
+
+/// Reads every scenario file of a folder (not the schema), compiled, in course order.
+pub fn load_scenarios(dir: &std::path::Path) -> Result<Vec<Compiled>, String> {
     let mut out = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+    for (f, text) in scenario_texts(dir)? {
         let compiled = Compiled::parse(&text).map_err(|errors| {
             let said: Vec<String> = errors
                 .iter()
@@ -637,4 +657,10 @@ pub fn load_scenarios(dir: &std::path::Path) -> Result<Vec<Compiled>, String> {
     }
     out.sort_by_key(|s| s.scenario().order);
     Ok(out)
+}
+
+/// The shipped scenarios, compiled, in course order; a test's setup, so it panics when they
+/// do not load.
+pub fn shipped() -> Vec<Compiled> {
+    load_scenarios(&shipped_dir()).unwrap_or_else(|e| panic!("the shipped scenarios: {e}"))
 }

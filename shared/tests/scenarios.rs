@@ -16,20 +16,10 @@ fn workspace() -> PathBuf {
 
 /// The `.json` files of a folder, sorted, as (file name relative to the workspace, text).
 fn json_files(folder: &Path) -> Vec<(String, String)> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(folder)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", folder.display()))
-        .map(|entry| entry.expect("a readable folder entry").path())
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "json")
-                && !p.to_string_lossy().ends_with(".schema.json")
-        })
-        .collect();
-    paths.sort();
-    paths
+    conformance::scenario_texts(folder)
+        .unwrap_or_else(|e| panic!("cannot read {e}"))
         .into_iter()
-        .map(|p| {
-            let text = std::fs::read_to_string(&p)
-                .unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
+        .map(|(p, text)| {
             let name = p
                 .strip_prefix(workspace())
                 .unwrap_or(&p)

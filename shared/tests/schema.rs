@@ -61,21 +61,10 @@ fn workspace() -> std::path::PathBuf {
 
 /// The `.json` files of a folder (schemas aside), sorted, as (file name, text).
 fn json_files(folder: &Path) -> Vec<(String, String)> {
-    let mut paths: Vec<_> = std::fs::read_dir(folder)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", folder.display()))
-        .map(|entry| entry.expect("a readable folder entry").path())
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "json")
-                && !p.to_string_lossy().ends_with(".schema.json")
-        })
-        .collect();
-    paths.sort();
-    paths
+    conformance::scenario_texts(folder)
+        .unwrap_or_else(|e| panic!("cannot read {e}"))
         .into_iter()
-        .map(|p| {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read_to_string(&p).unwrap())
-        })
+        .map(|(p, text)| (p.file_name().unwrap().to_string_lossy().into_owned(), text))
         .collect()
 }
 

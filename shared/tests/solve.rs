@@ -7,24 +7,9 @@ use shared::solve::solve;
 use shared::{check, validate, validate_json, Compiled};
 
 fn shipped() -> Vec<Compiled> {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-    let mut paths: Vec<_> = std::fs::read_dir(&folder)
-        .expect("the scenarios folder")
-        .map(|e| e.expect("an entry").path())
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "json")
-                && !p.to_string_lossy().ends_with(".schema.json")
-        })
-        .collect();
-    paths.sort();
-    assert!(paths.len() >= 11, "the shipped scenarios are found");
-    paths
-        .iter()
-        .map(|p| {
-            let text = std::fs::read_to_string(p).expect("a readable scenario");
-            Compiled::parse(&text).unwrap_or_else(|e| panic!("{}: {e:?}", p.display()))
-        })
-        .collect()
+    let all = conformance::shipped();
+    assert!(all.len() >= 11, "the shipped scenarios are found");
+    all
 }
 
 #[test]

@@ -2,7 +2,6 @@
 //! from its scenario's table the verdict the search gives, byte for byte, however its nodes are
 //! called, placed and ordered.
 
-use std::path::Path;
 
 use shared::check::check_hashed;
 use shared::design::{Design, Position};
@@ -11,24 +10,9 @@ use shared::verdict_table::{key_of, VerdictTable};
 use shared::{scenario_hash, validate, Compiled, Limits, ValidDesign};
 
 fn shipped() -> Vec<Compiled> {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-    let mut paths: Vec<_> = std::fs::read_dir(&folder)
-        .expect("the scenarios folder")
-        .map(|e| e.expect("an entry").path())
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "json")
-                && !p.to_string_lossy().ends_with(".schema.json")
-        })
-        .collect();
-    paths.sort();
-    assert!(paths.len() >= 11, "the shipped scenarios are found");
-    paths
-        .iter()
-        .map(|p| {
-            let text = std::fs::read_to_string(p).expect("a readable scenario");
-            Compiled::parse(&text).unwrap_or_else(|e| panic!("{}: {e:?}", p.display()))
-        })
-        .collect()
+    let all = conformance::shipped();
+    assert!(all.len() >= 11, "the shipped scenarios are found");
+    all
 }
 
 /// The design drawn again: its nodes listed in the opposite order, each renamed (with

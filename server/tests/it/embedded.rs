@@ -10,14 +10,11 @@
 //! started from an empty folder without `--static-dir`, so the embedded app is proven in a
 //! browser there.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::{Command, Stdio};
 
 use crate::common::{scenarios_dir, TempDir};
-use crate::processes::BIN;
+use crate::processes::{ServerProcess, BIN};
 
 const CSP_WITHOUT_APP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; \
      img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'; object-src 'none'";
@@ -31,23 +28,12 @@ const SECURITY_HEADERS: [&str; 4] = [
 
 /// A `pipeline-builder serve` started in `folder` with only `--scenarios` (an absolute path)
 /// and `extra`; the address comes from `BIND`, so nothing else is on its command line.
-struct Served {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve_in(folder: &Path, extra: &[&str]) -> Served {
+fn serve_in(folder: &Path, extra: &[&str]) -> ServerProcess {
     let scenarios = scenarios_dir()
         .canonicalize()
         .expect("the scenarios folder");
-    let mut child = Command::new(BIN)
+    let mut command = Command::new(BIN);
+    command
         .arg("serve")
         .arg("--scenarios")
         .arg(&scenarios)
@@ -57,27 +43,8 @@ fn serve_in(folder: &Path, extra: &[&str]) -> Served {
         .env("RUST_LOG", "warn")
         .env_remove("DATABASE_URL")
         .env_remove("STATIC_DIR")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the server binary starts");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (sender, receiver) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(address) = line.strip_prefix("pipeline-builder listening on ") {
-                let _ = sender.send(address.to_string());
-            }
-        }
-    });
-    let base = match receiver.recv_timeout(Duration::from_secs(120)) {
-        Ok(base) => base,
-        Err(_) => {
-            let _ = child.kill();
-            panic!("the server did not say where it listens within 120 s");
-        }
-    };
-    Served { child, base }
+        .stderr(Stdio::inherit());
+    ServerProcess::spawn(command)
 }
 
 struct Got {

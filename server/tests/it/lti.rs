@@ -1736,7 +1736,8 @@ async fn the_request_log_keeps_no_query_of_an_lti_route() {
     use std::io::Read;
     let dir = TempDir::new("lti-log");
     std::fs::create_dir_all(dir.path().join("db")).unwrap();
-    let mut server = std::process::Command::new(crate::processes::BIN)
+    let mut command = std::process::Command::new(crate::processes::BIN);
+    command
         .args([
             "serve",
             "--bind",
@@ -1749,24 +1750,15 @@ async fn the_request_log_keeps_no_query_of_an_lti_route() {
         .arg(crate::common::scenarios_dir())
         .env("RUST_LOG", "info")
         .env("NO_COLOR", "1")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut log = server.stderr.take().unwrap();
+        .stderr(std::process::Stdio::piped());
+    let mut server = crate::processes::ServerProcess::spawn(command);
+    let mut log = server.child.stderr.take().unwrap();
     let log = std::thread::spawn(move || {
         let mut text = String::new();
         let _ = log.read_to_string(&mut text);
         text
     });
-    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("pipeline-builder listening on ")
-        .unwrap_or_else(|| panic!("the server says where it listens: {line}"))
-        .to_string();
+    let base = server.base.clone();
     let client = reqwest::Client::new();
     for path in [
         "/lti/resume?code=a-planted-handoff-code",
@@ -1775,11 +1767,7 @@ async fn the_request_log_keeps_no_query_of_an_lti_route() {
     ] {
         client.get(format!("{base}{path}")).send().await.unwrap();
     }
-    std::process::Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status()
-        .unwrap();
-    server.wait().unwrap();
+    server.terminate();
     let log = log.join().unwrap();
     assert!(log.contains("uri=/lti/resume "), "{log}");
     assert!(log.contains("uri=/lti/login "), "{log}");

@@ -27,7 +27,8 @@ impl ServerProcess {
 
     /// Starts `pipeline-builder serve` with more flags and waits until it listens.
     pub fn start_with(database_url: &str, extra: &[&str]) -> ServerProcess {
-        let mut child = Command::new(BIN)
+        let mut command = Command::new(BIN);
+        command
             .args([
                 "serve",
                 "--bind",
@@ -41,8 +42,16 @@ impl ServerProcess {
             .arg("--scenarios")
             .arg(scenarios_dir())
             .env("RUST_LOG", "warn")
+            .stderr(Stdio::inherit());
+        ServerProcess::spawn(command)
+    }
+
+    /// Runs `command` (a `pipeline-builder serve` with whatever it needs) and waits until the
+    /// server says where it listens; its standard output is read to the end, so that it never
+    /// writes into a closed pipe. Every test that starts a server process starts it here.
+    pub fn spawn(mut command: Command) -> ServerProcess {
+        let mut child = command
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
             .spawn()
             .expect("the server binary starts");
         let stdout = child.stdout.take().expect("piped stdout");

@@ -395,7 +395,6 @@ fn the_author_page_is_served_on_a_loopback_address_only() {
 
 #[tokio::test]
 async fn under_watch_a_broken_folder_starts_the_server_with_its_problems() {
-    use std::io::{BufRead, BufReader};
     let folder = TempDir::new("broken-start");
     std::fs::write(folder.path().join("half.json"), "{ \"id\": ").unwrap();
     let db = TempDir::new("broken-start-db");
@@ -410,29 +409,17 @@ async fn under_watch_a_broken_folder_starts_the_server_with_its_problems() {
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("half.json"));
     // With it, the server starts, serves no scenario, and says what to fix.
-    let mut child = std::process::Command::new(crate::processes::BIN)
+    let mut command = std::process::Command::new(crate::processes::BIN);
+    command
         .args(["serve", "--watch", "--author", "--bind", "127.0.0.1:0"])
         .arg("--database-url")
         .arg(db.sqlite_url())
         .arg("--scenarios")
         .arg(folder.path())
         .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // The server's output is read to its end, so that it never writes into a closed pipe.
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stdout.lines().map_while(Result::ok) {
-            if let Some(address) = line.strip_prefix("pipeline-builder listening on ") {
-                let _ = sender.send(address.to_string());
-            }
-        }
-    });
-    let base = receiver.recv_timeout(Duration::from_secs(120)).ok();
-    let base = base.expect("the server listens");
+        .stderr(std::process::Stdio::null());
+    let server = crate::processes::ServerProcess::spawn(command);
+    let base = server.base.clone();
     let client = reqwest::Client::new();
     let status: Value = client
         .get(format!("{base}/api/author/status"))
@@ -450,8 +437,7 @@ async fn under_watch_a_broken_folder_starts_the_server_with_its_problems() {
         .json()
         .await
         .unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
     assert_eq!(status["generation"], 0, "{status}");
     assert!(
         status["problems"][0]["file"]

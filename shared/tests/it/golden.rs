@@ -38,18 +38,11 @@ fn entry(scenario: &Scenario, label: String, design: &serde_json::Value) -> Entr
 
 /// Every shipped scenario file, by name, sorted so that the test reads them in a fixed order.
 pub(crate) fn shipped_scenarios() -> Vec<(String, Scenario)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".json") && !n.ends_with(".schema.json"))
-        .map(|n| n.trim_end_matches(".json").to_string())
-        .collect();
-    names.sort();
-    names
+    conformance::scenario_paths(&conformance::shipped_dir())
+        .unwrap()
         .into_iter()
-        .map(|n| {
+        .map(|p| {
+            let n = p.file_stem().unwrap().to_string_lossy().into_owned();
             let s = crate::scenario_file(&n);
             (n, s)
         })

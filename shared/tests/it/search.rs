@@ -6,22 +6,13 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 fn scenario_files() -> Vec<(String, Value)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
+    conformance::scenario_texts(&conformance::shipped_dir())
         .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "json")
-                && !p.to_string_lossy().ends_with(".schema.json")
-        })
-        .collect();
-    files.sort();
-    files
         .into_iter()
-        .map(|p| {
+        .map(|(p, text)| {
             (
                 p.display().to_string(),
-                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap(),
+                serde_json::from_str(&text).unwrap(),
             )
         })
         .collect()
