@@ -44,6 +44,7 @@ pub mod error;
 pub mod gradebook;
 pub mod group_commit;
 pub mod headers;
+pub mod idempotency;
 pub mod limit;
 pub mod load;
 pub mod lti;

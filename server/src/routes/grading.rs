@@ -34,8 +34,9 @@ use crate::checker::Checker;
 use crate::config::Config;
 use crate::design_file;
 use crate::error::{from_value, AppError, ErrorBody, ErrorCode, ErrorDetail, JsonBody};
+use crate::idempotency::{Claimed, KeyClaim};
 use crate::report::{self, CsvRow, NotGraded};
-use crate::store::{new_claim_owner, Attempt, Claim, IdempotentAnswer, Store};
+use crate::store::{Attempt, Store};
 
 /// One item of a grading batch.
 #[derive(Deserialize, ToSchema)]
@@ -327,45 +328,31 @@ impl Grading<'_> {
     /// attempt, so two gradings never both record.
     async fn record_once(&self, attempt: Attempt) -> Result<Attempt, AppError> {
         let key = grading_key(&attempt);
-        let owner = new_claim_owner();
-        let claim = self
-            .store
-            .claim_idempotency_key_as(
-                &owner,
-                &self.scope,
-                &key,
-                &fingerprint("POST /api/grade", key.as_bytes()),
-                self.lease,
-            )
-            .await?;
+        let claim = KeyClaim::take(
+            self.store,
+            &self.scope,
+            &key,
+            &fingerprint("POST /api/grade", key.as_bytes()),
+            self.lease,
+        )
+        .await?;
         let in_flight = || {
             AppError::of(ErrorCode::IdempotencyKeyInFlight,
                 "another call is grading the same design of this student right now; grade again in a moment",
             )
         };
         match claim {
-            Claim::Started => {
+            Claimed::Held(claim) => {
                 let body = json!({"id": attempt.id});
-                let answer = IdempotentAnswer {
-                    caller: &self.scope,
-                    key: &key,
-                    owner: &owner,
-                    status: StatusCode::CREATED.as_u16(),
-                    body: &body,
-                };
-                match self.store.record(Some(&attempt), Some(&answer)).await {
-                    Ok(true) => Ok(attempt),
-                    Ok(false) => Err(in_flight()),
-                    Err(e) => {
-                        let _ = self
-                            .store
-                            .abandon_idempotency_key(&self.scope, &key, &owner)
-                            .await;
-                        Err(e.into())
-                    }
+                match claim
+                    .finish(Some(&attempt), StatusCode::CREATED.as_u16(), &body)
+                    .await?
+                {
+                    true => Ok(attempt),
+                    false => Err(in_flight()),
                 }
             }
-            Claim::Replay { body, .. } => {
+            Claimed::Replay { body, .. } => {
                 let id = body["id"].as_str().unwrap_or_default();
                 self.store.get_attempt(id).await?.ok_or_else(|| {
                     AppError::of(ErrorCode::UnknownSubmission,
@@ -373,8 +360,8 @@ impl Grading<'_> {
                     )
                 })
             }
-            Claim::InFlight => Err(in_flight()),
-            Claim::Mismatch => Err(AppError::of(
+            Claimed::InFlight => Err(in_flight()),
+            Claimed::Mismatch => Err(AppError::of(
                 ErrorCode::IdempotencyKeyReused,
                 "this token used the grading's idempotency key for another request",
             )),

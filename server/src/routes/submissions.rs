@@ -23,12 +23,9 @@ use crate::catalogue::Catalogue;
 use crate::checker::Checker;
 use crate::config::Config;
 use crate::error::{json_response, parse_json, read_body, AppError, ErrorBody, ErrorCode};
+use crate::idempotency::{Claimed, KeyClaim};
 use crate::report::CsvRow;
-
-use crate::store::{
-    new_claim_owner, Attempt, AttemptSummary, AttemptsQuery, Claim, ExportedAttempt,
-    IdempotentAnswer, Store,
-};
+use crate::store::{Attempt, AttemptSummary, AttemptsQuery, ExportedAttempt, Store};
 pub use shared::wire::submissions::{Submission, SubmissionRequest, SubmissionSummary};
 
 #[derive(Deserialize, IntoParams)]
@@ -293,68 +290,22 @@ async fn submit_idempotently(
     key: Option<String>,
     bytes: Vec<u8>,
 ) -> Response {
-    let scope = caller.scope();
     let store = &parts.store;
-    // This request's name on its claim: a takeover renames the claim, and then nothing this
-    // request writes to it counts.
-    let owner = new_claim_owner();
-    if let Some(key) = &key {
-        let claim = store
-            .claim_idempotency_key_as(
-                &owner,
-                &scope,
-                key,
-                &fingerprint("POST /api/submissions", &bytes),
-                parts.lease,
-            )
-            .await;
-        match claim {
-            Err(e) => return AppError::from(e).into_response(),
-            Ok(Claim::Started) => {}
-            Ok(Claim::Replay { status, body }) => {
-                let status = match StatusCode::from_u16(status) {
-                    Ok(status) => status,
-                    Err(e) => return AppError::internal(e).into_response(),
-                };
-                let mut response = json_response(status, &body);
-                response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
-                if let Some(id) = body.get("id").and_then(|v| v.as_str()) {
-                    if let Ok(v) = HeaderValue::from_str(&format!("/api/submissions/{id}")) {
-                        response.headers_mut().insert(header::LOCATION, v);
-                    }
-                }
-                return response;
-            }
-            Ok(Claim::Mismatch) => {
-                return AppError::of(ErrorCode::IdempotencyKeyReused,
-                    "this Idempotency-Key was already used with another request body; use a new key for a new submission",
-                )
-                .into_response()
-            }
-            Ok(Claim::InFlight) => {
-                let mut response = AppError::of(ErrorCode::IdempotencyKeyInFlight,
-                    "a request with this Idempotency-Key is still running; retry in a moment to get its answer",
-                )
-                .into_response();
-                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                return response;
+    // While the work runs, the claim's lease is renewed, so that other servers (and this one
+    // after a restart) can tell a slow request from one whose server died; a claim dropped
+    // unfinished (a panic, the task dropped) gives the key back.
+    let claim = match &key {
+        None => None,
+        Some(key) => {
+            let fingerprint = fingerprint("POST /api/submissions", &bytes);
+            match KeyClaim::take(store, &caller.scope(), key, &fingerprint, parts.lease).await {
+                Ok(Claimed::Held(claim)) => Some(claim),
+                Ok(other) => return answer_without_work(other),
+                Err(e) => return AppError::from(e).into_response(),
             }
         }
-    }
-    // While the work runs, the claim's lease is renewed, so that other servers (and this one
-    // after a restart) can tell a slow request from one whose server died. The renewal stops
-    // when its guard is dropped, however this function ends (an answer, a panic, a drop).
-    let renewal = key.clone().map(|key| {
-        LeaseRenewal::start(
-            store.clone(),
-            scope.clone(),
-            key,
-            owner.clone(),
-            parts.lease,
-        )
-    });
+    };
     let outcome = submit(&parts, &caller, &bytes).await;
-    drop(renewal);
     let (attempt, status, body) = match &outcome {
         Ok((attempt, late)) => {
             let answer = Submission {
@@ -368,50 +319,75 @@ async fn submit_idempotently(
     };
     if status.is_server_error() {
         // Our failure: give the key back so that a retry can run.
-        if let Some(key) = &key {
-            if let Err(e) = store.abandon_idempotency_key(&scope, key, &owner).await {
-                tracing::error!(error = %e, "could not release an idempotency key");
-            }
+        if let Some(claim) = claim {
+            claim.abandon().await;
         }
         return match outcome {
             Err(e) => e.into_response(),
             Ok(_) => json_response(status, &body),
         };
     }
-    let kept = key
-        .as_ref()
-        .map(|_| crate::bounds::answer_for_replay(&body, parts.answer_max_bytes));
-    let answer = key
-        .as_deref()
-        .zip(kept.as_ref())
-        .map(|(key, kept)| IdempotentAnswer {
-            caller: &scope,
-            key,
-            owner: &owner,
-            status: status.as_u16(),
-            body: kept,
-        });
-    if attempt.is_some() || answer.is_some() {
-        match store.record(attempt, answer.as_ref()).await {
-            Ok(true) => {}
-            // This request stalled past its lease and another took the key over: nothing was
-            // recorded, and the other request's answer is the one that counts.
-            Ok(false) => return lost_claim(),
-            Err(e) => {
-                if let Some(key) = &key {
-                    let _ = store.abandon_idempotency_key(&scope, key, &owner).await;
-                }
-                return AppError::from(e).into_response();
-            }
+    let recorded = match claim {
+        Some(claim) => {
+            let kept = crate::bounds::answer_for_replay(&body, parts.answer_max_bytes);
+            claim.finish(attempt, status.as_u16(), &kept).await
         }
+        None if attempt.is_some() => store.record(attempt, None).await,
+        None => Ok(true),
+    };
+    match recorded {
+        Ok(true) => {}
+        // This request stalled past its lease and another took the key over: nothing was
+        // recorded, and the other request's answer is the one that counts.
+        Ok(false) => return lost_claim(),
+        Err(e) => return AppError::from(e).into_response(),
     }
     let mut response = json_response(status, &body);
     if let Some(a) = attempt {
-        if let Ok(v) = HeaderValue::from_str(&format!("/api/submissions/{}", a.id)) {
-            response.headers_mut().insert(header::LOCATION, v);
-        }
+        insert_location(&mut response, &a.id);
     }
     response
+}
+
+/// The answer to a request whose key was claimed before: the stored answer replayed, or a
+/// refusal (another body with this key, or its first request still running).
+fn answer_without_work(claimed: Claimed) -> Response {
+    match claimed {
+        Claimed::Replay { status, body } => {
+            let status = match StatusCode::from_u16(status) {
+                Ok(status) => status,
+                Err(e) => return AppError::internal(e).into_response(),
+            };
+            let mut response = json_response(status, &body);
+            response
+                .headers_mut()
+                .insert("idempotent-replayed", HeaderValue::from_static("true"));
+            if let Some(id) = body.get("id").and_then(|v| v.as_str()) {
+                insert_location(&mut response, id);
+            }
+            response
+        }
+        Claimed::Mismatch => AppError::of(ErrorCode::IdempotencyKeyReused,
+            "this Idempotency-Key was already used with another request body; use a new key for a new submission",
+        )
+        .into_response(),
+        Claimed::InFlight | Claimed::Held(_) => {
+            let mut response = AppError::of(ErrorCode::IdempotencyKeyInFlight,
+                "a request with this Idempotency-Key is still running; retry in a moment to get its answer",
+            )
+            .into_response();
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            response
+        }
+    }
+}
+
+fn insert_location(response: &mut Response, id: &str) {
+    if let Ok(v) = HeaderValue::from_str(&format!("/api/submissions/{id}")) {
+        response.headers_mut().insert(header::LOCATION, v);
+    }
 }
 
 /// The answer of a request whose claim was taken over while it worked.
@@ -424,56 +400,6 @@ fn lost_claim() -> Response {
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     response
-}
-
-/// Renews the lease of an idempotency key's claim every quarter of the lease, until dropped.
-/// Dropping it (when its request ends, however it ends: an answer, an error, a panic, or its
-/// future being dropped) stops the renewal, so a claim is never kept alive by a request that
-/// is gone. A renewal that finds the claim taken over stops by itself.
-pub struct LeaseRenewal {
-    task: tokio::task::JoinHandle<()>,
-    alive: Arc<()>,
-}
-
-impl LeaseRenewal {
-    pub fn start(
-        store: Store,
-        scope: String,
-        key: String,
-        owner: String,
-        lease: Duration,
-    ) -> LeaseRenewal {
-        let alive = Arc::new(());
-        let held = Arc::clone(&alive);
-        let every = (lease / 4).max(Duration::from_millis(10));
-        let task = tokio::spawn(async move {
-            let _held = held;
-            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-            loop {
-                ticks.tick().await;
-                match store.renew_idempotency_key(&scope, &key, &owner).await {
-                    Ok(true) => {}
-                    Ok(false) => return,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "could not renew an idempotency key's lease")
-                    }
-                }
-            }
-        });
-        LeaseRenewal { task, alive }
-    }
-
-    /// Alive while the renewal task runs: the task holds the other end and lets go of it
-    /// when it stops.
-    pub fn watch(&self) -> std::sync::Weak<()> {
-        Arc::downgrade(&self.alive)
-    }
-}
-
-impl Drop for LeaseRenewal {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 #[utoipa::path(get, path = "/api/submissions/{id}", tag = "submissions",

@@ -11,12 +11,12 @@ use crate::store::db::Store;
 use crate::store::errors::StoreResult;
 use crate::store::hot::Claim;
 use crate::store::hot::{mismatched_answer, HotWrite, NewAttempt, StoredAnswer, Written};
-use crate::store::idempotency::{new_claim_owner, IdempotentAnswer};
+use crate::store::idempotency::{ClaimId, IdempotentAnswer};
 
 impl Store {
     /// Records an attempt and, when the request carried an idempotency key, its stored
     /// answer, in one transaction: either both are committed or neither. With an answer, the
-    /// write happens only while `answer.owner` still holds the key's claim: a holder whose
+    /// write happens only while the answer's claim is still held: a holder whose
     /// claim was taken over (it stalled past its lease) records nothing and gets `Ok(false)`.
     ///
     /// The write goes through the store's group commit ([`crate::group_commit`]): it joins
@@ -30,9 +30,9 @@ impl Store {
         let job = HotWrite::Record {
             attempt: attempt.map(NewAttempt::of).transpose()?,
             answer: answer.map(|a| StoredAnswer {
-                caller: a.caller.to_string(),
-                key: a.key.to_string(),
-                owner: a.owner.to_string(),
+                caller: a.claim.caller.clone(),
+                key: a.claim.key.clone(),
+                owner: a.claim.owner.clone(),
                 status: a.status,
                 response: a.body.to_string(),
             }),
@@ -52,8 +52,8 @@ impl Store {
     /// agree.
     ///
     /// The claim's holder is a fresh random id, which the caller does not learn: this is how
-    /// another server's claim looks. A holder that writes to its claim uses
-    /// [`Store::claim_idempotency_key_as`].
+    /// another server's claim looks. A request that works under its claim takes a
+    /// [`crate::idempotency::KeyClaim`].
     pub async fn claim_idempotency_key(
         &self,
         caller: &str,
@@ -61,30 +61,27 @@ impl Store {
         fingerprint: &str,
         lease: Duration,
     ) -> StoreResult<Claim> {
-        let owner = new_claim_owner();
-        self.claim_idempotency_key_as(&owner, caller, key, fingerprint, lease)
+        self.claim_idempotency_key_as(&ClaimId::new(caller, key), fingerprint, lease)
             .await
     }
 
-    /// Claims `key` for `caller` as the holder `owner` (a random id, [`new_claim_owner`]).
-    /// Renewing, recording and abandoning the claim name the holder, and a takeover gives the
-    /// claim a new one, so a holder that stalled past its lease can no longer write to it.
+    /// Takes the claim `claim` (its key for its caller, as its holder). Renewing, recording
+    /// and abandoning the claim name the holder, and a takeover gives the claim a new one, so
+    /// a holder that stalled past its lease can no longer write to it.
     ///
     /// Like [`Store::record`], the claim goes through the store's group commit: it is
     /// committed, in a savepoint of its own, before this returns, so a `Started` claim is
     /// in the database before its request does any work.
     pub async fn claim_idempotency_key_as(
         &self,
-        owner: &str,
-        caller: &str,
-        key: &str,
+        claim: &ClaimId,
         fingerprint: &str,
         lease: Duration,
     ) -> StoreResult<Claim> {
         let job = HotWrite::Claim {
-            owner: owner.to_string(),
-            caller: caller.to_string(),
-            key: key.to_string(),
+            owner: claim.owner.clone(),
+            caller: claim.caller.clone(),
+            key: claim.key.clone(),
             fingerprint: fingerprint.to_string(),
             lease,
         };

@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::http::{Method, StatusCode};
 use chrono::Utc;
 use serde_json::json;
-use server::store::{Attempt, Claim, IdempotentAnswer, Store};
+use server::store::{Attempt, Claim, ClaimId, IdempotentAnswer, Store};
 use server::Config;
 
 use crate::common::{failing_design, spawn_app_on, As, TempDir};
@@ -80,9 +80,7 @@ async fn record_together(
         tasks.push(tokio::spawn(async move {
             let body = json!({"id": id});
             let answer = IdempotentAnswer {
-                caller: "grader:ta",
-                key: &id,
-                owner: &owner,
+                claim: &ClaimId::held_by("grader:ta", &id, &owner),
                 status: 201,
                 body: &body,
             };
@@ -230,9 +228,7 @@ async fn a_record_whose_claim_was_taken_over_is_refused_alone_and_its_batch_comm
         for i in 0..N {
             let claim = store
                 .claim_idempotency_key_as(
-                    &format!("owner-{i}"),
-                    "grader:ta",
-                    &format!("lost-{i}"),
+                    &ClaimId::held_by("grader:ta", &format!("lost-{i}"), &format!("owner-{i}")),
                     "fp",
                     LEASE,
                 )
@@ -242,9 +238,7 @@ async fn a_record_whose_claim_was_taken_over_is_refused_alone_and_its_batch_comm
         }
         let taken = store
             .claim_idempotency_key_as(
-                "successor",
-                "grader:ta",
-                &format!("lost-{LOST}"),
+                &ClaimId::held_by("grader:ta", &format!("lost-{LOST}"), "successor"),
                 "fp",
                 Duration::ZERO,
             )
@@ -296,9 +290,7 @@ async fn a_record_whose_claim_was_taken_over_is_refused_alone_and_its_batch_comm
         let body = json!({"id": "successor"});
         let key = format!("lost-{LOST}");
         let answer = IdempotentAnswer {
-            caller: "grader:ta",
-            key: &key,
-            owner: "successor",
+            claim: &ClaimId::held_by("grader:ta", &key, "successor"),
             status: 201,
             body: &body,
         };
@@ -350,9 +342,11 @@ async fn a_commit_that_fails_answers_every_member_with_the_error_and_records_non
             assert_eq!(
                 store
                     .claim_idempotency_key_as(
-                        &format!("owner-{i}"),
-                        "grader:ta",
-                        &format!("failed-{i}"),
+                        &ClaimId::held_by(
+                            "grader:ta",
+                            &format!("failed-{i}"),
+                            &format!("owner-{i}")
+                        ),
                         "fp",
                         LEASE
                     )
@@ -411,9 +405,7 @@ async fn a_commit_that_fails_answers_every_member_with_the_error_and_records_non
         }
         let body = json!({"id": "failed-0"});
         let answer = IdempotentAnswer {
-            caller: "grader:ta",
-            key: "failed-0",
-            owner: "owner-0",
+            claim: &ClaimId::held_by("grader:ta", "failed-0", "owner-0"),
             status: 201,
             body: &body,
         };
@@ -469,9 +461,7 @@ async fn a_write_that_fails_in_a_batch_gets_its_error_alone_and_the_others_commi
             assert_eq!(
                 store
                     .claim_idempotency_key_as(
-                        &format!("owner-{i}"),
-                        "grader:ta",
-                        &format!("one-{i}"),
+                        &ClaimId::held_by("grader:ta", &format!("one-{i}"), &format!("owner-{i}")),
                         "fp",
                         LEASE
                     )
@@ -494,9 +484,7 @@ async fn a_write_that_fails_in_a_batch_gets_its_error_alone_and_the_others_commi
                 let body = json!({"id": id});
                 let owner = format!("owner-{i}");
                 let answer = IdempotentAnswer {
-                    caller: "grader:ta",
-                    key: &key,
-                    owner: &owner,
+                    claim: &ClaimId::held_by("grader:ta", &key, &owner),
                     status: 201,
                     body: &body,
                 };

@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 use server::error::ErrorCode;
-use server::store::{Attempt, Claim, IdempotentAnswer};
+use server::store::{Attempt, Claim, ClaimId, IdempotentAnswer};
 use server::{Config, Store};
 
 use crate::common::{
@@ -798,7 +798,7 @@ async fn a_stalled_holder_cannot_write(store: &Store) {
     let (caller, key, fp) = ("grader:abc", "K", "fp");
     assert_eq!(
         store
-            .claim_idempotency_key_as("stalled", caller, key, fp, long)
+            .claim_idempotency_key_as(&ClaimId::held_by(caller, key, "stalled"), fp, long)
             .await
             .unwrap(),
         Claim::Started
@@ -806,7 +806,7 @@ async fn a_stalled_holder_cannot_write(store: &Store) {
     // The holder stalls past its lease; a retry takes the claim over.
     assert_eq!(
         store
-            .claim_idempotency_key_as("retry", caller, key, fp, Duration::ZERO)
+            .claim_idempotency_key_as(&ClaimId::held_by(caller, key, "retry"), fp, Duration::ZERO)
             .await
             .unwrap(),
         Claim::Started
@@ -817,9 +817,7 @@ async fn a_stalled_holder_cannot_write(store: &Store) {
         .record(
             Some(&an_attempt("stale")),
             Some(&IdempotentAnswer {
-                caller,
-                key,
-                owner: "stalled",
+                claim: &ClaimId::held_by(caller, key, "stalled"),
                 status: 201,
                 body: &stale_body,
             }),
@@ -829,11 +827,11 @@ async fn a_stalled_holder_cannot_write(store: &Store) {
     assert!(!recorded, "a stale holder's record is not acknowledged");
     assert_eq!(store.get_attempt("stale").await.unwrap(), None);
     assert!(!store
-        .renew_idempotency_key(caller, key, "stalled")
+        .renew_idempotency_key(&ClaimId::held_by(caller, key, "stalled"))
         .await
         .unwrap());
     assert!(!store
-        .abandon_idempotency_key(caller, key, "stalled")
+        .abandon_idempotency_key(&ClaimId::held_by(caller, key, "stalled"))
         .await
         .unwrap());
     assert_eq!(
@@ -850,9 +848,7 @@ async fn a_stalled_holder_cannot_write(store: &Store) {
         .record(
             Some(&an_attempt("fresh")),
             Some(&IdempotentAnswer {
-                caller,
-                key,
-                owner: "retry",
+                claim: &ClaimId::held_by(caller, key, "retry"),
                 status: 201,
                 body: &body,
             }),
@@ -867,7 +863,7 @@ async fn a_stalled_holder_cannot_write(store: &Store) {
         Claim::Replay { status: 201, body }
     );
     assert!(!store
-        .abandon_idempotency_key(caller, key, "retry")
+        .abandon_idempotency_key(&ClaimId::held_by(caller, key, "retry"))
         .await
         .unwrap());
 }
@@ -894,25 +890,19 @@ async fn ended(watch: &std::sync::Weak<()>) {
 
 #[tokio::test]
 async fn the_lease_renewal_stops_when_its_request_ends_however_it_ends() {
-    use server::routes::submissions::LeaseRenewal;
+    use server::idempotency::LeaseRenewal;
     let app = spawn_app().await;
     let store = app.state.store().clone();
     // Long enough that a busy machine renews in time: renewed every 100 ms.
     let lease = Duration::from_millis(400);
     let (caller, fp) = ("student:s-1", "fp");
     let start = |key: &str, owner: &str| {
-        LeaseRenewal::start(
-            store.clone(),
-            caller.to_string(),
-            key.to_string(),
-            owner.to_string(),
-            lease,
-        )
+        LeaseRenewal::start(store.clone(), ClaimId::held_by(caller, key, owner), lease)
     };
 
     // While the guard lives, the claim is renewed: no retry takes it over.
     store
-        .claim_idempotency_key_as("a", caller, "alive", fp, lease)
+        .claim_idempotency_key_as(&ClaimId::held_by(caller, "alive", "a"), fp, lease)
         .await
         .unwrap();
     let renewal = start("alive", "a");

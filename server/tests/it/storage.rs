@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::json;
-use server::store::{Attempt, Claim, IdempotentAnswer, Progress, Store};
+use server::store::{Attempt, Claim, ClaimId, IdempotentAnswer, Progress, Store};
 
 use crate::common::TempDir;
 use crate::postgres;
@@ -164,7 +164,11 @@ async fn exercise(store: Store) {
     let stale = Duration::from_secs(600);
     assert_eq!(
         store
-            .claim_idempotency_key_as("holder-1", "grader:ta", "k1", "fp1", stale)
+            .claim_idempotency_key_as(
+                &ClaimId::held_by("grader:ta", "k1", "holder-1"),
+                "fp1",
+                stale
+            )
             .await
             .unwrap(),
         Claim::Started
@@ -185,7 +189,11 @@ async fn exercise(store: Store) {
     );
     assert_eq!(
         store
-            .claim_idempotency_key_as("holder-2", "grader:other", "k1", "fp2", stale)
+            .claim_idempotency_key_as(
+                &ClaimId::held_by("grader:other", "k1", "holder-2"),
+                "fp2",
+                stale
+            )
             .await
             .unwrap(),
         Claim::Started,
@@ -197,9 +205,7 @@ async fn exercise(store: Store) {
         .record(
             Some(&a4),
             Some(&IdempotentAnswer {
-                caller: "grader:ta",
-                key: "k1",
-                owner: "holder-1",
+                claim: &ClaimId::held_by("grader:ta", "k1", "holder-1"),
                 status: 201,
                 body: &body,
             }),
@@ -224,7 +230,7 @@ async fn exercise(store: Store) {
         Claim::Mismatch
     );
     store
-        .abandon_idempotency_key("grader:other", "k1", "holder-2")
+        .abandon_idempotency_key(&ClaimId::held_by("grader:other", "k1", "holder-2"))
         .await
         .unwrap();
     assert_eq!(
@@ -247,7 +253,11 @@ async fn exercise(store: Store) {
     // A failed transaction records neither the attempt nor the answer.
     assert_eq!(
         store
-            .claim_idempotency_key_as("holder-3", "grader:ta", "k2", "fp", stale)
+            .claim_idempotency_key_as(
+                &ClaimId::held_by("grader:ta", "k2", "holder-3"),
+                "fp",
+                stale
+            )
             .await
             .unwrap(),
         Claim::Started
@@ -258,9 +268,7 @@ async fn exercise(store: Store) {
         .record(
             Some(&duplicate),
             Some(&IdempotentAnswer {
-                caller: "grader:ta",
-                key: "k2",
-                owner: "holder-3",
+                claim: &ClaimId::held_by("grader:ta", "k2", "holder-3"),
                 status: 201,
                 body: &err_body
             })
