@@ -2,7 +2,6 @@
 //! from its scenario's table the verdict the search gives, byte for byte, however its nodes are
 //! called, placed and ordered.
 
-
 use shared::check::check_hashed;
 use shared::design::{Design, Position};
 use shared::solve::{designs, SolveLimits};

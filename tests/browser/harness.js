@@ -88,3 +88,20 @@ export async function axe(page, where) {
   for (const v of violations) console.log(`# axe (${where}): ${v.impact} ${v.id}: ${v.help} — ${v.targets.slice(0, 5).join(', ')}`);
   assert.deepEqual(bad.map((v) => `${v.impact} ${v.id}: ${v.targets.join(', ')}`), [], `axe-core on ${where}`);
 }
+
+/** Waits until the verdict's summary is whole on screen, as a student reading it needs; fails
+ * with where it was, the scroll and the window, sampled over the wait, when it never is. */
+export async function verdictOnScreen(page, timeout = 15_000) {
+  const seen = [];
+  const until = Date.now() + timeout;
+  while (Date.now() < until) {
+    const at = await page.evaluate(() => {
+      const r = document.querySelector('.verdict-summary')?.getBoundingClientRect();
+      return r && { top: Math.round(r.top), bottom: Math.round(r.bottom), height: innerHeight, scrollY: Math.round(scrollY) };
+    });
+    if (at && at.top >= 0 && at.bottom <= at.height) return;
+    seen.push(at);
+    await page.waitForTimeout(100);
+  }
+  assert.fail(`the verdict never came whole on screen; sampled: ${JSON.stringify(seen.slice(0, 5))} … ${JSON.stringify(seen.slice(-5))}`);
+}

@@ -5,7 +5,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openBrowser, screenshot, axe } from './harness.js';
+import { openBrowser, screenshot, axe, verdictOnScreen } from './harness.js';
 
 const DESKTOP = { bypassCSP: true };
 const PHONE = { bypassCSP: true, viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true };
@@ -224,10 +224,7 @@ test('phone: Fit brings every node of whole-path on screen, a toast never covers
     await page.locator('button.check').tap();
     const summary = page.locator('.verdict-summary');
     await summary.waitFor();
-    await page.waitForFunction(() => {
-      const r = document.querySelector('.verdict-summary')?.getBoundingClientRect();
-      return r && r.top >= 0 && r.bottom <= window.innerHeight;
-    });
+    await verdictOnScreen(page);
     await screenshot(page, 'phone-verdict-in-view');
     await axe(page, 'phone: whole-path with its verdict');
     assert.deepEqual(browser.problems, []);

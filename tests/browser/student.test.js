@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { openBrowser, screenshot, tabTo, centre, axe, SHOTS } from './harness.js';
+import { openBrowser, screenshot, tabTo, centre, axe, SHOTS, verdictOnScreen } from './harness.js';
 
 const helpers = (page) => {
   const node = (id) => page.locator(`g.node[data-node="${id}"]`);
@@ -219,12 +219,8 @@ test('a phone: offset-commit solved with taps only', async () => {
     await page.getByRole('button', { name: 'Close the options' }).tap();
     await page.locator('button.check').tap();
     await page.locator('.verdict-summary.passed').waitFor();
-    // The verdict was brought into view.
-    const inView = await page.locator('.verdict-summary').evaluate((e) => {
-      const r = e.getBoundingClientRect();
-      return r.top >= 0 && r.bottom <= window.innerHeight;
-    });
-    assert.ok(inView, 'the verdict is on screen after Check');
+    // The verdict is brought into view.
+    await verdictOnScreen(page);
     assert.equal(await page.locator('.result.passed').count(), 3);
     await page.locator('.saved', { hasText: 'Draft saved' }).waitFor();
     await page.screenshot({ path: join(SHOTS, 'phone-passed.png') });

@@ -36,14 +36,29 @@ pub fn focus(selector: &str) -> bool {
         .is_some_and(|f| f.call0(&element).is_ok())
 }
 
-/// Scrolls the first element that matches into view, as little as needed.
-pub fn scroll_into_view(selector: &str) {
-    if let Some(element) = web_sys::window()
-        .and_then(|w| w.document())
+/// Brings the first element that matches well into view: unless it is whole on screen with
+/// `margin` pixels to spare above and below, it is scrolled to the middle of the window, so
+/// that a shift of what is around it (a toolbar that wraps again, a line drawn above) leaves
+/// it on screen.
+pub fn bring_into_view(selector: &str, margin: f64) {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    if let Some(element) = window
+        .document()
         .and_then(|d| d.query_selector(selector).ok().flatten())
     {
+        let rect = element.get_bounding_client_rect();
+        let height = window
+            .inner_height()
+            .ok()
+            .and_then(|h| h.as_f64())
+            .unwrap_or(0.0);
+        if rect.top() >= margin && rect.bottom() <= height - margin {
+            return;
+        }
         let options = js_sys::Object::new();
-        let _ = js_sys::Reflect::set(&options, &"block".into(), &"nearest".into());
+        let _ = js_sys::Reflect::set(&options, &"block".into(), &"center".into());
         let _ = js_sys::Reflect::get(&element, &"scrollIntoView".into())
             .ok()
             .and_then(|f| f.dyn_into::<js_sys::Function>().ok())

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::api;
-use super::dom::{self, icon, scroll_into_view, REDO, UNDO};
+use super::dom::{self, bring_into_view, icon, REDO, UNDO};
 use super::page::{CurrentClass, DraftState, Mode, Page, Selection, TryOn};
 use crate::canvas::{self, Editor};
 use crate::design_file::{self, Refused};
@@ -153,13 +153,15 @@ pub fn Toolbar() -> impl IntoView {
             if checked {
                 // On a phone the verdict is below the drawing: bring it into view once the
                 // page has laid out what the check changed (two frames on), and again in the
-                // next moments, while what the verdict draws around it settles.
+                // next moments, while what the verdict draws around it settles (the toolbar
+                // wraps back to its lines once Check reads "Check" again).
+                const MARGIN: f64 = 24.0;
                 request_animation_frame(|| {
-                    request_animation_frame(|| scroll_into_view(".verdict-summary"))
+                    request_animation_frame(|| bring_into_view(".verdict-summary", MARGIN))
                 });
                 for ms in [300, 800, 1500] {
                     set_timeout(
-                        || scroll_into_view(".verdict-summary"),
+                        || bring_into_view(".verdict-summary", MARGIN),
                         std::time::Duration::from_millis(ms),
                     );
                 }
