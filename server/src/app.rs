@@ -159,6 +159,44 @@ fn open_routes(document: ApiDocument) -> Router<AppState> {
         .route("/api", any(operations::api_not_found))
 }
 
+/// The author page's routes (`serve --author`). The files change under an author's hands, so
+/// nothing is cached; and they show the answers, so only a page opened by a loopback name
+/// reaches them.
+fn author_routes(state: &AppState) -> Router<AppState> {
+    Router::new()
+        .route("/api/author/status", get(author::status))
+        .route("/api/author/scenarios/{id}", get(author::scenario))
+        .route("/api/author/scenarios/{id}/solve", get(author::solve))
+        .route("/api/author/files/{name}", get(author::file))
+        .route("/api/author/files/{name}/check", post(author::check_file))
+        .route_layer(middleware::from_fn(auth::no_store))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::refuse_unexpected_host,
+        ))
+}
+
+/// The app's pages and files behind the routes: from `--static-dir` when it holds a built
+/// app, else the app built into the binary (then `true`), else a 404. Client-side routes such
+/// as /scenarios/safe-retry get their page with status 200: staff.html under /instructor and
+/// /author, index.html everywhere else.
+fn with_app_pages(
+    app: Router<AppState>,
+    config: &crate::config::Config,
+) -> (Router<AppState>, bool) {
+    let static_dir = config
+        .static_dir
+        .as_ref()
+        .filter(|d| d.join("index.html").is_file());
+    let embedded = static_dir.is_none() && config.embedded_app;
+    let app = match static_dir {
+        Some(dir) => app.fallback_service(ServeDir::new(dir).fallback(app_page(dir))),
+        None if embedded => app.fallback(crate::embedded::serve),
+        None => app.fallback(operations::not_found),
+    };
+    (app, embedded)
+}
+
 /// The whole application. Tests call it without a socket.
 pub fn router(state: AppState) -> Router {
     let config = state.config().clone();
@@ -190,37 +228,13 @@ pub fn router(state: AppState) -> Router {
         small = small.route("/api/floor", post(operations::floor));
     }
     if config.author {
-        // The files change under an author's hands: never cached.
-        small = small.merge(
-            Router::new()
-                .route("/api/author/status", get(author::status))
-                .route("/api/author/scenarios/{id}", get(author::scenario))
-                .route("/api/author/scenarios/{id}/solve", get(author::solve))
-                .route("/api/author/files/{name}", get(author::file))
-                .route("/api/author/files/{name}/check", post(author::check_file))
-                .route_layer(middleware::from_fn(auth::no_store))
-                // They show the answers: only to a page opened by a loopback name.
-                .route_layer(middleware::from_fn_with_state(
-                    state.clone(),
-                    auth::refuse_unexpected_host,
-                )),
-        );
+        small = small.merge(author_routes(&state));
     }
     let small = small.layer(RequestBodyLimitLayer::new(config.body_limit_bytes));
-    let mut app = credentialed.merge(small).layer(DefaultBodyLimit::disable());
-
-    let static_dir = config
-        .static_dir
-        .as_ref()
-        .filter(|d| d.join("index.html").is_file());
-    let embedded = static_dir.is_none() && config.embedded_app;
-    app = match static_dir {
-        // Client-side routes such as /scenarios/safe-retry get their page with status 200:
-        // staff.html under /instructor and /author, index.html everywhere else.
-        Some(dir) => app.fallback_service(ServeDir::new(dir).fallback(app_page(dir))),
-        None if embedded => app.fallback(crate::embedded::serve),
-        None => app.fallback(operations::not_found),
-    };
+    let (app, embedded) = with_app_pages(
+        credentialed.merge(small).layer(DefaultBodyLimit::disable()),
+        &config,
+    );
 
     // The first layer listed is the outermost.
     let layers = ServiceBuilder::new()

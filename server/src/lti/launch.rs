@@ -93,26 +93,8 @@ pub async fn launch(
         Some((id, title)) => Some(course_class(&store, &launch, id, title).await?),
         None => None,
     };
-    // Staff of the course get their role in its class, and their session signs them in.
-    if let (Some(class), Some(wanted)) = (&class, launch.staff) {
-        let (account, role) = store
-            .launched_staff(&student, class, wanted)
-            .await
-            .map_err(internal)?;
-        tracing::info!(class = %class, account = %account, role = role.as_str(), "a launch with a staff role");
-    }
-    if let (Some(class), false) = (&class, launch.instructor) {
-        let shown = launch.name.as_deref().unwrap_or("Learner");
-        let shown = joining::free_name(&store, class, shown, &student)
-            .await
-            .map_err(|e| internal(e.message))?;
-        if let crate::store::Joined::Closed = store
-            .join_class(class, &student, &shown)
-            .await
-            .map_err(internal)?
-        {
-            tracing::info!(class = %class, student = %student, "a launch into a closed class: not made a member");
-        }
+    if let Some(class) = &class {
+        enter_class(&store, &launch, &student, class).await?;
     }
     // Only the browser that started the login is signed in: any other keeps its session.
     let secret = match launch.browser {
@@ -173,6 +155,37 @@ pub async fn launch(
         // resume page names whom the launch was for and asks first.
         None => see_other(&format!("/lti/resume?code={code}"), &[]),
     }
+}
+
+/// Staff of the course get their role in its class (and their session signs them in as their
+/// account); anyone else becomes a member, under the platform's name for them.
+async fn enter_class(
+    store: &Store,
+    launch: &Launch,
+    student: &str,
+    class: &str,
+) -> Result<(), Refusal> {
+    if let Some(wanted) = launch.staff {
+        let (account, role) = store
+            .launched_staff(student, class, wanted)
+            .await
+            .map_err(internal)?;
+        tracing::info!(class = %class, account = %account, role = role.as_str(), "a launch with a staff role");
+    }
+    if !launch.instructor {
+        let shown = launch.name.as_deref().unwrap_or("Learner");
+        let shown = joining::free_name(store, class, shown, student)
+            .await
+            .map_err(|e| internal(e.message))?;
+        if let crate::store::Joined::Closed = store
+            .join_class(class, student, &shown)
+            .await
+            .map_err(internal)?
+        {
+            tracing::info!(class = %class, student = %student, "a launch into a closed class: not made a member");
+        }
+    }
+    Ok(())
 }
 
 /// The student a launch's user is: found by their issuer and `sub`, or made now, with the
