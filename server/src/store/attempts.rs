@@ -6,28 +6,30 @@ use crate::store::db::{with_pool, Store};
 use crate::store::errors::StoreResult;
 use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
-use sqlx::types::Json as SqlJson;
-use sqlx::Row;
+use sqlx::{FromRow, Row};
 
 /// One recorded attempt: a design checked for a student.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, FromRow)]
 pub struct Attempt {
     pub id: String,
     pub student: String,
     pub scenario: String,
     pub scenario_hash: String,
+    #[sqlx(json)]
     pub design: Json,
+    #[sqlx(json)]
     pub verdict: Json,
     pub score: i32,
     pub max_score: i32,
     pub passed: bool,
     pub created_at: DateTime<Utc>,
     /// The class the attempt was made for; `None` for self-study and for graders' records.
+    #[sqlx(rename = "class_id")]
     pub class: Option<String>,
 }
 
 /// An attempt without its design and verdict, for lists.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, FromRow)]
 pub struct AttemptSummary {
     pub id: String,
     pub student: String,
@@ -50,11 +52,13 @@ pub struct AttemptsQuery<'a> {
 }
 
 /// An attempt as an export lists it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, FromRow)]
 pub struct ExportedAttempt {
+    #[sqlx(flatten)]
     pub summary: AttemptSummary,
     /// Empty when the student gave no name.
     pub display_name: String,
+    #[sqlx(json)]
     pub verdict: Json,
 }
 
@@ -79,23 +83,6 @@ pub(crate) const ATTEMPTS_PAGE_JOINED: &str = concat!(
     attempts_page_where!()
 );
 
-/// An [`AttemptSummary`] from a row of either backend (a macro, since the two rows' types
-/// differ and [`with_pool`] writes each query once for both).
-macro_rules! attempt_summary {
-    ($r:expr) => {
-        Ok::<_, sqlx::Error>(AttemptSummary {
-            id: $r.try_get("id")?,
-            student: $r.try_get("student")?,
-            scenario: $r.try_get("scenario")?,
-            scenario_hash: $r.try_get("scenario_hash")?,
-            score: $r.try_get("score")?,
-            max_score: $r.try_get("max_score")?,
-            passed: $r.try_get("passed")?,
-            created_at: $r.try_get("created_at")?,
-        })
-    };
-}
-
 /// What a student has done with a scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Progress {
@@ -108,27 +95,10 @@ impl Store {
 
     pub async fn get_attempt(&self, id: &str) -> StoreResult<Option<Attempt>> {
         with_pool!(self, pool => {
-            let row = sqlx::query(
+            Ok(sqlx::query_as::<_, Attempt>(
                 "SELECT id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id \
                  FROM attempts WHERE id = $1")
-                .bind(id).fetch_optional(pool).await?;
-            row.map(|r| {
-                let design: SqlJson<Json> = r.try_get("design")?;
-                let verdict: SqlJson<Json> = r.try_get("verdict")?;
-                Ok(Attempt {
-                    id: r.try_get("id")?,
-                    student: r.try_get("student")?,
-                    scenario: r.try_get("scenario")?,
-                    scenario_hash: r.try_get("scenario_hash")?,
-                    design: design.0,
-                    verdict: verdict.0,
-                    score: r.try_get("score")?,
-                    max_score: r.try_get("max_score")?,
-                    passed: r.try_get("passed")?,
-                    created_at: r.try_get("created_at")?,
-                    class: r.try_get("class_id")?,
-                })
-            }).transpose()
+                .bind(id).fetch_optional(pool).await?)
         })
     }
 
@@ -155,10 +125,9 @@ impl Store {
     ) -> StoreResult<Vec<AttemptSummary>> {
         let sql = format!("SELECT {ATTEMPTS_PAGE_COLUMNS} {ATTEMPTS_PAGE}");
         with_pool!(self, pool => {
-            let rows = sqlx::query(&sql)
+            Ok(sqlx::query_as::<_, AttemptSummary>(&sql)
                 .bind(query.student).bind(query.scenario).bind(query.before).bind(i64::from(query.limit))
-                .fetch_all(pool).await?;
-            rows.iter().map(|r| attempt_summary!(r)).collect()
+                .fetch_all(pool).await?)
         })
     }
 
@@ -170,21 +139,13 @@ impl Store {
         query: &AttemptsQuery<'_>,
     ) -> StoreResult<Vec<ExportedAttempt>> {
         let sql = format!(
-            "SELECT {ATTEMPTS_PAGE_COLUMNS}, a.verdict, COALESCE(m.display_name, s.display_name) AS display_name \
+            "SELECT {ATTEMPTS_PAGE_COLUMNS}, a.verdict, COALESCE(m.display_name, s.display_name, '') AS display_name \
              {ATTEMPTS_PAGE_JOINED}"
         );
         with_pool!(self, pool => {
-            let rows = sqlx::query(&sql)
+            Ok(sqlx::query_as::<_, ExportedAttempt>(&sql)
                 .bind(query.student).bind(query.scenario).bind(query.before).bind(i64::from(query.limit))
-                .fetch_all(pool).await?;
-            rows.iter().map(|r| {
-                let verdict: SqlJson<Json> = r.try_get("verdict")?;
-                Ok(ExportedAttempt {
-                    summary: attempt_summary!(r)?,
-                    display_name: r.try_get::<Option<String>, _>("display_name")?.unwrap_or_default(),
-                    verdict: verdict.0,
-                })
-            }).collect()
+                .fetch_all(pool).await?)
         })
     }
 

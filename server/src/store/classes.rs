@@ -7,7 +7,6 @@ use crate::store::db::{with_pool, Store};
 use crate::store::errors::{unknown_stored, StoreResult};
 use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
-use sqlx::types::Json as SqlJson;
 use sqlx::{FromRow, Row};
 
 // Classes.
@@ -60,9 +59,11 @@ pub enum Joined {
 }
 
 /// An attempt of a class, with what the dashboard reads of it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, FromRow)]
 pub struct ClassAttempt {
+    #[sqlx(flatten)]
     pub summary: AttemptSummary,
+    #[sqlx(json)]
     pub verdict: Json,
 }
 
@@ -378,26 +379,10 @@ impl Store {
         student: Option<&str>,
     ) -> StoreResult<Vec<ClassAttempt>> {
         with_pool!(self, pool => {
-            let rows = sqlx::query(
+            Ok(sqlx::query_as::<_, ClassAttempt>(
                 "SELECT id, student, scenario, scenario_hash, score, max_score, passed, created_at, verdict FROM attempts \
                  WHERE class_id = $1 AND ($2 IS NULL OR student = $2) ORDER BY created_at, id")
-                .bind(class).bind(student).fetch_all(pool).await?;
-            rows.iter().map(|r| {
-                let verdict: SqlJson<Json> = r.try_get("verdict")?;
-                Ok(ClassAttempt {
-                    summary: AttemptSummary {
-                        id: r.try_get("id")?,
-                        student: r.try_get("student")?,
-                        scenario: r.try_get("scenario")?,
-                        scenario_hash: r.try_get("scenario_hash")?,
-                        score: r.try_get("score")?,
-                        max_score: r.try_get("max_score")?,
-                        passed: r.try_get("passed")?,
-                        created_at: r.try_get("created_at")?,
-                    },
-                    verdict: verdict.0,
-                })
-            }).collect()
+                .bind(class).bind(student).fetch_all(pool).await?)
         })
     }
 }

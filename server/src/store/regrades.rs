@@ -8,11 +8,12 @@ use sqlx::types::Json as SqlJson;
 use sqlx::Row;
 
 /// The verdict of a stored attempt checked again against another version of its scenario.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct Regrade {
     pub attempt: String,
     pub scenario_hash: String,
     /// `None` when the design is not valid for that version; `error` says why.
+    #[sqlx(json(nullable))]
     pub verdict: Option<Json>,
     pub error: Option<String>,
     pub score: i32,
@@ -39,24 +40,11 @@ impl Store {
         scenario: Option<&str>,
     ) -> StoreResult<Vec<Regrade>> {
         with_pool!(self, pool => {
-            let rows = sqlx::query(
+            Ok(sqlx::query_as::<_, Regrade>(
                 "SELECT g.attempt, g.scenario_hash, g.verdict, g.error, g.score, g.max_score, g.passed, g.created_at \
                  FROM regrades AS g JOIN attempts AS a ON a.id = g.attempt \
                  WHERE ($1 IS NULL OR a.class_id = $1) AND ($2 IS NULL OR a.scenario = $2) ORDER BY g.attempt, g.created_at")
-                .bind(class).bind(scenario).fetch_all(pool).await?;
-            rows.iter().map(|r| {
-                let verdict: Option<SqlJson<Json>> = r.try_get("verdict")?;
-                Ok(Regrade {
-                    attempt: r.try_get("attempt")?,
-                    scenario_hash: r.try_get("scenario_hash")?,
-                    verdict: verdict.map(|v| v.0),
-                    error: r.try_get("error")?,
-                    score: r.try_get("score")?,
-                    max_score: r.try_get("max_score")?,
-                    passed: r.try_get("passed")?,
-                    created_at: r.try_get("created_at")?,
-                })
-            }).collect()
+                .bind(class).bind(scenario).fetch_all(pool).await?)
         })
     }
 
