@@ -60,7 +60,9 @@ impl CodeStatus for ErrorCode {
             | ErrorCode::ScenarioMismatch => StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            ErrorCode::DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::DatabaseUnavailable
+            | ErrorCode::NotConfigured
+            | ErrorCode::PlatformUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::ScenariosDir;
+use super::args::ScenariosDir;
 
 #[derive(Args)]
 pub struct AutogradeArgs {

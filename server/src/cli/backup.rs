@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use clap::Args;
 
-use super::DatabaseArg;
+use super::args::DatabaseArg;
 
 #[derive(Args)]
 pub struct BackupArgs {

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::DatabaseArg as Database;
+use super::args::DatabaseArg as Database;
 use crate::lti::keys;
 use crate::lti::store::Platform;
 

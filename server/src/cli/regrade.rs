@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{DatabaseArg, ScenariosDir};
+use super::args::{DatabaseArg, ScenariosDir};
 use crate::catalogue;
 use crate::config::Config;
 

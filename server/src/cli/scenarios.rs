@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
-use super::ScenariosDir;
+use super::args::ScenariosDir;
 use crate::{catalogue, config};
 
 #[derive(Subcommand)]

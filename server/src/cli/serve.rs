@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{DatabaseArg, ExpiryArgs, ScenariosDir};
+use super::args::{DatabaseArg, ExpiryArgs, ScenariosDir};
 use crate::config::{self, Config};
 use crate::watch::LiveCatalogue;
 use crate::{catalogue, AppState};

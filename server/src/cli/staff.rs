@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::DatabaseArg as Database;
+use super::args::DatabaseArg as Database;
 use crate::store::{StaffRole, Store};
 
 #[derive(Subcommand)]

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{DatabaseArg, ExpiryArgs};
+use super::args::{DatabaseArg, ExpiryArgs};
 use crate::config::Config;
 
 #[derive(Args)]

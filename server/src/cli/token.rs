@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::DatabaseArg;
+use super::args::DatabaseArg;
 use crate::Store;
 
 #[derive(Subcommand)]

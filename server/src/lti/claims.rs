@@ -1,4 +1,5 @@
-//! Verifying a launch's `id_token` and reading its claims; nothing here writes.
+//! Verifying a launch's `id_token` and reading its claims into a [`Launch`]; nothing here
+//! writes.
 
 use axum::http::HeaderMap;
 use chrono::Utc;
@@ -8,12 +9,16 @@ use serde_json::Value as Json_;
 
 use super::browser::{self, Browser, LOGIN_TTL};
 use super::grades;
-use super::launch::{platform_name, staff_role, DeepLinking, Launch, LaunchForm};
 use super::outbound::Outbound;
 use super::page::{internal, Refusal};
 use super::store::Platform;
-use super::{LEEWAY_SECONDS, LTI};
-use crate::store::Store;
+use crate::routes::classes;
+use crate::store::{StaffRole, Store};
+
+/// The claims' namespace.
+const LTI: &str = "https://purl.imsglobal.org/spec/lti/claim/";
+/// How far a token's times may be off the tool's clock.
+pub const LEEWAY_SECONDS: u64 = 60;
 
 /// `aud` is a string or an array of strings.
 #[derive(Debug, Deserialize)]
@@ -318,3 +323,88 @@ fn token_error(e: &jsonwebtoken::errors::Error) -> String {
 }
 
 // Deep linking.
+
+#[derive(Debug, Deserialize)]
+pub struct LaunchForm {
+    pub(super) id_token: Option<String>,
+    pub(super) state: Option<String>,
+}
+
+/// Who launched, and where they go.
+#[derive(Debug)]
+pub struct Launch {
+    /// The registration (issuer and client id) the launch came through.
+    pub platform: String,
+    pub issuer: String,
+    pub deployment: String,
+    pub sub: String,
+    /// The platform's name for the user, made to follow the rules of a display name.
+    pub name: Option<String>,
+    pub instructor: bool,
+    /// The staff role the launch asks for in the course's class: owner for the platform's
+    /// Instructor (given only while the class has no owner; a TA otherwise), TA for a
+    /// TeachingAssistant or a ContentDeveloper; none for a learner.
+    pub staff: Option<StaffRole>,
+    pub scenario: Option<String>,
+    /// An instructor placing an activity (`LtiDeepLinkingRequest`): where to send the choice.
+    pub deep_linking: Option<DeepLinking>,
+    /// The line item the resource link's scores go to, when the platform lets the tool post
+    /// scores there (on one of the platform's own origins).
+    pub lineitem: Option<String>,
+    /// True when the platform lets the tool read its line items (their `endDateTime`).
+    pub lineitem_readable: bool,
+    /// The platform's course (its id and title), which is a class here.
+    pub context: Option<(String, String)>,
+    /// Where the tool may make a line item, when the launch named none.
+    pub lineitems: Option<String>,
+    /// The resource link launched.
+    pub resource_link: Option<String>,
+    /// Whether the browser that started the login sent the launch.
+    pub browser: Browser,
+}
+
+/// What a deep linking request asks the tool to answer.
+#[derive(Debug)]
+pub struct DeepLinking {
+    pub return_url: String,
+    /// Opaque to the tool; sent back as it came.
+    pub data: Option<String>,
+    pub client_id: String,
+    pub issuer: String,
+    pub deployment_id: String,
+}
+
+/// The staff role a launch's LTI roles ask for: the platform's Instructor asks to own the
+/// course's class; a TeachingAssistant (`membership/Instructor#TeachingAssistant`, even
+/// beside Instructor) or a ContentDeveloper is a TA; anyone else (a Learner) none.
+pub fn staff_role(roles: &[&str]) -> Option<StaffRole> {
+    // The sub-role decides: a platform may send a TA's principal role Instructor beside it.
+    let ta = |r: &&str| {
+        r.ends_with("membership/Instructor#TeachingAssistant")
+            || r.ends_with("membership#ContentDeveloper")
+    };
+    if roles.iter().any(ta) {
+        Some(StaffRole::Ta)
+    } else if roles.iter().any(|r| r.ends_with("membership#Instructor")) {
+        Some(StaffRole::Owner)
+    } else {
+        None
+    }
+}
+
+/// The platform's name for a user, made to follow the rules of a name a student types
+/// (`routes::classes::member_name`): control characters (line breaks among them) become
+/// spaces, runs of spaces one space, and it is cut to the rule's length. `None` when nothing
+/// is left.
+pub fn platform_name(claim: &str) -> Option<String> {
+    let spaced: String = claim
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let joined = spaced.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cut: String = joined
+        .chars()
+        .take(classes::MEMBER_NAME_CHARS_MAX)
+        .collect();
+    classes::member_name(&cut).map(str::to_string)
+}

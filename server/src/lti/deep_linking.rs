@@ -8,10 +8,10 @@ use jsonwebtoken::Algorithm;
 use serde::Serialize;
 use serde_json::Value as Json_;
 
+use super::claims::DeepLinking;
+use super::codes::random;
 use super::keys;
-use super::launch::DeepLinking;
 use super::page::{escape, internal, Refusal};
-use super::random;
 use crate::catalogue::Catalogue;
 use crate::store::Store;
 

@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::browser;
+use super::codes::random;
 use super::page::{internal, public_url, Refusal};
-use super::random;
 use super::store::Platform;
 use crate::auth;
 use crate::config::Config;

@@ -14,6 +14,7 @@
 
 pub mod browser;
 mod claims;
+mod codes;
 mod deep_linking;
 mod frames;
 pub mod grades;
@@ -35,19 +36,16 @@ use serde::Serialize;
 use serde_json::Value as Json_;
 
 use crate::config::Config;
+use crate::error::AppError;
 use crate::store::Store;
 pub use browser::{HANDOFF_TTL, LOGIN_TTL};
+pub use claims::{platform_name, staff_role, DeepLinking, Launch, LaunchForm, LEEWAY_SECONDS};
 pub use deep_linking::content_item;
 pub use frames::frame_policy;
-pub use launch::{launch, platform_name, staff_role, DeepLinking, Launch, LaunchForm};
+pub use launch::launch;
 pub use login::{login_get, login_post, LoginParams};
 pub use outbound::Outbound;
-use page::{internal, public_url, Refusal};
-
-/// The claims' namespace.
-const LTI: &str = "https://purl.imsglobal.org/spec/lti/claim/";
-/// How far a token's times may be off the tool's clock.
-pub const LEEWAY_SECONDS: u64 = 60;
+use page::public_url;
 
 /// The request's URI as the request log shows it: without the query on the LTI routes, whose
 /// queries carry one-time handoff codes and the platform's login hints.
@@ -60,18 +58,11 @@ pub fn logged_uri(uri: &axum::http::Uri) -> String {
     }
 }
 
-/// 32 random bytes, base64url.
-fn random() -> Result<String, getrandom::Error> {
-    use base64::Engine;
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes)?;
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
-}
-
 // The tool's keys and configuration.
 
-pub async fn jwks(State(store): State<Store>) -> Result<Response, Refusal> {
-    let set = keys::published(&store).await.map_err(internal)?;
+/// `GET /lti/jwks`: the tool's public keys, which platforms verify its messages with.
+pub async fn jwks(State(store): State<Store>) -> Result<Response, AppError> {
+    let set = keys::published(&store).await.map_err(AppError::internal)?;
     Ok(([(header::CACHE_CONTROL, "public, max-age=300")], Json(set)).into_response())
 }
 
@@ -87,7 +78,7 @@ pub struct ToolConfig {
     pub custom_parameters: serde_json::Map<String, Json_>,
 }
 
-pub async fn config(State(config): State<Arc<Config>>) -> Result<Json<ToolConfig>, Refusal> {
+pub async fn config(State(config): State<Arc<Config>>) -> Result<Json<ToolConfig>, AppError> {
     let base = public_url(&config)?;
     let mut custom = serde_json::Map::new();
     custom.insert(

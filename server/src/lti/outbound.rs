@@ -10,6 +10,7 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::DecodingKey;
 
 use super::page::Refusal;
+use crate::error::ErrorCode;
 
 /// How long a platform's key set is trusted before it is fetched again.
 const JWKS_TTL: Duration = Duration::from_secs(10 * 60);
@@ -112,18 +113,25 @@ impl Outbound {
     async fn fetch_jwks(&self, url: &str) -> Result<JwkSet, Refusal> {
         let request = self.http.get(url).timeout(JWKS_TIMEOUT);
         let answer = request.send().await.map_err(|e| {
-            Refusal::unavailable(format!(
-                "the platform's key set ({url}) cannot be fetched: {e}"
-            ))
+            Refusal::of(
+                ErrorCode::PlatformUnavailable,
+                format!("the platform's key set ({url}) cannot be fetched: {e}"),
+            )
         })?;
         if !answer.status().is_success() {
-            return Err(Refusal::unavailable(format!(
-                "the platform's key set ({url}) answered {}",
-                answer.status()
-            )));
+            return Err(Refusal::of(
+                ErrorCode::PlatformUnavailable,
+                format!(
+                    "the platform's key set ({url}) answered {}",
+                    answer.status()
+                ),
+            ));
         }
         answer.json::<JwkSet>().await.map_err(|e| {
-            Refusal::unavailable(format!("the platform's key set ({url}) is not a JWKS: {e}"))
+            Refusal::of(
+                ErrorCode::PlatformUnavailable,
+                format!("the platform's key set ({url}) is not a JWKS: {e}"),
+            )
         })
     }
 

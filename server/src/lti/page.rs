@@ -5,46 +5,61 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::config::Config;
+use crate::error::{AppError, CodeStatus, ErrorCode};
 
-/// A refused login or launch: the status, what was wrong in words, and the page that says it.
+/// A refused login or launch: one of the API's error codes (its status comes from the code)
+/// and what was wrong in words. A browser sent there by its platform expects a page, so the
+/// LTI routes answer it as one that names the code; the JSON routes answer it as every other
+/// error (`AppError`).
 #[derive(Debug)]
 pub struct Refusal {
-    pub status: StatusCode,
+    pub code: ErrorCode,
     pub why: String,
 }
 
 impl Refusal {
+    pub fn of(code: ErrorCode, why: impl Into<String>) -> Refusal {
+        Refusal {
+            code,
+            why: why.into(),
+        }
+    }
+    /// 400 `bad_request`: the platform's request is not what LTI says.
     pub fn bad(why: impl Into<String>) -> Refusal {
-        Refusal {
-            status: StatusCode::BAD_REQUEST,
-            why: why.into(),
-        }
+        Refusal::of(ErrorCode::BadRequest, why)
     }
+    /// 403 `forbidden`: a check of the launch failed.
     pub fn forbidden(why: impl Into<String>) -> Refusal {
-        Refusal {
-            status: StatusCode::FORBIDDEN,
-            why: why.into(),
-        }
+        Refusal::of(ErrorCode::Forbidden, why)
     }
-    pub fn unavailable(why: impl Into<String>) -> Refusal {
-        Refusal {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            why: why.into(),
-        }
+    /// 503 `not_configured`: the server lacks a setting LTI needs.
+    pub fn not_configured(why: impl Into<String>) -> Refusal {
+        Refusal::of(ErrorCode::NotConfigured, why)
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.code.status()
     }
 }
 
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
-        tracing::warn!(status = self.status.as_u16(), why = %self.why, "LTI request refused");
+        tracing::warn!(status = self.status().as_u16(), code = %self.code, why = %self.why, "LTI request refused");
         html(
-            self.status,
+            self.status(),
             "The launch was refused",
             &format!(
-                "<p>{}</p><p>Go back to your course and open the activity again. If this keeps happening, tell your instructor what this page says.</p>",
-                escape(&self.why)
+                "<p>{}</p><p>Go back to your course and open the activity again. If this keeps happening, tell your instructor what this page says.</p><p>Error code: <code>{}</code></p>",
+                escape(&self.why),
+                self.code
             ),
         )
+    }
+}
+
+impl From<Refusal> for AppError {
+    fn from(refusal: Refusal) -> AppError {
+        AppError::of(refusal.code, refusal.why)
     }
 }
 
@@ -76,10 +91,10 @@ pub fn escape(text: &str) -> String {
 
 pub fn internal(e: impl std::fmt::Display) -> Refusal {
     tracing::error!(%e, "LTI: internal error");
-    Refusal {
-        status: StatusCode::INTERNAL_SERVER_ERROR,
-        why: "the tool could not finish the launch; try again in a moment".into(),
-    }
+    Refusal::of(
+        ErrorCode::Internal,
+        "the tool could not finish the launch; try again in a moment",
+    )
 }
 
 /// The tool's own URL, which platforms call back: `--public-url`.
@@ -89,7 +104,7 @@ pub fn public_url(config: &Config) -> Result<&str, Refusal> {
         .as_deref()
         .map(|u| u.trim_end_matches('/'))
         .ok_or_else(|| {
-            Refusal::unavailable(
+            Refusal::not_configured(
                 "this server was started without --public-url, which LTI launches need",
             )
         })

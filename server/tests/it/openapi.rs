@@ -669,8 +669,32 @@ async fn every_error_code_a_request_can_provoke_matches_the_published_schema() {
             .await
     );
 
+    // LTI on a server started without --public-url: its configuration says what it lacks.
+    let bare = spawn_app_with(Config::default()).await;
+    got!(
+        "get",
+        "/lti/config",
+        bare.get("/lti/config", &As::nobody()).await
+    );
+
     let error_body = doc.component("ErrorBody");
     let mut seen = BTreeSet::new();
+    // A launch whose platform's key set cannot be fetched is refused with a page (a browser
+    // brought it), which names its code.
+    let Err(unreachable) = server::lti::Outbound::new()
+        .platform_key("http://127.0.0.1:9/jwks", "k1")
+        .await
+    else {
+        panic!("a key set was fetched from a closed port");
+    };
+    assert_eq!(unreachable.code, ErrorCode::PlatformUnavailable);
+    let page = axum::response::IntoResponse::into_response(unreachable);
+    assert_eq!(page.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let page = axum::body::to_bytes(page.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    assert!(String::from_utf8_lossy(&page).contains("<code>platform_unavailable</code>"));
+    seen.insert(ErrorCode::PlatformUnavailable.as_str());
     for Provoked {
         method,
         route,

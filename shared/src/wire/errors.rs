@@ -85,11 +85,17 @@ pub enum ErrorCode {
     /// 409: the class refuses attempts after the student's due date (its late policy), and
     /// it has passed.
     PastDue,
+    /// 503: the server was started without a setting the route needs (LTI without
+    /// `--public-url`); the message names it.
+    NotConfigured,
+    /// 503: the learning platform a launch came from could not be reached, or answered
+    /// what LTI does not allow (its key set); a later launch may succeed.
+    PlatformUnavailable,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the enum.
-    pub const ALL: [ErrorCode; 34] = [
+    pub const ALL: [ErrorCode; 36] = [
         ErrorCode::MalformedJson,
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidDesign,
@@ -124,6 +130,8 @@ impl ErrorCode {
         ErrorCode::ClassLimitReached,
         ErrorCode::FileNotTryable,
         ErrorCode::PastDue,
+        ErrorCode::NotConfigured,
+        ErrorCode::PlatformUnavailable,
     ];
 
     /// The code as it is written in an error body.
@@ -163,6 +171,8 @@ impl ErrorCode {
             ErrorCode::ClassLimitReached => "class_limit_reached",
             ErrorCode::FileNotTryable => "file_not_tryable",
             ErrorCode::PastDue => "past_due",
+            ErrorCode::NotConfigured => "not_configured",
+            ErrorCode::PlatformUnavailable => "platform_unavailable",
         }
     }
 }
