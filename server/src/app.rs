@@ -12,7 +12,7 @@ use axum::handler::Handler;
 use axum::http::{header, HeaderName, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, get_service, post, put};
+use axum::routing::{any, get, get_service, post};
 use axum::Router;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -29,6 +29,8 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 
 use crate::auth;
 use crate::error::{body_too_large, AppError, BodyTimedOut, ErrorCode};
@@ -46,101 +48,91 @@ use crate::state::AppState;
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The routes of a student's own work: the session, submissions and drafts.
-fn student_routes() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/session",
-            get(session::get_session)
-                .post(session::post_session)
-                .put(session::put_session),
-        )
-        .route(
-            "/api/submissions",
-            post(submissions::create_submission).get(submissions::list_submissions),
-        )
-        .route("/api/submissions/{id}", get(submissions::get_submission))
-        .route(
-            "/api/drafts/{scenario}",
-            get(drafts::get_draft).put(drafts::put_draft),
-        )
+fn student_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(
+            session::get_session,
+            session::post_session,
+            session::put_session
+        ))
+        .routes(routes!(
+            submissions::create_submission,
+            submissions::list_submissions
+        ))
+        .routes(routes!(submissions::get_submission))
+        .routes(routes!(drafts::get_draft, drafts::put_draft))
 }
 
 /// The routes of classes: a grader's (token, sign-in cookie or a launched staff member's
 /// session), but joining and a student's own list.
-fn class_routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/session/classes", get(joining::my_classes))
-        .route(
-            "/api/classes",
-            post(classes::create_class).get(classes::list_classes),
-        )
-        .route("/api/classes/join", post(joining::join_class))
-        .route(
-            "/api/classes/{id}",
-            get(classes::get_class).patch(classes::update_class),
-        )
-        .route("/api/classes/{id}/close", post(classes::close_class))
-        .route("/api/classes/{id}/reopen", post(classes::reopen_class))
-        .route("/api/classes/{id}/matrix", get(dashboard::matrix))
-        .route("/api/classes/{id}/missed", get(dashboard::missed))
-        .route("/api/classes/{id}/attempts", get(dashboard::class_attempts))
-        .route(
-            "/api/classes/{id}/attempts/{attempt}",
-            get(dashboard::class_attempt),
-        )
-        .route(
-            "/api/classes/{id}/students/{student}",
-            axum::routing::patch(members::rename_member).delete(members::remove_member),
-        )
-        .route(
-            "/api/classes/{id}/students/{student}/attempts",
-            get(dashboard::student_attempts),
-        )
-        .route("/api/classes/{id}/staff", get(staff::list_staff))
-        .route(
-            "/api/classes/{id}/staff/{account}",
-            put(staff::grant_staff).delete(staff::remove_staff),
-        )
-        .route("/api/classes/{id}/audit", get(staff::audit_log))
-        .route("/api/classes/{id}/gradebook", get(gradebook::get_gradebook))
-        .route(
-            "/api/classes/{id}/deadlines",
-            get(deadlines::get_deadlines).put(deadlines::set_deadlines),
-        )
-        .route(
-            "/api/classes/{id}/students/{student}/extension",
-            put(deadlines::grant_extension).delete(deadlines::remove_extension),
-        )
-        .route(
-            "/api/classes/{id}/students/{student}/scores/{scenario}",
-            put(gradebook::set_score).delete(gradebook::remove_score),
-        )
-        .route("/api/regrade", post(regrading::regrade_route))
-        .route(
-            "/api/instructor/session",
-            post(instructor::sign_in)
-                .get(instructor::whoami)
-                .delete(instructor::sign_out),
-        )
+fn class_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(joining::my_classes))
+        .routes(routes!(classes::create_class, classes::list_classes))
+        .routes(routes!(joining::join_class))
+        .routes(routes!(classes::get_class, classes::update_class))
+        .routes(routes!(classes::close_class))
+        .routes(routes!(classes::reopen_class))
+        .routes(routes!(dashboard::matrix))
+        .routes(routes!(dashboard::missed))
+        .routes(routes!(dashboard::class_attempts))
+        .routes(routes!(dashboard::class_attempt))
+        .routes(routes!(members::rename_member, members::remove_member))
+        .routes(routes!(dashboard::student_attempts))
+        .routes(routes!(staff::list_staff))
+        .routes(routes!(staff::grant_staff, staff::remove_staff))
+        .routes(routes!(staff::audit_log))
+        .routes(routes!(gradebook::get_gradebook))
+        .routes(routes!(deadlines::get_deadlines, deadlines::set_deadlines))
+        .routes(routes!(
+            deadlines::grant_extension,
+            deadlines::remove_extension
+        ))
+        .routes(routes!(gradebook::set_score, gradebook::remove_score))
+        .routes(routes!(regrading::regrade_route))
+        .routes(routes!(
+            instructor::sign_in,
+            instructor::whoami,
+            instructor::sign_out
+        ))
 }
 
-/// The routes open to anyone, which no cookie authenticates: the catalogue and the check,
-/// the OpenAPI document, the learning platforms' launch, health, readiness and metrics.
-fn open_routes(document: ApiDocument) -> Router<AppState> {
+/// `/api/grade`: a whole class at once, with a body limit of its own.
+fn grade_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(grading::grade))
+}
+
+/// The documented routes open to anyone, which no cookie authenticates: the catalogue and
+/// the check, health, readiness and metrics.
+fn open_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        // The catalogue carries the caller's progress.
+        .routes(routes!(scenarios::list_scenarios).layer(middleware::from_fn(auth::no_store)))
+        .routes(routes!(scenarios::get_scenario))
+        .routes(routes!(scenarios::check))
+        .routes(routes!(operations::healthz))
+        .routes(routes!(operations::readyz))
+        .routes(routes!(operations::metrics))
+}
+
+/// Every route the OpenAPI document describes, each registered once: the router is made of
+/// these lists, and the document's paths are theirs ([`openapi::document`]).
+pub fn api_routes() -> OpenApiRouter<AppState> {
+    student_routes()
+        .merge(class_routes())
+        .merge(grade_routes())
+        .merge(open_routes())
+}
+
+/// The routes the document leaves out: the document itself, the learning platforms' launch
+/// (a cross-site form post by design, protected by its state and nonce, so outside the
+/// routes the cross-site guard covers) and the answers to unknown `/api` paths.
+fn undocumented_routes(document: ApiDocument) -> Router<AppState> {
     Router::new()
-        .route(
-            "/api/scenarios",
-            // The catalogue carries the caller's progress.
-            get(scenarios::list_scenarios).layer(middleware::from_fn(auth::no_store)),
-        )
-        .route("/api/scenarios/{id}", get(scenarios::get_scenario))
-        .route("/api/scenarios/{id}/check", post(scenarios::check))
         .route(
             "/api/openapi.json",
             get_service(operations::openapi.with_state(document)),
         )
-        // LTI: the launch is a cross-site form post by design, protected by its state and
-        // nonce; it is outside the routes the cross-site guard covers.
         .route(
             "/lti/login",
             get(crate::lti::login_get).post(crate::lti::login_post),
@@ -152,9 +144,6 @@ fn open_routes(document: ApiDocument) -> Router<AppState> {
             get(crate::lti::browser::resume_page).post(crate::lti::browser::resume),
         )
         .route("/lti/config", get(crate::lti::config))
-        .route("/healthz", get(operations::healthz))
-        .route("/readyz", get(operations::readyz))
-        .route("/metrics", get(operations::metrics))
         .route("/api/{*rest}", any(operations::api_not_found))
         .route("/api", any(operations::api_not_found))
 }
@@ -200,18 +189,13 @@ fn with_app_pages(
 /// The whole application. Tests call it without a socket.
 pub fn router(state: AppState) -> Router {
     let config = state.config().clone();
-    // The document names the handlers, so it is made here rather than by one of them.
-    let document = ApiDocument::of(&openapi::document());
     // The routes a student's cookie authenticates: never kept by a cache.
     let personal = student_routes()
         .merge(class_routes())
         .route_layer(middleware::from_fn(auth::no_store))
         .layer(RequestBodyLimitLayer::new(config.body_limit_bytes));
-    let grade = Router::new()
-        .route(
-            "/api/grade",
-            post(grading::grade).layer(middleware::from_fn(auth::no_store)),
-        )
+    let grade = grade_routes()
+        .route_layer(middleware::from_fn(auth::no_store))
         .layer(RequestBodyLimitLayer::new(config.grade_body_limit_bytes));
     // Every route a browser's cookie authenticates (a student's session, an instructor's
     // sign-in) sits behind the one cross-site guard: a state-changing request another site
@@ -223,7 +207,10 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             auth::refuse_cross_site,
         ));
-    let mut small = open_routes(document);
+    let open = open_routes().layer(RequestBodyLimitLayer::new(config.body_limit_bytes));
+    let (documented, paths) = credentialed.merge(open).split_for_parts();
+    let document = ApiDocument::of(&openapi::with_paths(paths));
+    let mut small = undocumented_routes(document);
     if config.floor_route {
         small = small.route("/api/floor", post(operations::floor));
     }
@@ -232,7 +219,7 @@ pub fn router(state: AppState) -> Router {
     }
     let small = small.layer(RequestBodyLimitLayer::new(config.body_limit_bytes));
     let (app, embedded) = with_app_pages(
-        credentialed.merge(small).layer(DefaultBodyLimit::disable()),
+        documented.merge(small).layer(DefaultBodyLimit::disable()),
         &config,
     );
 

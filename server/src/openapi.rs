@@ -8,10 +8,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::error::ErrorCode;
 use crate::regrade;
-use crate::routes::{
-    classes, csv, dashboard, deadlines, drafts, gradebook, grading, instructor, joining, members,
-    operations, regrading, scenarios, session, staff, submissions,
-};
+use crate::routes::{csv, grading, operations};
 use shared::design::{Design, DesignError, Edge, Node, NodeKind, Position};
 use shared::verdict::{
     Advisories, Advisory, Counterexample, Coverage, DiffRow, FailureCoverage, FaultAt,
@@ -22,24 +19,9 @@ use shared::wire;
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Pipeline Builder", description = "Check data-pipeline designs against every failure a scenario allows; record and grade students' attempts."),
-    paths(
-        session::get_session, session::post_session, session::put_session,
-        scenarios::list_scenarios, scenarios::get_scenario, scenarios::check,
-        submissions::create_submission, submissions::list_submissions, submissions::get_submission,
-        grading::grade,
-        drafts::get_draft, drafts::put_draft,
-        classes::create_class, classes::list_classes, classes::get_class, classes::update_class,
-        classes::close_class, classes::reopen_class, joining::join_class, joining::my_classes,
-        dashboard::matrix, dashboard::missed, dashboard::student_attempts, dashboard::class_attempt,
-        dashboard::class_attempts, regrading::regrade_route, members::rename_member,
-        members::remove_member,
-        staff::list_staff, staff::grant_staff, staff::remove_staff, staff::audit_log,
-        gradebook::get_gradebook, gradebook::set_score, gradebook::remove_score,
-        deadlines::get_deadlines, deadlines::set_deadlines, deadlines::grant_extension,
-        deadlines::remove_extension,
-        instructor::sign_in, instructor::whoami, instructor::sign_out,
-        operations::openapi, operations::healthz, operations::readyz, operations::metrics,
-    ),
+    // The document's own route; every other path comes from the routes the router registers
+    // (`app::api_routes`), each listed once there.
+    paths(operations::openapi),
     components(schemas(
         wire::errors::ErrorBody, wire::errors::ErrorDetail, wire::errors::ErrorCode, DesignError,
         Verdict, RequirementVerdict, Counterexample, TraceEntry, FaultAt, TableView,
@@ -67,7 +49,6 @@ use shared::wire;
         wire::classes::Deadlines, wire::classes::ScenarioDue, wire::classes::Extension,
         wire::classes::DeadlinesUpdate, wire::classes::ExtensionRequest,
     )),
-    modifiers(&Security, &CommonErrors, &NodeOptions),
     tags(
         (name = "scenarios", description = "The catalogue and the check"),
         (name = "submissions", description = "Recorded attempts"),
@@ -214,7 +195,19 @@ impl Modify for NodeOptions {
     }
 }
 
-/// The whole document.
+/// The document of the routes `paths` holds (split from the router's [`OpenApiRouter`]
+/// (`utoipa_axum`)): this module's types, tags and the document's own route, with those
+/// paths, then what every route shares (security, common errors) written into it.
+pub fn with_paths(paths: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    let mut document = ApiDoc::openapi();
+    document.merge(paths);
+    for modifier in [&Security as &dyn Modify, &CommonErrors, &NodeOptions] {
+        modifier.modify(&mut document);
+    }
+    document
+}
+
+/// The whole document, as the router serves it.
 pub fn document() -> utoipa::openapi::OpenApi {
-    ApiDoc::openapi()
+    with_paths(crate::app::api_routes().into_openapi())
 }
