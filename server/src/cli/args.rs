@@ -29,6 +29,23 @@ impl DatabaseArg {
     }
 }
 
+/// Waits for a command's `work` on `store`, then closes the store; a database error is said on
+/// stderr and exits 1.
+pub async fn finish(
+    store: &Store,
+    work: impl std::future::Future<Output = Result<std::process::ExitCode, sqlx::Error>>,
+) -> std::process::ExitCode {
+    let code = match work.await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("database error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    };
+    store.close().await;
+    code
+}
+
 /// The folder of scenario files a command reads.
 #[derive(Args)]
 pub struct ScenariosDir {

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::args::DatabaseArg as Database;
+use super::args::{finish, DatabaseArg as Database};
 use crate::store::{StaffRole, Store};
 
 #[derive(Subcommand)]
@@ -64,15 +64,7 @@ pub async fn run(command: StaffCommand) -> ExitCode {
     let Some(store) = command.database().connect().await else {
         return ExitCode::FAILURE;
     };
-    let code = match staff_command(&store, command).await {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("database error: {e}");
-            ExitCode::FAILURE
-        }
-    };
-    store.close().await;
-    code
+    finish(&store, staff_command(&store, command)).await
 }
 
 async fn staff_command(store: &Store, command: StaffCommand) -> Result<ExitCode, sqlx::Error> {

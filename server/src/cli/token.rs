@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::args::DatabaseArg;
+use super::args::{finish, DatabaseArg};
 use crate::Store;
 
 #[derive(Subcommand)]
@@ -47,15 +47,7 @@ pub async fn run(command: TokenCommand) -> ExitCode {
     let Some(store) = url.connect().await else {
         return ExitCode::FAILURE;
     };
-    let code = match token_command(&store, command).await {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("database error: {e}");
-            ExitCode::FAILURE
-        }
-    };
-    store.close().await;
-    code
+    finish(&store, token_command(&store, command)).await
 }
 
 async fn token_command(store: &Store, command: TokenCommand) -> Result<ExitCode, sqlx::Error> {
