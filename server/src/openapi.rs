@@ -91,6 +91,87 @@ impl Modify for Security {
     }
 }
 
+/// The error answers a route gives through what it uses, written into every operation that
+/// uses it (unless the route documents that status itself, with its own words): a grader's
+/// token or cookie (`Grader`) answers `401 unauthorized`; a JSON body (`JsonBody`) answers
+/// `400 malformed_json` and `413 body_too_large`; a write a cookie authenticates passes the
+/// cross-site guard, which answers `415 unsupported_media_type` to a body that is not JSON; a class of the
+/// path (`routes::classes::class_for`) answers `404 unknown_class`; a `format` query
+/// (`FormatQuery`) answers `400 bad_request` for an unreadable query and `422
+/// invalid_request` for another format.
+struct ExtractorErrors;
+
+impl Modify for ExtractorErrors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{Content, Ref, ResponseBuilder};
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            for (write, operation) in [
+                (false, &mut item.get),
+                (true, &mut item.put),
+                (true, &mut item.post),
+                (true, &mut item.delete),
+                (true, &mut item.patch),
+            ] {
+                let Some(operation) = operation else {
+                    continue;
+                };
+                let security = serde_json::to_value(&operation.security).unwrap_or_default();
+                let uses = |scheme: &str| {
+                    security
+                        .as_array()
+                        .is_some_and(|s| s.iter().any(|r| r.get(scheme).is_some()))
+                };
+                let grader = uses("grader_token");
+                let cookie = uses("grader_cookie") || uses("student_cookie");
+                let json_body = operation
+                    .request_body
+                    .as_ref()
+                    .is_some_and(|b| b.content.contains_key("application/json"));
+                let format = operation
+                    .parameters
+                    .iter()
+                    .flatten()
+                    .any(|p| p.name == "format");
+                let mut answers: Vec<(&str, &str)> = Vec::new();
+                if grader {
+                    answers.push(("401", "unauthorized"));
+                }
+                if json_body {
+                    answers.extend([("400", "malformed_json"), ("413", "body_too_large")]);
+                }
+                if write && cookie {
+                    answers.push(("415", "unsupported_media_type"));
+                }
+                if grader && path.starts_with("/api/classes/{id}") {
+                    answers.push(("404", "unknown_class"));
+                }
+                if format {
+                    answers.extend([
+                        ("400", "bad_request: an unreadable query string"),
+                        ("422", "invalid_request: a `format` other than json or csv"),
+                    ]);
+                }
+                for (status, description) in answers {
+                    operation
+                        .responses
+                        .responses
+                        .entry(status.to_string())
+                        .or_insert_with(|| {
+                            ResponseBuilder::new()
+                                .description(description)
+                                .content(
+                                    "application/json",
+                                    Content::new(Some(Ref::from_schema_name("ErrorBody"))),
+                                )
+                                .build()
+                                .into()
+                        });
+                }
+            }
+        }
+    }
+}
+
 /// The answers every route may give besides its own: `429 rate_limited` on `/api/…`,
 /// `/readyz` and `/metrics`, and
 /// `503 database_unavailable` on the routes that need the database; both with `Retry-After`.
@@ -201,7 +282,12 @@ impl Modify for NodeOptions {
 pub fn with_paths(paths: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     let mut document = ApiDoc::openapi();
     document.merge(paths);
-    for modifier in [&Security as &dyn Modify, &CommonErrors, &NodeOptions] {
+    for modifier in [
+        &Security as &dyn Modify,
+        &ExtractorErrors,
+        &CommonErrors,
+        &NodeOptions,
+    ] {
         modifier.modify(&mut document);
     }
     document

@@ -216,12 +216,9 @@ pub(super) async fn existing(store: &Store, id: &str) -> Result<Class, AppError>
     description = "Makes a class, open, with a random join code and the preview setting `everything`.",
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 201, body = ClassBody),
-        (status = 400, description = "malformed_json", body = ErrorBody),
         (status = 401, description = "unauthorized: no grader token (a student's session is not one)", body = ErrorBody),
         (status = 403, description = "forbidden: a read-only token; or cross_site_request: another site sent it (with the grader cookie)", body = ErrorBody),
         (status = 409, description = "class_limit_reached: the token has made as many classes as one token may (`--classes-per-token-max`, 1,000 by default)", body = ErrorBody),
-        (status = 413, description = "body_too_large", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request: the name", body = ErrorBody)))]
 pub async fn create_class(
     State(store): State<Store>,
@@ -326,7 +323,6 @@ fn read_cursor(cursor: &str) -> Result<(chrono::DateTime<chrono::Utc>, String), 
     responses((status = 200, body = [ClassBody], headers(
             ("link" = String, description = "`</api/classes?limit=N&cursor=C>; rel=\"next\"` when there are more classes after this page"))),
         (status = 400, description = "bad_request: a query string that cannot be read (a `limit` that is not a number)", body = ErrorBody),
-        (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 422, description = "invalid_request: a `limit` outside 1 to 1000 (path `?limit`), or a `cursor` the server did not give (path `?cursor`)", body = ErrorBody)))]
 pub async fn list_classes(
     State(store): State<Store>,
@@ -376,9 +372,7 @@ pub async fn list_classes(
     params(("id" = String, Path, description = "The class id")),
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = ClassBody),
-        (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody),
-        (status = 404, description = "unknown_class", body = ErrorBody)))]
+        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody)))]
 pub async fn get_class(
     State(store): State<Store>,
     State(config): State<Arc<Config>>,
@@ -398,12 +392,7 @@ pub async fn get_class(
     params(("id" = String, Path, description = "The class id")),
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = ClassBody),
-        (status = 400, description = "malformed_json", body = ErrorBody),
-        (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the account is not the class's owner, or the token is read-only; or cross_site_request", body = ErrorBody),
-        (status = 404, description = "unknown_class", body = ErrorBody),
-        (status = 413, description = "body_too_large", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request: the name, or a preview other than everything, lacks or nothing", body = ErrorBody)))]
 pub async fn update_class(
     State(store): State<Store>,
@@ -513,10 +502,7 @@ pub(super) async fn audit_change(
     params(("id" = String, Path, description = "The class id")),
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = ClassBody),
-        (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "forbidden: the account is not the class's owner, or the token is read-only; or cross_site_request", body = ErrorBody),
-        (status = 404, description = "unknown_class", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type", body = ErrorBody)))]
+        (status = 403, description = "forbidden: the account is not the class's owner, or the token is read-only; or cross_site_request", body = ErrorBody)))]
 pub async fn close_class(
     State(store): State<Store>,
     State(config): State<Arc<Config>>,
@@ -532,10 +518,7 @@ pub async fn close_class(
     params(("id" = String, Path, description = "The class id")),
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = ClassBody),
-        (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "forbidden: the account is not the class's owner, or the token is read-only; or cross_site_request", body = ErrorBody),
-        (status = 404, description = "unknown_class", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type", body = ErrorBody)))]
+        (status = 403, description = "forbidden: the account is not the class's owner, or the token is read-only; or cross_site_request", body = ErrorBody)))]
 pub async fn reopen_class(
     State(store): State<Store>,
     State(config): State<Arc<Config>>,

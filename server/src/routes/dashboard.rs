@@ -92,11 +92,7 @@ pub const MATRIX_CSV_EXAMPLE: &str = "student,display_name,scenario,state,attemp
     responses((status = 200, content(
             (Matrix = "application/json"),
             (String = "text/csv", example = json!(MATRIX_CSV_EXAMPLE)))),
-        (status = 400, description = "bad_request: an unreadable query string", body = ErrorBody),
-        (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody),
-        (status = 404, description = "unknown_class", body = ErrorBody),
-        (status = 422, description = "invalid_request: a `format` other than json or csv", body = ErrorBody)))]
+        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody)))]
 pub async fn matrix(
     State(store): State<Store>,
     State(catalogue): State<Arc<Catalogue>>,
@@ -124,9 +120,7 @@ pub async fn matrix(
     params(("id" = String, Path, description = "The class id")),
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = [MissedScenario]),
-        (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody),
-        (status = 404, description = "unknown_class", body = ErrorBody)))]
+        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody)))]
 pub async fn missed(
     State(store): State<Store>,
     State(catalogue): State<Arc<Catalogue>>,
@@ -143,7 +137,6 @@ pub async fn missed(
     params(("id" = String, Path, description = "The class id"), ("student" = String, Path, description = "The student id")),
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = StudentAttempts),
-        (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody),
         (status = 404, description = "unknown_class, or unknown_student: not a member of the class", body = ErrorBody)))]
 pub async fn student_attempts(
@@ -171,7 +164,6 @@ pub async fn student_attempts(
     params(("id" = String, Path, description = "The class id"), ("attempt" = String, Path, description = "The submission id")),
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = ClassAttemptBody),
-        (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody),
         (status = 404, description = "unknown_class, or unknown_submission: no attempt of this class has this id", body = ErrorBody)))]
 pub async fn class_attempt(
@@ -224,11 +216,7 @@ pub async fn class_attempt(
     responses((status = 200, content(
             ([AttemptRow] = "application/json"),
             (String = "text/csv", example = json!(super::csv::CSV_EXAMPLE)))),
-        (status = 400, description = "bad_request: an unreadable query string", body = ErrorBody),
-        (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody),
-        (status = 404, description = "unknown_class", body = ErrorBody),
-        (status = 422, description = "invalid_request: a `format` other than json or csv", body = ErrorBody)))]
+        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody)))]
 pub async fn class_attempts(
     State(store): State<Store>,
     State(catalogue): State<Arc<Catalogue>>,

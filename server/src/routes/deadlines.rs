@@ -82,9 +82,7 @@ async fn deadlines_body(store: &Store, class: &str, due: DueDates) -> Result<Dea
     params(("id" = String, Path, description = "The class id")),
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = Deadlines),
-        (status = 401, description = "unauthorized", body = ErrorBody),
-        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody),
-        (status = 404, description = "unknown_class", body = ErrorBody)))]
+        (status = 403, description = "forbidden: the token's account has no role in the class", body = ErrorBody)))]
 pub async fn get_deadlines(
     State(store): State<Store>,
     grader: Grader,
@@ -104,12 +102,7 @@ pub async fn get_deadlines(
     params(("id" = String, Path, description = "The class id")),
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = Deadlines),
-        (status = 400, description = "malformed_json", body = ErrorBody),
-        (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: not the class's owner, or a read-only token; or cross_site_request", body = ErrorBody),
-        (status = 404, description = "unknown_class", body = ErrorBody),
-        (status = 413, description = "body_too_large", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request: a date that is not RFC 3339 with its zone, a scenario the catalogue does not have, or a late policy other than accept or refuse", body = ErrorBody)))]
 pub async fn set_deadlines(
     State(store): State<Store>,
@@ -162,12 +155,8 @@ pub async fn set_deadlines(
     params(("id" = String, Path, description = "The class id"), ("student" = String, Path, description = "The student id")),
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = Extension),
-        (status = 400, description = "malformed_json", body = ErrorBody),
-        (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the account is not a TA or owner of the class, or the token is read-only; or cross_site_request", body = ErrorBody),
         (status = 404, description = "unknown_class, unknown_student (not a member) or unknown_scenario", body = ErrorBody),
-        (status = 413, description = "body_too_large", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request: a date that is not RFC 3339 with its zone", body = ErrorBody)))]
 pub async fn grant_extension(
     State(store): State<Store>,
@@ -211,10 +200,8 @@ pub struct ExtensionQuery {
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 204, description = "Taken back"),
         (status = 400, description = "bad_request: an unreadable query string", body = ErrorBody),
-        (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the account is not a TA or owner of the class, or the token is read-only; or cross_site_request", body = ErrorBody),
-        (status = 404, description = "unknown_class, unknown_student, or not_found: no such extension", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type", body = ErrorBody)))]
+        (status = 404, description = "unknown_class, unknown_student, or not_found: no such extension", body = ErrorBody)))]
 pub async fn remove_extension(
     State(store): State<Store>,
     grader: Grader,

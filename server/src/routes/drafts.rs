@@ -59,7 +59,6 @@ pub async fn get_draft(
         (status = 401, description = "no_session", body = ErrorBody),
         (status = 403, description = "cross_site_request", body = ErrorBody),
         (status = 404, description = "unknown_scenario", body = ErrorBody), (status = 413, description = "body_too_large: the body, or the student's drafts in all, are too large", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request: the design is not a JSON object", body = ErrorBody)))]
 pub async fn put_draft(
     State(store): State<Store>,

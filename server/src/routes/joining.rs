@@ -31,8 +31,6 @@ pub use shared::wire::session::{Instructor, SignIn};
         (status = 403, description = "cross_site_request", body = ErrorBody),
         (status = 404, description = "unknown_class: no class has this code", body = ErrorBody),
         (status = 409, description = "class_closed", body = ErrorBody),
-        (status = 413, description = "body_too_large", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request: a display name missing, empty, longer than 60 characters, with control characters, or another member's (letter case aside)", body = ErrorBody),
         (status = 429, description = "rate_limited: too many codes from this address named no class (docs/security.md gives the limit); `Retry-After` says when to try again", body = ErrorBody)))]
 pub async fn join_class(

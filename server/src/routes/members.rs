@@ -22,12 +22,8 @@ pub use shared::wire::session::{Instructor, SignIn};
     params(("id" = String, Path, description = "The class id"), ("student" = String, Path, description = "The student id")),
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 204, description = "Renamed"),
-        (status = 400, description = "malformed_json", body = ErrorBody),
-        (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the account is not a TA or owner of the class, or the token is read-only; or cross_site_request", body = ErrorBody),
         (status = 404, description = "unknown_class, or unknown_student: not a member", body = ErrorBody),
-        (status = 413, description = "body_too_large", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request: a name empty, too long, with control characters, or another member's", body = ErrorBody)))]
 pub async fn rename_member(
     State(store): State<Store>,
@@ -82,10 +78,8 @@ pub(super) fn not_a_member(student: &str) -> AppError {
     params(("id" = String, Path, description = "The class id"), ("student" = String, Path, description = "The student id")),
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 204, description = "Removed"),
-        (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the account is not a TA or owner of the class, or the token is read-only; or cross_site_request", body = ErrorBody),
-        (status = 404, description = "unknown_class, or unknown_student: not a member", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type", body = ErrorBody)))]
+        (status = 404, description = "unknown_class, or unknown_student: not a member", body = ErrorBody)))]
 pub async fn remove_member(
     State(store): State<Store>,
     grader: Grader,

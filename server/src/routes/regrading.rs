@@ -26,12 +26,8 @@ pub use shared::wire::session::{Instructor, SignIn};
         where it stopped and regrades nothing twice. The report says how many results changed per requirement.",
     security(("grader_token" = []), ("grader_cookie" = [])),
     responses((status = 200, body = RegradeReport),
-        (status = 400, description = "malformed_json", body = ErrorBody),
-        (status = 401, description = "unauthorized", body = ErrorBody),
         (status = 403, description = "forbidden: the account is not a TA or owner of the class, the token is read-only, or no class is named by a staff account's token; or cross_site_request", body = ErrorBody),
         (status = 404, description = "unknown_scenario or unknown_class", body = ErrorBody),
-        (status = 413, description = "body_too_large", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request, or check_too_large: a design's check went past the server's limits (the batches before it are kept)", body = ErrorBody)))]
 pub async fn regrade_route(
     State(store): State<Store>,

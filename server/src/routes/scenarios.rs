@@ -80,9 +80,7 @@ pub async fn get_scenario(
     params(("id" = String, Path, description = "The scenario id")),
     request_body(content = shared::Design, description = "A design, in the format docs/design-format.md describes"),
     responses((status = 200, description = "The verdict, as docs/verdict.md describes it", body = shared::Verdict),
-        (status = 400, description = "malformed_json", body = ErrorBody),
         (status = 404, description = "unknown_scenario", body = ErrorBody),
-        (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 422, description = "invalid_design, graph_too_large or check_too_large", body = ErrorBody)))]
 pub async fn check(
     State(catalogue): State<Arc<Catalogue>>,

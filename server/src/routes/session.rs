@@ -103,10 +103,9 @@ pub async fn post_session(
 #[utoipa::path(put, path = "/api/session", tag = "students", request_body = SessionUpdate,
     description = "Sets or removes the student's display name.",
     security(("student_cookie" = [])),
-    responses((status = 200, body = SessionBody), (status = 400, description = "malformed_json", body = ErrorBody),
+    responses((status = 200, body = SessionBody),
         (status = 401, description = "no_session", body = ErrorBody),
         (status = 403, description = "cross_site_request", body = ErrorBody),
-        (status = 415, description = "unsupported_media_type", body = ErrorBody),
         (status = 422, description = "invalid_request", body = ErrorBody)))]
 pub async fn put_session(
     State(store): State<Store>,

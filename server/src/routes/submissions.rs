@@ -245,7 +245,6 @@ pub fn fingerprint(route: &str, bytes: &[u8]) -> String {
         (status = 403, description = "forbidden: a student session naming another student (submitting for a named student needs a grader token), or a staff account's token naming no class or a class it is not a TA or owner of; cross_site_request: another site sent it; not_a_member: the student is not a member of `class`", body = ErrorBody),
         (status = 404, description = "unknown_scenario, or unknown_class: `class` names no class", body = ErrorBody),
         (status = 409, description = "idempotency_key_in_flight; class_closed: `class` is closed; or past_due: `class` refuses attempts after the student's due date, which has passed", body = ErrorBody),
-        (status = 413, description = "body_too_large", body = ErrorBody),
         (status = 415, description = "unsupported_media_type: a student's body that is not application/json", body = ErrorBody),
         (status = 422, description = "invalid_request, invalid_design, graph_too_large, check_too_large or idempotency_key_reused", body = ErrorBody)))]
 pub async fn create_submission(
