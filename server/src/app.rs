@@ -29,100 +29,19 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
-use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
-use utoipa_axum::routes;
 
+use crate::api::{class_routes, grade_routes, open_routes, student_routes};
 use crate::auth;
 use crate::error::{body_too_large, AppError, BodyTimedOut, ErrorCode};
 use crate::headers;
 use crate::limit;
 use crate::metrics::Metrics;
 use crate::openapi;
+use crate::routes::author;
 use crate::routes::operations::{self, ApiDocument};
-use crate::routes::{
-    author, classes, dashboard, deadlines, drafts, gradebook, grading, instructor, joining,
-    members, regrading, scenarios, session, staff, submissions,
-};
 use crate::state::AppState;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-
-/// The routes of a student's own work: the session, submissions and drafts.
-fn student_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(
-            session::get_session,
-            session::post_session,
-            session::put_session
-        ))
-        .routes(routes!(
-            submissions::create_submission,
-            submissions::list_submissions
-        ))
-        .routes(routes!(submissions::get_submission))
-        .routes(routes!(drafts::get_draft, drafts::put_draft))
-}
-
-/// The routes of classes: a grader's (token, sign-in cookie or a launched staff member's
-/// session), but joining and a student's own list.
-fn class_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(joining::my_classes))
-        .routes(routes!(classes::create_class, classes::list_classes))
-        .routes(routes!(joining::join_class))
-        .routes(routes!(classes::get_class, classes::update_class))
-        .routes(routes!(classes::close_class))
-        .routes(routes!(classes::reopen_class))
-        .routes(routes!(dashboard::matrix))
-        .routes(routes!(dashboard::missed))
-        .routes(routes!(dashboard::class_attempts))
-        .routes(routes!(dashboard::class_attempt))
-        .routes(routes!(members::rename_member, members::remove_member))
-        .routes(routes!(dashboard::student_attempts))
-        .routes(routes!(staff::list_staff))
-        .routes(routes!(staff::grant_staff, staff::remove_staff))
-        .routes(routes!(staff::audit_log))
-        .routes(routes!(gradebook::get_gradebook))
-        .routes(routes!(deadlines::get_deadlines, deadlines::set_deadlines))
-        .routes(routes!(
-            deadlines::grant_extension,
-            deadlines::remove_extension
-        ))
-        .routes(routes!(gradebook::set_score, gradebook::remove_score))
-        .routes(routes!(regrading::regrade_route))
-        .routes(routes!(
-            instructor::sign_in,
-            instructor::whoami,
-            instructor::sign_out
-        ))
-}
-
-/// `/api/grade`: a whole class at once, with a body limit of its own.
-fn grade_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(grading::grade))
-}
-
-/// The documented routes open to anyone, which no cookie authenticates: the catalogue and
-/// the check, health, readiness and metrics.
-fn open_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        // The catalogue carries the caller's progress.
-        .routes(routes!(scenarios::list_scenarios).layer(middleware::from_fn(auth::no_store)))
-        .routes(routes!(scenarios::get_scenario))
-        .routes(routes!(scenarios::check))
-        .routes(routes!(operations::healthz))
-        .routes(routes!(operations::readyz))
-        .routes(routes!(operations::metrics))
-}
-
-/// Every route the OpenAPI document describes, each registered once: the router is made of
-/// these lists, and the document's paths are theirs ([`openapi::document`]).
-pub fn api_routes() -> OpenApiRouter<AppState> {
-    student_routes()
-        .merge(class_routes())
-        .merge(grade_routes())
-        .merge(open_routes())
-}
 
 /// The routes the document leaves out: the document itself, the learning platforms' launch
 /// (a cross-site form post by design, protected by its state and nonce, so outside the

@@ -5,6 +5,7 @@
 //! by [`checker`] on the request's thread when it is small and on the blocking pool when it
 //! is not. It must never answer a client's mistake with a 5xx or a panic.
 //!
+//! - [`api`]: the documented routes, each registered once for the router and the document.
 //! - [`app`]: the router with its tower-http layers, serving and shutdown.
 //! - [`state`]: what requests share, handed out part by part through axum's `FromRef`.
 //! - [`config`]: the limits the server starts with, and their defaults.
@@ -29,6 +30,7 @@
 //! - [`regrade`]: checking stored attempts again against a changed scenario.
 //! - [`progress`]: a progress bar on the terminal for long commands.
 
+pub mod api;
 pub mod app;
 pub mod auth;
 pub mod autograde;

@@ -295,5 +295,5 @@ pub fn with_paths(paths: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
 
 /// The whole document, as the router serves it.
 pub fn document() -> utoipa::openapi::OpenApi {
-    with_paths(crate::app::api_routes().into_openapi())
+    with_paths(crate::api::api_routes().into_openapi())
 }

@@ -2,35 +2,9 @@
 
 use crate::store::db::{with_pool, Store};
 use crate::store::errors::StoreResult;
+use crate::store::hot::ClaimId;
 use chrono::Utc;
 use serde_json::Value as Json;
-
-/// One claim on an idempotency key: the caller it is scoped to, the key, and the name of the
-/// claim's holder. Renewing, recording and abandoning a claim name all three, so a holder
-/// whose claim was taken over (a takeover gives the claim a new holder) can no longer write
-/// to it. [`crate::idempotency::KeyClaim`] holds one for a request.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClaimId {
-    pub caller: String,
-    pub key: String,
-    pub owner: String,
-}
-
-impl ClaimId {
-    /// A claim of `key` for `caller` by a new holder (128 random bits in hex).
-    pub fn new(caller: &str, key: &str) -> ClaimId {
-        ClaimId::held_by(caller, key, &uuid::Uuid::new_v4().simple().to_string())
-    }
-
-    /// The claim of `key` for `caller` by the holder named `owner`.
-    pub fn held_by(caller: &str, key: &str, owner: &str) -> ClaimId {
-        ClaimId {
-            caller: caller.to_string(),
-            key: key.to_string(),
-            owner: owner.to_string(),
-        }
-    }
-}
 
 /// The stored answer of an idempotent request, written with the attempt in one transaction,
 /// and only while its claim is still held.

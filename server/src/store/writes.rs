@@ -10,8 +10,9 @@ use crate::store::attempts::Attempt;
 use crate::store::db::Store;
 use crate::store::errors::StoreResult;
 use crate::store::hot::Claim;
+use crate::store::hot::ClaimId;
 use crate::store::hot::{mismatched_answer, HotWrite, NewAttempt, StoredAnswer, Written};
-use crate::store::idempotency::{ClaimId, IdempotentAnswer};
+use crate::store::idempotency::IdempotentAnswer;
 
 impl Store {
     /// Records an attempt and, when the request carried an idempotency key, its stored
