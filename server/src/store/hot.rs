@@ -162,11 +162,11 @@ pub(crate) enum Bulk {
 /// committed, and any failure of the transaction itself (begin, commit, the connection) is the
 /// whole batch's error, with nothing of it committed.
 ///
-/// First the batch runs set-based, a few statements for all its writes (see [`bulk`]),
+/// First the batch runs set-based, a few statements for all its writes (see [`HotSql::bulk`]),
 /// which is what makes a batch cheap. A write that changes nothing — a record whose claim was
 /// taken over, a claim of a key that exists — gets its own outcome there. When a statement
 /// fails, the transaction is rolled back and the batch runs again one write at a time, each in
-/// a savepoint of its own ([`one_by_one`]): a write that fails is rolled back to its
+/// a savepoint of its own ([`HotSql::one_by_one`]): a write that fails is rolled back to its
 /// savepoint alone and answered its error, while the others commit.
 pub(crate) async fn write_batch(
     db: HotDb,
@@ -175,8 +175,8 @@ pub(crate) async fn write_batch(
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&i| jobs[i].record_locked());
     let bulk = match &db {
-        HotDb::Sqlite(pool) => bulk(pool, &jobs, &order).await,
-        HotDb::Postgres(pool) => bulk(pool, &jobs, &order).await,
+        HotDb::Sqlite(pool) => HotSql::bulk(pool, &jobs, &order).await,
+        HotDb::Postgres(pool) => HotSql::bulk(pool, &jobs, &order).await,
     };
     match bulk {
         Ok(results) => return Ok(results),
@@ -186,8 +186,8 @@ pub(crate) async fn write_batch(
         }
     }
     match &db {
-        HotDb::Sqlite(pool) => one_by_one(pool, &jobs, &order).await,
-        HotDb::Postgres(pool) => one_by_one(pool, &jobs, &order).await,
+        HotDb::Sqlite(pool) => HotSql::one_by_one(pool, &jobs, &order).await,
+        HotDb::Postgres(pool) => HotSql::one_by_one(pool, &jobs, &order).await,
     }
 }
 
@@ -205,95 +205,11 @@ pub(crate) fn values_list(
         .join(", ")
 }
 
-/// The set-based run of a batch, on either backend: the SQL is the same text for both.
-///
-/// In one transaction: one `INSERT … ON CONFLICT DO NOTHING RETURNING` for every claim (a
-/// claim whose row went in is `Started`; any other is decided on its own, as
-/// [`Store::claim_idempotency_key_as`] always did: replay, mismatch, in flight or takeover);
-/// one `UPDATE … FROM (VALUES …) RETURNING` that stores the answers of the records whose
-/// holders still hold their claims; then the students and the attempts of those records, one
-/// `INSERT` each. A record whose claim was taken over writes nothing and is answered `false`.
-async fn bulk<DB>(
-    pool: &sqlx::Pool<DB>,
-    jobs: &[HotWrite],
-    order: &[usize],
-) -> Result<Vec<StoreResult<Written>>, Bulk>
-where
-    DB: sqlx::Database + sqlx::database::HasStatementCache,
-    DB::QueryResult: RowsAffected,
-    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
-    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
-    for<'q> String: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
-    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> DateTime<Utc>: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
-    for<'q> i32: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
-    for<'q> bool: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> SqlJson<&'q Box<serde_json::value::RawValue>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'a> &'a str: sqlx::ColumnIndex<DB::Row>,
-{
-    let mut tx = pool.begin().await.map_err(Bulk::Transaction)?;
-    let run = async {
-        let now = Utc::now();
-        let mut results: Vec<Option<StoreResult<Written>>> = jobs.iter().map(|_| None).collect();
-        let of_kind = |claim: bool| -> Vec<usize> {
-            order
-                .iter()
-                .copied()
-                .filter(|&i| matches!(jobs[i], HotWrite::Claim { .. }) == claim)
-                .collect()
-        };
-        claim_all::<DB>(&mut tx, jobs, &of_kind(true), now, &mut results).await?;
-        // Records: first the answers, which say whose claims still hold.
-        let records = of_kind(false);
-        let held = answer_all::<DB>(&mut tx, jobs, &records, now).await?;
-        let mut attempts: Vec<&NewAttempt> = Vec::new();
-        for &i in &records {
-            let HotWrite::Record { attempt, answer } = &jobs[i] else {
-                continue;
-            };
-            let holds = answer
-                .as_ref()
-                .is_none_or(|a| held.contains(&(a.caller.clone(), a.key.clone())));
-            if holds {
-                attempts.extend(attempt.as_ref());
-            }
-            results[i] = Some(Ok(Written::Recorded(holds)));
-        }
-        insert_attempts::<DB>(&mut tx, &attempts, now).await?;
-        Ok::<_, sqlx::Error>(results)
-    };
-    let began = std::time::Instant::now();
-    let results = match run.await {
-        Ok(results) => results,
-        Err(e) => {
-            tx.rollback().await.map_err(Bulk::Transaction)?;
-            return Err(Bulk::Statement(e));
-        }
-    };
-    let written = began.elapsed();
-    tx.commit().await.map_err(Bulk::Transaction)?;
-    tracing::debug!(
-        jobs = jobs.len(),
-        statements_us = written.as_micros() as u64,
-        commit_us = (began.elapsed() - written).as_micros() as u64,
-        "a group commit committed"
-    );
-    Ok(results
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(mismatched_answer())))
-        .collect())
-}
+/// The hot writes' SQL, written once for both backends: the functions of this block are
+/// generic over the database, and its `where` clause says what they bind and read.
+struct HotSql<DB>(std::marker::PhantomData<DB>);
 
-/// The claims of a batch, set-based: one `INSERT … ON CONFLICT DO NOTHING RETURNING` for them
-/// all; a claim whose row went in is `Started`, any other is decided on its own.
-async fn claim_all<DB>(
-    conn: &mut DB::Connection,
-    jobs: &[HotWrite],
-    claims: &[usize],
-    now: DateTime<Utc>,
-    results: &mut [Option<StoreResult<Written>>],
-) -> Result<(), sqlx::Error>
+impl<DB> HotSql<DB>
 where
     DB: sqlx::Database + sqlx::database::HasStatementCache,
     DB::QueryResult: RowsAffected,
@@ -308,364 +224,375 @@ where
     for<'q> Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     for<'a> &'a str: sqlx::ColumnIndex<DB::Row>,
 {
-    if !claims.is_empty() {
-        let sql = format!(
-            "INSERT INTO idempotency_keys (caller, key, fingerprint, state, created_at, updated_at, owner) VALUES {} \
-             ON CONFLICT (caller, key) DO NOTHING RETURNING caller, key, owner",
-            values_list(claims.len(), 1, 5, |n| format!("(${n}, ${}, ${}, 'in_flight', ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 3, n + 4)));
-        let mut query = sqlx::query(&sql).persistent(false);
-        for &i in claims {
-            if let HotWrite::Claim {
+    /// The set-based run of a batch, on either backend: the SQL is the same text for both.
+    ///
+    /// In one transaction: one `INSERT … ON CONFLICT DO NOTHING RETURNING` for every claim (a
+    /// claim whose row went in is `Started`; any other is decided on its own, as
+    /// [`Store::claim_idempotency_key_as`] always did: replay, mismatch, in flight or takeover);
+    /// one `UPDATE … FROM (VALUES …) RETURNING` that stores the answers of the records whose
+    /// holders still hold their claims; then the students and the attempts of those records, one
+    /// `INSERT` each. A record whose claim was taken over writes nothing and is answered `false`.
+    async fn bulk(
+        pool: &sqlx::Pool<DB>,
+        jobs: &[HotWrite],
+        order: &[usize],
+    ) -> Result<Vec<StoreResult<Written>>, Bulk> {
+        let mut tx = pool.begin().await.map_err(Bulk::Transaction)?;
+        let run = async {
+            let now = Utc::now();
+            let mut results: Vec<Option<StoreResult<Written>>> =
+                jobs.iter().map(|_| None).collect();
+            let of_kind = |claim: bool| -> Vec<usize> {
+                order
+                    .iter()
+                    .copied()
+                    .filter(|&i| matches!(jobs[i], HotWrite::Claim { .. }) == claim)
+                    .collect()
+            };
+            Self::claim_all(&mut tx, jobs, &of_kind(true), now, &mut results).await?;
+            // Records: first the answers, which say whose claims still hold.
+            let records = of_kind(false);
+            let held = Self::answer_all(&mut tx, jobs, &records, now).await?;
+            let mut attempts: Vec<&NewAttempt> = Vec::new();
+            for &i in &records {
+                let HotWrite::Record { attempt, answer } = &jobs[i] else {
+                    continue;
+                };
+                let holds = answer
+                    .as_ref()
+                    .is_none_or(|a| held.contains(&(a.caller.clone(), a.key.clone())));
+                if holds {
+                    attempts.extend(attempt.as_ref());
+                }
+                results[i] = Some(Ok(Written::Recorded(holds)));
+            }
+            Self::insert_attempts(&mut tx, &attempts, now).await?;
+            Ok::<_, sqlx::Error>(results)
+        };
+        let began = std::time::Instant::now();
+        let results = match run.await {
+            Ok(results) => results,
+            Err(e) => {
+                tx.rollback().await.map_err(Bulk::Transaction)?;
+                return Err(Bulk::Statement(e));
+            }
+        };
+        let written = began.elapsed();
+        tx.commit().await.map_err(Bulk::Transaction)?;
+        tracing::debug!(
+            jobs = jobs.len(),
+            statements_us = written.as_micros() as u64,
+            commit_us = (began.elapsed() - written).as_micros() as u64,
+            "a group commit committed"
+        );
+        Ok(results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(mismatched_answer())))
+            .collect())
+    }
+
+    /// The claims of a batch, set-based: one `INSERT … ON CONFLICT DO NOTHING RETURNING` for them
+    /// all; a claim whose row went in is `Started`, any other is decided on its own.
+    async fn claim_all(
+        conn: &mut DB::Connection,
+        jobs: &[HotWrite],
+        claims: &[usize],
+        now: DateTime<Utc>,
+        results: &mut [Option<StoreResult<Written>>],
+    ) -> Result<(), sqlx::Error> {
+        if !claims.is_empty() {
+            let sql = format!(
+                "INSERT INTO idempotency_keys (caller, key, fingerprint, state, created_at, updated_at, owner) VALUES {} \
+                 ON CONFLICT (caller, key) DO NOTHING RETURNING caller, key, owner",
+                values_list(claims.len(), 1, 5, |n| format!("(${n}, ${}, ${}, 'in_flight', ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 3, n + 4)));
+            let mut query = sqlx::query(&sql).persistent(false);
+            for &i in claims {
+                if let HotWrite::Claim {
+                    owner,
+                    caller,
+                    key,
+                    fingerprint,
+                    ..
+                } = &jobs[i]
+                {
+                    query = query
+                        .bind(caller)
+                        .bind(key)
+                        .bind(fingerprint)
+                        .bind(now)
+                        .bind(owner);
+                }
+            }
+            let inserted: std::collections::HashSet<(String, String, String)> = query
+                .fetch_all(&mut *conn)
+                .await?
+                .iter()
+                .map(|r| {
+                    Ok::<_, sqlx::Error>((
+                        r.try_get("caller")?,
+                        r.try_get("key")?,
+                        r.try_get("owner")?,
+                    ))
+                })
+                .collect::<Result<_, _>>()?;
+            for &i in claims {
+                let HotWrite::Claim {
+                    owner, caller, key, ..
+                } = &jobs[i]
+                else {
+                    continue;
+                };
+                if inserted.contains(&(caller.clone(), key.clone(), owner.clone())) {
+                    results[i] = Some(Ok(Written::Claimed(Claim::Started)));
+                } else {
+                    // The key was there already: decided on its own, as always.
+                    match Self::write_one(&mut *conn, &jobs[i]).await? {
+                        Step::Keep(written) | Step::Undo(written) => results[i] = Some(Ok(written)),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The answers of a batch's records, set-based: one `UPDATE … FROM (VALUES …) RETURNING` that
+    /// stores those whose holders still hold their claims; the (caller, key) of each it stored.
+    async fn answer_all(
+        conn: &mut DB::Connection,
+        jobs: &[HotWrite],
+        records: &[usize],
+        now: DateTime<Utc>,
+    ) -> Result<std::collections::HashSet<(String, String)>, sqlx::Error> {
+        let answered: Vec<(usize, &StoredAnswer)> = records
+            .iter()
+            .filter_map(|&i| match &jobs[i] {
+                HotWrite::Record {
+                    answer: Some(a), ..
+                } => Some((i, a)),
+                _ => None,
+            })
+            .collect();
+        let mut held: std::collections::HashSet<(String, String)> =
+            std::collections::HashSet::new();
+        if !answered.is_empty() {
+            let sql = format!(
+                "UPDATE idempotency_keys SET state = 'done', status_code = v.column4, response = v.column5, updated_at = $1 \
+                 FROM (VALUES {}) AS v \
+                 WHERE idempotency_keys.caller = v.column1 AND idempotency_keys.key = v.column2 \
+                 AND idempotency_keys.owner = v.column3 AND idempotency_keys.state = 'in_flight' \
+                 RETURNING caller, key",
+                values_list(answered.len(), 2, 5, |n| format!("(${n}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4)));
+            let mut query = sqlx::query(&sql).persistent(false).bind(now);
+            for (_, a) in &answered {
+                query = query
+                    .bind(&a.caller)
+                    .bind(&a.key)
+                    .bind(&a.owner)
+                    .bind(i32::from(a.status))
+                    .bind(&a.response);
+            }
+            for r in query.fetch_all(&mut *conn).await? {
+                held.insert((r.try_get("caller")?, r.try_get("key")?));
+            }
+        }
+        Ok(held)
+    }
+
+    /// The students and the attempts of a batch's records that hold, one `INSERT` each.
+    async fn insert_attempts(
+        conn: &mut DB::Connection,
+        attempts: &[&NewAttempt],
+        now: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        if !attempts.is_empty() {
+            let sql = format!(
+                "INSERT INTO students (id, display_name, origin, created_at) VALUES {} ON CONFLICT (id) DO NOTHING",
+                values_list(attempts.len(), 2, 1, |n| format!("(${n}, NULL, 'grader', $1)")));
+            let mut query = sqlx::query(&sql).persistent(false).bind(now);
+            for a in attempts {
+                query = query.bind(&a.student);
+            }
+            query.execute(&mut *conn).await?;
+            let sql = format!(
+                "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id) VALUES {}",
+                values_list(attempts.len(), 1, 11, |n| format!(
+                    "(${n}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                    n + 1, n + 2, n + 3, n + 4, n + 5, n + 6, n + 7, n + 8, n + 9, n + 10)));
+            let mut query = sqlx::query(&sql).persistent(false);
+            for a in attempts {
+                query = query
+                    .bind(&a.id)
+                    .bind(&a.student)
+                    .bind(&a.scenario)
+                    .bind(&a.scenario_hash)
+                    .bind(SqlJson(&a.design))
+                    .bind(SqlJson(&a.verdict))
+                    .bind(a.score)
+                    .bind(a.max_score)
+                    .bind(a.passed)
+                    .bind(a.created_at)
+                    .bind(a.class.as_deref());
+            }
+            query.execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+
+    /// The run of a batch one write at a time, each write in a savepoint of its own (see
+    /// [`write_batch`]).
+    async fn one_by_one(
+        pool: &sqlx::Pool<DB>,
+        jobs: &[HotWrite],
+        order: &[usize],
+    ) -> group_commit::BatchResult<Written> {
+        let mut results: Vec<Option<StoreResult<Written>>> = jobs.iter().map(|_| None).collect();
+        let mut tx = pool.begin().await?;
+        for &i in order {
+            let mut savepoint = sqlx::Connection::begin(&mut *tx).await?;
+            let result = match Self::write_one(&mut savepoint, &jobs[i]).await {
+                Ok(Step::Keep(written)) => {
+                    savepoint.commit().await?;
+                    Ok(written)
+                }
+                Ok(Step::Undo(written)) => {
+                    savepoint.rollback().await?;
+                    Ok(written)
+                }
+                Err(e) => {
+                    savepoint.rollback().await?;
+                    Err(e)
+                }
+            };
+            results[i] = Some(result);
+        }
+        tx.commit().await?;
+        Ok(results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(mismatched_answer())))
+            .collect())
+    }
+
+    /// Makes one hot write on a connection of either backend: the SQL is the same text for both.
+    async fn write_one(conn: &mut DB::Connection, job: &HotWrite) -> StoreResult<Step> {
+        match job {
+            HotWrite::Claim {
                 owner,
                 caller,
                 key,
                 fingerprint,
-                ..
-            } = &jobs[i]
-            {
-                query = query
-                    .bind(caller)
-                    .bind(key)
-                    .bind(fingerprint)
-                    .bind(now)
-                    .bind(owner);
+                lease,
+            } => {
+                let claim = ClaimId::held_by(caller, key, owner);
+                Self::claim_one(conn, &claim, fingerprint, *lease).await
+            }
+            HotWrite::Record { attempt, answer } => {
+                Self::record_one(conn, attempt.as_ref(), answer.as_ref()).await
             }
         }
-        let inserted: std::collections::HashSet<(String, String, String)> = query
-            .fetch_all(&mut *conn)
-            .await?
-            .iter()
-            .map(|r| {
-                Ok::<_, sqlx::Error>((r.try_get("caller")?, r.try_get("key")?, r.try_get("owner")?))
-            })
-            .collect::<Result<_, _>>()?;
-        for &i in claims {
-            let HotWrite::Claim {
-                owner, caller, key, ..
-            } = &jobs[i]
-            else {
+    }
+
+    /// Claims one key on its own: a new key is `Started`; an existing one is a replay, a
+    /// mismatch, in flight, or taken over when its holder stopped renewing it.
+    async fn claim_one(
+        conn: &mut DB::Connection,
+        claim: &ClaimId,
+        fingerprint: &str,
+        lease: Duration,
+    ) -> StoreResult<Step> {
+        let (caller, key, owner) = (&claim.caller, &claim.key, &claim.owner);
+        // Bounded: a claim can only disappear between the insert and the read
+        // when its holder abandoned it, which each retry observes.
+        for _ in 0..4 {
+            let now = Utc::now();
+            let inserted = sqlx::query(
+                "INSERT INTO idempotency_keys (caller, key, fingerprint, state, created_at, updated_at, owner) \
+                 VALUES ($1, $2, $3, 'in_flight', $4, $4, $5) ON CONFLICT (caller, key) DO NOTHING")
+                .bind(caller).bind(key).bind(fingerprint).bind(now).bind(owner)
+                .execute(&mut *conn).await?.rows_affected();
+            if inserted == 1 {
+                return Ok(Step::Keep(Written::Claimed(Claim::Started)));
+            }
+            let row = sqlx::query("SELECT fingerprint, state, status_code, response, updated_at FROM idempotency_keys WHERE caller = $1 AND key = $2")
+                .bind(caller).bind(key).fetch_optional(&mut *conn).await?;
+            let Some(row) = row else {
                 continue;
             };
-            if inserted.contains(&(caller.clone(), key.clone(), owner.clone())) {
-                results[i] = Some(Ok(Written::Claimed(Claim::Started)));
-            } else {
-                // The key was there already: decided on its own, as always.
-                match write_one::<DB>(&mut *conn, &jobs[i]).await? {
-                    Step::Keep(written) | Step::Undo(written) => results[i] = Some(Ok(written)),
-                }
+            let stored = StoredKey {
+                fingerprint: row.try_get("fingerprint")?,
+                state: row.try_get("state")?,
+                status: row.try_get("status_code")?,
+                response: row.try_get("response")?,
+                renewed_at: row.try_get("updated_at")?,
+            };
+            if stored.fingerprint != fingerprint {
+                return Ok(Step::Keep(Written::Claimed(Claim::Mismatch)));
+            }
+            if let Some(replay) = stored.replay()? {
+                return Ok(Step::Keep(Written::Claimed(replay)));
+            }
+            let age = now
+                .signed_duration_since(stored.renewed_at)
+                .to_std()
+                .unwrap_or_default();
+            if age < lease {
+                return Ok(Step::Keep(Written::Claimed(Claim::InFlight)));
+            }
+            let taken = sqlx::query(
+                "UPDATE idempotency_keys SET fingerprint = $4, updated_at = $5, owner = $6 \
+                 WHERE caller = $1 AND key = $2 AND state = 'in_flight' AND updated_at = $3",
+            )
+            .bind(caller)
+            .bind(key)
+            .bind(stored.renewed_at)
+            .bind(fingerprint)
+            .bind(now)
+            .bind(owner)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected();
+            if taken == 1 {
+                tracing::warn!(
+                    caller = caller.as_str(),
+                    key = key.as_str(),
+                    "took over an idempotency key whose holder stopped renewing it"
+                );
+                return Ok(Step::Keep(Written::Claimed(Claim::Started)));
             }
         }
+        Ok(Step::Keep(Written::Claimed(Claim::InFlight)))
     }
-    Ok(())
-}
 
-/// The answers of a batch's records, set-based: one `UPDATE … FROM (VALUES …) RETURNING` that
-/// stores those whose holders still hold their claims; the (caller, key) of each it stored.
-async fn answer_all<DB>(
-    conn: &mut DB::Connection,
-    jobs: &[HotWrite],
-    records: &[usize],
-    now: DateTime<Utc>,
-) -> Result<std::collections::HashSet<(String, String)>, sqlx::Error>
-where
-    DB: sqlx::Database + sqlx::database::HasStatementCache,
-    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
-    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
-    for<'q> String: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
-    for<'q> DateTime<Utc>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> i32: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'a> &'a str: sqlx::ColumnIndex<DB::Row>,
-{
-    let answered: Vec<(usize, &StoredAnswer)> = records
-        .iter()
-        .filter_map(|&i| match &jobs[i] {
-            HotWrite::Record {
-                answer: Some(a), ..
-            } => Some((i, a)),
-            _ => None,
-        })
-        .collect();
-    let mut held: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
-    if !answered.is_empty() {
-        let sql = format!(
-            "UPDATE idempotency_keys SET state = 'done', status_code = v.column4, response = v.column5, updated_at = $1 \
-             FROM (VALUES {}) AS v \
-             WHERE idempotency_keys.caller = v.column1 AND idempotency_keys.key = v.column2 \
-             AND idempotency_keys.owner = v.column3 AND idempotency_keys.state = 'in_flight' \
-             RETURNING caller, key",
-            values_list(answered.len(), 2, 5, |n| format!("(${n}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4)));
-        let mut query = sqlx::query(&sql).persistent(false).bind(now);
-        for (_, a) in &answered {
-            query = query
-                .bind(&a.caller)
-                .bind(&a.key)
-                .bind(&a.owner)
-                .bind(i32::from(a.status))
-                .bind(&a.response);
-        }
-        for r in query.fetch_all(&mut *conn).await? {
-            held.insert((r.try_get("caller")?, r.try_get("key")?));
-        }
-    }
-    Ok(held)
-}
-
-/// The students and the attempts of a batch's records that hold, one `INSERT` each.
-async fn insert_attempts<DB>(
-    conn: &mut DB::Connection,
-    attempts: &[&NewAttempt],
-    now: DateTime<Utc>,
-) -> Result<(), sqlx::Error>
-where
-    DB: sqlx::Database + sqlx::database::HasStatementCache,
-    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
-    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
-    for<'q> String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> DateTime<Utc>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> i32: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> bool: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> SqlJson<&'q Box<serde_json::value::RawValue>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-{
-    if !attempts.is_empty() {
-        let sql = format!(
-            "INSERT INTO students (id, display_name, origin, created_at) VALUES {} ON CONFLICT (id) DO NOTHING",
-            values_list(attempts.len(), 2, 1, |n| format!("(${n}, NULL, 'grader', $1)")));
-        let mut query = sqlx::query(&sql).persistent(false).bind(now);
-        for a in attempts {
-            query = query.bind(&a.student);
-        }
-        query.execute(&mut *conn).await?;
-        let sql = format!(
-            "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id) VALUES {}",
-            values_list(attempts.len(), 1, 11, |n| format!(
-                "(${n}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                n + 1, n + 2, n + 3, n + 4, n + 5, n + 6, n + 7, n + 8, n + 9, n + 10)));
-        let mut query = sqlx::query(&sql).persistent(false);
-        for a in attempts {
-            query = query
-                .bind(&a.id)
-                .bind(&a.student)
-                .bind(&a.scenario)
-                .bind(&a.scenario_hash)
-                .bind(SqlJson(&a.design))
-                .bind(SqlJson(&a.verdict))
-                .bind(a.score)
-                .bind(a.max_score)
-                .bind(a.passed)
-                .bind(a.created_at)
-                .bind(a.class.as_deref());
-        }
-        query.execute(&mut *conn).await?;
-    }
-    Ok(())
-}
-
-/// The run of a batch one write at a time, each write in a savepoint of its own (see
-/// [`write_batch`]).
-async fn one_by_one<DB>(
-    pool: &sqlx::Pool<DB>,
-    jobs: &[HotWrite],
-    order: &[usize],
-) -> group_commit::BatchResult<Written>
-where
-    DB: sqlx::Database + sqlx::database::HasStatementCache,
-    DB::QueryResult: RowsAffected,
-    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
-    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
-    for<'q> String: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
-    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> DateTime<Utc>: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
-    for<'q> i32: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
-    for<'q> bool: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> SqlJson<&'q Box<serde_json::value::RawValue>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'a> &'a str: sqlx::ColumnIndex<DB::Row>,
-{
-    let mut results: Vec<Option<StoreResult<Written>>> = jobs.iter().map(|_| None).collect();
-    let mut tx = pool.begin().await?;
-    for &i in order {
-        let mut savepoint = sqlx::Connection::begin(&mut *tx).await?;
-        let result = match write_one::<DB>(&mut savepoint, &jobs[i]).await {
-            Ok(Step::Keep(written)) => {
-                savepoint.commit().await?;
-                Ok(written)
-            }
-            Ok(Step::Undo(written)) => {
-                savepoint.rollback().await?;
-                Ok(written)
-            }
-            Err(e) => {
-                savepoint.rollback().await?;
-                Err(e)
-            }
-        };
-        results[i] = Some(result);
-    }
-    tx.commit().await?;
-    Ok(results
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(mismatched_answer())))
-        .collect())
-}
-
-/// Makes one hot write on a connection of either backend: the SQL is the same text for both.
-async fn write_one<DB>(conn: &mut DB::Connection, job: &HotWrite) -> StoreResult<Step>
-where
-    DB: sqlx::Database + sqlx::database::HasStatementCache,
-    DB::QueryResult: RowsAffected,
-    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
-    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
-    for<'q> String: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
-    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> DateTime<Utc>: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
-    for<'q> i32: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
-    for<'q> bool: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> SqlJson<&'q Box<serde_json::value::RawValue>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'a> &'a str: sqlx::ColumnIndex<DB::Row>,
-{
-    match job {
-        HotWrite::Claim {
-            owner,
-            caller,
-            key,
-            fingerprint,
-            lease,
-        } => {
-            let claim = ClaimId::held_by(caller, key, owner);
-            claim_one::<DB>(conn, &claim, fingerprint, *lease).await
-        }
-        HotWrite::Record { attempt, answer } => {
-            record_one::<DB>(conn, attempt.as_ref(), answer.as_ref()).await
-        }
-    }
-}
-
-/// Claims one key on its own: a new key is `Started`; an existing one is a replay, a
-/// mismatch, in flight, or taken over when its holder stopped renewing it.
-async fn claim_one<DB>(
-    conn: &mut DB::Connection,
-    claim: &ClaimId,
-    fingerprint: &str,
-    lease: Duration,
-) -> StoreResult<Step>
-where
-    DB: sqlx::Database + sqlx::database::HasStatementCache,
-    DB::QueryResult: RowsAffected,
-    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
-    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
-    for<'q> String: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
-    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> DateTime<Utc>: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
-    for<'q> i32: sqlx::Decode<'q, DB> + sqlx::Type<DB>,
-    for<'a> &'a str: sqlx::ColumnIndex<DB::Row>,
-{
-    let (caller, key, owner) = (&claim.caller, &claim.key, &claim.owner);
-    // Bounded: a claim can only disappear between the insert and the read
-    // when its holder abandoned it, which each retry observes.
-    for _ in 0..4 {
+    /// Records one attempt with its answer: the answer only while its claim is still held (else
+    /// nothing, undone), then the student and the attempt.
+    async fn record_one(
+        conn: &mut DB::Connection,
+        attempt: Option<&NewAttempt>,
+        answer: Option<&StoredAnswer>,
+    ) -> StoreResult<Step> {
         let now = Utc::now();
-        let inserted = sqlx::query(
-            "INSERT INTO idempotency_keys (caller, key, fingerprint, state, created_at, updated_at, owner) \
-             VALUES ($1, $2, $3, 'in_flight', $4, $4, $5) ON CONFLICT (caller, key) DO NOTHING")
-            .bind(caller).bind(key).bind(fingerprint).bind(now).bind(owner)
-            .execute(&mut *conn).await?.rows_affected();
-        if inserted == 1 {
-            return Ok(Step::Keep(Written::Claimed(Claim::Started)));
+        if let Some(ans) = answer {
+            let held = sqlx::query(
+                "UPDATE idempotency_keys SET state = 'done', status_code = $3, response = $4, updated_at = $5 \
+                 WHERE caller = $1 AND key = $2 AND owner = $6 AND state = 'in_flight'")
+                .bind(&ans.caller).bind(&ans.key).bind(i32::from(ans.status)).bind(&ans.response).bind(now).bind(&ans.owner)
+                .execute(&mut *conn).await?.rows_affected();
+            if held != 1 {
+                return Ok(Step::Undo(Written::Recorded(false)));
+            }
         }
-        let row = sqlx::query("SELECT fingerprint, state, status_code, response, updated_at FROM idempotency_keys WHERE caller = $1 AND key = $2")
-            .bind(caller).bind(key).fetch_optional(&mut *conn).await?;
-        let Some(row) = row else {
-            continue;
-        };
-        let stored = StoredKey {
-            fingerprint: row.try_get("fingerprint")?,
-            state: row.try_get("state")?,
-            status: row.try_get("status_code")?,
-            response: row.try_get("response")?,
-            renewed_at: row.try_get("updated_at")?,
-        };
-        if stored.fingerprint != fingerprint {
-            return Ok(Step::Keep(Written::Claimed(Claim::Mismatch)));
+        if let Some(a) = attempt {
+            sqlx::query("INSERT INTO students (id, display_name, origin, created_at) VALUES ($1, NULL, 'grader', $2) ON CONFLICT (id) DO NOTHING")
+                .bind(&a.student).bind(now).execute(&mut *conn).await?;
+            sqlx::query(
+                "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
+                .bind(&a.id).bind(&a.student).bind(&a.scenario).bind(&a.scenario_hash)
+                .bind(SqlJson(&a.design)).bind(SqlJson(&a.verdict))
+                .bind(a.score).bind(a.max_score).bind(a.passed).bind(a.created_at).bind(a.class.as_deref())
+                .execute(&mut *conn).await?;
         }
-        if let Some(replay) = stored.replay()? {
-            return Ok(Step::Keep(Written::Claimed(replay)));
-        }
-        let age = now
-            .signed_duration_since(stored.renewed_at)
-            .to_std()
-            .unwrap_or_default();
-        if age < lease {
-            return Ok(Step::Keep(Written::Claimed(Claim::InFlight)));
-        }
-        let taken = sqlx::query(
-            "UPDATE idempotency_keys SET fingerprint = $4, updated_at = $5, owner = $6 \
-             WHERE caller = $1 AND key = $2 AND state = 'in_flight' AND updated_at = $3",
-        )
-        .bind(caller)
-        .bind(key)
-        .bind(stored.renewed_at)
-        .bind(fingerprint)
-        .bind(now)
-        .bind(owner)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        if taken == 1 {
-            tracing::warn!(
-                caller = caller.as_str(),
-                key = key.as_str(),
-                "took over an idempotency key whose holder stopped renewing it"
-            );
-            return Ok(Step::Keep(Written::Claimed(Claim::Started)));
-        }
+        Ok(Step::Keep(Written::Recorded(true)))
     }
-    Ok(Step::Keep(Written::Claimed(Claim::InFlight)))
-}
-
-/// Records one attempt with its answer: the answer only while its claim is still held (else
-/// nothing, undone), then the student and the attempt.
-async fn record_one<DB>(
-    conn: &mut DB::Connection,
-    attempt: Option<&NewAttempt>,
-    answer: Option<&StoredAnswer>,
-) -> StoreResult<Step>
-where
-    DB: sqlx::Database + sqlx::database::HasStatementCache,
-    DB::QueryResult: RowsAffected,
-    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
-    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
-    for<'q> String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> DateTime<Utc>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> i32: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> bool: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> SqlJson<&'q Box<serde_json::value::RawValue>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-{
-    let now = Utc::now();
-    if let Some(ans) = answer {
-        let held = sqlx::query(
-            "UPDATE idempotency_keys SET state = 'done', status_code = $3, response = $4, updated_at = $5 \
-             WHERE caller = $1 AND key = $2 AND owner = $6 AND state = 'in_flight'")
-            .bind(&ans.caller).bind(&ans.key).bind(i32::from(ans.status)).bind(&ans.response).bind(now).bind(&ans.owner)
-            .execute(&mut *conn).await?.rows_affected();
-        if held != 1 {
-            return Ok(Step::Undo(Written::Recorded(false)));
-        }
-    }
-    if let Some(a) = attempt {
-        sqlx::query("INSERT INTO students (id, display_name, origin, created_at) VALUES ($1, NULL, 'grader', $2) ON CONFLICT (id) DO NOTHING")
-            .bind(&a.student).bind(now).execute(&mut *conn).await?;
-        sqlx::query(
-            "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
-            .bind(&a.id).bind(&a.student).bind(&a.scenario).bind(&a.scenario_hash)
-            .bind(SqlJson(&a.design)).bind(SqlJson(&a.verdict))
-            .bind(a.score).bind(a.max_score).bind(a.passed).bind(a.created_at).bind(a.class.as_deref())
-            .execute(&mut *conn).await?;
-    }
-    Ok(Step::Keep(Written::Recorded(true)))
 }
 
 /// One claim on an idempotency key: the caller it is scoped to, the key, and the name of the
