@@ -26,7 +26,7 @@
 //!   `sqlx::Error::WorkerCrashed` at once, which the HTTP layer answers 503.
 //! - **Batches take turns with the store's other writes.** The writer holds the `gate` it was
 //!   started with from before it collects a batch until the batch committed: on SQLite that is
-//!   the store's write turn (`Store::write_turn`), so the batch never competes with the other
+//!   the store's write turn (the gate `Store::writer` waits at), so the batch never competes with the other
 //!   writers for SQLite's one write lock.
 //! - **Bounded.** A batch holds at most `max_batch` jobs; the rest wait for the next batch.
 //!   On PostgreSQL a few writer tasks share the queue (each batch is still one transaction),

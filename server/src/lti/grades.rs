@@ -61,8 +61,8 @@ impl Store {
         sub: &str,
         lineitem: &str,
     ) -> StoreResult<()> {
-        let _turn = self.write_turn().await;
-        with_pool!(self, pool => sqlx::query(
+        let writer = self.writer().await;
+        with_pool!(writer, pool => sqlx::query(
             "INSERT INTO lti_grade_targets (student, scenario, platform, sub, lineitem, tries) VALUES ($1, $2, $3, $4, $5, 0) \
              ON CONFLICT (student, scenario, lineitem) DO NOTHING")
             .bind(student).bind(scenario).bind(platform).bind(sub).bind(lineitem)
@@ -159,9 +159,9 @@ impl Store {
     /// Takes the send of `d` for [`CLAIM`]: false when another server (or round) holds it,
     /// or has sent it since `d` was read (then the score is no longer due).
     async fn claim_grade(&self, d: &Due, now: DateTime<Utc>) -> StoreResult<bool> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let until = now + chrono::Duration::from_std(CLAIM).unwrap_or_default();
-        with_pool!(self, pool => sqlx::query(
+        with_pool!(writer, pool => sqlx::query(
             "UPDATE lti_grade_targets SET next_try_at = $4 \
              WHERE student = $1 AND scenario = $2 AND lineitem = $3 AND (next_try_at IS NULL OR next_try_at <= $5) \
              AND (sent_through IS NULL OR sent_through < $6)")
@@ -170,8 +170,8 @@ impl Store {
     }
 
     async fn grade_sent(&self, d: &Due, timestamp: DateTime<Utc>) -> StoreResult<()> {
-        let _turn = self.write_turn().await;
-        with_pool!(self, pool => sqlx::query(
+        let writer = self.writer().await;
+        with_pool!(writer, pool => sqlx::query(
             "UPDATE lti_grade_targets SET sent_score = $4, sent_through = $5, sent_timestamp = $6, tries = 0, next_try_at = NULL, last_error = NULL \
              WHERE student = $1 AND scenario = $2 AND lineitem = $3")
             .bind(&d.student).bind(&d.scenario).bind(&d.lineitem).bind(d.score).bind(d.through).bind(timestamp)
@@ -185,8 +185,8 @@ impl Store {
         error: &str,
         timestamp: DateTime<Utc>,
     ) -> StoreResult<()> {
-        let _turn = self.write_turn().await;
-        with_pool!(self, pool => sqlx::query(
+        let writer = self.writer().await;
+        with_pool!(writer, pool => sqlx::query(
             "UPDATE lti_grade_targets SET tries = tries + 1, next_try_at = $4, last_error = $5, sent_timestamp = $6 \
              WHERE student = $1 AND scenario = $2 AND lineitem = $3")
             .bind(&d.student).bind(&d.scenario).bind(&d.lineitem).bind(next).bind(error).bind(timestamp)
@@ -561,8 +561,8 @@ impl Store {
         lineitem: &str,
     ) -> StoreResult<String> {
         {
-            let _turn = self.write_turn().await;
-            with_pool!(self, pool => sqlx::query(
+            let writer = self.writer().await;
+            with_pool!(writer, pool => sqlx::query(
                 "INSERT INTO lti_line_items (platform, resource_link, lineitem) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
                 .bind(platform).bind(resource_link).bind(lineitem).execute(pool).await.map(|_| ()))?;
         }

@@ -51,9 +51,9 @@ impl Store {
     /// Registers a platform with its deployments; `Ok(false)` when one with this issuer and
     /// client id is registered already.
     pub async fn add_lti_platform(&self, p: &Platform) -> StoreResult<bool> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => {
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             let added = sqlx::query(
                 "INSERT INTO lti_platforms (id, issuer, client_id, auth_url, token_url, jwks_url, created_at) \
@@ -119,8 +119,8 @@ impl Store {
     /// attempts stay). The links of its issuer's users and courses go with the issuer's last
     /// registration. `Ok(false)` when there is none.
     pub async fn remove_lti_platform(&self, id: &str) -> StoreResult<bool> {
-        let _turn = self.write_turn().await;
-        with_pool!(self, pool => {
+        let writer = self.writer().await;
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             let issuer: Option<String> = sqlx::query_scalar("SELECT issuer FROM lti_platforms WHERE id = $1")
                 .bind(id).fetch_optional(&mut *tx).await?;
@@ -150,8 +150,8 @@ impl Store {
     // Keys.
 
     pub async fn add_lti_key(&self, key: &ToolKey) -> StoreResult<()> {
-        let _turn = self.write_turn().await;
-        with_pool!(self, pool => sqlx::query(
+        let writer = self.writer().await;
+        with_pool!(writer, pool => sqlx::query(
             "INSERT INTO lti_keys (kid, private_pem, n, e, created_at, retired_at) VALUES ($1, $2, $3, $4, $5, NULL)")
             .bind(&key.kid).bind(&key.private_pem).bind(&key.n).bind(&key.e).bind(key.created_at)
             .execute(pool).await.map(|_| ()))
@@ -159,9 +159,9 @@ impl Store {
 
     /// Retires every key but `keep`.
     pub async fn retire_lti_keys_except(&self, keep: &str) -> StoreResult<u64> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => sqlx::query(
+        with_pool!(writer, pool => sqlx::query(
             "UPDATE lti_keys SET retired_at = $2 WHERE kid <> $1 AND retired_at IS NULL")
             .bind(keep).bind(now).execute(pool).await.map(|r| r.rows_affected()))
     }
@@ -195,9 +195,9 @@ impl Store {
         platform: &str,
         browser_hash: Option<&str>,
     ) -> StoreResult<()> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => sqlx::query(
+        with_pool!(writer, pool => sqlx::query(
             "INSERT INTO lti_logins (state, nonce, platform, created_at, used_at, browser_hash) VALUES ($1, $2, $3, $4, NULL, $5)")
             .bind(state).bind(nonce).bind(platform).bind(now).bind(browser_hash).execute(pool).await.map(|_| ()))
     }
@@ -218,9 +218,9 @@ impl Store {
 
     /// Spends the login of `state`: true for the one launch that does it first.
     pub async fn use_lti_login(&self, state: &str) -> StoreResult<bool> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => sqlx::query("UPDATE lti_logins SET used_at = $2 WHERE state = $1 AND used_at IS NULL")
+        with_pool!(writer, pool => sqlx::query("UPDATE lti_logins SET used_at = $2 WHERE state = $1 AND used_at IS NULL")
             .bind(state).bind(now).execute(pool).await.map(|r| r.rows_affected() == 1))
     }
 
@@ -248,8 +248,8 @@ impl Store {
         student: &str,
     ) -> StoreResult<String> {
         {
-            let _turn = self.write_turn().await;
-            with_pool!(self, pool => sqlx::query(
+            let writer = self.writer().await;
+            with_pool!(writer, pool => sqlx::query(
                 "INSERT INTO lti_identities (issuer, sub, student) VALUES ($1, $2, $3) \
                  ON CONFLICT (issuer, sub) DO UPDATE SET student = excluded.student \
                  WHERE NOT EXISTS (SELECT 1 FROM students WHERE students.id = lti_identities.student)")
@@ -264,9 +264,9 @@ impl Store {
     /// A new student for a platform's user, without a session: a launch that cannot sign its
     /// browser in still knows who launched.
     pub async fn add_lti_student(&self, id: &str) -> StoreResult<()> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => sqlx::query(
+        with_pool!(writer, pool => sqlx::query(
             "INSERT INTO students (id, display_name, origin, created_at, legacy_cookie) VALUES ($1, NULL, 'session', $2, FALSE)")
             .bind(id).bind(now).execute(pool).await.map(|_| ()))
     }
@@ -298,9 +298,9 @@ impl Store {
 
     /// A new session of an existing student: `secret_hash` is the sha256 of the cookie's secret.
     pub async fn add_session(&self, student: &str, secret_hash: &str) -> StoreResult<()> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => sqlx::query("INSERT INTO sessions (secret_hash, student, created_at) VALUES ($1, $2, $3)")
+        with_pool!(writer, pool => sqlx::query("INSERT INTO sessions (secret_hash, student, created_at) VALUES ($1, $2, $3)")
             .bind(secret_hash).bind(student).bind(now).execute(pool).await.map(|_| ()))
     }
 }
@@ -314,9 +314,9 @@ impl Store {
         student: &str,
         target: &str,
     ) -> StoreResult<()> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => sqlx::query(
+        with_pool!(writer, pool => sqlx::query(
             "INSERT INTO lti_handoffs (code_hash, student, target, created_at, used_at) VALUES ($1, $2, $3, $4, NULL)")
             .bind(code_hash).bind(student).bind(target).bind(now).execute(pool).await.map(|_| ()))
     }
@@ -343,9 +343,9 @@ impl Store {
         code_hash: &str,
         since: DateTime<Utc>,
     ) -> StoreResult<Option<(String, String)>> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => {
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             let row = sqlx::query(
                 "SELECT student, target FROM lti_handoffs WHERE code_hash = $1 AND used_at IS NULL AND created_at > $2")
@@ -394,8 +394,8 @@ impl Store {
         class: &str,
     ) -> StoreResult<String> {
         {
-            let _turn = self.write_turn().await;
-            with_pool!(self, pool => sqlx::query(
+            let writer = self.writer().await;
+            with_pool!(writer, pool => sqlx::query(
                 "INSERT INTO lti_courses (issuer, deployment_id, context_id, class_id) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING")
                 .bind(issuer).bind(deployment).bind(context).bind(class).execute(pool).await.map(|_| ()))?;
         }
@@ -410,8 +410,8 @@ impl Store {
     /// Removes the logins and handoff codes made before `cutoff`, used or not: past their
     /// ten minutes they are refused anyway. Answers how many rows went.
     pub async fn sweep_lti_logins(&self, cutoff: DateTime<Utc>) -> StoreResult<u64> {
-        let _turn = self.write_turn().await;
-        with_pool!(self, pool => {
+        let writer = self.writer().await;
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             let logins = sqlx::query("DELETE FROM lti_logins WHERE created_at < $1")
                 .bind(cutoff).execute(&mut *tx).await?.rows_affected();

@@ -167,10 +167,10 @@ impl Store {
         owner: Option<&str>,
         max: u32,
     ) -> StoreResult<ClassMade> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
         let postgres = matches!(self, Store::Postgres(..));
-        let made = with_pool!(self, pool => {
+        let made = with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             if postgres {
                 sqlx::query("SELECT pg_advisory_xact_lock(hashtext('classes:' || $1))")
@@ -288,8 +288,8 @@ impl Store {
     ) -> StoreResult<Option<Class>> {
         let preview = preview.map(Preview::as_str);
         {
-            let _turn = self.write_turn().await;
-            let changed = with_pool!(self, pool => sqlx::query(
+            let writer = self.writer().await;
+            let changed = with_pool!(writer, pool => sqlx::query(
                 "UPDATE classes SET name = COALESCE($2, name), open = COALESCE($3, open), preview = COALESCE($4, preview) WHERE id = $1")
                 .bind(id).bind(name).bind(open).bind(preview).execute(pool).await.map(|r| r.rows_affected()))?;
             if changed != 1 {
@@ -307,15 +307,15 @@ impl Store {
         student: &str,
         display_name: &str,
     ) -> StoreResult<Joined> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        let inserted = with_pool!(self, pool => sqlx::query(
+        let inserted = with_pool!(writer, pool => sqlx::query(
             "INSERT INTO memberships (class_id, student, display_name, joined_at) \
              SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM classes WHERE id = $1 AND open = TRUE) \
              ON CONFLICT (class_id, student) DO NOTHING")
             .bind(class).bind(student).bind(display_name).bind(now)
             .execute(pool).await.map(|r| r.rows_affected()))?;
-        drop(_turn);
+        drop(writer);
         match self.membership(class, student).await? {
             Some(m) if inserted == 1 => Ok(Joined::New(m)),
             Some(m) => Ok(Joined::Already(m)),

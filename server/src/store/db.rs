@@ -34,17 +34,39 @@ pub enum Store {
     Postgres(PgPool, HotWrites),
 }
 
-/// Runs the same body against whichever pool the store has.
+/// Runs the same body against whichever pool the store has: reads on the store itself,
+/// writes on its [`Writer`] (`with_pool!(writer, pool => …)`).
 macro_rules! with_pool {
     ($store:expr, $pool:ident => $body:expr) => {
-        match $store {
-            Store::Sqlite($pool, ..) => $body,
-            Store::Postgres($pool, ..) => $body,
+        match ($store).pools() {
+            $crate::store::PoolRef::Sqlite($pool) => $body,
+            $crate::store::PoolRef::Postgres($pool) => $body,
         }
     };
 }
 /// For the stores of other modules (`crate::lti::store`).
 pub(crate) use with_pool;
+
+/// Whichever pool a store has.
+pub(crate) enum PoolRef<'a> {
+    Sqlite(&'a SqlitePool),
+    Postgres(&'a PgPool),
+}
+
+/// A write on the store, had only from [`Store::writer`]: on SQLite it holds the write turn
+/// for as long as it lives, and the store's writes take their pool from it
+/// (`with_pool!(writer, pool => …)`), not from the store.
+pub(crate) struct Writer<'a> {
+    store: &'a Store,
+    _turn: Option<SemaphorePermit<'a>>,
+}
+
+impl Writer<'_> {
+    /// The pool to write to, while the turn is held.
+    pub(crate) fn pools(&self) -> PoolRef<'_> {
+        self.store.pools()
+    }
+}
 
 #[derive(Debug)]
 pub enum ConnectError {
@@ -166,12 +188,25 @@ impl Store {
         }
     }
 
-    /// A turn to write, on SQLite; held for the whole write (a transaction included).
-    pub(crate) async fn write_turn(&self) -> Option<SemaphorePermit<'_>> {
-        match self {
+    /// The handle a write runs through: on SQLite it waits for the write turn and keeps it
+    /// while it lives (a transaction included), so writers take turns at the gate.
+    pub(crate) async fn writer(&self) -> Writer<'_> {
+        let turn = match self {
             // The gate is never closed, so `acquire` cannot fail.
             Store::Sqlite(_, gate, _) => gate.acquire().await.ok(),
             Store::Postgres(..) => None,
+        };
+        Writer {
+            store: self,
+            _turn: turn,
+        }
+    }
+
+    /// The pool, for a read (a write takes it from its [`Writer`]).
+    pub(crate) fn pools(&self) -> PoolRef<'_> {
+        match self {
+            Store::Sqlite(pool, ..) => PoolRef::Sqlite(pool),
+            Store::Postgres(pool, ..) => PoolRef::Postgres(pool),
         }
     }
 

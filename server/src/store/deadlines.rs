@@ -156,9 +156,9 @@ impl Store {
         actor: &str,
         detail: &str,
     ) -> StoreResult<()> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => {
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             sqlx::query("UPDATE classes SET due_at = $2, late_policy = $3 WHERE id = $1")
                 .bind(class).bind(due_at).bind(policy.as_str()).execute(&mut *tx).await?;
@@ -187,8 +187,8 @@ impl Store {
         scenario: &str,
         due_at: DateTime<Utc>,
     ) -> StoreResult<bool> {
-        let _turn = self.write_turn().await;
-        let done = with_pool!(self, pool => sqlx::query(
+        let writer = self.writer().await;
+        let done = with_pool!(writer, pool => sqlx::query(
             "INSERT INTO class_deadlines (class_id, scenario, due_at, source) VALUES ($1, $2, $3, 'platform') \
              ON CONFLICT (class_id, scenario) DO UPDATE SET due_at = excluded.due_at \
              WHERE class_deadlines.source = 'platform' AND class_deadlines.due_at <> excluded.due_at")
@@ -206,14 +206,14 @@ impl Store {
         due_at: DateTime<Utc>,
         actor: &str,
     ) -> StoreResult<DateTime<Utc>> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
         let what = if scenario.is_empty() {
             "every scenario"
         } else {
             scenario
         };
-        with_pool!(self, pool => {
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             sqlx::query(
                 "INSERT INTO extensions (class_id, student, scenario, due_at, set_by, set_at) VALUES ($1, $2, $3, $4, $5, $6) \
@@ -241,14 +241,14 @@ impl Store {
         scenario: &str,
         actor: &str,
     ) -> StoreResult<bool> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
         let what = if scenario.is_empty() {
             "every scenario"
         } else {
             scenario
         };
-        with_pool!(self, pool => {
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             let removed = sqlx::query(
                 "DELETE FROM extensions WHERE class_id = $1 AND student = $2 AND scenario = $3")

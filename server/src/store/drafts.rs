@@ -34,9 +34,9 @@ impl Store {
         scenario: &str,
         design: &Json,
     ) -> StoreResult<Draft> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => sqlx::query(
+        with_pool!(writer, pool => sqlx::query(
             "INSERT INTO drafts (student, scenario, design, updated_at) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (student, scenario) DO UPDATE SET design = excluded.design, updated_at = excluded.updated_at")
             .bind(student).bind(scenario).bind(SqlJson(design)).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;

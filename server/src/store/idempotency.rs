@@ -20,9 +20,9 @@ impl Store {
     /// `Ok(false)` when the claim is no longer the holder's.
     pub async fn renew_idempotency_key(&self, claim: &ClaimId) -> StoreResult<bool> {
         let (caller, key, owner) = (&claim.caller, &claim.key, &claim.owner);
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        let renewed = with_pool!(self, pool => sqlx::query("UPDATE idempotency_keys SET updated_at = $3 WHERE caller = $1 AND key = $2 AND owner = $4 AND state = 'in_flight'")
+        let renewed = with_pool!(writer, pool => sqlx::query("UPDATE idempotency_keys SET updated_at = $3 WHERE caller = $1 AND key = $2 AND owner = $4 AND state = 'in_flight'")
             .bind(caller).bind(key).bind(now).bind(owner).execute(pool).await.map(|r| r.rows_affected()))?;
         Ok(renewed == 1)
     }
@@ -31,8 +31,8 @@ impl Store {
     /// holder can: `Ok(false)` when the claim was taken over meanwhile.
     pub async fn abandon_idempotency_key(&self, claim: &ClaimId) -> StoreResult<bool> {
         let (caller, key, owner) = (&claim.caller, &claim.key, &claim.owner);
-        let _turn = self.write_turn().await;
-        let done = with_pool!(self, pool => sqlx::query("DELETE FROM idempotency_keys WHERE caller = $1 AND key = $2 AND owner = $3 AND state = 'in_flight'")
+        let writer = self.writer().await;
+        let done = with_pool!(writer, pool => sqlx::query("DELETE FROM idempotency_keys WHERE caller = $1 AND key = $2 AND owner = $3 AND state = 'in_flight'")
             .bind(caller).bind(key).bind(owner).execute(pool).await.map(|r| r.rows_affected()))?;
         Ok(done == 1)
     }

@@ -41,9 +41,9 @@ impl Store {
         reason: &str,
         by: &str,
     ) -> StoreResult<DateTime<Utc>> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => {
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             sqlx::query(
                 "INSERT INTO score_overrides (class_id, student, scenario, score, max_score, reason, set_by, set_at) \
@@ -71,9 +71,9 @@ impl Store {
         scenario: &str,
         by: &str,
     ) -> StoreResult<bool> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => {
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             let removed = sqlx::query(
                 "DELETE FROM score_overrides WHERE class_id = $1 AND student = $2 AND scenario = $3")
@@ -123,9 +123,9 @@ impl Store {
         name: &str,
         actor: &str,
     ) -> StoreResult<bool> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => {
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             let old: Option<String> = sqlx::query_scalar(
                 "SELECT display_name FROM memberships WHERE class_id = $1 AND student = $2")
@@ -155,9 +155,9 @@ impl Store {
         student: &str,
         actor: &str,
     ) -> StoreResult<bool> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => {
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             let old: Option<String> = sqlx::query_scalar(
                 "SELECT display_name FROM memberships WHERE class_id = $1 AND student = $2")

@@ -88,8 +88,8 @@ impl Store {
     /// Records a batch of regraded verdicts in one transaction: all of them or none. One that
     /// is there already (a run that stopped after its commit) is left as it is.
     pub async fn record_regrades(&self, batch: &[Regrade]) -> StoreResult<u64> {
-        let _turn = self.write_turn().await;
-        with_pool!(self, pool => {
+        let writer = self.writer().await;
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             let mut added = 0;
             for g in batch {

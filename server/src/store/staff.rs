@@ -63,9 +63,9 @@ pub enum Removed {
 impl Store {
     /// Makes a staff account; `Ok(false)` when the name is taken.
     pub async fn create_account(&self, name: &str) -> StoreResult<bool> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        let made = with_pool!(self, pool => sqlx::query(
+        let made = with_pool!(writer, pool => sqlx::query(
             "INSERT INTO staff_accounts (name, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
             .bind(name).bind(now).execute(pool).await?.rows_affected());
         Ok(made == 1)
@@ -95,9 +95,9 @@ impl Store {
         account: Option<&str>,
         read_only: bool,
     ) -> StoreResult<bool> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        let done = with_pool!(self, pool => sqlx::query(
+        let done = with_pool!(writer, pool => sqlx::query(
             "INSERT INTO grader_tokens (name, token_hash, created_at, revoked_at, account, read_only) \
              VALUES ($1, $2, $3, NULL, $4, $5) \
              ON CONFLICT (name) DO UPDATE SET token_hash = excluded.token_hash, created_at = excluded.created_at, \
@@ -152,9 +152,9 @@ impl Store {
         role: StaffRole,
         actor: &str,
     ) -> StoreResult<bool> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => {
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             if role != StaffRole::Owner {
                 let owners: Vec<String> = sqlx::query_scalar(
@@ -189,9 +189,9 @@ impl Store {
         account: &str,
         actor: &str,
     ) -> StoreResult<Removed> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => {
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             let roles: Vec<(String, String)> = sqlx::query_as(
                 "SELECT account, role FROM class_staff WHERE class_id = $1")
@@ -224,9 +224,9 @@ impl Store {
         action: &str,
         detail: &str,
     ) -> StoreResult<()> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => sqlx::query(
+        with_pool!(writer, pool => sqlx::query(
             "INSERT INTO audit_log (at, actor, class_id, action, detail) VALUES ($1, $2, $3, $4, $5)")
             .bind(now).bind(actor).bind(class).bind(action).bind(detail)
             .execute(pool).await.map(|_| ())?);
@@ -251,10 +251,10 @@ impl Store {
         class: &str,
         wanted: StaffRole,
     ) -> StoreResult<(String, StaffRole)> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
         let account = format!("lti-{student}");
-        with_pool!(self, pool => {
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             sqlx::query(
                 "INSERT INTO staff_accounts (name, created_at, student) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")

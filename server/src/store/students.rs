@@ -57,9 +57,9 @@ impl Store {
     /// Makes a new student for a browser session, and the session: `secret_hash` is the
     /// sha256 of the cookie's secret, which is never stored itself.
     pub async fn create_session(&self, id: &str, secret_hash: &str) -> StoreResult<Student> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => {
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             sqlx::query("INSERT INTO students (id, display_name, origin, created_at, legacy_cookie) VALUES ($1, NULL, 'session', $2, FALSE)")
                 .bind(id).bind(now).execute(&mut *tx).await?;
@@ -93,9 +93,9 @@ impl Store {
         old_id: &str,
         secret_hash: &str,
     ) -> StoreResult<Option<Student>> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(self, pool => {
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             let marked = sqlx::query(
                 "UPDATE students SET legacy_cookie = FALSE WHERE id = $1 AND origin = 'session' AND legacy_cookie = TRUE")
@@ -115,8 +115,8 @@ impl Store {
     }
 
     pub async fn set_display_name(&self, id: &str, display_name: Option<&str>) -> StoreResult<()> {
-        let _turn = self.write_turn().await;
-        with_pool!(self, pool => sqlx::query("UPDATE students SET display_name = $2 WHERE id = $1")
+        let writer = self.writer().await;
+        with_pool!(writer, pool => sqlx::query("UPDATE students SET display_name = $2 WHERE id = $1")
             .bind(id).bind(display_name).execute(pool).await.map(|r| r.rows_affected()))?;
         Ok(())
     }
@@ -125,8 +125,8 @@ impl Store {
     /// transaction. Returns how many rows of each kind were removed, in the list's order, or
     /// `None` when there is no such student (and nothing was removed).
     pub async fn delete_student(&self, id: &str) -> StoreResult<Option<Vec<(&'static str, u64)>>> {
-        let _turn = self.write_turn().await;
-        with_pool!(self, pool => {
+        let writer = self.writer().await;
+        with_pool!(writer, pool => {
             let mut tx = pool.begin().await?;
             let found: Option<String> = sqlx::query_scalar("SELECT id FROM students WHERE id = $1")
                 .bind(id)

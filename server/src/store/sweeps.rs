@@ -11,8 +11,8 @@ impl Store {
     pub async fn sweep_idempotency_keys(&self, cutoff: DateTime<Utc>) -> StoreResult<u64> {
         let mut removed = 0;
         loop {
-            let _turn = self.write_turn().await;
-            let n = with_pool!(self, pool => sqlx::query(
+            let writer = self.writer().await;
+            let n = with_pool!(writer, pool => sqlx::query(
                 "DELETE FROM idempotency_keys WHERE (caller, key) IN (SELECT caller, key FROM idempotency_keys \
                  WHERE created_at < $1 AND (state = 'done' OR updated_at < $1) LIMIT $2)")
                 .bind(cutoff).bind(SWEEP_BATCH).execute(pool).await.map(|r| r.rows_affected()))?;
@@ -41,8 +41,8 @@ impl Store {
             .collect();
         let mut removed = 0;
         loop {
-            let _turn = self.write_turn().await;
-            let n = with_pool!(self, pool => {
+            let writer = self.writer().await;
+            let n = with_pool!(writer, pool => {
                 let mut tx = pool.begin().await?;
                 let mut last = 0;
                 for statement in &statements {

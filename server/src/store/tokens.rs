@@ -18,9 +18,9 @@ impl Store {
     /// Stores a token's hash under `name`. A revoked name may be used again; an active one
     /// may not (`Ok(false)`).
     pub async fn create_token(&self, name: &str, token_hash: &str) -> StoreResult<bool> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        let done = with_pool!(self, pool => sqlx::query(
+        let done = with_pool!(writer, pool => sqlx::query(
             "INSERT INTO grader_tokens (name, token_hash, created_at, revoked_at) VALUES ($1, $2, $3, NULL) \
              ON CONFLICT (name) DO UPDATE SET token_hash = excluded.token_hash, created_at = excluded.created_at, revoked_at = NULL \
              WHERE grader_tokens.revoked_at IS NOT NULL")
@@ -37,9 +37,9 @@ impl Store {
 
     /// Revokes the active token called `name`; `Ok(false)` when there is none.
     pub async fn revoke_token(&self, name: &str) -> StoreResult<bool> {
-        let _turn = self.write_turn().await;
+        let writer = self.writer().await;
         let now = Utc::now();
-        let done = with_pool!(self, pool => sqlx::query("UPDATE grader_tokens SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL")
+        let done = with_pool!(writer, pool => sqlx::query("UPDATE grader_tokens SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL")
             .bind(name).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
         Ok(done == 1)
     }
