@@ -62,11 +62,13 @@ impl Store {
         lineitem: &str,
     ) -> StoreResult<()> {
         let writer = self.writer().await;
-        with_pool!(writer, pool => sqlx::query(
+        with_pool!(writer, |pool| {
+            sqlx::query(
             "INSERT INTO lti_grade_targets (student, scenario, platform, sub, lineitem, tries) VALUES ($1, $2, $3, $4, $5, 0) \
              ON CONFLICT (student, scenario, lineitem) DO NOTHING")
             .bind(student).bind(scenario).bind(platform).bind(sub).bind(lineitem)
-            .execute(pool).await.map(|_| ()))
+            .execute(pool).await.map(|_| ())
+        })
     }
 
     /// The targets whose score changed since the platform accepted one (a new attempt, or a
@@ -75,7 +77,7 @@ impl Store {
     /// attempts made for a class after the student's due date there, or the score staff set
     /// by hand when there is one.
     pub async fn due_grades(&self, now: DateTime<Utc>) -> StoreResult<Vec<Due>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let targets = sqlx::query(
                 "SELECT student, scenario, platform, sub, lineitem, sent_through, sent_timestamp, tries \
                  FROM lti_grade_targets WHERE next_try_at IS NULL OR next_try_at <= $1")
@@ -94,9 +96,16 @@ impl Store {
                 let mut due_in: BTreeMap<String, Option<DateTime<Utc>>> = BTreeMap::new();
                 for r in &rows {
                     if let Some(class) = r.try_get::<Option<String>, _>("class_id")? {
-                        if let std::collections::btree_map::Entry::Vacant(slot) = due_in.entry(class) {
-                            let at: Option<DateTime<Utc>> = sqlx::query_scalar(crate::store::DUE_AT)
-                                .bind(slot.key()).bind(&student).bind(&scenario).fetch_one(pool).await?;
+                        if let std::collections::btree_map::Entry::Vacant(slot) =
+                            due_in.entry(class)
+                        {
+                            let at: Option<DateTime<Utc>> =
+                                sqlx::query_scalar(crate::store::DUE_AT)
+                                    .bind(slot.key())
+                                    .bind(&student)
+                                    .bind(&scenario)
+                                    .fetch_one(pool)
+                                    .await?;
                             slot.insert(at);
                         }
                     }
@@ -108,14 +117,23 @@ impl Store {
                     let id: String = r.try_get("id")?;
                     let made: DateTime<Utc> = r.try_get("created_at")?;
                     let class: Option<String> = r.try_get("class_id")?;
-                    if class.and_then(|c| due_in.get(&c).copied().flatten()).is_some_and(|d| made > d) {
+                    if class
+                        .and_then(|c| due_in.get(&c).copied().flatten())
+                        .is_some_and(|d| made > d)
+                    {
                         continue;
                     }
                     let regraded: Option<DateTime<Utc>> = r.try_get("r_at")?;
                     through = through.max(Some(made)).max(regraded);
                     let score = match regraded {
-                        Some(_) => (r.try_get::<i32, _>("r_score")?, r.try_get::<i32, _>("r_max")?),
-                        None => (r.try_get::<i32, _>("score")?, r.try_get::<i32, _>("max_score")?),
+                        Some(_) => (
+                            r.try_get::<i32, _>("r_score")?,
+                            r.try_get::<i32, _>("r_max")?,
+                        ),
+                        None => (
+                            r.try_get::<i32, _>("score")?,
+                            r.try_get::<i32, _>("max_score")?,
+                        ),
                     };
                     match now_scores.last_mut() {
                         Some(last) if last.0 == id => (last.1, last.2) = score,
@@ -161,21 +179,25 @@ impl Store {
     async fn claim_grade(&self, d: &Due, now: DateTime<Utc>) -> StoreResult<bool> {
         let writer = self.writer().await;
         let until = now + chrono::Duration::from_std(CLAIM).unwrap_or_default();
-        with_pool!(writer, pool => sqlx::query(
+        with_pool!(writer, |pool| {
+            sqlx::query(
             "UPDATE lti_grade_targets SET next_try_at = $4 \
              WHERE student = $1 AND scenario = $2 AND lineitem = $3 AND (next_try_at IS NULL OR next_try_at <= $5) \
              AND (sent_through IS NULL OR sent_through < $6)")
             .bind(&d.student).bind(&d.scenario).bind(&d.lineitem).bind(until).bind(now).bind(d.through)
-            .execute(pool).await.map(|r| r.rows_affected() == 1))
+            .execute(pool).await.map(|r| r.rows_affected() == 1)
+        })
     }
 
     async fn grade_sent(&self, d: &Due, timestamp: DateTime<Utc>) -> StoreResult<()> {
         let writer = self.writer().await;
-        with_pool!(writer, pool => sqlx::query(
+        with_pool!(writer, |pool| {
+            sqlx::query(
             "UPDATE lti_grade_targets SET sent_score = $4, sent_through = $5, sent_timestamp = $6, tries = 0, next_try_at = NULL, last_error = NULL \
              WHERE student = $1 AND scenario = $2 AND lineitem = $3")
             .bind(&d.student).bind(&d.scenario).bind(&d.lineitem).bind(d.score).bind(d.through).bind(timestamp)
-            .execute(pool).await.map(|_| ()))
+            .execute(pool).await.map(|_| ())
+        })
     }
 
     async fn grade_failed(
@@ -186,11 +208,13 @@ impl Store {
         timestamp: DateTime<Utc>,
     ) -> StoreResult<()> {
         let writer = self.writer().await;
-        with_pool!(writer, pool => sqlx::query(
+        with_pool!(writer, |pool| {
+            sqlx::query(
             "UPDATE lti_grade_targets SET tries = tries + 1, next_try_at = $4, last_error = $5, sent_timestamp = $6 \
              WHERE student = $1 AND scenario = $2 AND lineitem = $3")
             .bind(&d.student).bind(&d.scenario).bind(&d.lineitem).bind(next).bind(error).bind(timestamp)
-            .execute(pool).await.map(|_| ()))
+            .execute(pool).await.map(|_| ())
+        })
     }
 }
 
@@ -546,9 +570,14 @@ impl Store {
         platform: &str,
         resource_link: &str,
     ) -> StoreResult<Option<String>> {
-        with_pool!(self, pool => {
-            let row = sqlx::query("SELECT lineitem FROM lti_line_items WHERE platform = $1 AND resource_link = $2")
-                .bind(platform).bind(resource_link).fetch_optional(pool).await?;
+        with_pool!(self, |pool| {
+            let row = sqlx::query(
+                "SELECT lineitem FROM lti_line_items WHERE platform = $1 AND resource_link = $2",
+            )
+            .bind(platform)
+            .bind(resource_link)
+            .fetch_optional(pool)
+            .await?;
             row.map(|r| r.try_get("lineitem")).transpose()
         })
     }
@@ -562,9 +591,11 @@ impl Store {
     ) -> StoreResult<String> {
         {
             let writer = self.writer().await;
-            with_pool!(writer, pool => sqlx::query(
+            with_pool!(writer, |pool| {
+                sqlx::query(
                 "INSERT INTO lti_line_items (platform, resource_link, lineitem) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
-                .bind(platform).bind(resource_link).bind(lineitem).execute(pool).await.map(|_| ()))?;
+                .bind(platform).bind(resource_link).bind(lineitem).execute(pool).await.map(|_| ())
+            })?;
         }
         Ok(self
             .lti_line_item(platform, resource_link)

@@ -28,7 +28,7 @@ pub enum Db<'a> {
 /// Runs `$body` with `$pool` bound to whichever pool `$db` holds, as `crate::store`'s
 /// `with_pool!` does for the store.
 macro_rules! on_pool {
-    ($db:expr, $pool:ident => $body:expr) => {
+    ($db:expr, |$pool:ident| $body:expr) => {
         match $db {
             Db::Sqlite($pool) => $body,
             Db::Postgres($pool) => $body,
@@ -166,16 +166,20 @@ fn survivors<K: Ord>(rows: &[Keyed<K>]) -> BTreeMap<String, String> {
 /// when the old tables are empty.
 pub async fn merge_old_keys(db: Db<'_>) -> StoreResult<Merged> {
     let postgres = matches!(db, Db::Postgres(_));
-    let merged = on_pool!(db, pool => {
+    let merged = on_pool!(db, |pool| {
         let mut tx = pool.begin().await?;
         if postgres {
             // Two servers starting at once on one database: the second waits, then finds
             // the old tables empty.
-            sqlx::query("SELECT pg_advisory_xact_lock(2026120202)").execute(&mut *tx).await?;
+            sqlx::query("SELECT pg_advisory_xact_lock(2026120202)")
+                .execute(&mut *tx)
+                .await?;
         }
         let old: i64 = sqlx::query_scalar(
-            "SELECT (SELECT COUNT(*) FROM lti_users) + (SELECT COUNT(*) FROM lti_contexts)")
-            .fetch_one(&mut *tx).await?;
+            "SELECT (SELECT COUNT(*) FROM lti_users) + (SELECT COUNT(*) FROM lti_contexts)",
+        )
+        .fetch_one(&mut *tx)
+        .await?;
         if old == 0 {
             tx.rollback().await?;
             return Ok(Merged::default());
@@ -206,25 +210,40 @@ pub async fn merge_old_keys(db: Db<'_>) -> StoreResult<Merged> {
             .collect::<StoreResult<Vec<_>>>()?;
         let student_of = survivors(&users);
         let class_of = survivors(&courses);
-        let mut done = Merged { moved: old as usize, ..Merged::default() };
+        let mut done = Merged {
+            moved: old as usize,
+            ..Merged::default()
+        };
         for (gone, stays) in student_of.iter().filter(|(a, b)| a != b) {
             for statement in STUDENT_MERGE {
-                sqlx::query(statement).bind(gone).bind(stays).execute(&mut *tx).await?;
+                sqlx::query(statement)
+                    .bind(gone)
+                    .bind(stays)
+                    .execute(&mut *tx)
+                    .await?;
             }
             done.students += 1;
         }
         for (gone, stays) in class_of.iter().filter(|(a, b)| a != b) {
             for statement in CLASS_MERGE {
-                sqlx::query(statement).bind(gone).bind(stays).execute(&mut *tx).await?;
+                sqlx::query(statement)
+                    .bind(gone)
+                    .bind(stays)
+                    .execute(&mut *tx)
+                    .await?;
             }
             done.classes += 1;
         }
         for row in &users {
             sqlx::query(
                 "INSERT INTO lti_identities (issuer, sub, student) VALUES ($1, $2, $3) \
-                 ON CONFLICT (issuer, sub) DO UPDATE SET student = excluded.student")
-                .bind(&row.key.0).bind(&row.key.1).bind(&student_of[&row.id])
-                .execute(&mut *tx).await?;
+                 ON CONFLICT (issuer, sub) DO UPDATE SET student = excluded.student",
+            )
+            .bind(&row.key.0)
+            .bind(&row.key.1)
+            .bind(&student_of[&row.id])
+            .execute(&mut *tx)
+            .await?;
         }
         for row in &courses {
             sqlx::query(
@@ -233,8 +252,12 @@ pub async fn merge_old_keys(db: Db<'_>) -> StoreResult<Merged> {
                 .bind(&row.key.0).bind(&row.key.1).bind(&row.key.2).bind(&class_of[&row.id])
                 .execute(&mut *tx).await?;
         }
-        sqlx::query("DELETE FROM lti_users").execute(&mut *tx).await?;
-        sqlx::query("DELETE FROM lti_contexts").execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM lti_users")
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM lti_contexts")
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         done
     });

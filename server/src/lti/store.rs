@@ -53,7 +53,7 @@ impl Store {
     pub async fn add_lti_platform(&self, p: &Platform) -> StoreResult<bool> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             let added = sqlx::query(
                 "INSERT INTO lti_platforms (id, issuer, client_id, auth_url, token_url, jwks_url, created_at) \
@@ -79,39 +79,46 @@ impl Store {
 
     /// Every registered platform, by issuer and client id.
     pub async fn lti_platforms(&self) -> StoreResult<Vec<Platform>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let rows = sqlx::query(
                 "SELECT id, issuer, client_id, auth_url, token_url, jwks_url FROM lti_platforms ORDER BY issuer, client_id")
                 .fetch_all(pool).await?;
-            let deployments = sqlx::query("SELECT platform, deployment_id FROM lti_deployments ORDER BY deployment_id")
-                .fetch_all(pool).await?;
-            let origins = sqlx::query("SELECT platform, origin FROM lti_service_origins ORDER BY origin")
-                .fetch_all(pool).await?;
-            rows.iter().map(|r| {
-                let id: String = r.try_get("id")?;
-                let mut ds = Vec::new();
-                for d in &deployments {
-                    if d.try_get::<String, _>("platform")? == id {
-                        ds.push(d.try_get("deployment_id")?);
+            let deployments = sqlx::query(
+                "SELECT platform, deployment_id FROM lti_deployments ORDER BY deployment_id",
+            )
+            .fetch_all(pool)
+            .await?;
+            let origins =
+                sqlx::query("SELECT platform, origin FROM lti_service_origins ORDER BY origin")
+                    .fetch_all(pool)
+                    .await?;
+            rows.iter()
+                .map(|r| {
+                    let id: String = r.try_get("id")?;
+                    let mut ds = Vec::new();
+                    for d in &deployments {
+                        if d.try_get::<String, _>("platform")? == id {
+                            ds.push(d.try_get("deployment_id")?);
+                        }
                     }
-                }
-                let mut service_origins = Vec::new();
-                for o in &origins {
-                    if o.try_get::<String, _>("platform")? == id {
-                        service_origins.push(o.try_get("origin")?);
+                    let mut service_origins = Vec::new();
+                    for o in &origins {
+                        if o.try_get::<String, _>("platform")? == id {
+                            service_origins.push(o.try_get("origin")?);
+                        }
                     }
-                }
-                Ok(Platform {
-                    issuer: r.try_get("issuer")?,
-                    client_id: r.try_get("client_id")?,
-                    auth_url: r.try_get("auth_url")?,
-                    token_url: r.try_get("token_url")?,
-                    jwks_url: r.try_get("jwks_url")?,
-                    deployments: ds,
-                    service_origins,
-                    id,
+                    Ok(Platform {
+                        issuer: r.try_get("issuer")?,
+                        client_id: r.try_get("client_id")?,
+                        auth_url: r.try_get("auth_url")?,
+                        token_url: r.try_get("token_url")?,
+                        jwks_url: r.try_get("jwks_url")?,
+                        deployments: ds,
+                        service_origins,
+                        id,
+                    })
                 })
-            }).collect()
+                .collect()
         })
     }
 
@@ -120,26 +127,44 @@ impl Store {
     /// registration. `Ok(false)` when there is none.
     pub async fn remove_lti_platform(&self, id: &str) -> StoreResult<bool> {
         let writer = self.writer().await;
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
-            let issuer: Option<String> = sqlx::query_scalar("SELECT issuer FROM lti_platforms WHERE id = $1")
-                .bind(id).fetch_optional(&mut *tx).await?;
+            let issuer: Option<String> =
+                sqlx::query_scalar("SELECT issuer FROM lti_platforms WHERE id = $1")
+                    .bind(id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
             let Some(issuer) = issuer else {
                 tx.rollback().await?;
                 return Ok(false);
             };
-            for table in ["lti_deployments", "lti_logins", "lti_service_origins", "lti_users", "lti_contexts"] {
+            for table in [
+                "lti_deployments",
+                "lti_logins",
+                "lti_service_origins",
+                "lti_users",
+                "lti_contexts",
+            ] {
                 sqlx::query(&format!("DELETE FROM {table} WHERE platform = $1"))
-                    .bind(id).execute(&mut *tx).await?;
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
             }
             sqlx::query("DELETE FROM lti_platforms WHERE id = $1")
-                .bind(id).execute(&mut *tx).await?;
-            let others: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM lti_platforms WHERE issuer = $1")
-                .bind(&issuer).fetch_one(&mut *tx).await?;
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            let others: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM lti_platforms WHERE issuer = $1")
+                    .bind(&issuer)
+                    .fetch_one(&mut *tx)
+                    .await?;
             if others == 0 {
                 for table in ["lti_identities", "lti_courses"] {
                     sqlx::query(&format!("DELETE FROM {table} WHERE issuer = $1"))
-                        .bind(&issuer).execute(&mut *tx).await?;
+                        .bind(&issuer)
+                        .execute(&mut *tx)
+                        .await?;
                 }
             }
             tx.commit().await?;
@@ -151,36 +176,50 @@ impl Store {
 
     pub async fn add_lti_key(&self, key: &ToolKey) -> StoreResult<()> {
         let writer = self.writer().await;
-        with_pool!(writer, pool => sqlx::query(
+        with_pool!(writer, |pool| {
+            sqlx::query(
             "INSERT INTO lti_keys (kid, private_pem, n, e, created_at, retired_at) VALUES ($1, $2, $3, $4, $5, NULL)")
             .bind(&key.kid).bind(&key.private_pem).bind(&key.n).bind(&key.e).bind(key.created_at)
-            .execute(pool).await.map(|_| ()))
+            .execute(pool).await.map(|_| ())
+        })
     }
 
     /// Retires every key but `keep`.
     pub async fn retire_lti_keys_except(&self, keep: &str) -> StoreResult<u64> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => sqlx::query(
-            "UPDATE lti_keys SET retired_at = $2 WHERE kid <> $1 AND retired_at IS NULL")
-            .bind(keep).bind(now).execute(pool).await.map(|r| r.rows_affected()))
+        with_pool!(writer, |pool| sqlx::query(
+            "UPDATE lti_keys SET retired_at = $2 WHERE kid <> $1 AND retired_at IS NULL"
+        )
+        .bind(keep)
+        .bind(now)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))
     }
 
     /// The keys not retired before `since`, newest first.
     pub async fn lti_keys(&self, since: DateTime<Utc>) -> StoreResult<Vec<ToolKey>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let rows = sqlx::query(
                 "SELECT kid, private_pem, n, e, created_at, retired_at FROM lti_keys \
-                 WHERE retired_at IS NULL OR retired_at > $1 ORDER BY created_at DESC, kid")
-                .bind(since).fetch_all(pool).await?;
-            rows.iter().map(|r| Ok(ToolKey {
-                kid: r.try_get("kid")?,
-                private_pem: r.try_get("private_pem")?,
-                n: r.try_get("n")?,
-                e: r.try_get("e")?,
-                created_at: r.try_get("created_at")?,
-                retired_at: r.try_get("retired_at")?,
-            })).collect()
+                 WHERE retired_at IS NULL OR retired_at > $1 ORDER BY created_at DESC, kid",
+            )
+            .bind(since)
+            .fetch_all(pool)
+            .await?;
+            rows.iter()
+                .map(|r| {
+                    Ok(ToolKey {
+                        kid: r.try_get("kid")?,
+                        private_pem: r.try_get("private_pem")?,
+                        n: r.try_get("n")?,
+                        e: r.try_get("e")?,
+                        created_at: r.try_get("created_at")?,
+                        retired_at: r.try_get("retired_at")?,
+                    })
+                })
+                .collect()
         })
     }
 
@@ -197,22 +236,27 @@ impl Store {
     ) -> StoreResult<()> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => sqlx::query(
+        with_pool!(writer, |pool| {
+            sqlx::query(
             "INSERT INTO lti_logins (state, nonce, platform, created_at, used_at, browser_hash) VALUES ($1, $2, $3, $4, NULL, $5)")
-            .bind(state).bind(nonce).bind(platform).bind(now).bind(browser_hash).execute(pool).await.map(|_| ()))
+            .bind(state).bind(nonce).bind(platform).bind(now).bind(browser_hash).execute(pool).await.map(|_| ())
+        })
     }
 
     /// The login started with `state`, if it was never used.
     pub async fn lti_login(&self, state: &str) -> StoreResult<Option<Login>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let row = sqlx::query("SELECT nonce, platform, created_at, browser_hash FROM lti_logins WHERE state = $1 AND used_at IS NULL")
                 .bind(state).fetch_optional(pool).await?;
-            row.map(|r| Ok(Login {
-                nonce: r.try_get("nonce")?,
-                platform: r.try_get("platform")?,
-                created_at: r.try_get("created_at")?,
-                browser_hash: r.try_get("browser_hash")?,
-            })).transpose()
+            row.map(|r| {
+                Ok(Login {
+                    nonce: r.try_get("nonce")?,
+                    platform: r.try_get("platform")?,
+                    created_at: r.try_get("created_at")?,
+                    browser_hash: r.try_get("browser_hash")?,
+                })
+            })
+            .transpose()
         })
     }
 
@@ -220,8 +264,14 @@ impl Store {
     pub async fn use_lti_login(&self, state: &str) -> StoreResult<bool> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => sqlx::query("UPDATE lti_logins SET used_at = $2 WHERE state = $1 AND used_at IS NULL")
-            .bind(state).bind(now).execute(pool).await.map(|r| r.rows_affected() == 1))
+        with_pool!(writer, |pool| sqlx::query(
+            "UPDATE lti_logins SET used_at = $2 WHERE state = $1 AND used_at IS NULL"
+        )
+        .bind(state)
+        .bind(now)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected() == 1))
     }
 
     // Users.
@@ -229,11 +279,15 @@ impl Store {
     /// The student a platform's user is, if they launched before: a user is their issuer's
     /// `sub`, whichever registration of the issuer they came through.
     pub async fn lti_student(&self, issuer: &str, sub: &str) -> StoreResult<Option<String>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let row = sqlx::query(
                 "SELECT u.student FROM lti_identities AS u JOIN students AS s ON s.id = u.student \
-                 WHERE u.issuer = $1 AND u.sub = $2")
-                .bind(issuer).bind(sub).fetch_optional(pool).await?;
+                 WHERE u.issuer = $1 AND u.sub = $2",
+            )
+            .bind(issuer)
+            .bind(sub)
+            .fetch_optional(pool)
+            .await?;
             row.map(|r| r.try_get("student")).transpose()
         })
     }
@@ -249,11 +303,13 @@ impl Store {
     ) -> StoreResult<String> {
         {
             let writer = self.writer().await;
-            with_pool!(writer, pool => sqlx::query(
+            with_pool!(writer, |pool| {
+                sqlx::query(
                 "INSERT INTO lti_identities (issuer, sub, student) VALUES ($1, $2, $3) \
                  ON CONFLICT (issuer, sub) DO UPDATE SET student = excluded.student \
                  WHERE NOT EXISTS (SELECT 1 FROM students WHERE students.id = lti_identities.student)")
-                .bind(issuer).bind(sub).bind(student).execute(pool).await.map(|_| ()))?;
+                .bind(issuer).bind(sub).bind(student).execute(pool).await.map(|_| ())
+            })?;
         }
         Ok(self
             .lti_student(issuer, sub)
@@ -266,16 +322,21 @@ impl Store {
     pub async fn add_lti_student(&self, id: &str) -> StoreResult<()> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => sqlx::query(
+        with_pool!(writer, |pool| {
+            sqlx::query(
             "INSERT INTO students (id, display_name, origin, created_at, legacy_cookie) VALUES ($1, NULL, 'session', $2, FALSE)")
-            .bind(id).bind(now).execute(pool).await.map(|_| ()))
+            .bind(id).bind(now).execute(pool).await.map(|_| ())
+        })
     }
 
     /// The display name of student `id`, if it has one.
     pub async fn lti_student_name(&self, id: &str) -> StoreResult<Option<String>> {
-        with_pool!(self, pool => {
-            let name: Option<Option<String>> = sqlx::query_scalar("SELECT display_name FROM students WHERE id = $1")
-                .bind(id).fetch_optional(pool).await?;
+        with_pool!(self, |pool| {
+            let name: Option<Option<String>> =
+                sqlx::query_scalar("SELECT display_name FROM students WHERE id = $1")
+                    .bind(id)
+                    .fetch_optional(pool)
+                    .await?;
             Ok(name.flatten())
         })
     }
@@ -284,14 +345,17 @@ impl Store {
     /// joined, a learning platform's user, or a display name. A session of such a student is
     /// never replaced by another student's.
     pub async fn holds_work(&self, id: &str) -> StoreResult<bool> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let found: Option<i32> = sqlx::query_scalar(
                 "SELECT 1 FROM students WHERE id = $1 AND (display_name IS NOT NULL \
                  OR EXISTS (SELECT 1 FROM attempts WHERE attempts.student = $1) \
                  OR EXISTS (SELECT 1 FROM drafts WHERE drafts.student = $1) \
                  OR EXISTS (SELECT 1 FROM memberships WHERE memberships.student = $1) \
-                 OR EXISTS (SELECT 1 FROM lti_identities WHERE lti_identities.student = $1))")
-                .bind(id).fetch_optional(pool).await?;
+                 OR EXISTS (SELECT 1 FROM lti_identities WHERE lti_identities.student = $1))",
+            )
+            .bind(id)
+            .fetch_optional(pool)
+            .await?;
             Ok(found.is_some())
         })
     }
@@ -300,8 +364,15 @@ impl Store {
     pub async fn add_session(&self, student: &str, secret_hash: &str) -> StoreResult<()> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => sqlx::query("INSERT INTO sessions (secret_hash, student, created_at) VALUES ($1, $2, $3)")
-            .bind(secret_hash).bind(student).bind(now).execute(pool).await.map(|_| ()))
+        with_pool!(writer, |pool| sqlx::query(
+            "INSERT INTO sessions (secret_hash, student, created_at) VALUES ($1, $2, $3)"
+        )
+        .bind(secret_hash)
+        .bind(student)
+        .bind(now)
+        .execute(pool)
+        .await
+        .map(|_| ()))
     }
 }
 
@@ -316,9 +387,11 @@ impl Store {
     ) -> StoreResult<()> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => sqlx::query(
+        with_pool!(writer, |pool| {
+            sqlx::query(
             "INSERT INTO lti_handoffs (code_hash, student, target, created_at, used_at) VALUES ($1, $2, $3, $4, NULL)")
-            .bind(code_hash).bind(student).bind(target).bind(now).execute(pool).await.map(|_| ()))
+            .bind(code_hash).bind(student).bind(target).bind(now).execute(pool).await.map(|_| ())
+        })
     }
 
     /// The student and target of the handoff whose code hashes to `code_hash`, if it is
@@ -328,11 +401,12 @@ impl Store {
         code_hash: &str,
         since: DateTime<Utc>,
     ) -> StoreResult<Option<(String, String)>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let row = sqlx::query(
                 "SELECT student, target FROM lti_handoffs WHERE code_hash = $1 AND used_at IS NULL AND created_at > $2")
                 .bind(code_hash).bind(since).fetch_optional(pool).await?;
-            row.map(|r| Ok((r.try_get("student")?, r.try_get("target")?))).transpose()
+            row.map(|r| Ok((r.try_get("student")?, r.try_get("target")?)))
+                .transpose()
         })
     }
 
@@ -345,7 +419,7 @@ impl Store {
     ) -> StoreResult<Option<(String, String)>> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             let row = sqlx::query(
                 "SELECT student, target FROM lti_handoffs WHERE code_hash = $1 AND used_at IS NULL AND created_at > $2")
@@ -354,8 +428,14 @@ impl Store {
                 tx.rollback().await?;
                 return Ok(None);
             };
-            let spent = sqlx::query("UPDATE lti_handoffs SET used_at = $2 WHERE code_hash = $1 AND used_at IS NULL")
-                .bind(code_hash).bind(now).execute(&mut *tx).await?.rows_affected();
+            let spent = sqlx::query(
+                "UPDATE lti_handoffs SET used_at = $2 WHERE code_hash = $1 AND used_at IS NULL",
+            )
+            .bind(code_hash)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
             if spent != 1 {
                 tx.rollback().await?;
                 return Ok(None);
@@ -377,7 +457,7 @@ impl Store {
         deployment: &str,
         context: &str,
     ) -> StoreResult<Option<String>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let row = sqlx::query("SELECT class_id FROM lti_courses WHERE issuer = $1 AND deployment_id = $2 AND context_id = $3")
                 .bind(issuer).bind(deployment).bind(context).fetch_optional(pool).await?;
             row.map(|r| r.try_get("class_id")).transpose()
@@ -395,9 +475,11 @@ impl Store {
     ) -> StoreResult<String> {
         {
             let writer = self.writer().await;
-            with_pool!(writer, pool => sqlx::query(
+            with_pool!(writer, |pool| {
+                sqlx::query(
                 "INSERT INTO lti_courses (issuer, deployment_id, context_id, class_id) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING")
-                .bind(issuer).bind(deployment).bind(context).bind(class).execute(pool).await.map(|_| ()))?;
+                .bind(issuer).bind(deployment).bind(context).bind(class).execute(pool).await.map(|_| ())
+            })?;
         }
         Ok(self
             .lti_course_class(issuer, deployment, context)
@@ -411,12 +493,18 @@ impl Store {
     /// ten minutes they are refused anyway. Answers how many rows went.
     pub async fn sweep_lti_logins(&self, cutoff: DateTime<Utc>) -> StoreResult<u64> {
         let writer = self.writer().await;
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             let logins = sqlx::query("DELETE FROM lti_logins WHERE created_at < $1")
-                .bind(cutoff).execute(&mut *tx).await?.rows_affected();
+                .bind(cutoff)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
             let handoffs = sqlx::query("DELETE FROM lti_handoffs WHERE created_at < $1")
-                .bind(cutoff).execute(&mut *tx).await?.rows_affected();
+                .bind(cutoff)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
             tx.commit().await?;
             Ok(logins + handoffs)
         })

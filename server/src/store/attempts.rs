@@ -94,7 +94,7 @@ impl Store {
     // Attempts.
 
     pub async fn get_attempt(&self, id: &str) -> StoreResult<Option<Attempt>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             Ok(sqlx::query_as::<_, Attempt>(
                 "SELECT id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id \
                  FROM attempts WHERE id = $1")
@@ -124,10 +124,14 @@ impl Store {
         query: &AttemptsQuery<'_>,
     ) -> StoreResult<Vec<AttemptSummary>> {
         let sql = format!("SELECT {ATTEMPTS_PAGE_COLUMNS} {ATTEMPTS_PAGE}");
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             Ok(sqlx::query_as::<_, AttemptSummary>(&sql)
-                .bind(query.student).bind(query.scenario).bind(query.before).bind(i64::from(query.limit))
-                .fetch_all(pool).await?)
+                .bind(query.student)
+                .bind(query.scenario)
+                .bind(query.before)
+                .bind(i64::from(query.limit))
+                .fetch_all(pool)
+                .await?)
         })
     }
 
@@ -142,23 +146,30 @@ impl Store {
             "SELECT {ATTEMPTS_PAGE_COLUMNS}, a.verdict, COALESCE(m.display_name, s.display_name, '') AS display_name \
              {ATTEMPTS_PAGE_JOINED}"
         );
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             Ok(sqlx::query_as::<_, ExportedAttempt>(&sql)
-                .bind(query.student).bind(query.scenario).bind(query.before).bind(i64::from(query.limit))
-                .fetch_all(pool).await?)
+                .bind(query.student)
+                .bind(query.scenario)
+                .bind(query.before)
+                .bind(i64::from(query.limit))
+                .fetch_all(pool)
+                .await?)
         })
     }
 
     /// The name a student goes by: the one of their session or platform, else the one they
     /// gave the class they joined last; `None` for a student with neither (or none at all).
     pub async fn display_name(&self, student: &str) -> StoreResult<Option<String>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let row = sqlx::query(
                 "SELECT COALESCE(s.display_name, \
                  (SELECT m.display_name FROM memberships AS m WHERE m.student = s.id ORDER BY m.joined_at DESC LIMIT 1)) AS name \
                  FROM students AS s WHERE s.id = $1")
                 .bind(student).fetch_optional(pool).await?;
-            Ok(row.map(|r| r.try_get::<Option<String>, _>("name")).transpose()?.flatten())
+            Ok(row
+                .map(|r| r.try_get::<Option<String>, _>("name"))
+                .transpose()?
+                .flatten())
         })
     }
 
@@ -166,14 +177,20 @@ impl Store {
     /// and passed it. A draft alone is not a try: it may be an edit never checked.
     pub async fn progress(&self, student: &str) -> StoreResult<BTreeMap<String, Progress>> {
         let mut progress: BTreeMap<String, Progress> = BTreeMap::new();
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let rows = sqlx::query(
                 "SELECT scenario, MAX(CASE WHEN passed THEN 1 ELSE 0 END) AS passed FROM attempts WHERE student = $1 GROUP BY scenario")
                 .bind(student).fetch_all(pool).await?;
             for r in rows {
                 let scenario: String = r.try_get("scenario")?;
                 let passed: i32 = r.try_get("passed")?;
-                progress.insert(scenario, Progress { tried: true, passed: passed == 1 });
+                progress.insert(
+                    scenario,
+                    Progress {
+                        tried: true,
+                        passed: passed == 1,
+                    },
+                );
             }
         });
         Ok(progress)

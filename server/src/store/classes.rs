@@ -170,28 +170,45 @@ impl Store {
         let writer = self.writer().await;
         let now = Utc::now();
         let postgres = matches!(self, Store::Postgres(..));
-        let made = with_pool!(writer, pool => {
+        let made = with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             if postgres {
                 sqlx::query("SELECT pg_advisory_xact_lock(hashtext('classes:' || $1))")
-                    .bind(created_by).execute(&mut *tx).await?;
+                    .bind(created_by)
+                    .execute(&mut *tx)
+                    .await?;
             }
-            let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM classes WHERE created_by = $1")
-                .bind(created_by).fetch_one(&mut *tx).await?;
+            let (count,): (i64,) =
+                sqlx::query_as("SELECT COUNT(*) FROM classes WHERE created_by = $1")
+                    .bind(created_by)
+                    .fetch_one(&mut *tx)
+                    .await?;
             if count >= i64::from(max) {
                 tx.rollback().await?;
                 return Ok(ClassMade::LimitReached);
             }
             let made = sqlx::query(
                 "INSERT INTO classes (id, name, join_code, open, preview, created_by, created_at) \
-                 VALUES ($1, $2, $3, TRUE, 'everything', $4, $5) ON CONFLICT DO NOTHING")
-                .bind(id).bind(name).bind(join_code).bind(created_by).bind(now)
-                .execute(&mut *tx).await?.rows_affected();
+                 VALUES ($1, $2, $3, TRUE, 'everything', $4, $5) ON CONFLICT DO NOTHING",
+            )
+            .bind(id)
+            .bind(name)
+            .bind(join_code)
+            .bind(created_by)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
             if let (1, Some(owner)) = (made, owner) {
                 sqlx::query(
                     "INSERT INTO class_staff (class_id, account, role, granted_by, granted_at) \
-                     VALUES ($1, $2, 'owner', $2, $3)")
-                    .bind(id).bind(owner).bind(now).execute(&mut *tx).await?;
+                     VALUES ($1, $2, 'owner', $2, $3)",
+                )
+                .bind(id)
+                .bind(owner)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
             }
             if made == 1 {
                 sqlx::query(
@@ -223,7 +240,7 @@ impl Store {
     pub async fn list_classes(&self) -> StoreResult<Vec<Class>> {
         let query =
             format!("SELECT {CLASS_COLUMNS} FROM classes AS c ORDER BY c.created_at DESC, c.id");
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let rows = sqlx::query(&query).fetch_all(pool).await?;
             rows.iter().map(class_of).collect()
         })
@@ -254,16 +271,22 @@ impl Store {
             Some((at, id)) => (*at, id.as_str(), 1i32),
             None => (Utc::now(), "", 0i32),
         };
-        with_pool!(self, pool => {
-            let rows = sqlx::query(&query).bind(at).bind(id).bind(limit).bind(account).bind(paged)
-                .fetch_all(pool).await?;
+        with_pool!(self, |pool| {
+            let rows = sqlx::query(&query)
+                .bind(at)
+                .bind(id)
+                .bind(limit)
+                .bind(account)
+                .bind(paged)
+                .fetch_all(pool)
+                .await?;
             rows.iter().map(class_of).collect()
         })
     }
 
     pub async fn get_class(&self, id: &str) -> StoreResult<Option<Class>> {
         let query = format!("SELECT {CLASS_COLUMNS} FROM classes AS c WHERE c.id = $1");
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let row = sqlx::query(&query).bind(id).fetch_optional(pool).await?;
             row.as_ref().map(class_of).transpose()
         })
@@ -271,8 +294,11 @@ impl Store {
 
     pub async fn class_by_code(&self, join_code: &str) -> StoreResult<Option<Class>> {
         let query = format!("SELECT {CLASS_COLUMNS} FROM classes AS c WHERE c.join_code = $1");
-        with_pool!(self, pool => {
-            let row = sqlx::query(&query).bind(join_code).fetch_optional(pool).await?;
+        with_pool!(self, |pool| {
+            let row = sqlx::query(&query)
+                .bind(join_code)
+                .fetch_optional(pool)
+                .await?;
             row.as_ref().map(class_of).transpose()
         })
     }
@@ -289,9 +315,11 @@ impl Store {
         let preview = preview.map(Preview::as_str);
         {
             let writer = self.writer().await;
-            let changed = with_pool!(writer, pool => sqlx::query(
+            let changed = with_pool!(writer, |pool| {
+                sqlx::query(
                 "UPDATE classes SET name = COALESCE($2, name), open = COALESCE($3, open), preview = COALESCE($4, preview) WHERE id = $1")
-                .bind(id).bind(name).bind(open).bind(preview).execute(pool).await.map(|r| r.rows_affected()))?;
+                .bind(id).bind(name).bind(open).bind(preview).execute(pool).await.map(|r| r.rows_affected())
+            })?;
             if changed != 1 {
                 return Ok(None);
             }
@@ -309,12 +337,14 @@ impl Store {
     ) -> StoreResult<Joined> {
         let writer = self.writer().await;
         let now = Utc::now();
-        let inserted = with_pool!(writer, pool => sqlx::query(
+        let inserted = with_pool!(writer, |pool| {
+            sqlx::query(
             "INSERT INTO memberships (class_id, student, display_name, joined_at) \
              SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM classes WHERE id = $1 AND open = TRUE) \
              ON CONFLICT (class_id, student) DO NOTHING")
             .bind(class).bind(student).bind(display_name).bind(now)
-            .execute(pool).await.map(|r| r.rows_affected()))?;
+            .execute(pool).await.map(|r| r.rows_affected())
+        })?;
         drop(writer);
         match self.membership(class, student).await? {
             Some(m) if inserted == 1 => Ok(Joined::New(m)),
@@ -324,29 +354,36 @@ impl Store {
     }
 
     pub async fn membership(&self, class: &str, student: &str) -> StoreResult<Option<Membership>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let row = sqlx::query("SELECT class_id, student, display_name, joined_at FROM memberships WHERE class_id = $1 AND student = $2")
                 .bind(class).bind(student).fetch_optional(pool).await?;
-            row.map(|r| Ok(Membership {
-                class: r.try_get("class_id")?,
-                student: r.try_get("student")?,
-                display_name: r.try_get("display_name")?,
-                joined_at: r.try_get("joined_at")?,
-            })).transpose()
+            row.map(|r| {
+                Ok(Membership {
+                    class: r.try_get("class_id")?,
+                    student: r.try_get("student")?,
+                    display_name: r.try_get("display_name")?,
+                    joined_at: r.try_get("joined_at")?,
+                })
+            })
+            .transpose()
         })
     }
 
     /// The members of a class, by display name.
     pub async fn members(&self, class: &str) -> StoreResult<Vec<Membership>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let rows = sqlx::query("SELECT class_id, student, display_name, joined_at FROM memberships WHERE class_id = $1 ORDER BY display_name, student")
                 .bind(class).fetch_all(pool).await?;
-            rows.iter().map(|r| Ok(Membership {
-                class: r.try_get("class_id")?,
-                student: r.try_get("student")?,
-                display_name: r.try_get("display_name")?,
-                joined_at: r.try_get("joined_at")?,
-            })).collect()
+            rows.iter()
+                .map(|r| {
+                    Ok(Membership {
+                        class: r.try_get("class_id")?,
+                        student: r.try_get("student")?,
+                        display_name: r.try_get("display_name")?,
+                        joined_at: r.try_get("joined_at")?,
+                    })
+                })
+                .collect()
         })
     }
 
@@ -356,18 +393,20 @@ impl Store {
             "SELECT {CLASS_COLUMNS}, m.display_name AS member_name, m.joined_at FROM memberships AS m \
              JOIN classes AS c ON c.id = m.class_id WHERE m.student = $1 ORDER BY m.joined_at, c.id"
         );
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let rows = sqlx::query(&query).bind(student).fetch_all(pool).await?;
-            rows.iter().map(|r| {
-                let class = class_of(r)?;
-                let membership = Membership {
-                    class: class.id.clone(),
-                    student: student.to_string(),
-                    display_name: r.try_get("member_name")?,
-                    joined_at: r.try_get("joined_at")?,
-                };
-                Ok((class, membership))
-            }).collect()
+            rows.iter()
+                .map(|r| {
+                    let class = class_of(r)?;
+                    let membership = Membership {
+                        class: class.id.clone(),
+                        student: student.to_string(),
+                        display_name: r.try_get("member_name")?,
+                        joined_at: r.try_get("joined_at")?,
+                    };
+                    Ok((class, membership))
+                })
+                .collect()
         })
     }
 
@@ -378,7 +417,7 @@ impl Store {
         class: &str,
         student: Option<&str>,
     ) -> StoreResult<Vec<ClassAttempt>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             Ok(sqlx::query_as::<_, ClassAttempt>(
                 "SELECT id, student, scenario, scenario_hash, score, max_score, passed, created_at, verdict FROM attempts \
                  WHERE class_id = $1 AND ($2 IS NULL OR student = $2) ORDER BY created_at, id")

@@ -35,9 +35,9 @@ pub enum Store {
 }
 
 /// Runs the same body against whichever pool the store has: reads on the store itself,
-/// writes on its [`Writer`] (`with_pool!(writer, pool => …)`).
+/// writes on its [`Writer`] (`with_pool!(writer, |pool| …)`).
 macro_rules! with_pool {
-    ($store:expr, $pool:ident => $body:expr) => {
+    ($store:expr, |$pool:ident| $body:expr) => {
         match ($store).pools() {
             $crate::store::PoolRef::Sqlite($pool) => $body,
             $crate::store::PoolRef::Postgres($pool) => $body,
@@ -55,7 +55,7 @@ pub(crate) enum PoolRef<'a> {
 
 /// A write on the store, had only from [`Store::writer`]: on SQLite it holds the write turn
 /// for as long as it lives, and the store's writes take their pool from it
-/// (`with_pool!(writer, pool => …)`), not from the store.
+/// (`with_pool!(writer, |pool| …)`), not from the store.
 pub(crate) struct Writer<'a> {
     store: &'a Store,
     _turn: Option<SemaphorePermit<'a>>,
@@ -212,11 +212,14 @@ impl Store {
 
     /// Succeeds when the database answers.
     pub async fn ping(&self) -> StoreResult<()> {
-        with_pool!(self, pool => sqlx::query("SELECT 1").execute(pool).await.map(|_| ()))
+        with_pool!(self, |pool| sqlx::query("SELECT 1")
+            .execute(pool)
+            .await
+            .map(|_| ()))
     }
 
     /// Closes every connection; later queries fail. Tests use it to break the database.
     pub async fn close(&self) {
-        with_pool!(self, pool => pool.close().await)
+        with_pool!(self, |pool| pool.close().await)
     }
 }

@@ -104,10 +104,12 @@ const RESEND_CLASS: &str = "UPDATE lti_grade_targets SET sent_through = NULL \
 impl Store {
     /// The due dates of a class (nothing for a class that does not exist).
     pub async fn due_dates(&self, class: &str) -> StoreResult<DueDates> {
-        with_pool!(self, pool => {
-            let found: Option<ClassDue> = sqlx::query_as(
-                "SELECT due_at, late_policy FROM classes WHERE id = $1")
-                .bind(class).fetch_optional(pool).await?;
+        with_pool!(self, |pool| {
+            let found: Option<ClassDue> =
+                sqlx::query_as("SELECT due_at, late_policy FROM classes WHERE id = $1")
+                    .bind(class)
+                    .fetch_optional(pool)
+                    .await?;
             let Some(found) = found else {
                 return Ok(DueDates::default());
             };
@@ -134,12 +136,23 @@ impl Store {
         student: &str,
         scenario: &str,
     ) -> StoreResult<(Option<DateTime<Utc>>, LatePolicy)> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let due: Option<DateTime<Utc>> = sqlx::query_scalar(DUE_AT)
-                .bind(class).bind(student).bind(scenario).fetch_one(pool).await?;
-            let policy: Option<String> = sqlx::query_scalar("SELECT late_policy FROM classes WHERE id = $1")
-                .bind(class).fetch_optional(pool).await?;
-            let policy = policy.as_deref().map(policy_of_stored).transpose()?.unwrap_or_default();
+                .bind(class)
+                .bind(student)
+                .bind(scenario)
+                .fetch_one(pool)
+                .await?;
+            let policy: Option<String> =
+                sqlx::query_scalar("SELECT late_policy FROM classes WHERE id = $1")
+                    .bind(class)
+                    .fetch_optional(pool)
+                    .await?;
+            let policy = policy
+                .as_deref()
+                .map(policy_of_stored)
+                .transpose()?
+                .unwrap_or_default();
             Ok((due, policy))
         })
     }
@@ -158,19 +171,28 @@ impl Store {
     ) -> StoreResult<()> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             sqlx::query("UPDATE classes SET due_at = $2, late_policy = $3 WHERE id = $1")
-                .bind(class).bind(due_at).bind(policy.as_str()).execute(&mut *tx).await?;
+                .bind(class)
+                .bind(due_at)
+                .bind(policy.as_str())
+                .execute(&mut *tx)
+                .await?;
             sqlx::query("DELETE FROM class_deadlines WHERE class_id = $1 AND source = 'staff'")
-                .bind(class).execute(&mut *tx).await?;
+                .bind(class)
+                .execute(&mut *tx)
+                .await?;
             for (scenario, due) in scenarios {
                 sqlx::query(
                     "INSERT INTO class_deadlines (class_id, scenario, due_at, source) VALUES ($1, $2, $3, 'staff') \
                      ON CONFLICT (class_id, scenario) DO UPDATE SET due_at = excluded.due_at, source = 'staff'")
                     .bind(class).bind(scenario).bind(*due).execute(&mut *tx).await?;
             }
-            sqlx::query(RESEND_CLASS).bind(class).execute(&mut *tx).await?;
+            sqlx::query(RESEND_CLASS)
+                .bind(class)
+                .execute(&mut *tx)
+                .await?;
             sqlx::query(
                 "INSERT INTO audit_log (at, actor, class_id, action, detail) VALUES ($1, $2, $3, 'deadlines_changed', $4)")
                 .bind(now).bind(actor).bind(class).bind(detail).execute(&mut *tx).await?;
@@ -188,11 +210,13 @@ impl Store {
         due_at: DateTime<Utc>,
     ) -> StoreResult<bool> {
         let writer = self.writer().await;
-        let done = with_pool!(writer, pool => sqlx::query(
+        let done = with_pool!(writer, |pool| {
+            sqlx::query(
             "INSERT INTO class_deadlines (class_id, scenario, due_at, source) VALUES ($1, $2, $3, 'platform') \
              ON CONFLICT (class_id, scenario) DO UPDATE SET due_at = excluded.due_at \
              WHERE class_deadlines.source = 'platform' AND class_deadlines.due_at <> excluded.due_at")
-            .bind(class).bind(scenario).bind(due_at).execute(pool).await?.rows_affected());
+            .bind(class).bind(scenario).bind(due_at).execute(pool).await?.rows_affected()
+        });
         Ok(done == 1)
     }
 
@@ -213,7 +237,7 @@ impl Store {
         } else {
             scenario
         };
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             sqlx::query(
                 "INSERT INTO extensions (class_id, student, scenario, due_at, set_by, set_at) VALUES ($1, $2, $3, $4, $5, $6) \
@@ -222,7 +246,9 @@ impl Store {
                 .bind(class).bind(student).bind(scenario).bind(due_at).bind(actor).bind(now)
                 .execute(&mut *tx).await?;
             sqlx::query("UPDATE lti_grade_targets SET sent_through = NULL WHERE student = $1")
-                .bind(student).execute(&mut *tx).await?;
+                .bind(student)
+                .execute(&mut *tx)
+                .await?;
             sqlx::query(
                 "INSERT INTO audit_log (at, actor, class_id, action, detail) VALUES ($1, $2, $3, 'extension_granted', $4)")
                 .bind(now).bind(actor).bind(class)
@@ -248,17 +274,25 @@ impl Store {
         } else {
             scenario
         };
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             let removed = sqlx::query(
-                "DELETE FROM extensions WHERE class_id = $1 AND student = $2 AND scenario = $3")
-                .bind(class).bind(student).bind(scenario).execute(&mut *tx).await?.rows_affected();
+                "DELETE FROM extensions WHERE class_id = $1 AND student = $2 AND scenario = $3",
+            )
+            .bind(class)
+            .bind(student)
+            .bind(scenario)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
             if removed == 0 {
                 tx.rollback().await?;
                 return Ok(false);
             }
             sqlx::query("UPDATE lti_grade_targets SET sent_through = NULL WHERE student = $1")
-                .bind(student).execute(&mut *tx).await?;
+                .bind(student)
+                .execute(&mut *tx)
+                .await?;
             sqlx::query(
                 "INSERT INTO audit_log (at, actor, class_id, action, detail) VALUES ($1, $2, $3, 'extension_removed', $4)")
                 .bind(now).bind(actor).bind(class)

@@ -18,13 +18,18 @@ impl Store {
     // Drafts.
 
     pub async fn get_draft(&self, student: &str, scenario: &str) -> StoreResult<Option<Draft>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let row = sqlx::query("SELECT scenario, design, updated_at FROM drafts WHERE student = $1 AND scenario = $2")
                 .bind(student).bind(scenario).fetch_optional(pool).await?;
             row.map(|r| {
                 let design: SqlJson<Json> = r.try_get("design")?;
-                Ok(Draft { scenario: r.try_get("scenario")?, design: design.0, updated_at: r.try_get("updated_at")? })
-            }).transpose()
+                Ok(Draft {
+                    scenario: r.try_get("scenario")?,
+                    design: design.0,
+                    updated_at: r.try_get("updated_at")?,
+                })
+            })
+            .transpose()
         })
     }
 
@@ -36,10 +41,12 @@ impl Store {
     ) -> StoreResult<Draft> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => sqlx::query(
+        with_pool!(writer, |pool| {
+            sqlx::query(
             "INSERT INTO drafts (student, scenario, design, updated_at) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (student, scenario) DO UPDATE SET design = excluded.design, updated_at = excluded.updated_at")
-            .bind(student).bind(scenario).bind(SqlJson(design)).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+            .bind(student).bind(scenario).bind(SqlJson(design)).bind(now).execute(pool).await.map(|r| r.rows_affected())
+        })?;
         Ok(Draft {
             scenario: scenario.to_string(),
             design: design.clone(),
@@ -50,9 +57,11 @@ impl Store {
     /// The bytes of the drafts `student` keeps, except the one of `except_scenario` (which a
     /// write is about to replace): counted as characters of the stored JSON text.
     pub async fn draft_bytes(&self, student: &str, except_scenario: &str) -> StoreResult<u64> {
-        let total: i64 = with_pool!(self, pool => sqlx::query_scalar(
+        let total: i64 = with_pool!(self, |pool| {
+            sqlx::query_scalar(
             "SELECT CAST(COALESCE(SUM(LENGTH(CAST(design AS TEXT))), 0) AS BIGINT) FROM drafts WHERE student = $1 AND scenario <> $2")
-            .bind(student).bind(except_scenario).fetch_one(pool).await)?;
+            .bind(student).bind(except_scenario).fetch_one(pool).await
+        })?;
         Ok(u64::try_from(total).unwrap_or(0))
     }
 }

@@ -22,8 +22,10 @@ impl Store {
         let (caller, key, owner) = (&claim.caller, &claim.key, &claim.owner);
         let writer = self.writer().await;
         let now = Utc::now();
-        let renewed = with_pool!(writer, pool => sqlx::query("UPDATE idempotency_keys SET updated_at = $3 WHERE caller = $1 AND key = $2 AND owner = $4 AND state = 'in_flight'")
-            .bind(caller).bind(key).bind(now).bind(owner).execute(pool).await.map(|r| r.rows_affected()))?;
+        let renewed = with_pool!(writer, |pool| {
+            sqlx::query("UPDATE idempotency_keys SET updated_at = $3 WHERE caller = $1 AND key = $2 AND owner = $4 AND state = 'in_flight'")
+            .bind(caller).bind(key).bind(now).bind(owner).execute(pool).await.map(|r| r.rows_affected())
+        })?;
         Ok(renewed == 1)
     }
 
@@ -32,8 +34,10 @@ impl Store {
     pub async fn abandon_idempotency_key(&self, claim: &ClaimId) -> StoreResult<bool> {
         let (caller, key, owner) = (&claim.caller, &claim.key, &claim.owner);
         let writer = self.writer().await;
-        let done = with_pool!(writer, pool => sqlx::query("DELETE FROM idempotency_keys WHERE caller = $1 AND key = $2 AND owner = $3 AND state = 'in_flight'")
-            .bind(caller).bind(key).bind(owner).execute(pool).await.map(|r| r.rows_affected()))?;
+        let done = with_pool!(writer, |pool| {
+            sqlx::query("DELETE FROM idempotency_keys WHERE caller = $1 AND key = $2 AND owner = $3 AND state = 'in_flight'")
+            .bind(caller).bind(key).bind(owner).execute(pool).await.map(|r| r.rows_affected())
+        })?;
         Ok(done == 1)
     }
 }

@@ -43,7 +43,7 @@ impl Store {
     ) -> StoreResult<DateTime<Utc>> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             sqlx::query(
                 "INSERT INTO score_overrides (class_id, student, scenario, score, max_score, reason, set_by, set_at) \
@@ -73,7 +73,7 @@ impl Store {
     ) -> StoreResult<bool> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             let removed = sqlx::query(
                 "DELETE FROM score_overrides WHERE class_id = $1 AND student = $2 AND scenario = $3")
@@ -97,19 +97,24 @@ impl Store {
 
     /// The scores set by hand in a class.
     pub async fn class_overrides(&self, class: &str) -> StoreResult<Vec<OverrideRow>> {
-        with_pool!(self, pool => Ok(sqlx::query_as(
+        with_pool!(self, |pool| {
+            Ok(sqlx::query_as(
             "SELECT student, scenario, score, max_score, reason, set_by, set_at FROM score_overrides \
              WHERE class_id = $1 ORDER BY student, scenario")
-            .bind(class).fetch_all(pool).await?))
+            .bind(class).fetch_all(pool).await?)
+        })
     }
 
     /// The learning platform's identities of a class's members.
     pub async fn member_identities(&self, class: &str) -> StoreResult<Vec<MemberIdentity>> {
-        with_pool!(self, pool => Ok(sqlx::query_as(
+        with_pool!(self, |pool| Ok(sqlx::query_as(
             "SELECT i.student, i.issuer, i.sub FROM lti_identities AS i \
              JOIN memberships AS m ON m.student = i.student WHERE m.class_id = $1 \
-             ORDER BY i.student, i.issuer, i.sub")
-            .bind(class).fetch_all(pool).await?))
+             ORDER BY i.student, i.issuer, i.sub"
+        )
+        .bind(class)
+        .fetch_all(pool)
+        .await?))
     }
 }
 
@@ -125,17 +130,27 @@ impl Store {
     ) -> StoreResult<bool> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             let old: Option<String> = sqlx::query_scalar(
-                "SELECT display_name FROM memberships WHERE class_id = $1 AND student = $2")
-                .bind(class).bind(student).fetch_optional(&mut *tx).await?;
+                "SELECT display_name FROM memberships WHERE class_id = $1 AND student = $2",
+            )
+            .bind(class)
+            .bind(student)
+            .fetch_optional(&mut *tx)
+            .await?;
             let Some(old) = old else {
                 tx.rollback().await?;
                 return Ok(false);
             };
-            sqlx::query("UPDATE memberships SET display_name = $3 WHERE class_id = $1 AND student = $2")
-                .bind(class).bind(student).bind(name).execute(&mut *tx).await?;
+            sqlx::query(
+                "UPDATE memberships SET display_name = $3 WHERE class_id = $1 AND student = $2",
+            )
+            .bind(class)
+            .bind(student)
+            .bind(name)
+            .execute(&mut *tx)
+            .await?;
             sqlx::query(
                 "INSERT INTO audit_log (at, actor, class_id, action, detail) VALUES ($1, $2, $3, 'member_renamed', $4)")
                 .bind(now).bind(actor).bind(class)
@@ -157,17 +172,24 @@ impl Store {
     ) -> StoreResult<bool> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             let old: Option<String> = sqlx::query_scalar(
-                "SELECT display_name FROM memberships WHERE class_id = $1 AND student = $2")
-                .bind(class).bind(student).fetch_optional(&mut *tx).await?;
+                "SELECT display_name FROM memberships WHERE class_id = $1 AND student = $2",
+            )
+            .bind(class)
+            .bind(student)
+            .fetch_optional(&mut *tx)
+            .await?;
             let Some(old) = old else {
                 tx.rollback().await?;
                 return Ok(false);
             };
             sqlx::query("DELETE FROM memberships WHERE class_id = $1 AND student = $2")
-                .bind(class).bind(student).execute(&mut *tx).await?;
+                .bind(class)
+                .bind(student)
+                .execute(&mut *tx)
+                .await?;
             sqlx::query(
                 "INSERT INTO audit_log (at, actor, class_id, action, detail) VALUES ($1, $2, $3, 'member_removed', $4)")
                 .bind(now).bind(actor).bind(class)

@@ -39,7 +39,7 @@ impl Store {
         class: Option<&str>,
         scenario: Option<&str>,
     ) -> StoreResult<Vec<Regrade>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             Ok(sqlx::query_as::<_, Regrade>(
                 "SELECT g.attempt, g.scenario_hash, g.verdict, g.error, g.score, g.max_score, g.passed, g.created_at \
                  FROM regrades AS g JOIN attempts AS a ON a.id = g.attempt \
@@ -57,17 +57,22 @@ impl Store {
         current_hash: &str,
         limit: u32,
     ) -> StoreResult<Vec<StoredDesign>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let rows = sqlx::query(
                 "SELECT a.id, a.design FROM attempts AS a WHERE a.scenario = $1 AND a.scenario_hash <> $2 \
                  AND ($3 IS NULL OR a.class_id = $3) \
                  AND NOT EXISTS (SELECT 1 FROM regrades AS g WHERE g.attempt = a.id AND g.scenario_hash = $2) \
                  ORDER BY a.created_at, a.id LIMIT $4")
                 .bind(scenario).bind(current_hash).bind(class).bind(i64::from(limit)).fetch_all(pool).await?;
-            rows.iter().map(|r| {
-                let design: SqlJson<Json> = r.try_get("design")?;
-                Ok(StoredDesign { attempt: r.try_get("id")?, design: design.0 })
-            }).collect()
+            rows.iter()
+                .map(|r| {
+                    let design: SqlJson<Json> = r.try_get("design")?;
+                    Ok(StoredDesign {
+                        attempt: r.try_get("id")?,
+                        design: design.0,
+                    })
+                })
+                .collect()
         })
     }
 
@@ -79,9 +84,11 @@ impl Store {
         class: Option<&str>,
         current_hash: &str,
     ) -> StoreResult<u64> {
-        let n: i64 = with_pool!(self, pool => sqlx::query_scalar(
+        let n: i64 = with_pool!(self, |pool| {
+            sqlx::query_scalar(
             "SELECT COUNT(*) FROM attempts WHERE scenario = $1 AND scenario_hash <> $2 AND ($3 IS NULL OR class_id = $3)")
-            .bind(scenario).bind(current_hash).bind(class).fetch_one(pool).await)?;
+            .bind(scenario).bind(current_hash).bind(class).fetch_one(pool).await
+        })?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
@@ -89,7 +96,7 @@ impl Store {
     /// is there already (a run that stopped after its commit) is left as it is.
     pub async fn record_regrades(&self, batch: &[Regrade]) -> StoreResult<u64> {
         let writer = self.writer().await;
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             let mut added = 0;
             for g in batch {
@@ -113,16 +120,18 @@ impl Store {
         class: Option<&str>,
         hash: &str,
     ) -> StoreResult<Vec<(Json, Option<Json>)>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let rows = sqlx::query(
                 "SELECT a.verdict AS old, g.verdict AS new FROM regrades AS g JOIN attempts AS a ON a.id = g.attempt \
                  WHERE a.scenario = $1 AND ($2 IS NULL OR a.class_id = $2) AND g.scenario_hash = $3 ORDER BY a.created_at, a.id")
                 .bind(scenario).bind(class).bind(hash).fetch_all(pool).await?;
-            rows.iter().map(|r| {
-                let old: SqlJson<Json> = r.try_get("old")?;
-                let new: Option<SqlJson<Json>> = r.try_get("new")?;
-                Ok((old.0, new.map(|v| v.0)))
-            }).collect()
+            rows.iter()
+                .map(|r| {
+                    let old: SqlJson<Json> = r.try_get("old")?;
+                    let new: Option<SqlJson<Json>> = r.try_get("new")?;
+                    Ok((old.0, new.map(|v| v.0)))
+                })
+                .collect()
         })
     }
 }

@@ -65,24 +65,32 @@ impl Store {
     pub async fn create_account(&self, name: &str) -> StoreResult<bool> {
         let writer = self.writer().await;
         let now = Utc::now();
-        let made = with_pool!(writer, pool => sqlx::query(
+        let made = with_pool!(writer, |pool| {
+            sqlx::query(
             "INSERT INTO staff_accounts (name, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
-            .bind(name).bind(now).execute(pool).await?.rows_affected());
+            .bind(name).bind(now).execute(pool).await?.rows_affected()
+        });
         Ok(made == 1)
     }
 
     /// Every staff account's name, with how many classes it has a role in.
     pub async fn list_accounts(&self) -> StoreResult<Vec<(String, i64)>> {
-        with_pool!(self, pool => Ok(sqlx::query_as(
+        with_pool!(self, |pool| Ok(sqlx::query_as(
             "SELECT a.name, (SELECT COUNT(*) FROM class_staff AS s WHERE s.account = a.name) \
-             FROM staff_accounts AS a ORDER BY a.name")
-            .fetch_all(pool).await?))
+             FROM staff_accounts AS a ORDER BY a.name"
+        )
+        .fetch_all(pool)
+        .await?))
     }
 
     pub async fn account_exists(&self, name: &str) -> StoreResult<bool> {
-        with_pool!(self, pool => Ok(sqlx::query_scalar::<_, String>(
-            "SELECT name FROM staff_accounts WHERE name = $1")
-            .bind(name).fetch_optional(pool).await?.is_some()))
+        with_pool!(self, |pool| Ok(sqlx::query_scalar::<_, String>(
+            "SELECT name FROM staff_accounts WHERE name = $1"
+        )
+        .bind(name)
+        .fetch_optional(pool)
+        .await?
+        .is_some()))
     }
 
     /// Stores a token's hash under `name`, acting for `account` (`None`: an administrator's
@@ -97,39 +105,49 @@ impl Store {
     ) -> StoreResult<bool> {
         let writer = self.writer().await;
         let now = Utc::now();
-        let done = with_pool!(writer, pool => sqlx::query(
+        let done = with_pool!(writer, |pool| {
+            sqlx::query(
             "INSERT INTO grader_tokens (name, token_hash, created_at, revoked_at, account, read_only) \
              VALUES ($1, $2, $3, NULL, $4, $5) \
              ON CONFLICT (name) DO UPDATE SET token_hash = excluded.token_hash, created_at = excluded.created_at, \
              revoked_at = NULL, account = excluded.account, read_only = excluded.read_only \
              WHERE grader_tokens.revoked_at IS NOT NULL")
             .bind(name).bind(token_hash).bind(now).bind(account).bind(read_only)
-            .execute(pool).await?.rows_affected());
+            .execute(pool).await?.rows_affected()
+        });
         Ok(done == 1)
     }
 
     /// The tokens that are not revoked, with the account each acts for.
     pub async fn active_grants(&self) -> StoreResult<Vec<ActiveToken>> {
-        with_pool!(self, pool => Ok(sqlx::query_as(
+        with_pool!(self, |pool| Ok(sqlx::query_as(
             "SELECT name, token_hash, account, read_only FROM grader_tokens \
-             WHERE revoked_at IS NULL ORDER BY name")
-            .fetch_all(pool).await?))
+             WHERE revoked_at IS NULL ORDER BY name"
+        )
+        .fetch_all(pool)
+        .await?))
     }
 
     /// The role of `account` in `class`, if it has one.
     pub async fn staff_role(&self, class: &str, account: &str) -> StoreResult<Option<StaffRole>> {
-        let role: Option<String> = with_pool!(self, pool => sqlx::query_scalar(
-            "SELECT role FROM class_staff WHERE class_id = $1 AND account = $2")
-            .bind(class).bind(account).fetch_optional(pool).await?);
+        let role: Option<String> = with_pool!(self, |pool| sqlx::query_scalar(
+            "SELECT role FROM class_staff WHERE class_id = $1 AND account = $2"
+        )
+        .bind(class)
+        .bind(account)
+        .fetch_optional(pool)
+        .await?);
         role.as_deref().map(role_of_stored).transpose()
     }
 
     /// The staff of a class, owners first, then by name.
     pub async fn class_staff(&self, class: &str) -> StoreResult<Vec<StaffGrantRow>> {
-        let rows: Vec<StoredGrant> = with_pool!(self, pool => sqlx::query_as(
+        let rows: Vec<StoredGrant> = with_pool!(self, |pool| {
+            sqlx::query_as(
             "SELECT account, role, granted_by, granted_at FROM class_staff WHERE class_id = $1 \
              ORDER BY CASE role WHEN 'owner' THEN 0 WHEN 'ta' THEN 1 ELSE 2 END, account")
-            .bind(class).fetch_all(pool).await?);
+            .bind(class).fetch_all(pool).await?
+        });
         rows.into_iter()
             .map(|r| {
                 Ok(StaffGrantRow {
@@ -154,12 +172,15 @@ impl Store {
     ) -> StoreResult<bool> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             if role != StaffRole::Owner {
                 let owners: Vec<String> = sqlx::query_scalar(
-                    "SELECT account FROM class_staff WHERE class_id = $1 AND role = 'owner'")
-                    .bind(class).fetch_all(&mut *tx).await?;
+                    "SELECT account FROM class_staff WHERE class_id = $1 AND role = 'owner'",
+                )
+                .bind(class)
+                .fetch_all(&mut *tx)
+                .await?;
                 if owners == [account] {
                     tx.rollback().await?;
                     return Ok(false);
@@ -191,11 +212,13 @@ impl Store {
     ) -> StoreResult<Removed> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
-            let roles: Vec<(String, String)> = sqlx::query_as(
-                "SELECT account, role FROM class_staff WHERE class_id = $1")
-                .bind(class).fetch_all(&mut *tx).await?;
+            let roles: Vec<(String, String)> =
+                sqlx::query_as("SELECT account, role FROM class_staff WHERE class_id = $1")
+                    .bind(class)
+                    .fetch_all(&mut *tx)
+                    .await?;
             let Some((_, role)) = roles.iter().find(|(a, _)| a == account) else {
                 tx.rollback().await?;
                 return Ok(Removed::NotStaff);
@@ -206,7 +229,10 @@ impl Store {
                 return Ok(Removed::LastOwner);
             }
             sqlx::query("DELETE FROM class_staff WHERE class_id = $1 AND account = $2")
-                .bind(class).bind(account).execute(&mut *tx).await?;
+                .bind(class)
+                .bind(account)
+                .execute(&mut *tx)
+                .await?;
             sqlx::query(
                 "INSERT INTO audit_log (at, actor, class_id, action, detail) VALUES ($1, $2, $3, 'staff_removed', $4)")
                 .bind(now).bind(actor).bind(class).bind(format!("took {account}'s role {role} away"))
@@ -226,19 +252,24 @@ impl Store {
     ) -> StoreResult<()> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => sqlx::query(
+        with_pool!(writer, |pool| {
+            sqlx::query(
             "INSERT INTO audit_log (at, actor, class_id, action, detail) VALUES ($1, $2, $3, $4, $5)")
             .bind(now).bind(actor).bind(class).bind(action).bind(detail)
-            .execute(pool).await.map(|_| ())?);
+            .execute(pool).await.map(|_| ())?
+        });
         Ok(())
     }
 
     /// The staff account a student row signs in as (a person launched by a learning
     /// platform with a staff role), if any.
     pub async fn account_of_student(&self, student: &str) -> StoreResult<Option<String>> {
-        with_pool!(self, pool => Ok(sqlx::query_scalar(
-            "SELECT name FROM staff_accounts WHERE student = $1")
-            .bind(student).fetch_optional(pool).await?))
+        with_pool!(self, |pool| Ok(sqlx::query_scalar(
+            "SELECT name FROM staff_accounts WHERE student = $1"
+        )
+        .bind(student)
+        .fetch_optional(pool)
+        .await?))
     }
 
     /// The role of a person a learning platform launched into `class` with a staff role:
@@ -254,21 +285,28 @@ impl Store {
         let writer = self.writer().await;
         let now = Utc::now();
         let account = format!("lti-{student}");
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             sqlx::query(
                 "INSERT INTO staff_accounts (name, created_at, student) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
                 .bind(&account).bind(now).bind(student).execute(&mut *tx).await?;
             let had: Option<String> = sqlx::query_scalar(
-                "SELECT role FROM class_staff WHERE class_id = $1 AND account = $2")
-                .bind(class).bind(&account).fetch_optional(&mut *tx).await?;
+                "SELECT role FROM class_staff WHERE class_id = $1 AND account = $2",
+            )
+            .bind(class)
+            .bind(&account)
+            .fetch_optional(&mut *tx)
+            .await?;
             if let Some(role) = had {
                 tx.rollback().await?;
                 return Ok((account, role_of_stored(&role)?));
             }
             let owners: i64 = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM class_staff WHERE class_id = $1 AND role = 'owner'")
-                .bind(class).fetch_one(&mut *tx).await?;
+                "SELECT COUNT(*) FROM class_staff WHERE class_id = $1 AND role = 'owner'",
+            )
+            .bind(class)
+            .fetch_one(&mut *tx)
+            .await?;
             let role = if wanted == StaffRole::Owner && owners == 0 {
                 StaffRole::Owner
             } else {
@@ -289,8 +327,11 @@ impl Store {
 
     /// The audit log of a class, oldest first.
     pub async fn class_audit(&self, class: &str) -> StoreResult<Vec<AuditRow>> {
-        with_pool!(self, pool => Ok(sqlx::query_as(
-            "SELECT at, actor, action, detail FROM audit_log WHERE class_id = $1 ORDER BY id")
-            .bind(class).fetch_all(pool).await?))
+        with_pool!(self, |pool| Ok(sqlx::query_as(
+            "SELECT at, actor, action, detail FROM audit_log WHERE class_id = $1 ORDER BY id"
+        )
+        .bind(class)
+        .fetch_all(pool)
+        .await?))
     }
 }

@@ -59,12 +59,18 @@ impl Store {
     pub async fn create_session(&self, id: &str, secret_hash: &str) -> StoreResult<Student> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             sqlx::query("INSERT INTO students (id, display_name, origin, created_at, legacy_cookie) VALUES ($1, NULL, 'session', $2, FALSE)")
                 .bind(id).bind(now).execute(&mut *tx).await?;
-            sqlx::query("INSERT INTO sessions (secret_hash, student, created_at) VALUES ($1, $2, $3)")
-                .bind(secret_hash).bind(id).bind(now).execute(&mut *tx).await?;
+            sqlx::query(
+                "INSERT INTO sessions (secret_hash, student, created_at) VALUES ($1, $2, $3)",
+            )
+            .bind(secret_hash)
+            .bind(id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
             tx.commit().await
         })?;
         Ok(Student {
@@ -75,12 +81,18 @@ impl Store {
 
     /// The student of the session whose secret hashes to `secret_hash`.
     pub async fn session_by_secret(&self, secret_hash: &str) -> StoreResult<Option<Student>> {
-        with_pool!(self, pool => {
+        with_pool!(self, |pool| {
             let row = sqlx::query(
                 "SELECT s.id, s.display_name FROM sessions AS k JOIN students AS s ON s.id = k.student \
                  WHERE k.secret_hash = $1 AND s.origin = 'session'")
                 .bind(secret_hash).fetch_optional(pool).await?;
-            row.map(|r| Ok(Student { id: r.try_get("id")?, display_name: r.try_get("display_name")? })).transpose()
+            row.map(|r| {
+                Ok(Student {
+                    id: r.try_get("id")?,
+                    display_name: r.try_get("display_name")?,
+                })
+            })
+            .transpose()
         })
     }
 
@@ -95,7 +107,7 @@ impl Store {
     ) -> StoreResult<Option<Student>> {
         let writer = self.writer().await;
         let now = Utc::now();
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             let marked = sqlx::query(
                 "UPDATE students SET legacy_cookie = FALSE WHERE id = $1 AND origin = 'session' AND legacy_cookie = TRUE")
@@ -104,11 +116,22 @@ impl Store {
                 tx.rollback().await?;
                 return Ok(None);
             }
-            sqlx::query("INSERT INTO sessions (secret_hash, student, created_at) VALUES ($1, $2, $3)")
-                .bind(secret_hash).bind(old_id).bind(now).execute(&mut *tx).await?;
+            sqlx::query(
+                "INSERT INTO sessions (secret_hash, student, created_at) VALUES ($1, $2, $3)",
+            )
+            .bind(secret_hash)
+            .bind(old_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
             let row = sqlx::query("SELECT id, display_name FROM students WHERE id = $1")
-                .bind(old_id).fetch_one(&mut *tx).await?;
-            let student = Student { id: row.try_get("id")?, display_name: row.try_get("display_name")? };
+                .bind(old_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            let student = Student {
+                id: row.try_get("id")?,
+                display_name: row.try_get("display_name")?,
+            };
             tx.commit().await?;
             Ok(Some(student))
         })
@@ -116,8 +139,14 @@ impl Store {
 
     pub async fn set_display_name(&self, id: &str, display_name: Option<&str>) -> StoreResult<()> {
         let writer = self.writer().await;
-        with_pool!(writer, pool => sqlx::query("UPDATE students SET display_name = $2 WHERE id = $1")
-            .bind(id).bind(display_name).execute(pool).await.map(|r| r.rows_affected()))?;
+        with_pool!(writer, |pool| sqlx::query(
+            "UPDATE students SET display_name = $2 WHERE id = $1"
+        )
+        .bind(id)
+        .bind(display_name)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
         Ok(())
     }
 
@@ -126,7 +155,7 @@ impl Store {
     /// `None` when there is no such student (and nothing was removed).
     pub async fn delete_student(&self, id: &str) -> StoreResult<Option<Vec<(&'static str, u64)>>> {
         let writer = self.writer().await;
-        with_pool!(writer, pool => {
+        with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
             let found: Option<String> = sqlx::query_scalar("SELECT id FROM students WHERE id = $1")
                 .bind(id)
@@ -138,7 +167,11 @@ impl Store {
             }
             let mut removed = Vec::with_capacity(STUDENT_DELETE.len());
             for (what, statement) in STUDENT_DELETE {
-                let n = sqlx::query(statement).bind(id).execute(&mut *tx).await?.rows_affected();
+                let n = sqlx::query(statement)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
                 removed.push((*what, n));
             }
             tx.commit().await?;

@@ -12,10 +12,12 @@ impl Store {
         let mut removed = 0;
         loop {
             let writer = self.writer().await;
-            let n = with_pool!(writer, pool => sqlx::query(
+            let n = with_pool!(writer, |pool| {
+                sqlx::query(
                 "DELETE FROM idempotency_keys WHERE (caller, key) IN (SELECT caller, key FROM idempotency_keys \
                  WHERE created_at < $1 AND (state = 'done' OR updated_at < $1) LIMIT $2)")
-                .bind(cutoff).bind(SWEEP_BATCH).execute(pool).await.map(|r| r.rows_affected()))?;
+                .bind(cutoff).bind(SWEEP_BATCH).execute(pool).await.map(|r| r.rows_affected())
+            })?;
             removed += n;
             if n < SWEEP_BATCH as u64 {
                 return Ok(removed);
@@ -42,11 +44,15 @@ impl Store {
         let mut removed = 0;
         loop {
             let writer = self.writer().await;
-            let n = with_pool!(writer, pool => {
+            let n = with_pool!(writer, |pool| {
                 let mut tx = pool.begin().await?;
                 let mut last = 0;
                 for statement in &statements {
-                    last = sqlx::query(statement).bind(cutoff).execute(&mut *tx).await?.rows_affected();
+                    last = sqlx::query(statement)
+                        .bind(cutoff)
+                        .execute(&mut *tx)
+                        .await?
+                        .rows_affected();
                 }
                 tx.commit().await?;
                 last

@@ -20,18 +20,31 @@ impl Store {
     pub async fn create_token(&self, name: &str, token_hash: &str) -> StoreResult<bool> {
         let writer = self.writer().await;
         let now = Utc::now();
-        let done = with_pool!(writer, pool => sqlx::query(
+        let done = with_pool!(writer, |pool| {
+            sqlx::query(
             "INSERT INTO grader_tokens (name, token_hash, created_at, revoked_at) VALUES ($1, $2, $3, NULL) \
              ON CONFLICT (name) DO UPDATE SET token_hash = excluded.token_hash, created_at = excluded.created_at, revoked_at = NULL \
              WHERE grader_tokens.revoked_at IS NOT NULL")
-            .bind(name).bind(token_hash).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+            .bind(name).bind(token_hash).bind(now).execute(pool).await.map(|r| r.rows_affected())
+        })?;
         Ok(done == 1)
     }
 
     pub async fn list_tokens(&self) -> StoreResult<Vec<TokenInfo>> {
-        with_pool!(self, pool => {
-            let rows = sqlx::query("SELECT name, created_at, revoked_at FROM grader_tokens ORDER BY name").fetch_all(pool).await?;
-            rows.iter().map(|r| Ok(TokenInfo { name: r.try_get("name")?, created_at: r.try_get("created_at")?, revoked_at: r.try_get("revoked_at")? })).collect()
+        with_pool!(self, |pool| {
+            let rows =
+                sqlx::query("SELECT name, created_at, revoked_at FROM grader_tokens ORDER BY name")
+                    .fetch_all(pool)
+                    .await?;
+            rows.iter()
+                .map(|r| {
+                    Ok(TokenInfo {
+                        name: r.try_get("name")?,
+                        created_at: r.try_get("created_at")?,
+                        revoked_at: r.try_get("revoked_at")?,
+                    })
+                })
+                .collect()
         })
     }
 
@@ -39,17 +52,29 @@ impl Store {
     pub async fn revoke_token(&self, name: &str) -> StoreResult<bool> {
         let writer = self.writer().await;
         let now = Utc::now();
-        let done = with_pool!(writer, pool => sqlx::query("UPDATE grader_tokens SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL")
-            .bind(name).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+        let done = with_pool!(writer, |pool| sqlx::query(
+            "UPDATE grader_tokens SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL"
+        )
+        .bind(name)
+        .bind(now)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
         Ok(done == 1)
     }
 
     /// The names and hashes of the tokens that are not revoked. The hash identifies a token:
     /// a name revoked and given to a new token gets a new hash.
     pub async fn active_tokens(&self) -> StoreResult<Vec<(String, String)>> {
-        with_pool!(self, pool => {
-            let rows = sqlx::query("SELECT name, token_hash FROM grader_tokens WHERE revoked_at IS NULL ORDER BY name").fetch_all(pool).await?;
-            rows.iter().map(|r| Ok((r.try_get("name")?, r.try_get("token_hash")?))).collect()
+        with_pool!(self, |pool| {
+            let rows = sqlx::query(
+                "SELECT name, token_hash FROM grader_tokens WHERE revoked_at IS NULL ORDER BY name",
+            )
+            .fetch_all(pool)
+            .await?;
+            rows.iter()
+                .map(|r| Ok((r.try_get("name")?, r.try_get("token_hash")?)))
+                .collect()
         })
     }
 }
