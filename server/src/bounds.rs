@@ -78,9 +78,9 @@ pub fn clip_details(details: &[DesignError]) -> Vec<DesignError> {
 }
 
 /// What is stored to replay an idempotent answer: the answer itself when its JSON has at most
-/// `max_bytes`, otherwise a short form with the same status — a recorded submission keeps every
-/// field but its `verdict` (which `GET /api/submissions/{id}` gives), an error keeps its code
-/// and message and drops its `details`. Either way a retry never records a second attempt.
+/// `max_bytes`, otherwise a short form with the same status — an object keeps its short fields
+/// (a submission's `verdict` and `design` are never kept), an error keeps its code and message
+/// and drops its `details`. Either way a retry never records a second attempt.
 pub fn answer_for_replay(body: &Json, max_bytes: usize) -> Json {
     let size = serde_json::to_vec(body).map_or(usize::MAX, |b| b.len());
     if size <= max_bytes {

@@ -299,7 +299,7 @@ async fn submit_idempotently(
             let fingerprint = fingerprint("POST /api/submissions", &bytes);
             match KeyClaim::take(store, &caller.scope(), key, &fingerprint, parts.lease).await {
                 Ok(Claimed::Held(claim)) => Some(claim),
-                Ok(other) => return answer_without_work(other),
+                Ok(other) => return answer_without_work(store, other).await,
                 Err(e) => return AppError::from(e).into_response(),
             }
         }
@@ -328,7 +328,8 @@ async fn submit_idempotently(
     }
     let recorded = match claim {
         Some(claim) => {
-            let kept = crate::bounds::answer_for_replay(&body, parts.answer_max_bytes);
+            let kept =
+                crate::bounds::answer_for_replay(&stored_answer(&body), parts.answer_max_bytes);
             claim.finish(attempt, status.as_u16(), &kept).await
         }
         None if attempt.is_some() => store.record(attempt, None).await,
@@ -348,24 +349,53 @@ async fn submit_idempotently(
     response
 }
 
+/// What a submission's key keeps to replay its answer: the answer without its verdict,
+/// which the attempt it names (`id`) holds; [`replay`] puts it back. An error is kept whole.
+fn stored_answer(body: &Value) -> Value {
+    let mut kept = body.clone();
+    if let Some(fields) = kept.as_object_mut() {
+        if fields.contains_key("id") {
+            fields.remove("verdict");
+        }
+    }
+    kept
+}
+
+/// The stored answer of a request whose key was claimed before, with the verdict of the
+/// attempt it names put back (see [`stored_answer`]). An attempt deleted since (a student's
+/// data erased) leaves the answer without its verdict.
+async fn replay(store: &Store, status: u16, mut body: Value) -> Response {
+    let status = match StatusCode::from_u16(status) {
+        Ok(status) => status,
+        Err(e) => return AppError::internal(e).into_response(),
+    };
+    let attempt = match body.get("id").and_then(Value::as_str) {
+        Some(id) if status == StatusCode::CREATED && body.get("verdict").is_none() => {
+            match store.get_attempt(id).await {
+                Ok(attempt) => attempt,
+                Err(e) => return AppError::from(e).into_response(),
+            }
+        }
+        _ => None,
+    };
+    if let (Some(attempt), Some(fields)) = (attempt, body.as_object_mut()) {
+        fields.insert("verdict".to_string(), attempt.verdict);
+    }
+    let mut response = json_response(status, &body);
+    response
+        .headers_mut()
+        .insert("idempotent-replayed", HeaderValue::from_static("true"));
+    if let Some(id) = body.get("id").and_then(|v| v.as_str()) {
+        insert_location(&mut response, id);
+    }
+    response
+}
+
 /// The answer to a request whose key was claimed before: the stored answer replayed, or a
 /// refusal (another body with this key, or its first request still running).
-fn answer_without_work(claimed: Claimed) -> Response {
+async fn answer_without_work(store: &Store, claimed: Claimed) -> Response {
     match claimed {
-        Claimed::Replay { status, body } => {
-            let status = match StatusCode::from_u16(status) {
-                Ok(status) => status,
-                Err(e) => return AppError::internal(e).into_response(),
-            };
-            let mut response = json_response(status, &body);
-            response
-                .headers_mut()
-                .insert("idempotent-replayed", HeaderValue::from_static("true"));
-            if let Some(id) = body.get("id").and_then(|v| v.as_str()) {
-                insert_location(&mut response, id);
-            }
-            response
-        }
+        Claimed::Replay { status, body } => replay(store, status, body).await,
         Claimed::Mismatch => AppError::of(ErrorCode::IdempotencyKeyReused,
             "this Idempotency-Key was already used with another request body; use a new key for a new submission",
         )

@@ -123,3 +123,48 @@ async fn a_stored_answer_that_is_not_one_the_server_writes_is_never_replayed() {
         .unwrap();
     assert_eq!(listed.len(), 1);
 }
+
+#[tokio::test]
+async fn a_submission_keeps_its_verdict_once_and_its_replay_gives_the_same_bytes() {
+    let app = spawn_app().await;
+    let token = app.grader_token("ta").await;
+    let grader = As::grader(&token);
+    let body = json!({"scenario": "safe-retry", "student": "lms-1", "design": failing_design()});
+    let first = submit_with_key(&app, &grader, &body).await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
+    let answered: Value = serde_json::from_str(&first.text).unwrap();
+    assert!(answered["verdict"].is_object(), "{}", first.text);
+
+    // The stored answer names the attempt and leaves its verdict to it.
+    let server::Store::Sqlite(pool, ..) = app.state.store() else {
+        panic!("the test app runs on SQLite");
+    };
+    let stored: String = sqlx::query_scalar("SELECT response FROM idempotency_keys")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    let stored: Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(stored["id"], answered["id"]);
+    assert!(stored.get("verdict").is_none(), "{stored}");
+
+    // The replay puts it back: the same bytes as the first answer.
+    let replayed = submit_with_key(&app, &grader, &body).await;
+    assert_eq!(replayed.header("idempotent-replayed"), Some("true"));
+    assert_eq!(replayed.text, first.text);
+
+    // An attempt erased since is replayed without its verdict, never recorded again.
+    write_by_hand(&app, "DELETE FROM attempts").await;
+    let replayed = submit_with_key(&app, &grader, &body).await;
+    assert_eq!(replayed.status, StatusCode::CREATED);
+    assert_eq!(replayed.header("idempotent-replayed"), Some("true"));
+    let without: Value = serde_json::from_str(&replayed.text).unwrap();
+    assert_eq!(without["id"], answered["id"]);
+    assert!(without.get("verdict").is_none(), "{}", replayed.text);
+    let listed = app
+        .state
+        .store()
+        .list_attempts(None, None, 10)
+        .await
+        .unwrap();
+    assert!(listed.is_empty());
+}
