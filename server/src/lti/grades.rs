@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
-use sqlx::Row;
+use sqlx::FromRow;
 
 use super::keys;
 use super::outbound::Outbound;
@@ -51,6 +51,42 @@ pub struct Due {
     pub tries: i32,
 }
 
+/// Where a student's score for a scenario goes, and what the platform accepted last.
+#[derive(FromRow)]
+struct Target {
+    student: String,
+    scenario: String,
+    platform: String,
+    sub: String,
+    lineitem: String,
+    sent_through: Option<DateTime<Utc>>,
+    sent_timestamp: Option<DateTime<Utc>>,
+    tries: i32,
+}
+
+/// An attempt with one of its regrades, if it has any.
+#[derive(FromRow)]
+struct ScoredAttempt {
+    id: String,
+    score: i32,
+    max_score: i32,
+    created_at: DateTime<Utc>,
+    class_id: Option<String>,
+    r_score: Option<i32>,
+    r_max: Option<i32>,
+    r_at: Option<DateTime<Utc>>,
+}
+
+impl ScoredAttempt {
+    /// The regrade's score, else the attempt's own.
+    fn score(&self) -> (i32, i32) {
+        match (self.r_at, self.r_score, self.r_max) {
+            (Some(_), Some(score), Some(max)) => (score, max),
+            _ => (self.score, self.max_score),
+        }
+    }
+}
+
 impl Store {
     /// Records where `student`'s score for `scenario` goes (a launch with a line item).
     pub async fn set_grade_target(
@@ -78,32 +114,31 @@ impl Store {
     /// by hand when there is one.
     pub async fn due_grades(&self, now: DateTime<Utc>) -> StoreResult<Vec<Due>> {
         with_pool!(self, |pool| {
-            let targets = sqlx::query(
+            let targets = sqlx::query_as::<_, Target>(
                 "SELECT student, scenario, platform, sub, lineitem, sent_through, sent_timestamp, tries \
                  FROM lti_grade_targets WHERE next_try_at IS NULL OR next_try_at <= $1")
                 .bind(now).fetch_all(pool).await?;
             let mut due = Vec::new();
             for t in targets {
-                let student: String = t.try_get("student")?;
-                let scenario: String = t.try_get("scenario")?;
-                let rows = sqlx::query(
+                let (student, scenario) = (&t.student, &t.scenario);
+                let rows = sqlx::query_as::<_, ScoredAttempt>(
                     "SELECT a.id, a.score, a.max_score, a.created_at, a.class_id, r.score AS r_score, r.max_score AS r_max, r.created_at AS r_at \
                      FROM attempts AS a LEFT JOIN regrades AS r ON r.attempt = a.id \
                      WHERE a.student = $1 AND a.scenario = $2 ORDER BY a.id, r.created_at")
-                    .bind(&student).bind(&scenario).fetch_all(pool).await?;
+                    .bind(student).bind(scenario).fetch_all(pool).await?;
                 // The student's due date in each class they made attempts for: a late attempt
                 // does not count.
                 let mut due_in: BTreeMap<String, Option<DateTime<Utc>>> = BTreeMap::new();
                 for r in &rows {
-                    if let Some(class) = r.try_get::<Option<String>, _>("class_id")? {
+                    if let Some(class) = &r.class_id {
                         if let std::collections::btree_map::Entry::Vacant(slot) =
-                            due_in.entry(class)
+                            due_in.entry(class.clone())
                         {
                             let at: Option<DateTime<Utc>> =
                                 sqlx::query_scalar(crate::store::DUE_AT)
                                     .bind(slot.key())
-                                    .bind(&student)
-                                    .bind(&scenario)
+                                    .bind(student)
+                                    .bind(scenario)
                                     .fetch_one(pool)
                                     .await?;
                             slot.insert(at);
@@ -114,30 +149,19 @@ impl Store {
                 let mut now_scores: Vec<(String, i32, i32)> = Vec::new();
                 let mut through: Option<DateTime<Utc>> = None;
                 for r in rows {
-                    let id: String = r.try_get("id")?;
-                    let made: DateTime<Utc> = r.try_get("created_at")?;
-                    let class: Option<String> = r.try_get("class_id")?;
-                    if class
-                        .and_then(|c| due_in.get(&c).copied().flatten())
+                    let made = r.created_at;
+                    if r.class_id
+                        .as_ref()
+                        .and_then(|c| due_in.get(c).copied().flatten())
                         .is_some_and(|d| made > d)
                     {
                         continue;
                     }
-                    let regraded: Option<DateTime<Utc>> = r.try_get("r_at")?;
-                    through = through.max(Some(made)).max(regraded);
-                    let score = match regraded {
-                        Some(_) => (
-                            r.try_get::<i32, _>("r_score")?,
-                            r.try_get::<i32, _>("r_max")?,
-                        ),
-                        None => (
-                            r.try_get::<i32, _>("score")?,
-                            r.try_get::<i32, _>("max_score")?,
-                        ),
-                    };
+                    through = through.max(Some(made)).max(r.r_at);
+                    let score = r.score();
                     match now_scores.last_mut() {
-                        Some(last) if last.0 == id => (last.1, last.2) = score,
-                        _ => now_scores.push((id, score.0, score.1)),
+                        Some(last) if last.0 == r.id => (last.1, last.2) = score,
+                        _ => now_scores.push((r.id, score.0, score.1)),
                     }
                 }
                 let mut best = now_scores.iter().max_by_key(|s| s.1).map(|s| (s.1, s.2));
@@ -145,7 +169,7 @@ impl Store {
                 let set: Option<(i32, i32, DateTime<Utc>)> = sqlx::query_as(
                     "SELECT score, max_score, set_at FROM score_overrides WHERE student = $1 AND scenario = $2 \
                      ORDER BY set_at DESC LIMIT 1")
-                    .bind(&student).bind(&scenario).fetch_optional(pool).await?;
+                    .bind(student).bind(scenario).fetch_optional(pool).await?;
                 if let Some((score, max_score, at)) = set {
                     best = Some((score, max_score));
                     through = through.max(Some(at));
@@ -153,21 +177,20 @@ impl Store {
                 let (Some(through), Some(best)) = (through, best) else {
                     continue;
                 };
-                let sent: Option<DateTime<Utc>> = t.try_get("sent_through")?;
-                if sent.is_some_and(|s| s >= through) {
+                if t.sent_through.is_some_and(|s| s >= through) {
                     continue;
                 }
                 due.push(Due {
                     score: best.0,
                     max_score: best.1,
-                    student,
-                    scenario,
-                    platform: t.try_get("platform")?,
-                    sub: t.try_get("sub")?,
-                    lineitem: t.try_get("lineitem")?,
+                    student: t.student,
+                    scenario: t.scenario,
+                    platform: t.platform,
+                    sub: t.sub,
+                    lineitem: t.lineitem,
                     through,
-                    last_timestamp: t.try_get("sent_timestamp")?,
-                    tries: t.try_get("tries")?,
+                    last_timestamp: t.sent_timestamp,
+                    tries: t.tries,
                 });
             }
             Ok(due)
@@ -571,14 +594,13 @@ impl Store {
         resource_link: &str,
     ) -> StoreResult<Option<String>> {
         with_pool!(self, |pool| {
-            let row = sqlx::query(
+            Ok(sqlx::query_scalar(
                 "SELECT lineitem FROM lti_line_items WHERE platform = $1 AND resource_link = $2",
             )
             .bind(platform)
             .bind(resource_link)
             .fetch_optional(pool)
-            .await?;
-            row.map(|r| r.try_get("lineitem")).transpose()
+            .await?)
         })
     }
 

@@ -4,7 +4,7 @@
 //! PostgreSQL, as in `crate::store`.
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
+use sqlx::FromRow;
 
 use crate::store::{with_pool, Store, StoreResult};
 
@@ -23,8 +23,42 @@ pub struct Platform {
     pub service_origins: Vec<String>,
 }
 
+/// A platform's row, without its deployments and service origins.
+#[derive(FromRow)]
+struct PlatformRow {
+    id: String,
+    issuer: String,
+    client_id: String,
+    auth_url: String,
+    token_url: String,
+    jwks_url: String,
+}
+
+impl PlatformRow {
+    /// The platform with its values of `deployments` and `origins`, each (platform, value).
+    fn platform(self, deployments: &[(String, String)], origins: &[(String, String)]) -> Platform {
+        let of = |pairs: &[(String, String)]| -> Vec<String> {
+            pairs
+                .iter()
+                .filter(|(platform, _)| *platform == self.id)
+                .map(|(_, value)| value.clone())
+                .collect()
+        };
+        Platform {
+            deployments: of(deployments),
+            service_origins: of(origins),
+            id: self.id,
+            issuer: self.issuer,
+            client_id: self.client_id,
+            auth_url: self.auth_url,
+            token_url: self.token_url,
+            jwks_url: self.jwks_url,
+        }
+    }
+}
+
 /// One of the tool's signing keys.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, FromRow)]
 pub struct ToolKey {
     pub kid: String,
     pub private_pem: String,
@@ -35,7 +69,7 @@ pub struct ToolKey {
 }
 
 /// A login a platform started, as the launch finds it by its state.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, FromRow)]
 pub struct Login {
     pub nonce: String,
     pub platform: String,
@@ -80,45 +114,22 @@ impl Store {
     /// Every registered platform, by issuer and client id.
     pub async fn lti_platforms(&self) -> StoreResult<Vec<Platform>> {
         with_pool!(self, |pool| {
-            let rows = sqlx::query(
+            let rows = sqlx::query_as::<_, PlatformRow>(
                 "SELECT id, issuer, client_id, auth_url, token_url, jwks_url FROM lti_platforms ORDER BY issuer, client_id")
                 .fetch_all(pool).await?;
-            let deployments = sqlx::query(
+            let deployments: Vec<(String, String)> = sqlx::query_as(
                 "SELECT platform, deployment_id FROM lti_deployments ORDER BY deployment_id",
             )
             .fetch_all(pool)
             .await?;
-            let origins =
-                sqlx::query("SELECT platform, origin FROM lti_service_origins ORDER BY origin")
+            let origins: Vec<(String, String)> =
+                sqlx::query_as("SELECT platform, origin FROM lti_service_origins ORDER BY origin")
                     .fetch_all(pool)
                     .await?;
-            rows.iter()
-                .map(|r| {
-                    let id: String = r.try_get("id")?;
-                    let mut ds = Vec::new();
-                    for d in &deployments {
-                        if d.try_get::<String, _>("platform")? == id {
-                            ds.push(d.try_get("deployment_id")?);
-                        }
-                    }
-                    let mut service_origins = Vec::new();
-                    for o in &origins {
-                        if o.try_get::<String, _>("platform")? == id {
-                            service_origins.push(o.try_get("origin")?);
-                        }
-                    }
-                    Ok(Platform {
-                        issuer: r.try_get("issuer")?,
-                        client_id: r.try_get("client_id")?,
-                        auth_url: r.try_get("auth_url")?,
-                        token_url: r.try_get("token_url")?,
-                        jwks_url: r.try_get("jwks_url")?,
-                        deployments: ds,
-                        service_origins,
-                        id,
-                    })
-                })
-                .collect()
+            Ok(rows
+                .into_iter()
+                .map(|r| r.platform(&deployments, &origins))
+                .collect())
         })
     }
 
@@ -201,25 +212,13 @@ impl Store {
     /// The keys not retired before `since`, newest first.
     pub async fn lti_keys(&self, since: DateTime<Utc>) -> StoreResult<Vec<ToolKey>> {
         with_pool!(self, |pool| {
-            let rows = sqlx::query(
+            Ok(sqlx::query_as::<_, ToolKey>(
                 "SELECT kid, private_pem, n, e, created_at, retired_at FROM lti_keys \
                  WHERE retired_at IS NULL OR retired_at > $1 ORDER BY created_at DESC, kid",
             )
             .bind(since)
             .fetch_all(pool)
-            .await?;
-            rows.iter()
-                .map(|r| {
-                    Ok(ToolKey {
-                        kid: r.try_get("kid")?,
-                        private_pem: r.try_get("private_pem")?,
-                        n: r.try_get("n")?,
-                        e: r.try_get("e")?,
-                        created_at: r.try_get("created_at")?,
-                        retired_at: r.try_get("retired_at")?,
-                    })
-                })
-                .collect()
+            .await?)
         })
     }
 
@@ -246,17 +245,8 @@ impl Store {
     /// The login started with `state`, if it was never used.
     pub async fn lti_login(&self, state: &str) -> StoreResult<Option<Login>> {
         with_pool!(self, |pool| {
-            let row = sqlx::query("SELECT nonce, platform, created_at, browser_hash FROM lti_logins WHERE state = $1 AND used_at IS NULL")
-                .bind(state).fetch_optional(pool).await?;
-            row.map(|r| {
-                Ok(Login {
-                    nonce: r.try_get("nonce")?,
-                    platform: r.try_get("platform")?,
-                    created_at: r.try_get("created_at")?,
-                    browser_hash: r.try_get("browser_hash")?,
-                })
-            })
-            .transpose()
+            Ok(sqlx::query_as::<_, Login>("SELECT nonce, platform, created_at, browser_hash FROM lti_logins WHERE state = $1 AND used_at IS NULL")
+                .bind(state).fetch_optional(pool).await?)
         })
     }
 
@@ -280,15 +270,14 @@ impl Store {
     /// `sub`, whichever registration of the issuer they came through.
     pub async fn lti_student(&self, issuer: &str, sub: &str) -> StoreResult<Option<String>> {
         with_pool!(self, |pool| {
-            let row = sqlx::query(
+            Ok(sqlx::query_scalar(
                 "SELECT u.student FROM lti_identities AS u JOIN students AS s ON s.id = u.student \
                  WHERE u.issuer = $1 AND u.sub = $2",
             )
             .bind(issuer)
             .bind(sub)
             .fetch_optional(pool)
-            .await?;
-            row.map(|r| r.try_get("student")).transpose()
+            .await?)
         })
     }
 
@@ -402,11 +391,9 @@ impl Store {
         since: DateTime<Utc>,
     ) -> StoreResult<Option<(String, String)>> {
         with_pool!(self, |pool| {
-            let row = sqlx::query(
+            Ok(sqlx::query_as(
                 "SELECT student, target FROM lti_handoffs WHERE code_hash = $1 AND used_at IS NULL AND created_at > $2")
-                .bind(code_hash).bind(since).fetch_optional(pool).await?;
-            row.map(|r| Ok((r.try_get("student")?, r.try_get("target")?)))
-                .transpose()
+                .bind(code_hash).bind(since).fetch_optional(pool).await?)
         })
     }
 
@@ -421,10 +408,10 @@ impl Store {
         let now = Utc::now();
         with_pool!(writer, |pool| {
             let mut tx = pool.begin().await?;
-            let row = sqlx::query(
+            let handoff: Option<(String, String)> = sqlx::query_as(
                 "SELECT student, target FROM lti_handoffs WHERE code_hash = $1 AND used_at IS NULL AND created_at > $2")
                 .bind(code_hash).bind(since).fetch_optional(&mut *tx).await?;
-            let Some(row) = row else {
+            let Some(handoff) = handoff else {
                 tx.rollback().await?;
                 return Ok(None);
             };
@@ -441,7 +428,7 @@ impl Store {
                 return Ok(None);
             }
             tx.commit().await?;
-            Ok(Some((row.try_get("student")?, row.try_get("target")?)))
+            Ok(Some(handoff))
         })
     }
 }
@@ -458,9 +445,8 @@ impl Store {
         context: &str,
     ) -> StoreResult<Option<String>> {
         with_pool!(self, |pool| {
-            let row = sqlx::query("SELECT class_id FROM lti_courses WHERE issuer = $1 AND deployment_id = $2 AND context_id = $3")
-                .bind(issuer).bind(deployment).bind(context).fetch_optional(pool).await?;
-            row.map(|r| r.try_get("class_id")).transpose()
+            Ok(sqlx::query_scalar("SELECT class_id FROM lti_courses WHERE issuer = $1 AND deployment_id = $2 AND context_id = $3")
+                .bind(issuer).bind(deployment).bind(context).fetch_optional(pool).await?)
         })
     }
 

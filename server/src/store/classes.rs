@@ -39,8 +39,9 @@ pub enum ClassMade {
 }
 
 /// A student's place in a class.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, FromRow)]
 pub struct Membership {
+    #[sqlx(rename = "class_id")]
     pub class: String,
     pub student: String,
     pub display_name: String,
@@ -111,6 +112,15 @@ impl StoredClass {
             owner: self.owner,
         })
     }
+}
+
+/// A class with the name a student gave it and when they joined it.
+#[derive(sqlx::FromRow)]
+struct StoredMembership {
+    #[sqlx(flatten)]
+    class: StoredClass,
+    member_name: String,
+    joined_at: DateTime<Utc>,
 }
 
 /// Reads a [`Class`] from a row of either backend that holds [`CLASS_COLUMNS`].
@@ -355,35 +365,16 @@ impl Store {
 
     pub async fn membership(&self, class: &str, student: &str) -> StoreResult<Option<Membership>> {
         with_pool!(self, |pool| {
-            let row = sqlx::query("SELECT class_id, student, display_name, joined_at FROM memberships WHERE class_id = $1 AND student = $2")
-                .bind(class).bind(student).fetch_optional(pool).await?;
-            row.map(|r| {
-                Ok(Membership {
-                    class: r.try_get("class_id")?,
-                    student: r.try_get("student")?,
-                    display_name: r.try_get("display_name")?,
-                    joined_at: r.try_get("joined_at")?,
-                })
-            })
-            .transpose()
+            Ok(sqlx::query_as::<_, Membership>("SELECT class_id, student, display_name, joined_at FROM memberships WHERE class_id = $1 AND student = $2")
+                .bind(class).bind(student).fetch_optional(pool).await?)
         })
     }
 
     /// The members of a class, by display name.
     pub async fn members(&self, class: &str) -> StoreResult<Vec<Membership>> {
         with_pool!(self, |pool| {
-            let rows = sqlx::query("SELECT class_id, student, display_name, joined_at FROM memberships WHERE class_id = $1 ORDER BY display_name, student")
-                .bind(class).fetch_all(pool).await?;
-            rows.iter()
-                .map(|r| {
-                    Ok(Membership {
-                        class: r.try_get("class_id")?,
-                        student: r.try_get("student")?,
-                        display_name: r.try_get("display_name")?,
-                        joined_at: r.try_get("joined_at")?,
-                    })
-                })
-                .collect()
+            Ok(sqlx::query_as::<_, Membership>("SELECT class_id, student, display_name, joined_at FROM memberships WHERE class_id = $1 ORDER BY display_name, student")
+                .bind(class).fetch_all(pool).await?)
         })
     }
 
@@ -394,15 +385,18 @@ impl Store {
              JOIN classes AS c ON c.id = m.class_id WHERE m.student = $1 ORDER BY m.joined_at, c.id"
         );
         with_pool!(self, |pool| {
-            let rows = sqlx::query(&query).bind(student).fetch_all(pool).await?;
-            rows.iter()
+            let rows = sqlx::query_as::<_, StoredMembership>(&query)
+                .bind(student)
+                .fetch_all(pool)
+                .await?;
+            rows.into_iter()
                 .map(|r| {
-                    let class = class_of(r)?;
+                    let class = r.class.class()?;
                     let membership = Membership {
                         class: class.id.clone(),
                         student: student.to_string(),
-                        display_name: r.try_get("member_name")?,
-                        joined_at: r.try_get("joined_at")?,
+                        display_name: r.member_name,
+                        joined_at: r.joined_at,
                     };
                     Ok((class, membership))
                 })

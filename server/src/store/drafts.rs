@@ -5,11 +5,12 @@ use crate::store::errors::StoreResult;
 use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
 use sqlx::types::Json as SqlJson;
-use sqlx::Row;
+use sqlx::FromRow;
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, FromRow)]
 pub struct Draft {
     pub scenario: String,
+    #[sqlx(json)]
     pub design: Json,
     pub updated_at: DateTime<Utc>,
 }
@@ -19,17 +20,8 @@ impl Store {
 
     pub async fn get_draft(&self, student: &str, scenario: &str) -> StoreResult<Option<Draft>> {
         with_pool!(self, |pool| {
-            let row = sqlx::query("SELECT scenario, design, updated_at FROM drafts WHERE student = $1 AND scenario = $2")
-                .bind(student).bind(scenario).fetch_optional(pool).await?;
-            row.map(|r| {
-                let design: SqlJson<Json> = r.try_get("design")?;
-                Ok(Draft {
-                    scenario: r.try_get("scenario")?,
-                    design: design.0,
-                    updated_at: r.try_get("updated_at")?,
-                })
-            })
-            .transpose()
+            Ok(sqlx::query_as::<_, Draft>("SELECT scenario, design, updated_at FROM drafts WHERE student = $1 AND scenario = $2")
+                .bind(student).bind(scenario).fetch_optional(pool).await?)
         })
     }
 

@@ -9,7 +9,6 @@ use serde_json::Value as Json;
 use sqlx::postgres::PgPool;
 use sqlx::sqlite::SqlitePool;
 use sqlx::types::Json as SqlJson;
-use sqlx::Row;
 use tokio::sync::Semaphore;
 
 use crate::group_commit;
@@ -222,7 +221,9 @@ where
     for<'q> bool: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     for<'q> SqlJson<&'q Box<serde_json::value::RawValue>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     for<'q> Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'a> &'a str: sqlx::ColumnIndex<DB::Row>,
+    for<'r> (String, String): sqlx::FromRow<'r, DB::Row>,
+    for<'r> (String, String, String): sqlx::FromRow<'r, DB::Row>,
+    for<'r> StoredKey: sqlx::FromRow<'r, DB::Row>,
 {
     /// The set-based run of a batch, on either backend: the SQL is the same text for both.
     ///
@@ -305,7 +306,7 @@ where
                 "INSERT INTO idempotency_keys (caller, key, fingerprint, state, created_at, updated_at, owner) VALUES {} \
                  ON CONFLICT (caller, key) DO NOTHING RETURNING caller, key, owner",
                 values_list(claims.len(), 1, 5, |n| format!("(${n}, ${}, ${}, 'in_flight', ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 3, n + 4)));
-            let mut query = sqlx::query(&sql).persistent(false);
+            let mut query = sqlx::query_as::<_, (String, String, String)>(&sql).persistent(false);
             for &i in claims {
                 if let HotWrite::Claim {
                     owner,
@@ -323,18 +324,8 @@ where
                         .bind(owner);
                 }
             }
-            let inserted: std::collections::HashSet<(String, String, String)> = query
-                .fetch_all(&mut *conn)
-                .await?
-                .iter()
-                .map(|r| {
-                    Ok::<_, sqlx::Error>((
-                        r.try_get("caller")?,
-                        r.try_get("key")?,
-                        r.try_get("owner")?,
-                    ))
-                })
-                .collect::<Result<_, _>>()?;
+            let inserted: std::collections::HashSet<(String, String, String)> =
+                query.fetch_all(&mut *conn).await?.into_iter().collect();
             for &i in claims {
                 let HotWrite::Claim {
                     owner, caller, key, ..
@@ -382,7 +373,9 @@ where
                  AND idempotency_keys.owner = v.column3 AND idempotency_keys.state = 'in_flight' \
                  RETURNING caller, key",
                 values_list(answered.len(), 2, 5, |n| format!("(${n}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4)));
-            let mut query = sqlx::query(&sql).persistent(false).bind(now);
+            let mut query = sqlx::query_as::<_, (String, String)>(&sql)
+                .persistent(false)
+                .bind(now);
             for (_, a) in &answered {
                 query = query
                     .bind(&a.caller)
@@ -391,9 +384,7 @@ where
                     .bind(i32::from(a.status))
                     .bind(&a.response);
             }
-            for r in query.fetch_all(&mut *conn).await? {
-                held.insert((r.try_get("caller")?, r.try_get("key")?));
-            }
+            held.extend(query.fetch_all(&mut *conn).await?);
         }
         Ok(held)
     }
@@ -512,17 +503,10 @@ where
             if inserted == 1 {
                 return Ok(Step::Keep(Written::Claimed(Claim::Started)));
             }
-            let row = sqlx::query("SELECT fingerprint, state, status_code, response, updated_at FROM idempotency_keys WHERE caller = $1 AND key = $2")
+            let stored = sqlx::query_as::<_, StoredKey>("SELECT fingerprint, state, status_code, response, updated_at FROM idempotency_keys WHERE caller = $1 AND key = $2")
                 .bind(caller).bind(key).fetch_optional(&mut *conn).await?;
-            let Some(row) = row else {
+            let Some(stored) = stored else {
                 continue;
-            };
-            let stored = StoredKey {
-                fingerprint: row.try_get("fingerprint")?,
-                state: row.try_get("state")?,
-                status: row.try_get("status_code")?,
-                response: row.try_get("response")?,
-                renewed_at: row.try_get("updated_at")?,
             };
             if stored.fingerprint != fingerprint {
                 return Ok(Step::Keep(Written::Claimed(Claim::Mismatch)));
@@ -636,11 +620,14 @@ pub enum Claim {
 }
 
 /// An idempotency record as read back.
+#[derive(sqlx::FromRow)]
 pub(crate) struct StoredKey {
     pub(crate) fingerprint: String,
     pub(crate) state: String,
+    #[sqlx(rename = "status_code")]
     pub(crate) status: Option<i32>,
     pub(crate) response: Option<String>,
+    #[sqlx(rename = "updated_at")]
     pub(crate) renewed_at: DateTime<Utc>,
 }
 

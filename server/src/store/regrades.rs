@@ -5,7 +5,6 @@ use crate::store::errors::StoreResult;
 use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
 use sqlx::types::Json as SqlJson;
-use sqlx::Row;
 
 /// The verdict of a stored attempt checked again against another version of its scenario.
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
@@ -23,9 +22,11 @@ pub struct Regrade {
 }
 
 /// A stored attempt that a regrade checks again.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct StoredDesign {
+    #[sqlx(rename = "id")]
     pub attempt: String,
+    #[sqlx(json)]
     pub design: Json,
 }
 
@@ -58,21 +59,12 @@ impl Store {
         limit: u32,
     ) -> StoreResult<Vec<StoredDesign>> {
         with_pool!(self, |pool| {
-            let rows = sqlx::query(
+            Ok(sqlx::query_as::<_, StoredDesign>(
                 "SELECT a.id, a.design FROM attempts AS a WHERE a.scenario = $1 AND a.scenario_hash <> $2 \
                  AND ($3 IS NULL OR a.class_id = $3) \
                  AND NOT EXISTS (SELECT 1 FROM regrades AS g WHERE g.attempt = a.id AND g.scenario_hash = $2) \
                  ORDER BY a.created_at, a.id LIMIT $4")
-                .bind(scenario).bind(current_hash).bind(class).bind(i64::from(limit)).fetch_all(pool).await?;
-            rows.iter()
-                .map(|r| {
-                    let design: SqlJson<Json> = r.try_get("design")?;
-                    Ok(StoredDesign {
-                        attempt: r.try_get("id")?,
-                        design: design.0,
-                    })
-                })
-                .collect()
+                .bind(scenario).bind(current_hash).bind(class).bind(i64::from(limit)).fetch_all(pool).await?)
         })
     }
 
@@ -121,17 +113,14 @@ impl Store {
         hash: &str,
     ) -> StoreResult<Vec<(Json, Option<Json>)>> {
         with_pool!(self, |pool| {
-            let rows = sqlx::query(
+            let rows = sqlx::query_as::<_, (SqlJson<Json>, Option<SqlJson<Json>>)>(
                 "SELECT a.verdict AS old, g.verdict AS new FROM regrades AS g JOIN attempts AS a ON a.id = g.attempt \
                  WHERE a.scenario = $1 AND ($2 IS NULL OR a.class_id = $2) AND g.scenario_hash = $3 ORDER BY a.created_at, a.id")
                 .bind(scenario).bind(class).bind(hash).fetch_all(pool).await?;
-            rows.iter()
-                .map(|r| {
-                    let old: SqlJson<Json> = r.try_get("old")?;
-                    let new: Option<SqlJson<Json>> = r.try_get("new")?;
-                    Ok((old.0, new.map(|v| v.0)))
-                })
-                .collect()
+            Ok(rows
+                .into_iter()
+                .map(|(old, new)| (old.0, new.map(|v| v.0)))
+                .collect())
         })
     }
 }

@@ -3,9 +3,9 @@
 use crate::store::db::{with_pool, Store};
 use crate::store::errors::StoreResult;
 use chrono::Utc;
-use sqlx::Row;
+use sqlx::FromRow;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, FromRow)]
 pub struct Student {
     pub id: String,
     pub display_name: Option<String>,
@@ -82,17 +82,10 @@ impl Store {
     /// The student of the session whose secret hashes to `secret_hash`.
     pub async fn session_by_secret(&self, secret_hash: &str) -> StoreResult<Option<Student>> {
         with_pool!(self, |pool| {
-            let row = sqlx::query(
+            Ok(sqlx::query_as::<_, Student>(
                 "SELECT s.id, s.display_name FROM sessions AS k JOIN students AS s ON s.id = k.student \
                  WHERE k.secret_hash = $1 AND s.origin = 'session'")
-                .bind(secret_hash).fetch_optional(pool).await?;
-            row.map(|r| {
-                Ok(Student {
-                    id: r.try_get("id")?,
-                    display_name: r.try_get("display_name")?,
-                })
-            })
-            .transpose()
+                .bind(secret_hash).fetch_optional(pool).await?)
         })
     }
 
@@ -124,14 +117,11 @@ impl Store {
             .bind(now)
             .execute(&mut *tx)
             .await?;
-            let row = sqlx::query("SELECT id, display_name FROM students WHERE id = $1")
-                .bind(old_id)
-                .fetch_one(&mut *tx)
-                .await?;
-            let student = Student {
-                id: row.try_get("id")?,
-                display_name: row.try_get("display_name")?,
-            };
+            let student =
+                sqlx::query_as::<_, Student>("SELECT id, display_name FROM students WHERE id = $1")
+                    .bind(old_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
             tx.commit().await?;
             Ok(Some(student))
         })

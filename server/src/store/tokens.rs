@@ -3,9 +3,9 @@
 use crate::store::db::{with_pool, Store};
 use crate::store::errors::StoreResult;
 use chrono::{DateTime, Utc};
-use sqlx::Row;
+use sqlx::FromRow;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, FromRow)]
 pub struct TokenInfo {
     pub name: String,
     pub created_at: DateTime<Utc>,
@@ -32,19 +32,11 @@ impl Store {
 
     pub async fn list_tokens(&self) -> StoreResult<Vec<TokenInfo>> {
         with_pool!(self, |pool| {
-            let rows =
-                sqlx::query("SELECT name, created_at, revoked_at FROM grader_tokens ORDER BY name")
-                    .fetch_all(pool)
-                    .await?;
-            rows.iter()
-                .map(|r| {
-                    Ok(TokenInfo {
-                        name: r.try_get("name")?,
-                        created_at: r.try_get("created_at")?,
-                        revoked_at: r.try_get("revoked_at")?,
-                    })
-                })
-                .collect()
+            Ok(sqlx::query_as::<_, TokenInfo>(
+                "SELECT name, created_at, revoked_at FROM grader_tokens ORDER BY name",
+            )
+            .fetch_all(pool)
+            .await?)
         })
     }
 
@@ -67,14 +59,11 @@ impl Store {
     /// a name revoked and given to a new token gets a new hash.
     pub async fn active_tokens(&self) -> StoreResult<Vec<(String, String)>> {
         with_pool!(self, |pool| {
-            let rows = sqlx::query(
+            Ok(sqlx::query_as::<_, (String, String)>(
                 "SELECT name, token_hash FROM grader_tokens WHERE revoked_at IS NULL ORDER BY name",
             )
             .fetch_all(pool)
-            .await?;
-            rows.iter()
-                .map(|r| Ok((r.try_get("name")?, r.try_get("token_hash")?)))
-                .collect()
+            .await?)
         })
     }
 }
