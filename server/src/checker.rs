@@ -100,7 +100,7 @@ impl Checker {
         let known = self.0.verdicts.get(key)?;
         self.0.metrics.observe_cached_check(
             &entry.scenario().id,
-            if known.verdict.passed {
+            if known.outline.passed {
                 "passed"
             } else {
                 "missed"
@@ -124,7 +124,7 @@ impl Checker {
         /// A verdict from the scenario's table comes with its JSON; one the search gives is
         /// serialised when it is kept.
         enum Answer {
-            Looked(Verdict, String),
+            Looked(Checked),
             Searched(Verdict),
         }
         /// The design's verdict from its scenario's table when the table holds it, else
@@ -140,8 +140,8 @@ impl Checker {
             let valid =
                 shared::validate_json(&entry.compiled, design).map_err(CheckError::Design)?;
             if let Some(json) = entry.table_json(&valid, limits) {
-                if let Ok(verdict) = serde_json::from_str(&json) {
-                    return Ok(Answer::Looked(verdict, json));
+                if let Ok(checked) = Checked::from_json(json) {
+                    return Ok(Answer::Looked(checked));
                 }
             }
             shared::check::check_hashed(&entry.compiled, &entry.hash, &valid, within)
@@ -181,15 +181,12 @@ impl Checker {
         match result {
             Ok(Ok(answer)) => {
                 let checked = match answer {
-                    Answer::Looked(verdict, json) => Checked {
-                        verdict,
-                        json: json.into(),
-                    },
+                    Answer::Looked(checked) => checked,
                     Answer::Searched(verdict) => {
                         Checked::new(verdict).map_err(AppError::internal)?
                     }
                 };
-                let verdict = &checked.verdict;
+                let verdict = &checked.outline;
                 metrics.observe_check(
                     &scenario_id,
                     if verdict.passed { "passed" } else { "missed" },

@@ -11,19 +11,63 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
+use serde::Deserialize;
 use shared::Verdict;
 
-/// A verdict with its JSON, as the check route answers it.
+/// A verdict's JSON, as the check route answers it, with the few fields the server reads
+/// itself.
 #[derive(Debug)]
 pub struct Checked {
-    pub verdict: Verdict,
+    pub outline: Outline,
     pub json: Bytes,
 }
 
+/// What the server reads of a verdict (metrics, an attempt's score); the rest it passes on as
+/// JSON, so a verdict from a scenario's table is never read back whole.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Outline {
+    pub scenario: String,
+    pub scenario_hash: String,
+    pub passed: bool,
+    pub score: u32,
+    pub max_score: u32,
+    pub schedules_explored: u64,
+}
+
+impl Outline {
+    fn of(verdict: &Verdict) -> Outline {
+        Outline {
+            scenario: verdict.scenario.clone(),
+            scenario_hash: verdict.scenario_hash.clone(),
+            passed: verdict.passed,
+            score: verdict.score,
+            max_score: verdict.max_score,
+            schedules_explored: verdict.schedules_explored,
+        }
+    }
+}
+
 impl Checked {
+    /// A verdict the search gave, written as JSON.
     pub fn new(verdict: Verdict) -> Result<Checked, serde_json::Error> {
         let json = Bytes::from(serde_json::to_vec(&verdict)?);
-        Ok(Checked { verdict, json })
+        Ok(Checked {
+            outline: Outline::of(&verdict),
+            json,
+        })
+    }
+
+    /// A verdict's JSON as a scenario's table gives it: only its outline is read.
+    pub fn from_json(json: String) -> Result<Checked, serde_json::Error> {
+        Ok(Checked {
+            outline: serde_json::from_str(&json)?,
+            json: json.into(),
+        })
+    }
+
+    /// The verdict as a JSON value, as an attempt stores it.
+    pub fn value(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::from_slice(&self.json)
     }
 
     fn size(&self, key: &[u8]) -> usize {
@@ -138,7 +182,7 @@ mod tests {
         let key = VerdictCache::key("sha256:a", &design);
         assert!(cache.get(&key).is_none());
         cache.insert(key.clone(), checked("a"));
-        assert_eq!(cache.get(&key).unwrap().verdict.scenario, "a");
+        assert_eq!(cache.get(&key).unwrap().outline.scenario, "a");
         assert!(
             cache.get(&VerdictCache::key("sha256:b", &design)).is_none(),
             "another scenario hash is another verdict"

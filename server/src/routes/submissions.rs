@@ -109,7 +109,7 @@ pub(super) async fn check_attempt(
         .check(Arc::clone(&entry), design.clone())
         .await
         .map_err(|e| e.under(at))?;
-    let verdict = &checked.verdict;
+    let verdict = &checked.outline;
     Ok(Attempt {
         id: uuid::Uuid::new_v4().to_string(),
         student,
@@ -119,7 +119,7 @@ pub(super) async fn check_attempt(
         score: i32::try_from(verdict.score).unwrap_or(i32::MAX),
         max_score: i32::try_from(verdict.max_score).unwrap_or(i32::MAX),
         passed: verdict.passed,
-        verdict: serde_json::to_value(verdict).map_err(AppError::internal)?,
+        verdict: checked.value().map_err(AppError::internal)?,
         created_at: Utc::now(),
         class: None,
     })
