@@ -115,7 +115,9 @@ impl Modify for ExtractorErrors {
                 let Some(operation) = operation else {
                     continue;
                 };
-                let security = serde_json::to_value(&operation.security).unwrap_or_default();
+                // Written by the route's attribute: a map of scheme names, which serialises.
+                let security = serde_json::to_value(&operation.security)
+                    .expect("a route's security requirements are JSON");
                 let uses = |scheme: &str| {
                     security
                         .as_array()

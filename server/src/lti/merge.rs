@@ -15,7 +15,6 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 
 type StoreResult<T> = Result<T, sqlx::Error>;
 
@@ -184,30 +183,36 @@ pub async fn merge_old_keys(db: Db<'_>) -> StoreResult<Merged> {
             tx.rollback().await?;
             return Ok(Merged::default());
         }
-        let users = sqlx::query(
+        let users: Vec<(String, String, String, DateTime<Utc>)> = sqlx::query_as(
             "SELECT p.issuer, u.sub, u.student AS id, s.created_at FROM lti_users AS u \
              JOIN lti_platforms AS p ON p.id = u.platform JOIN students AS s ON s.id = u.student \
              UNION ALL SELECT i.issuer, i.sub, i.student AS id, s.created_at FROM lti_identities AS i \
              JOIN students AS s ON s.id = i.student")
-            .fetch_all(&mut *tx).await?
-            .iter()
-            .map(|r| Ok(Keyed { key: (r.try_get::<String, _>("issuer")?, r.try_get::<String, _>("sub")?), id: r.try_get("id")?, made: r.try_get("created_at")? }))
-            .collect::<StoreResult<Vec<_>>>()?;
+            .fetch_all(&mut *tx).await?;
+        let users: Vec<_> = users
+            .into_iter()
+            .map(|(issuer, sub, id, made)| Keyed {
+                key: (issuer, sub),
+                id,
+                made,
+            })
+            .collect();
         // An old course was the class of every deployment of its registration.
-        let courses = sqlx::query(
+        let courses: Vec<(String, String, String, String, DateTime<Utc>)> = sqlx::query_as(
             "SELECT p.issuer, d.deployment_id, c.context_id, c.class_id AS id, k.created_at FROM lti_contexts AS c \
              JOIN lti_platforms AS p ON p.id = c.platform JOIN lti_deployments AS d ON d.platform = c.platform \
              JOIN classes AS k ON k.id = c.class_id \
              UNION ALL SELECT o.issuer, o.deployment_id, o.context_id, o.class_id AS id, k.created_at FROM lti_courses AS o \
              JOIN classes AS k ON k.id = o.class_id")
-            .fetch_all(&mut *tx).await?
-            .iter()
-            .map(|r| Ok(Keyed {
-                key: (r.try_get::<String, _>("issuer")?, r.try_get::<String, _>("deployment_id")?, r.try_get::<String, _>("context_id")?),
-                id: r.try_get("id")?,
-                made: r.try_get("created_at")?,
-            }))
-            .collect::<StoreResult<Vec<_>>>()?;
+            .fetch_all(&mut *tx).await?;
+        let courses: Vec<_> = courses
+            .into_iter()
+            .map(|(issuer, deployment, context, id, made)| Keyed {
+                key: (issuer, deployment, context),
+                id,
+                made,
+            })
+            .collect();
         let student_of = survivors(&users);
         let class_of = survivors(&courses);
         let mut done = Merged {

@@ -6,7 +6,7 @@ use crate::store::db::{with_pool, Store};
 use crate::store::errors::StoreResult;
 use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
-use sqlx::{FromRow, Row};
+use sqlx::FromRow;
 
 /// One recorded attempt: a design checked for a student.
 #[derive(Clone, Debug, PartialEq, FromRow)]
@@ -161,15 +161,12 @@ impl Store {
     /// gave the class they joined last; `None` for a student with neither (or none at all).
     pub async fn display_name(&self, student: &str) -> StoreResult<Option<String>> {
         with_pool!(self, |pool| {
-            let row = sqlx::query(
+            let name: Option<Option<String>> = sqlx::query_scalar(
                 "SELECT COALESCE(s.display_name, \
                  (SELECT m.display_name FROM memberships AS m WHERE m.student = s.id ORDER BY m.joined_at DESC LIMIT 1)) AS name \
                  FROM students AS s WHERE s.id = $1")
                 .bind(student).fetch_optional(pool).await?;
-            Ok(row
-                .map(|r| r.try_get::<Option<String>, _>("name"))
-                .transpose()?
-                .flatten())
+            Ok(name.flatten())
         })
     }
 
@@ -178,12 +175,10 @@ impl Store {
     pub async fn progress(&self, student: &str) -> StoreResult<BTreeMap<String, Progress>> {
         let mut progress: BTreeMap<String, Progress> = BTreeMap::new();
         with_pool!(self, |pool| {
-            let rows = sqlx::query(
+            let rows: Vec<(String, i32)> = sqlx::query_as(
                 "SELECT scenario, MAX(CASE WHEN passed THEN 1 ELSE 0 END) AS passed FROM attempts WHERE student = $1 GROUP BY scenario")
                 .bind(student).fetch_all(pool).await?;
-            for r in rows {
-                let scenario: String = r.try_get("scenario")?;
-                let passed: i32 = r.try_get("passed")?;
+            for (scenario, passed) in rows {
                 progress.insert(
                     scenario,
                     Progress {
