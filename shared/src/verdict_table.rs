@@ -19,6 +19,7 @@
 //! enumeration of designs leaves it out because the other options make it irrelevant, another
 //! order of edges at a node with three or more), is checked by the search as before.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::Value as Json;
@@ -77,8 +78,10 @@ pub fn key_of(scenario: &Compiled, design: &ValidDesign) -> Option<(Key, Vec<usi
         let i = drawn.nodes.iter().position(|n| n.id == id)?;
         order.iter().position(|&o| o == i)
     };
-    let mut nodes = Vec::with_capacity(order.len());
-    for &i in &order {
+    // Written as the JSON array of each node's `[kind, options, targets, sources]`.
+    let mut key = Vec::with_capacity(64 * order.len());
+    key.push(b'[');
+    for (k, &i) in order.iter().enumerate() {
         let node = &drawn.nodes[i];
         let options = with_defaults(scenario, node);
         let mut targets = Vec::new();
@@ -98,21 +101,25 @@ pub fn key_of(scenario: &Compiled, design: &ValidDesign) -> Option<(Key, Vec<usi
                 edges.sort_unstable();
             }
         }
-        nodes.push(serde_json::json!([node.kind, options, targets, sources]));
+        if k > 0 {
+            key.push(b',');
+        }
+        serde_json::to_writer(&mut key, &(node.kind, &options, &targets, &sources)).ok()?;
     }
-    Some((Key(Json::Array(nodes).to_string()), order))
+    key.push(b']');
+    Some((Key(String::from_utf8(key).ok()?), order))
 }
 
 /// A node's options with every option it leaves out that validation gives a default at that
 /// default.
-fn with_defaults(scenario: &Compiled, node: &Node) -> BTreeMap<String, Json> {
-    let mut options: BTreeMap<String, Json> = node
+fn with_defaults<'a>(scenario: &Compiled, node: &'a Node) -> BTreeMap<&'a str, Cow<'a, Json>> {
+    let mut options: BTreeMap<&str, Cow<Json>> = node
         .options
         .iter()
-        .map(|(name, value)| (name.clone(), value.clone()))
+        .map(|(name, value)| (name.as_str(), Cow::Borrowed(value)))
         .collect();
     for (name, default) in defaults(scenario, node) {
-        options.entry(name.to_string()).or_insert(default);
+        options.entry(name).or_insert(Cow::Owned(default));
     }
     options
 }

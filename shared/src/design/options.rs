@@ -143,7 +143,8 @@ pub(super) fn typed_options(
         let read = OptionRead {
             scenario,
             kind: node.kind,
-            path: format!("{path}.options.{}", spec.name),
+            node_path: path,
+            name: spec.name,
             given: node.options.get(spec.name).filter(|v| !v.is_null()),
             allowed: palette.and_then(|p| p.get(spec.name)),
         };
@@ -206,12 +207,19 @@ fn build(kind: NodeKind, mut given: Given) -> TypedOptions {
 struct OptionRead<'a> {
     scenario: &'a Scenario,
     kind: NodeKind,
-    path: String,
+    /// The node's path; an option's own path is written only for an error.
+    node_path: &'a str,
+    name: &'static str,
     given: Option<&'a Json>,
     allowed: Option<&'a Vec<String>>,
 }
 
 impl OptionRead<'_> {
+    /// Where the option is in the design, as an error names it.
+    fn path(&self) -> String {
+        format!("{}.options.{}", self.node_path, self.name)
+    }
+
     fn into(self, spec: &OptionSpec, given: &mut Given, errors: &mut Errors) {
         match spec.values {
             OptionValues::Choice(values) => {
@@ -236,7 +244,7 @@ impl OptionRead<'_> {
                     given.text.insert(spec.name, s.clone());
                 }
                 Some(_) => errors.push(
-                    &self.path,
+                    self.path(),
                     DesignErrorCode::WrongType,
                     "version must be the name of a column, such as \"version\"",
                 ),
@@ -248,7 +256,7 @@ impl OptionRead<'_> {
         if let Some(allowed) = self.allowed {
             if !allowed.iter().any(|a| a == v) {
                 errors.push(
-                    &self.path,
+                    self.path(),
                     DesignErrorCode::NotInPalette,
                     format!(
                         "{what} {v} is not offered in this scenario; choose one of {}",
@@ -271,7 +279,7 @@ impl OptionRead<'_> {
                 Some(v) => Some(*v),
                 None => {
                     errors.push(
-                        &self.path,
+                        self.path(),
                         DesignErrorCode::BadOptionValue,
                         format!(
                             "\"{s}\" is not a value of {name}; choose one of {}",
@@ -283,7 +291,7 @@ impl OptionRead<'_> {
             },
             Some(_) => {
                 errors.push(
-                    &self.path,
+                    self.path(),
                     DesignErrorCode::WrongType,
                     format!("{name} must be a string, one of {}", values.join(", ")),
                 );
@@ -301,7 +309,7 @@ impl OptionRead<'_> {
                 Some(v) if v >= 1 && v <= u64::from(max) => Some(v as u32),
                 _ => {
                     errors.push(
-                        &self.path,
+                        self.path(),
                         DesignErrorCode::BadOptionValue,
                         format!("{name} must be a whole number from 1 to {max}"),
                     );
@@ -312,7 +320,7 @@ impl OptionRead<'_> {
                 // A palette lists every option value as a string; a design gives this one
                 // as a number, and says so.
                 errors.push(
-                    &self.path,
+                    self.path(),
                     DesignErrorCode::WrongType,
                     format!("{name} is a number in a design, such as {default}, not the string \"{s}\" (only a palette lists it as a string); write it without quotes, a whole number from 1 to {max}"),
                 );
@@ -320,7 +328,7 @@ impl OptionRead<'_> {
             }
             Some(_) => {
                 errors.push(
-                    &self.path,
+                    self.path(),
                     DesignErrorCode::WrongType,
                     format!("{name} must be a whole number from 1 to {max}"),
                 );
@@ -330,7 +338,7 @@ impl OptionRead<'_> {
         if let Some(allowed) = self.allowed {
             if !allowed.iter().any(|a| a == &value.to_string()) {
                 errors.push(
-                    &self.path,
+                    self.path(),
                     DesignErrorCode::NotInPalette,
                     format!(
                         "{name} {value} is not offered here; choose one of {}",
@@ -370,7 +378,7 @@ impl OptionRead<'_> {
             }
             None => {
                 errors.push(
-                    &self.path,
+                    self.path(),
                     DesignErrorCode::MissingOption,
                     format!(
                         "choose which {what} this node stands for: {}",
@@ -383,7 +391,7 @@ impl OptionRead<'_> {
                 if let Some(allowed) = self.allowed {
                     if !allowed.contains(s) {
                         errors.push(
-                            &self.path,
+                            self.path(),
                             DesignErrorCode::NotInPalette,
                             format!(
                                 "{what} {s} is not offered here; choose one of {}",
@@ -396,7 +404,7 @@ impl OptionRead<'_> {
             }
             Some(Json::String(s)) => {
                 errors.push(
-                    &self.path,
+                    self.path(),
                     DesignErrorCode::UnknownName,
                     format!(
                         "this scenario has no {what} \"{s}\"; its {what}s are {}",
@@ -407,7 +415,7 @@ impl OptionRead<'_> {
             }
             Some(_) => {
                 errors.push(
-                    &self.path,
+                    self.path(),
                     DesignErrorCode::WrongType,
                     format!("{} must be the name of a {what}", spec.name),
                 );
@@ -428,7 +436,7 @@ impl OptionRead<'_> {
             Some(Json::String(s)) => Some(vec![s.clone()]),
             Some(_) => {
                 errors.push(
-                    &self.path,
+                    self.path(),
                     DesignErrorCode::WrongType,
                     "key must be a list of column names, such as [\"order_id\"]",
                 );
