@@ -78,6 +78,14 @@ pub(super) fn valid_student_id(id: &str) -> Result<(), AppError> {
 /// lists and batches stay small.
 pub(super) fn submission_body(a: &Attempt, with_design: bool) -> Submission {
     Submission {
+        verdict: a.verdict.clone(),
+        ..submission_fields(a, with_design)
+    }
+}
+
+/// An attempt's fields as an answer gives them, but for its verdict (left null).
+fn submission_fields(a: &Attempt, with_design: bool) -> Submission {
+    Submission {
         id: a.id.clone(),
         scenario: a.scenario.clone(),
         student: a.student.clone(),
@@ -87,7 +95,7 @@ pub(super) fn submission_body(a: &Attempt, with_design: bool) -> Submission {
         passed: a.passed,
         class: a.class.clone(),
         late: false,
-        verdict: a.verdict.clone(),
+        verdict: Value::Null,
         design: with_design.then(|| a.design.clone()),
     }
 }
@@ -307,11 +315,17 @@ async fn submit_idempotently(
     let outcome = submit(&parts, &caller, &bytes).await;
     let (attempt, status, body) = match &outcome {
         Ok((attempt, late)) => {
+            // The verdict goes into the answer once, copied from the attempt, not written
+            // out and read again with the rest.
             let answer = Submission {
                 late: *late,
-                ..submission_body(attempt, false)
+                verdict: Value::Null,
+                ..submission_fields(attempt, false)
             };
-            let body = serde_json::to_value(answer).unwrap_or(Value::Null);
+            let mut body = serde_json::to_value(answer).unwrap_or(Value::Null);
+            if let Some(fields) = body.as_object_mut() {
+                fields.insert("verdict".to_string(), attempt.verdict.clone());
+            }
             (Some(attempt), StatusCode::CREATED, body)
         }
         Err(e) => (None, e.status, e.body()),
@@ -352,13 +366,16 @@ async fn submit_idempotently(
 /// What a submission's key keeps to replay its answer: the answer without its verdict,
 /// which the attempt it names (`id`) holds; [`replay`] puts it back. An error is kept whole.
 fn stored_answer(body: &Value) -> Value {
-    let mut kept = body.clone();
-    if let Some(fields) = kept.as_object_mut() {
-        if fields.contains_key("id") {
-            fields.remove("verdict");
-        }
+    match body.as_object() {
+        Some(fields) if fields.contains_key("id") => Value::Object(
+            fields
+                .iter()
+                .filter(|(name, _)| name.as_str() != "verdict")
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect(),
+        ),
+        _ => body.clone(),
     }
-    kept
 }
 
 /// The stored answer of a request whose key was claimed before, with the verdict of the
