@@ -66,13 +66,13 @@ impl Entry {
         self.compiled.scenario()
     }
 
-    /// The verdict's JSON from the scenario's table, when the table is built for checks
+    /// The verdict's JSON and summary from the scenario's table, when the table is built for checks
     /// within `limits` and holds the design; the search's verdict byte for byte.
     pub fn table_json(
         &self,
         design: &shared::ValidDesign,
         limits: shared::Limits,
-    ) -> Option<String> {
+    ) -> Option<(String, shared::verdict_table::Summary)> {
         let Some(Table::Built(table)) = self.table.get() else {
             return None;
         };
@@ -80,7 +80,7 @@ impl Entry {
         if (built.max_schedules, built.max_steps) != (limits.max_schedules, limits.max_steps) {
             return None;
         }
-        table.json(&self.compiled, design)
+        table.lookup(&self.compiled, design)
     }
 }
 

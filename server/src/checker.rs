@@ -18,7 +18,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::catalogue::Entry;
 use crate::error::{parse_json, AppError, ErrorCode};
 use crate::metrics::Metrics;
-use crate::verdicts::{Checked, VerdictCache};
+use crate::verdicts::{Checked, Outline, VerdictCache};
 
 /// Runs checks. Cheap to clone: clones share the cache, the counters and the turns.
 #[derive(Clone)]
@@ -139,10 +139,12 @@ impl Checker {
         ) -> Result<Answer, CheckError> {
             let valid =
                 shared::validate_json(&entry.compiled, design).map_err(CheckError::Design)?;
-            if let Some(json) = entry.table_json(&valid, limits) {
-                if let Ok(checked) = Checked::from_json(json) {
-                    return Ok(Answer::Looked(checked));
-                }
+            if let Some((json, summary)) = entry.table_json(&valid, limits) {
+                let outline = Outline::from_table(&entry.scenario().id, &entry.hash, summary);
+                return Ok(Answer::Looked(Checked {
+                    outline,
+                    json: json.into(),
+                }));
             }
             shared::check::check_hashed(&entry.compiled, &entry.hash, &valid, within)
                 .map(Answer::Searched)

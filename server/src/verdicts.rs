@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
-use serde::Deserialize;
+use shared::verdict_table::Summary;
 use shared::Verdict;
 
 /// A verdict's JSON, as the check route answers it, with the few fields the server reads
@@ -23,8 +23,8 @@ pub struct Checked {
 }
 
 /// What the server reads of a verdict (metrics, an attempt's score); the rest it passes on as
-/// JSON, so a verdict from a scenario's table is never read back whole.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+/// JSON, so a verdict from a scenario's table is never read back.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outline {
     pub scenario: String,
     pub scenario_hash: String,
@@ -35,6 +35,18 @@ pub struct Outline {
 }
 
 impl Outline {
+    /// The outline of a verdict from `scenario`'s table (for the version `hash`).
+    pub fn from_table(scenario: &str, hash: &str, summary: Summary) -> Outline {
+        Outline {
+            scenario: scenario.to_string(),
+            scenario_hash: hash.to_string(),
+            passed: summary.passed,
+            score: summary.score,
+            max_score: summary.max_score,
+            schedules_explored: summary.schedules_explored,
+        }
+    }
+
     fn of(verdict: &Verdict) -> Outline {
         Outline {
             scenario: verdict.scenario.clone(),
@@ -54,14 +66,6 @@ impl Checked {
         Ok(Checked {
             outline: Outline::of(&verdict),
             json,
-        })
-    }
-
-    /// A verdict's JSON as a scenario's table gives it: only its outline is read.
-    pub fn from_json(json: String) -> Result<Checked, serde_json::Error> {
-        Ok(Checked {
-            outline: serde_json::from_str(&json)?,
-            json: json.into(),
         })
     }
 

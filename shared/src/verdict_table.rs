@@ -204,6 +204,7 @@ enum Part {
 /// One design's verdict, as a template.
 #[derive(Clone, Debug)]
 struct Entry {
+    summary: Summary,
     /// The verdict's JSON up to the untested options' list (`"untested":[`).
     head: Vec<Part>,
     /// Each untested option's JSON, with the node (in the key's order) it belongs to, in the
@@ -211,6 +212,27 @@ struct Entry {
     untested: Vec<(usize, Vec<Part>)>,
     /// From the end of the untested options' list on.
     tail: Vec<Part>,
+}
+
+/// What a verdict says at its top, which no node id changes: for a caller that reads only
+/// this, a verdict from the table need not be read back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Summary {
+    pub passed: bool,
+    pub score: u32,
+    pub max_score: u32,
+    pub schedules_explored: u64,
+}
+
+impl Summary {
+    pub fn of(verdict: &crate::Verdict) -> Summary {
+        Summary {
+            passed: verdict.passed,
+            score: verdict.score,
+            max_score: verdict.max_score,
+            schedules_explored: verdict.schedules_explored,
+        }
+    }
 }
 
 /// Why a scenario has no table.
@@ -325,6 +347,7 @@ impl Entry {
             options.push((node, parts_of(&serde_json::to_string(u).ok()?, ids)));
         }
         Some(Entry {
+            summary: Summary::of(verdict),
             head: parts_of(&text[..open], ids),
             untested: options,
             tail: parts_of(&text[open..], ids),
@@ -467,12 +490,17 @@ impl VerdictTable {
     /// with this table's hash and limits, byte for byte; `None` when the table does not hold
     /// the design. `scenario` is the one the table was built for (its hash).
     pub fn json(&self, scenario: &Compiled, design: &ValidDesign) -> Option<String> {
+        self.lookup(scenario, design).map(|(json, _)| json)
+    }
+
+    /// [`VerdictTable::json`] with the verdict's [`Summary`].
+    pub fn lookup(&self, scenario: &Compiled, design: &ValidDesign) -> Option<(String, Summary)> {
         let (key, drawn) = key_of(scenario, design)?;
         let entry = self.entries.get(&key)?;
         let nodes = &design.design().nodes;
         let ids: Vec<&str> = drawn.iter().map(|&i| nodes[i].id.as_str()).collect();
         // The rank of each node (in the key's order) among the drawn nodes.
-        Some(entry.render(&ids, &drawn))
+        Some((entry.render(&ids, &drawn), entry.summary))
     }
 
     /// The verdict itself, read back from [`VerdictTable::json`].

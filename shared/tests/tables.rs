@@ -89,6 +89,12 @@ fn every_design_of_every_shipped_scenario_gets_the_searchs_verdict_from_the_tabl
                 .expect("the table's verdict reads back");
             let search = check_hashed(&scenario, &hash, &valid, Limits::default()).unwrap();
             assert_eq!(read, search, "{id}: the verdict read back is the search's");
+            let (_, summary) = table.lookup(&scenario, &valid).unwrap();
+            assert_eq!(
+                summary,
+                shared::verdict_table::Summary::of(&search),
+                "{id}: the summary is the search's"
+            );
 
             // The same design drawn with other ids, positions and order of nodes: the same
             // key, and the search's verdict for that drawing.
