@@ -161,6 +161,21 @@ fn survivors<K: Ord>(rows: &[Keyed<K>]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The old tables' users: issuer, sub, student and when the student was made.
+const OLD_USERS: &str =
+    "SELECT p.issuer, u.sub, u.student AS id, s.created_at FROM lti_users AS u \
+     JOIN lti_platforms AS p ON p.id = u.platform JOIN students AS s ON s.id = u.student \
+     UNION ALL SELECT i.issuer, i.sub, i.student AS id, s.created_at FROM lti_identities AS i \
+     JOIN students AS s ON s.id = i.student";
+
+/// The old tables' courses: issuer, deployment, context, class and when the class was made.
+/// An old course was the class of every deployment of its registration.
+const OLD_COURSES: &str = "SELECT p.issuer, d.deployment_id, c.context_id, c.class_id AS id, k.created_at FROM lti_contexts AS c \
+     JOIN lti_platforms AS p ON p.id = c.platform JOIN lti_deployments AS d ON d.platform = c.platform \
+     JOIN classes AS k ON k.id = c.class_id \
+     UNION ALL SELECT o.issuer, o.deployment_id, o.context_id, o.class_id AS id, k.created_at FROM lti_courses AS o \
+     JOIN classes AS k ON k.id = o.class_id";
+
 /// Moves the old tables' rows to the new keys, merging what the old keys had split; nothing
 /// when the old tables are empty.
 pub async fn merge_old_keys(db: Db<'_>) -> StoreResult<Merged> {
@@ -183,12 +198,8 @@ pub async fn merge_old_keys(db: Db<'_>) -> StoreResult<Merged> {
             tx.rollback().await?;
             return Ok(Merged::default());
         }
-        let users: Vec<(String, String, String, DateTime<Utc>)> = sqlx::query_as(
-            "SELECT p.issuer, u.sub, u.student AS id, s.created_at FROM lti_users AS u \
-             JOIN lti_platforms AS p ON p.id = u.platform JOIN students AS s ON s.id = u.student \
-             UNION ALL SELECT i.issuer, i.sub, i.student AS id, s.created_at FROM lti_identities AS i \
-             JOIN students AS s ON s.id = i.student")
-            .fetch_all(&mut *tx).await?;
+        let users: Vec<(String, String, String, DateTime<Utc>)> =
+            sqlx::query_as(OLD_USERS).fetch_all(&mut *tx).await?;
         let users: Vec<_> = users
             .into_iter()
             .map(|(issuer, sub, id, made)| Keyed {
@@ -197,14 +208,8 @@ pub async fn merge_old_keys(db: Db<'_>) -> StoreResult<Merged> {
                 made,
             })
             .collect();
-        // An old course was the class of every deployment of its registration.
-        let courses: Vec<(String, String, String, String, DateTime<Utc>)> = sqlx::query_as(
-            "SELECT p.issuer, d.deployment_id, c.context_id, c.class_id AS id, k.created_at FROM lti_contexts AS c \
-             JOIN lti_platforms AS p ON p.id = c.platform JOIN lti_deployments AS d ON d.platform = c.platform \
-             JOIN classes AS k ON k.id = c.class_id \
-             UNION ALL SELECT o.issuer, o.deployment_id, o.context_id, o.class_id AS id, k.created_at FROM lti_courses AS o \
-             JOIN classes AS k ON k.id = o.class_id")
-            .fetch_all(&mut *tx).await?;
+        type Course = (String, String, String, String, DateTime<Utc>);
+        let courses: Vec<Course> = sqlx::query_as(OLD_COURSES).fetch_all(&mut *tx).await?;
         let courses: Vec<_> = courses
             .into_iter()
             .map(|(issuer, deployment, context, id, made)| Keyed {
@@ -219,25 +224,20 @@ pub async fn merge_old_keys(db: Db<'_>) -> StoreResult<Merged> {
             moved: old as usize,
             ..Merged::default()
         };
-        for (gone, stays) in student_of.iter().filter(|(a, b)| a != b) {
-            for statement in STUDENT_MERGE {
-                sqlx::query(statement)
-                    .bind(gone)
-                    .bind(stays)
-                    .execute(&mut *tx)
-                    .await?;
+        for (merges, statements, merged) in [
+            (&student_of, STUDENT_MERGE, &mut done.students),
+            (&class_of, CLASS_MERGE, &mut done.classes),
+        ] {
+            for (gone, stays) in merges.iter().filter(|(a, b)| a != b) {
+                for statement in statements {
+                    sqlx::query(statement)
+                        .bind(gone)
+                        .bind(stays)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                *merged += 1;
             }
-            done.students += 1;
-        }
-        for (gone, stays) in class_of.iter().filter(|(a, b)| a != b) {
-            for statement in CLASS_MERGE {
-                sqlx::query(statement)
-                    .bind(gone)
-                    .bind(stays)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            done.classes += 1;
         }
         for row in &users {
             sqlx::query(
