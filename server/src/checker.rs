@@ -100,7 +100,7 @@ impl Checker {
         let known = self.0.verdicts.get(key)?;
         self.0.metrics.observe_cached_check(
             &entry.scenario().id,
-            if known.outline.passed {
+            if known.outline.summary.passed {
                 "passed"
             } else {
                 "missed"
@@ -188,7 +188,7 @@ impl Checker {
                         Checked::new(verdict).map_err(AppError::internal)?
                     }
                 };
-                let verdict = &checked.outline;
+                let verdict = &checked.outline.summary;
                 metrics.observe_check(
                     &scenario_id,
                     if verdict.passed { "passed" } else { "missed" },

@@ -28,10 +28,7 @@ pub struct Checked {
 pub struct Outline {
     pub scenario: String,
     pub scenario_hash: String,
-    pub passed: bool,
-    pub score: u32,
-    pub max_score: u32,
-    pub schedules_explored: u64,
+    pub summary: Summary,
 }
 
 impl Outline {
@@ -40,22 +37,16 @@ impl Outline {
         Outline {
             scenario: scenario.to_string(),
             scenario_hash: hash.to_string(),
-            passed: summary.passed,
-            score: summary.score,
-            max_score: summary.max_score,
-            schedules_explored: summary.schedules_explored,
+            summary,
         }
     }
 
     fn of(verdict: &Verdict) -> Outline {
-        Outline {
-            scenario: verdict.scenario.clone(),
-            scenario_hash: verdict.scenario_hash.clone(),
-            passed: verdict.passed,
-            score: verdict.score,
-            max_score: verdict.max_score,
-            schedules_explored: verdict.schedules_explored,
-        }
+        Outline::from_table(
+            &verdict.scenario,
+            &verdict.scenario_hash,
+            Summary::of(verdict),
+        )
     }
 }
 

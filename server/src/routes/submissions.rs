@@ -117,12 +117,12 @@ pub(super) async fn check_attempt(
         .check(Arc::clone(&entry), design.clone())
         .await
         .map_err(|e| e.under(at))?;
-    let verdict = &checked.outline;
+    let verdict = &checked.outline.summary;
     Ok(Attempt {
         id: uuid::Uuid::new_v4().to_string(),
         student,
         scenario: entry.scenario().id.clone(),
-        scenario_hash: verdict.scenario_hash.clone(),
+        scenario_hash: checked.outline.scenario_hash.clone(),
         design,
         score: i32::try_from(verdict.score).unwrap_or(i32::MAX),
         max_score: i32::try_from(verdict.max_score).unwrap_or(i32::MAX),

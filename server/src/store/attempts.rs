@@ -124,8 +124,19 @@ impl Store {
         query: &AttemptsQuery<'_>,
     ) -> StoreResult<Vec<AttemptSummary>> {
         let sql = format!("SELECT {ATTEMPTS_PAGE_COLUMNS} {ATTEMPTS_PAGE}");
+        self.page_of(&sql, query).await
+    }
+
+    /// The rows `sql` (a page's query, see [`ATTEMPTS_PAGE`]) gives for `query`.
+    async fn page_of<T>(&self, sql: &str, query: &AttemptsQuery<'_>) -> StoreResult<Vec<T>>
+    where
+        T: for<'r> FromRow<'r, sqlx::sqlite::SqliteRow>
+            + for<'r> FromRow<'r, sqlx::postgres::PgRow>
+            + Send
+            + Unpin,
+    {
         with_pool!(self, |pool| {
-            Ok(sqlx::query_as::<_, AttemptSummary>(&sql)
+            Ok(sqlx::query_as::<_, T>(sql)
                 .bind(query.student)
                 .bind(query.scenario)
                 .bind(query.before)
@@ -146,15 +157,7 @@ impl Store {
             "SELECT {ATTEMPTS_PAGE_COLUMNS}, a.verdict, COALESCE(m.display_name, s.display_name, '') AS display_name \
              {ATTEMPTS_PAGE_JOINED}"
         );
-        with_pool!(self, |pool| {
-            Ok(sqlx::query_as::<_, ExportedAttempt>(&sql)
-                .bind(query.student)
-                .bind(query.scenario)
-                .bind(query.before)
-                .bind(i64::from(query.limit))
-                .fetch_all(pool)
-                .await?)
-        })
+        self.page_of(&sql, query).await
     }
 
     /// The name a student goes by: the one of their session or platform, else the one they
