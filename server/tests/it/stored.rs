@@ -72,14 +72,20 @@ async fn submit_with_key(app: &TestApp, who: &As, body: &Value) -> crate::common
     .await
 }
 
-#[tokio::test]
-async fn a_stored_answer_that_is_not_one_the_server_writes_is_never_replayed() {
-    let app = spawn_app().await;
+/// A grader's submission with an Idempotency-Key: the grader, the body and the answer (201).
+async fn first_submission(app: &TestApp) -> (As, Value, crate::common::Answer) {
     let token = app.grader_token("ta").await;
     let grader = As::grader(&token);
     let body = json!({"scenario": "safe-retry", "student": "lms-1", "design": failing_design()});
-    let first = submit_with_key(&app, &grader, &body).await;
+    let first = submit_with_key(app, &grader, &body).await;
     assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
+    (grader, body, first)
+}
+
+#[tokio::test]
+async fn a_stored_answer_that_is_not_one_the_server_writes_is_never_replayed() {
+    let app = spawn_app().await;
+    let (grader, body, _) = first_submission(&app).await;
     let replayed = submit_with_key(&app, &grader, &body).await;
     assert_eq!(replayed.status, StatusCode::CREATED);
     assert_eq!(replayed.header("idempotent-replayed"), Some("true"));
@@ -127,11 +133,7 @@ async fn a_stored_answer_that_is_not_one_the_server_writes_is_never_replayed() {
 #[tokio::test]
 async fn a_submission_keeps_its_verdict_once_and_its_replay_gives_the_same_bytes() {
     let app = spawn_app().await;
-    let token = app.grader_token("ta").await;
-    let grader = As::grader(&token);
-    let body = json!({"scenario": "safe-retry", "student": "lms-1", "design": failing_design()});
-    let first = submit_with_key(&app, &grader, &body).await;
-    assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
+    let (grader, body, first) = first_submission(&app).await;
     let answered: Value = serde_json::from_str(&first.text).unwrap();
     assert!(answered["verdict"].is_object(), "{}", first.text);
 
