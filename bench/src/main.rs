@@ -1342,9 +1342,9 @@ fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
         let hash = shared::scenario_hash(scenario.scenario());
         let graded = || shared::check::check_graded(&scenario, &hash, &valid, limits);
         let mut verdict = None;
-        let held = heap::reset_peak();
+        heap::reset_peak();
         let first = time_ms(|| verdict = Some(graded()));
-        let peak_bytes = heap::peak().saturating_sub(held) as u64;
+        let peak_bytes = heap::peak() as u64;
         let verdict = verdict
             .expect("the check ran")
             .map_err(|e| format!("{messages} messages, {crashes} crash(es): {e}"))?;
@@ -1493,23 +1493,23 @@ fn instructions(dir: &Path) -> Result<u64, String> {
     Ok(engine)
 }
 
-/// The heap the benchmark holds, counted by its allocator (`peak_alloc`): the largest since
-/// the last reset, for the peak memory of a check.
+/// The heap the benchmark holds, counted around the server's allocator (mimalloc, so that a
+/// check here allocates as the server's does): the most held above what was held at the last
+/// reset, for the peak memory of a check.
 mod heap {
-    use peak_alloc::PeakAlloc;
+    use peakmem_alloc::{PeakMemAlloc, PeakMemAllocTrait};
 
     #[global_allocator]
-    static ALLOCATOR: PeakAlloc = PeakAlloc;
+    static ALLOCATOR: PeakMemAlloc<mimalloc::MiMalloc> = PeakMemAlloc::new(mimalloc::MiMalloc);
 
-    /// Starts a new peak at what is held now, and answers it.
-    pub fn reset_peak() -> usize {
-        ALLOCATOR.reset_peak_usage();
-        ALLOCATOR.current_usage()
+    /// Starts counting a new peak from what is held now.
+    pub fn reset_peak() {
+        ALLOCATOR.reset_peak_memory();
     }
 
-    /// The most held since the last reset.
+    /// The most held above what was held at the last reset, in bytes.
     pub fn peak() -> usize {
-        ALLOCATOR.peak_usage()
+        ALLOCATOR.get_peak_memory()
     }
 }
 

@@ -261,15 +261,14 @@ fn graded(
     counted: &[&'static str],
 ) -> Result<(Verdict, Vec<u64>), CheckError> {
     let model = Model::compile(scenario, design);
-    let clean = clean_run(&model);
     let ask = Ask {
         count_without: counted,
         stop_beyond: None,
     };
-    let Ended::All(found) = Search::run(&model, &clean, limits, ask)? else {
+    let Ended::All(found) = Search::run(&model, limits, ask)? else {
         unreachable!("a search that stops at nothing runs to its end");
     };
-    let mut verdict = verdict(scenario, &model, &clean, found.schedules, &found.best);
+    let mut verdict = verdict(scenario, &model, &found.clean, found.schedules, &found.best);
     verdict.scenario_hash = hash.to_string();
     Ok((verdict, found.without))
 }
@@ -411,12 +410,11 @@ impl crate::coverage::Checker for Variants {
         missed: &[bool],
     ) -> Result<bool, String> {
         let model = Model::compile(scenario, design);
-        let clean = clean_run(&model);
         let ask = Ask {
             count_without: &[],
             stop_beyond: Some(missed),
         };
-        match Search::run(&model, &clean, self.limits, ask).map_err(|e| e.to_string())? {
+        match Search::run(&model, self.limits, ask).map_err(|e| e.to_string())? {
             Ended::NewMiss => Ok(true),
             Ended::All(found) => Ok(found
                 .best
@@ -428,16 +426,15 @@ impl crate::coverage::Checker for Variants {
 
     fn verdict(&self, scenario: &Compiled, design: &ValidDesign) -> Result<Verdict, String> {
         let model = Model::compile(scenario, design);
-        let clean = clean_run(&model);
         let Ended::All(found) =
-            Search::run(&model, &clean, self.limits, Ask::default()).map_err(|e| e.to_string())?
+            Search::run(&model, self.limits, Ask::default()).map_err(|e| e.to_string())?
         else {
             unreachable!("a search that stops at nothing runs to its end");
         };
         Ok(verdict(
             scenario,
             &model,
-            &clean,
+            &found.clean,
             found.schedules,
             &found.best,
         ))
@@ -579,6 +576,8 @@ impl std::hash::Hasher for PassThrough {
 
 /// What a whole search found.
 struct Found {
+    /// The end of the run with no failure, which the search met first.
+    clean: Clean,
     /// The schedules covered.
     schedules: u64,
     /// Per requirement, the best plan that misses it.
@@ -623,7 +622,9 @@ type Memo = HashMap<u128, Summary, std::hash::BuildHasherDefault<PassThrough>>;
 /// chosen by an order, not by the order of the search.
 struct Search<'m> {
     sim: Sim<'m>,
-    clean: &'m Clean,
+    /// The end of the run with no failure: the search's first run to the end is that run,
+    /// and every later one compares with it.
+    clean: Option<Clean>,
     limits: Limits,
     memo: Memo,
     with_clock: bool,
@@ -665,24 +666,17 @@ pub fn search_stats(
     limits: Limits,
 ) -> Result<SearchStats, CheckError> {
     let model = Model::compile(scenario, design);
-    let clean = clean_run(&model);
-    let (result, stats) = Search::run_counted(&model, &clean, limits, Ask::default());
+    let (result, stats) = Search::run_counted(&model, limits, Ask::default());
     result.map(|_| stats)
 }
 
 impl<'m> Search<'m> {
-    fn run(
-        model: &'m Model,
-        clean: &'m Clean,
-        limits: Limits,
-        ask: Ask<'_>,
-    ) -> Result<Ended, CheckError> {
-        Search::run_counted(model, clean, limits, ask).0
+    fn run(model: &'m Model, limits: Limits, ask: Ask<'_>) -> Result<Ended, CheckError> {
+        Search::run_counted(model, limits, ask).0
     }
 
     fn run_counted(
         model: &'m Model,
-        clean: &'m Clean,
         limits: Limits,
         ask: Ask<'_>,
     ) -> (Result<Ended, CheckError>, SearchStats) {
@@ -692,7 +686,7 @@ impl<'m> Search<'m> {
             new_miss: false,
             leaves: Vec::new(),
             sim: Sim::searching(model),
-            clean,
+            clean: None,
             limits,
             memo: Memo::with_capacity_and_hasher(1024, Default::default()),
             with_clock: model.reads_clock(),
@@ -707,6 +701,10 @@ impl<'m> Search<'m> {
         };
         let result = match search.onward() {
             Some(all) => Ok(Ended::All(Found {
+                clean: search
+                    .clean
+                    .take()
+                    .expect("a search that covers every schedule ran the one with no failure"),
                 schedules: all.schedules,
                 best: all.plans().collect(),
                 without: all.without.to_vec(),
@@ -835,8 +833,14 @@ impl<'m> Search<'m> {
                 }
                 let point = self.sim.next_point;
                 let saved = self.sim.may_fail().then(|| Rc::new(self.sim.save()));
-                let ended = self.sim.advance(Vec::new(), Some(self.clean));
+                let ended = self.sim.advance(Vec::new(), self.clean.as_ref());
                 self.segments += 1;
+                if ended && self.clean.is_none() {
+                    // The first run to the end is the one with no failure: the forward pass
+                    // of the first frame.
+                    debug_assert_eq!(self.sim.used(), 0);
+                    self.clean = Some(self.sim.clean_end());
+                }
                 let offers = std::mem::take(&mut self.sim.offers);
                 f.segments.push(Segment {
                     point,
@@ -898,7 +902,7 @@ impl<'m> Search<'m> {
             f.started = true;
             self.sim.restore(&f.at);
             f.point = f.at.next_point;
-            let ended = self.sim.advance(f.plan.clone(), Some(self.clean));
+            let ended = self.sim.advance(f.plan.clone(), self.clean.as_ref());
             self.segments += 1;
             f.offers = std::mem::take(&mut self.sim.offers);
             f.relative = f

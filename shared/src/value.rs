@@ -199,6 +199,7 @@ pub fn row_content_cmp(a: &[Value], b: &[Value]) -> Ordering {
 impl Ord for Value {
     fn cmp(&self, other: &Self) -> Ordering {
         match (self, other) {
+            (Value::Int(a), Value::Int(b)) => a.cmp(b),
             (Value::Decimal(a), Value::Decimal(b)) => a.cmp(b).then(a.scale().cmp(&b.scale())),
             _ => match self.sql_cmp(other) {
                 Some(o) => o,

@@ -126,20 +126,35 @@ impl Sim<'_> {
             let row = &t.rows[*i];
             columns.iter().map(move |&c| &row[c])
         };
-        let mut rows: Vec<usize> = (0..t.rows.len())
-            .filter(|i| key(i).all(|v| !v.is_null()))
-            .collect();
-        rows.sort_by(|a, b| key(a).cmp(key(b)));
-        let first = rows
-            .windows(2)
-            .find(|w| key(&w[0]).eq(key(&w[1])))
-            .map(|w| w[0])?;
+        let first = if let [column] = columns {
+            // One column (the common case): its cells are sorted beside their rows.
+            let mut cells: Vec<(&Value, usize)> = t
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(i, row)| (&row[*column], i))
+                .filter(|(v, _)| !v.is_null())
+                .collect();
+            cells.sort_by(|a, b| a.0.cmp(b.0));
+            cells
+                .windows(2)
+                .find(|w| w[0].0 == w[1].0)
+                .map(|w| w[0].1)?
+        } else {
+            let mut rows: Vec<usize> = (0..t.rows.len())
+                .filter(|i| key(i).all(|v| !v.is_null()))
+                .collect();
+            rows.sort_by(|a, b| key(a).cmp(key(b)));
+            rows.windows(2)
+                .find(|w| key(&w[0]).eq(key(&w[1])))
+                .map(|w| w[0])?
+        };
         if !self.tracing {
             return Some(Default::default());
         }
         let names: Vec<&str> = columns.iter().map(|&c| t.columns[c].as_str()).collect();
         let shown: Vec<String> = key(&first).map(|v| v.to_string()).collect();
-        let count = rows.iter().filter(|i| key(i).eq(key(&first))).count();
+        let count = (0..t.rows.len()).filter(|i| key(i).eq(key(&first))).count();
         Some((
             format!("each {} once", names.join(", ")),
             format!(
@@ -159,26 +174,34 @@ impl Sim<'_> {
     ) -> Option<(String, String)> {
         let t = &self.wh.tables[table];
         // A key is present when a row's cell is the same value (in the order rows are sorted
-        // by); NULL is never present. A small table is scanned, a large one sorted.
-        let sorted: Option<Vec<&Value>> =
-            (keys.len().saturating_mul(t.rows.len()) > 4096).then(|| {
-                let mut present: Vec<&Value> = t
-                    .rows
-                    .iter()
-                    .map(|r| &r[column])
-                    .filter(|v| !v.is_null())
-                    .collect();
-                present.sort();
-                present
-            });
-        let present = |k: &Value| match &sorted {
-            Some(present) => present.binary_search(&k).is_ok(),
-            None => t
+        // by); NULL is never present. A small table is scanned; a large one is sorted (in
+        // linear time when its rows are in order already) and walked beside the keys, which
+        // are sorted too.
+        let present: Vec<bool> = if keys.len().saturating_mul(t.rows.len()) > 4096 {
+            let mut cells: Vec<&Value> = t
                 .rows
                 .iter()
-                .any(|r| !r[column].is_null() && r[column].cmp(k).is_eq()),
+                .map(|r| &r[column])
+                .filter(|v| !v.is_null())
+                .collect();
+            cells.sort();
+            let mut cells = cells.into_iter().peekable();
+            keys.iter()
+                .map(|k| {
+                    while cells.next_if(|c| (*c).cmp(k).is_lt()).is_some() {}
+                    cells.peek().is_some_and(|c| (*c).cmp(k).is_eq())
+                })
+                .collect()
+        } else {
+            keys.iter()
+                .map(|k| {
+                    t.rows
+                        .iter()
+                        .any(|r| !r[column].is_null() && r[column].cmp(k).is_eq())
+                })
+                .collect()
         };
-        if keys.iter().all(present) {
+        if present.iter().all(|&p| p) {
             return None;
         }
         if !self.tracing {
@@ -186,8 +209,9 @@ impl Sim<'_> {
         }
         let missing: Vec<String> = keys
             .iter()
-            .filter(|k| !present(k))
-            .map(|k| k.to_string())
+            .zip(&present)
+            .filter(|(_, &p)| !p)
+            .map(|(k, _)| k.to_string())
             .collect();
         let all: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
         Some((

@@ -350,7 +350,7 @@ impl<'a> Sim<'a> {
         debug_assert!(ended, "a run that does not pause ends");
         // Only the clean run's end state is kept, for `same_as_clean_run` and clean sums.
         let end_tables = if clean.is_none() {
-            sim.wh.tables.iter().map(Table::sorted_rows).collect()
+            sim.end_tables()
         } else {
             Vec::new()
         };
@@ -363,6 +363,16 @@ impl<'a> Sim<'a> {
             end_tables,
             steps: sim.steps,
         }
+    }
+
+    /// The tables as they are, each sorted, as a clean run's end keeps them.
+    fn end_tables(&self) -> Vec<Vec<Row>> {
+        self.wh.tables.iter().map(Table::sorted_rows).collect()
+    }
+
+    /// The end of a run that had no failure, for the runs that compare with it.
+    pub(crate) fn clean_end(&self) -> Clean {
+        Clean::new(self.m, self.end_tables())
     }
 
     /// A simulator at the start of the run.
