@@ -126,29 +126,14 @@ impl Sim<'_> {
             let row = &t.rows[*i];
             columns.iter().map(move |&c| &row[c])
         };
-        let first = if let [column] = columns {
-            // One column (the common case): its cells are sorted beside their rows.
-            let mut cells: Vec<(&Value, usize)> = t
-                .rows
-                .iter()
-                .enumerate()
-                .map(|(i, row)| (&row[*column], i))
-                .filter(|(v, _)| !v.is_null())
-                .collect();
-            cells.sort_by(|a, b| a.0.cmp(b.0));
-            cells
-                .windows(2)
-                .find(|w| w[0].0 == w[1].0)
-                .map(|w| w[0].1)?
-        } else {
-            let mut rows: Vec<usize> = (0..t.rows.len())
-                .filter(|i| key(i).all(|v| !v.is_null()))
-                .collect();
-            rows.sort_by(|a, b| key(a).cmp(key(b)));
-            rows.windows(2)
-                .find(|w| key(&w[0]).eq(key(&w[1])))
-                .map(|w| w[0])?
-        };
+        let mut rows: Vec<usize> = (0..t.rows.len())
+            .filter(|i| key(i).all(|v| !v.is_null()))
+            .collect();
+        rows.sort_by(|a, b| key(a).cmp(key(b)));
+        let first = rows
+            .windows(2)
+            .find(|w| key(&w[0]).eq(key(&w[1])))
+            .map(|w| w[0])?;
         if !self.tracing {
             return Some(Default::default());
         }
