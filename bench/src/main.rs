@@ -1309,6 +1309,25 @@ fn wasm(given: Option<u64>) -> Result<u64, String> {
 const SCALING_REPEAT_BELOW_MS: f64 = 200.0;
 const SCALING_LARGE_RUNS: usize = 3;
 
+/// One scaling case's check timed: its first run's result and peak heap (bytes above what was
+/// held before it), then as many runs as the plan and [`SCALING_REPEAT_BELOW_MS`] say.
+/// Answers the result, the runs and their median in ms, and the peak.
+fn timed_case<T>(plan: &Plan, mut check: impl FnMut() -> T) -> (T, usize, f64, u64) {
+    let mut result = None;
+    heap::reset_peak();
+    let first = time_ms(|| result = Some(check()));
+    let peak_bytes = heap::peak() as u64;
+    let runs = if first < SCALING_REPEAT_BELOW_MS {
+        plan.runs
+    } else {
+        plan.runs.min(SCALING_LARGE_RUNS)
+    };
+    let mut times = vec![first];
+    times.extend((1..runs).map(|_| time_ms(|| drop(black_box(check())))));
+    let result = result.expect("the check ran");
+    (result, times.len(), bench::median(times), peak_bytes)
+}
+
 /// The plain enumeration is timed where it replays at most this many schedule-messages.
 const PLAIN_MAX_SCHEDULE_MESSAGES: f64 = 5e6;
 
@@ -1343,26 +1362,14 @@ fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
         // coverage and advisories (bounded per variant) are measured with the shipped designs.
         let hash = shared::scenario_hash(scenario.scenario());
         let graded = || shared::check::check_graded(&scenario, &hash, &valid, limits);
-        let mut verdict = None;
-        heap::reset_peak();
-        let first = time_ms(|| verdict = Some(graded()));
-        let peak_bytes = heap::peak() as u64;
-        let verdict = verdict
-            .expect("the check ran")
-            .map_err(|e| format!("{messages} messages, {crashes} crash(es): {e}"))?;
+        let (verdict, runs, ms, peak_bytes) = timed_case(plan, graded);
+        let verdict =
+            verdict.map_err(|e| format!("{messages} messages, {crashes} crash(es): {e}"))?;
         if !verdict.passed {
             return Err(format!(
                 "{messages} messages, {crashes} crash(es): the scaling design missed a requirement"
             ));
         }
-        let runs = if first < SCALING_REPEAT_BELOW_MS {
-            plan.runs
-        } else {
-            plan.runs.min(SCALING_LARGE_RUNS)
-        };
-        let mut times = vec![first];
-        times.extend((1..runs).map(|_| time_ms(|| drop(black_box(graded())))));
-        let (runs, ms) = (times.len(), bench::median(times));
         let stats =
             shared::check::search_stats(&scenario, &valid, limits).map_err(|e| e.to_string())?;
         let plain_ms = if verdict.schedules_explored as f64 * messages as f64
