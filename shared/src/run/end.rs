@@ -139,7 +139,7 @@ impl Sim<'_> {
         }
         let names: Vec<&str> = columns.iter().map(|&c| t.columns[c].as_str()).collect();
         let shown: Vec<String> = key(&first).map(|v| v.to_string()).collect();
-        let count = (0..t.rows.len()).filter(|i| key(i).eq(key(&first))).count();
+        let count = rows.iter().filter(|i| key(i).eq(key(&first))).count();
         Some((
             format!("each {} once", names.join(", ")),
             format!(
