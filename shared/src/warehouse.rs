@@ -36,10 +36,34 @@ impl Table {
 
 #[derive(Clone, Debug)]
 enum Undo {
-    Inserted { table: usize },
-    Deleted { table: usize, at: usize, row: Row },
-    Updated { table: usize, at: usize, row: Row },
-    Offset { slot: usize, old: u64 },
+    /// `hash` is the row's content hash as [`Warehouse::remember`] added it (its two halves,
+    /// so that the entry keeps the alignment of the others), taken off again on undo.
+    Inserted {
+        table: usize,
+        hash: [u64; 2],
+    },
+    Deleted {
+        table: usize,
+        at: usize,
+        row: Row,
+    },
+    Updated {
+        table: usize,
+        at: usize,
+        row: Row,
+    },
+    Offset {
+        slot: usize,
+        old: u64,
+    },
+}
+
+/// What looking a row's key up found: a row with that key, or none, with the key's hash by the
+/// table's index when it has one by that key (so that inserting the row need not compute it
+/// again).
+enum Found {
+    Present,
+    Absent(Option<u64>),
 }
 
 /// Raised by a statement that a real database would refuse.
@@ -310,7 +334,7 @@ impl Warehouse {
                 .pop()
                 .expect("the journal is longer than the mark");
             match undo {
-                Undo::Inserted { table } => {
+                Undo::Inserted { table, hash } => {
                     let at = self.tables[table].rows.len() - 1;
                     let row = self.tables[table]
                         .rows
@@ -323,7 +347,10 @@ impl Warehouse {
                             rows.retain(|&r| r != at);
                         }
                     }
-                    self.forget(table, &row);
+                    if self.fingerprinting {
+                        let hash = u128::from(hash[0]) | (u128::from(hash[1]) << 64);
+                        self.contents = self.contents.wrapping_sub(hash);
+                    }
                 }
                 Undo::Deleted { table, at, row } => {
                     self.indexes[table] = None;
@@ -356,10 +383,14 @@ impl Warehouse {
         }
     }
 
-    fn remember(&mut self, table: usize, row: &Row) {
-        if self.fingerprinting {
-            self.contents = self.contents.wrapping_add(row_hash(table, row));
+    /// Adds `row` to the contents' hash and answers the row's hash (0 when not fingerprinting).
+    fn remember(&mut self, table: usize, row: &Row) -> u128 {
+        if !self.fingerprinting {
+            return 0;
         }
+        let hash = row_hash(table, row);
+        self.contents = self.contents.wrapping_add(hash);
+        hash
     }
 
     fn forget(&mut self, table: usize, row: &Row) {
@@ -376,15 +407,24 @@ impl Warehouse {
     }
 
     fn push(&mut self, table: usize, row: Row) {
+        self.push_hashed(table, row, None);
+    }
+
+    /// Appends `row`; `key` is the hash of its key by the table's index when the caller has it
+    /// already ([`Self::key_present`]).
+    fn push_hashed(&mut self, table: usize, row: Row, key: Option<u64>) {
         let at = self.tables[table].rows.len();
         if let Some(index) = &mut self.indexes[table] {
-            if let Some(h) = key_hash(&row, &index.key) {
+            if let Some(h) = key.or_else(|| key_hash(&row, &index.key)) {
                 index.rows.entry(h).or_default().push(at);
             }
         }
-        self.remember(table, &row);
+        let hash = self.remember(table, &row);
         self.tables[table].rows.push(row);
-        self.log(Undo::Inserted { table });
+        self.log(Undo::Inserted {
+            table,
+            hash: [hash as u64, (hash >> 64) as u64],
+        });
     }
 
     /// Plain `INSERT`.
@@ -420,24 +460,41 @@ impl Warehouse {
     }
 
     /// Whether a row with the same key is present (a NULL key never is).
+    #[cfg(test)]
     fn key_present(&mut self, table: usize, key: &[usize], row: &Row) -> bool {
+        matches!(self.find_key(table, key, row), Found::Present)
+    }
+
+    /// Whether a row with the same key is present (a NULL key never is), and when it is not,
+    /// the key's hash where the table's index is by `key`.
+    fn find_key(&mut self, table: usize, key: &[usize], row: &Row) -> Found {
         if key.iter().any(|&k| row[k].is_null()) {
-            return false;
+            return Found::Absent(None);
         }
         if self.tables[table].rows.len() < 32 && self.indexes[table].is_none() {
-            return self.tables[table]
+            let present = self.tables[table]
                 .rows
                 .iter()
                 .any(|existing| same_key(existing, row, key));
+            return if present {
+                Found::Present
+            } else {
+                Found::Absent(None)
+            };
         }
         let Some(h) = key_hash(row, key) else {
-            return false;
+            return Found::Absent(None);
         };
         let (index, rows) = self.index(table, key);
-        index
+        let present = index
             .rows
             .get(&h)
-            .is_some_and(|bucket| bucket.iter().any(|&at| same_key(&rows[at], row, key)))
+            .is_some_and(|bucket| bucket.iter().any(|&at| same_key(&rows[at], row, key)));
+        if present {
+            Found::Present
+        } else {
+            Found::Absent(Some(h))
+        }
     }
 
     /// The index of `table` by `key`, built if it has none by that key.
@@ -498,11 +555,12 @@ impl Warehouse {
     pub fn insert_ignore(&mut self, table: usize, key: &[usize], rows: Vec<Row>) -> Affected {
         let mut affected = Affected::default();
         for row in rows {
-            if self.key_present(table, key, &row) {
-                affected.ignored += 1;
-            } else {
-                self.push(table, row);
-                affected.inserted += 1;
+            match self.find_key(table, key, &row) {
+                Found::Present => affected.ignored += 1,
+                Found::Absent(hash) => {
+                    self.push_hashed(table, row, hash);
+                    affected.inserted += 1;
+                }
             }
         }
         affected
@@ -575,13 +633,19 @@ impl Warehouse {
         key: &[usize],
         row: Cow<'_, Row>,
     ) -> Affected {
-        if self.key_present(table, key, &row) {
-            return Affected {
+        match self.find_key(table, key, &row) {
+            Found::Present => Affected {
                 ignored: 1,
                 ..Affected::default()
-            };
+            },
+            Found::Absent(hash) => {
+                self.push_hashed(table, row.into_owned(), hash);
+                Affected {
+                    inserted: 1,
+                    ..Affected::default()
+                }
+            }
         }
-        self.insert_one(table, row.into_owned())
     }
 
     /// `MERGE … ON key` of one row: every row it matches is updated (one incoming row may match
