@@ -141,10 +141,7 @@ impl Checker {
                 shared::validate_json(&entry.compiled, design).map_err(CheckError::Design)?;
             if let Some((json, summary)) = entry.table_json(&valid, limits) {
                 let outline = Outline::from_table(&entry.scenario().id, &entry.hash, summary);
-                return Ok(Answer::Looked(Checked {
-                    outline,
-                    json: json.into(),
-                }));
+                return Ok(Answer::Looked(Checked::of_json(outline, json.into())));
             }
             shared::check::check_hashed(&entry.compiled, &entry.hash, &valid, within)
                 .map(Answer::Searched)

@@ -233,7 +233,14 @@ impl IntoResponse for AppError {
 
 /// A JSON answer with the given status.
 pub fn json_response(status: StatusCode, body: &Json) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_else(|_| b"null".to_vec());
+    json_text_response(
+        status,
+        serde_json::to_vec(body).unwrap_or_else(|_| b"null".to_vec()),
+    )
+}
+
+/// [`json_response`] of a body written out already.
+pub fn json_text_response(status: StatusCode, bytes: Vec<u8>) -> Response {
     let mut response = (status, bytes).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,

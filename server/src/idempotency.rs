@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value as Json;
 
-use crate::store::{Attempt, Claim, ClaimId, IdempotentAnswer, Store, StoreResult};
+use crate::store::{Claim, ClaimId, IdempotentAnswer, NewAttempt, Store, StoreResult};
 
 /// What claiming a key came to.
 pub enum Claimed {
@@ -68,7 +68,7 @@ impl KeyClaim {
     /// counts. On an error the claim is given back.
     pub async fn finish(
         mut self,
-        attempt: Option<&Attempt>,
+        attempt: Option<NewAttempt>,
         status: u16,
         body: &Json,
     ) -> StoreResult<bool> {
@@ -78,7 +78,7 @@ impl KeyClaim {
             status,
             body,
         };
-        let recorded = self.store.record(attempt, Some(&answer)).await;
+        let recorded = self.store.record_new(attempt, Some(&answer)).await;
         self.settled = recorded.is_ok();
         recorded
     }

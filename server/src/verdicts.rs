@@ -8,9 +8,10 @@
 //! found in the previous generation moves back into the current one.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::body::Bytes;
+use serde_json::value::RawValue;
 use shared::verdict_table::Summary;
 use shared::Verdict;
 
@@ -20,6 +21,8 @@ use shared::Verdict;
 pub struct Checked {
     pub outline: Outline,
     pub json: Bytes,
+    /// The verdict as an attempt stores it ([`Checked::stored`]), made on first use.
+    stored: OnceLock<Box<RawValue>>,
 }
 
 /// What the server reads of a verdict (metrics, an attempt's score); the rest it passes on as
@@ -54,17 +57,33 @@ impl Checked {
     /// A verdict the search gave, written as JSON.
     pub fn new(verdict: Verdict) -> Result<Checked, serde_json::Error> {
         let json = Bytes::from(serde_json::to_vec(&verdict)?);
-        Ok(Checked {
-            outline: Outline::of(&verdict),
+        Ok(Checked::of_json(Outline::of(&verdict), json))
+    }
+
+    /// A verdict already written as JSON (from the scenario's table), with its outline.
+    pub fn of_json(outline: Outline, json: Bytes) -> Checked {
+        Checked {
+            outline,
             json,
-        })
+            stored: OnceLock::new(),
+        }
     }
 
-    /// The verdict as a JSON value, as an attempt stores it.
-    pub fn value(&self) -> Result<serde_json::Value, serde_json::Error> {
-        serde_json::from_slice(&self.json)
+    /// The verdict as an attempt stores it and a submission answers it: its JSON as a JSON
+    /// value writes it, every object's keys in order, so that a submission's answer, the
+    /// attempt and the answer's replay (read back from the attempt) are the same text. Made
+    /// once per verdict kept, however many submissions send the same design.
+    pub fn stored(&self) -> Result<&RawValue, serde_json::Error> {
+        if let Some(text) = self.stored.get() {
+            return Ok(text);
+        }
+        let value: serde_json::Value = serde_json::from_slice(&self.json)?;
+        let text = serde_json::value::to_raw_value(&value)?;
+        Ok(self.stored.get_or_init(|| text))
     }
 
+    /// The memory the entry takes, about: its key, its JSON, the stored text made from it,
+    /// and room for what reading it costs.
     fn size(&self, key: &[u8]) -> usize {
         key.len() + self.json.len() * 3
     }

@@ -36,7 +36,7 @@ use crate::design_file;
 use crate::error::{from_value, AppError, ErrorBody, ErrorCode, ErrorDetail, JsonBody};
 use crate::idempotency::{Claimed, KeyClaim};
 use crate::report::{self, CsvRow, NotGraded};
-use crate::store::{Attempt, Store};
+use crate::store::{Attempt, NewAttempt, Store};
 
 /// One item of a grading batch.
 #[derive(Deserialize, ToSchema)]
@@ -345,7 +345,11 @@ impl Grading<'_> {
             Claimed::Held(claim) => {
                 let body = json!({"id": attempt.id});
                 match claim
-                    .finish(Some(&attempt), StatusCode::CREATED.as_u16(), &body)
+                    .finish(
+                        Some(NewAttempt::of(&attempt)?),
+                        StatusCode::CREATED.as_u16(),
+                        &body,
+                    )
                     .await?
                 {
                     true => Ok(attempt),

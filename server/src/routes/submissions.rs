@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::Utc;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use utoipa::IntoParams;
@@ -22,10 +23,12 @@ use crate::auth::Caller;
 use crate::catalogue::Catalogue;
 use crate::checker::Checker;
 use crate::config::Config;
-use crate::error::{json_response, parse_json, read_body, AppError, ErrorBody, ErrorCode};
+use crate::error::{
+    json_response, json_text_response, parse_json, read_body, AppError, ErrorBody, ErrorCode,
+};
 use crate::idempotency::{Claimed, KeyClaim};
 use crate::report::CsvRow;
-use crate::store::{Attempt, AttemptSummary, AttemptsQuery, ExportedAttempt, Store};
+use crate::store::{Attempt, AttemptSummary, AttemptsQuery, ExportedAttempt, NewAttempt, Store};
 pub use shared::wire::submissions::{Submission, SubmissionRequest, SubmissionSummary};
 
 #[derive(Deserialize, IntoParams)]
@@ -110,6 +113,31 @@ pub(super) async fn check_attempt(
     design: Value,
     at: &str,
 ) -> Result<Attempt, AppError> {
+    let checked = checked_attempt(catalogue, checker, scenario, student, design, at).await?;
+    let verdict = serde_json::from_str(checked.verdict.get()).map_err(AppError::internal)?;
+    Ok(Attempt {
+        verdict,
+        ..checked.attempt
+    })
+}
+
+/// An attempt checked and not yet recorded, with its verdict as the text the attempt stores
+/// ([`crate::verdicts::Checked::stored`]; `attempt.verdict` is left null): a submission writes
+/// that text into its answer and into the store as it is, without reading it into a value.
+struct CheckedAttempt {
+    attempt: Attempt,
+    verdict: Box<RawValue>,
+}
+
+/// [`check_attempt`], the verdict kept as text.
+async fn checked_attempt(
+    catalogue: &Catalogue,
+    checker: &Checker,
+    scenario: &str,
+    student: String,
+    design: Value,
+    at: &str,
+) -> Result<CheckedAttempt, AppError> {
     let entry = scenario_entry(catalogue, scenario)?;
     refuse_nul(&design, at)?;
     // The checker's paths start at the design.
@@ -118,7 +146,7 @@ pub(super) async fn check_attempt(
         .await
         .map_err(|e| e.under(at))?;
     let verdict = &checked.outline.summary;
-    Ok(Attempt {
+    let attempt = Attempt {
         id: uuid::Uuid::new_v4().to_string(),
         student,
         scenario: entry.scenario().id.clone(),
@@ -127,9 +155,13 @@ pub(super) async fn check_attempt(
         score: i32::try_from(verdict.score).unwrap_or(i32::MAX),
         max_score: i32::try_from(verdict.max_score).unwrap_or(i32::MAX),
         passed: verdict.passed,
-        verdict: checked.value().map_err(AppError::internal)?,
+        verdict: Value::Null,
         created_at: Utc::now(),
         class: None,
+    };
+    Ok(CheckedAttempt {
+        attempt,
+        verdict: checked.stored().map_err(AppError::internal)?.to_owned(),
     })
 }
 
@@ -150,7 +182,7 @@ async fn submit(
     parts: &Submitting,
     caller: &Caller,
     bytes: &[u8],
-) -> Result<(Attempt, bool), AppError> {
+) -> Result<(CheckedAttempt, bool), AppError> {
     let request: SubmissionRequest = parse_json(bytes)?;
     let student = match (caller, request.student) {
         (Caller::Student(s), Some(named)) if named != s.id => {
@@ -190,7 +222,7 @@ async fn submit(
         }
         None => false,
     };
-    let mut attempt = check_attempt(
+    let mut checked = checked_attempt(
         &parts.catalogue,
         &parts.checker,
         &request.scenario,
@@ -199,8 +231,8 @@ async fn submit(
         "$.design",
     )
     .await?;
-    attempt.class = request.class;
-    Ok((attempt, late))
+    checked.attempt.class = request.class;
+    Ok((checked, late))
 }
 
 /// The `Idempotency-Key` header, if sent: 1 to 255 visible ASCII characters.
@@ -312,41 +344,53 @@ async fn submit_idempotently(
             }
         }
     };
-    let outcome = submit(&parts, &caller, &bytes).await;
-    let (attempt, status, body) = match &outcome {
-        Ok((attempt, late)) => {
-            // The verdict goes into the answer once, copied from the attempt, not written
-            // out and read again with the rest.
+    let (attempt, status, body) = match submit(&parts, &caller, &bytes).await {
+        Ok((checked, late)) => {
+            // The answer is the attempt's fields with the check's verdict written in as the
+            // text it is; the stored answer leaves the verdict out ([`stored_answer`]).
             let answer = Submission {
-                late: *late,
-                verdict: Value::Null,
-                ..submission_fields(attempt, false)
+                late,
+                ..submission_fields(&checked.attempt, false)
             };
-            let mut body = serde_json::to_value(answer).unwrap_or(Value::Null);
-            if let Some(fields) = body.as_object_mut() {
-                fields.insert("verdict".to_string(), attempt.verdict.clone());
+            let body = serde_json::to_value(answer).unwrap_or(Value::Null);
+            (Some(checked), StatusCode::CREATED, body)
+        }
+        Err(e) if e.status.is_server_error() => {
+            // Our failure: give the key back so that a retry can run.
+            if let Some(claim) = claim {
+                claim.abandon().await;
             }
-            (Some(attempt), StatusCode::CREATED, body)
+            return e.into_response();
         }
         Err(e) => (None, e.status, e.body()),
     };
-    if status.is_server_error() {
-        // Our failure: give the key back so that a retry can run.
-        if let Some(claim) = claim {
-            claim.abandon().await;
+    let response = match &attempt {
+        Some(checked) => {
+            let mut response = json_text_response(status, answer_text(&body, &checked.verdict));
+            insert_location(&mut response, &checked.attempt.id);
+            response
         }
-        return match outcome {
-            Err(e) => e.into_response(),
-            Ok(_) => json_response(status, &body),
-        };
-    }
+        None => json_response(status, &body),
+    };
+    let new = match attempt {
+        Some(checked) => match NewAttempt::with_verdict(&checked.attempt, checked.verdict) {
+            Ok(new) => Some(new),
+            Err(e) => {
+                if let Some(claim) = claim {
+                    claim.abandon().await;
+                }
+                return AppError::from(e).into_response();
+            }
+        },
+        None => None,
+    };
     let recorded = match claim {
         Some(claim) => {
             let kept =
                 crate::bounds::answer_for_replay(&stored_answer(&body), parts.answer_max_bytes);
-            claim.finish(attempt, status.as_u16(), &kept).await
+            claim.finish(new, status.as_u16(), &kept).await
         }
-        None if attempt.is_some() => store.record(attempt, None).await,
+        None if new.is_some() => store.record_new(new, None).await,
         None => Ok(true),
     };
     match recorded {
@@ -356,11 +400,33 @@ async fn submit_idempotently(
         Ok(false) => return lost_claim(),
         Err(e) => return AppError::from(e).into_response(),
     }
-    let mut response = json_response(status, &body);
-    if let Some(a) = attempt {
-        insert_location(&mut response, &a.id);
-    }
     response
+}
+
+/// `body`, an answer's fields, as JSON text with `verdict` written as it is in place of its
+/// `verdict` field: the same text as writing out `body` with the verdict read into it, since
+/// `verdict` is written as a value writes it.
+fn answer_text(body: &Value, verdict: &RawValue) -> Vec<u8> {
+    struct WithVerdict<'a>(&'a serde_json::Map<String, Value>, &'a RawValue);
+    impl serde::Serialize for WithVerdict<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut map = s.serialize_map(Some(self.0.len()))?;
+            for (name, value) in self.0 {
+                if name == "verdict" {
+                    map.serialize_entry(name, self.1)?;
+                } else {
+                    map.serialize_entry(name, value)?;
+                }
+            }
+            map.end()
+        }
+    }
+    match body.as_object() {
+        Some(fields) => serde_json::to_vec(&WithVerdict(fields, verdict)),
+        None => serde_json::to_vec(body),
+    }
+    .unwrap_or_else(|_| b"null".to_vec())
 }
 
 /// What a submission's key keeps to replay its answer: the answer without its verdict,

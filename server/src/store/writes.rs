@@ -28,8 +28,18 @@ impl Store {
         attempt: Option<&Attempt>,
         answer: Option<&IdempotentAnswer<'_>>,
     ) -> StoreResult<bool> {
+        let attempt = attempt.map(NewAttempt::of).transpose()?;
+        self.record_new(attempt, answer).await
+    }
+
+    /// [`Store::record`] of an attempt whose design and verdict are JSON text already.
+    pub async fn record_new(
+        &self,
+        attempt: Option<NewAttempt>,
+        answer: Option<&IdempotentAnswer<'_>>,
+    ) -> StoreResult<bool> {
         let job = HotWrite::Record {
-            attempt: attempt.map(NewAttempt::of).transpose()?,
+            attempt,
             answer: answer.map(|a| StoredAnswer {
                 caller: a.claim.caller.clone(),
                 key: a.claim.key.clone(),
@@ -113,7 +123,19 @@ impl Store {
 }
 
 impl NewAttempt {
-    fn of(a: &Attempt) -> StoreResult<NewAttempt> {
+    /// `a` to insert, its design and verdict written out as JSON.
+    pub fn of(a: &Attempt) -> StoreResult<NewAttempt> {
+        let verdict = serde_json::value::to_raw_value(&a.verdict)
+            .map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+        NewAttempt::with_verdict(a, verdict)
+    }
+
+    /// `a` to insert with `verdict`, the JSON of its verdict as the check gave it (`a.verdict`
+    /// is not read), so that a verdict is never read into a value only to be written out again.
+    pub fn with_verdict(
+        a: &Attempt,
+        verdict: Box<serde_json::value::RawValue>,
+    ) -> StoreResult<NewAttempt> {
         let text = |v: &Json| {
             serde_json::value::to_raw_value(v).map_err(|e| sqlx::Error::Encode(Box::new(e)))
         };
@@ -123,7 +145,7 @@ impl NewAttempt {
             scenario: a.scenario.clone(),
             scenario_hash: a.scenario_hash.clone(),
             design: text(&a.design)?,
-            verdict: text(&a.verdict)?,
+            verdict,
             score: a.score,
             max_score: a.max_score,
             passed: a.passed,
