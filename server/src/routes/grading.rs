@@ -26,7 +26,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::csv::Bom;
 use super::scenario_entry;
 use super::submissions::{
-    check_attempt, fingerprint, submission_body, valid_student_id, Submission,
+    checked_attempt, fingerprint, submission_body, valid_student_id, Submission,
 };
 use crate::auth::{Caller, Grader};
 use crate::catalogue::{Catalogue, Entry};
@@ -280,7 +280,7 @@ impl Grading<'_> {
         // The checker's paths start at the design: `$.design` in the item, `$.design.design`
         // when the item holds an export.
         let at = report::rebase(upload.at, "$.design");
-        let attempt = check_attempt(
+        let attempt = checked_attempt(
             self.catalogue,
             self.checker,
             &entry.scenario().id,
@@ -288,7 +288,8 @@ impl Grading<'_> {
             upload.design.clone(),
             &at,
         )
-        .await?;
+        .await?
+        .into_attempt()?;
         let attempt = self.record_once(attempt).await?;
         Ok(Graded { attempt, stale })
     }

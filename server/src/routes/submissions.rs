@@ -103,34 +103,28 @@ fn submission_fields(a: &Attempt, with_design: bool) -> Submission {
     }
 }
 
-/// Checks a design for `student` and builds the attempt to record; `at` is where the design
-/// sits in the body (`$.design`), which the errors' paths start at.
-pub(super) async fn check_attempt(
-    catalogue: &Catalogue,
-    checker: &Checker,
-    scenario: &str,
-    student: String,
-    design: Value,
-    at: &str,
-) -> Result<Attempt, AppError> {
-    let checked = checked_attempt(catalogue, checker, scenario, student, design, at).await?;
-    let verdict = serde_json::from_str(checked.verdict.get()).map_err(AppError::internal)?;
-    Ok(Attempt {
-        verdict,
-        ..checked.attempt
-    })
-}
-
 /// An attempt checked and not yet recorded, with its verdict as the text the attempt stores
 /// ([`crate::verdicts::Checked::stored`]; `attempt.verdict` is left null): a submission writes
 /// that text into its answer and into the store as it is, without reading it into a value.
-struct CheckedAttempt {
+pub(super) struct CheckedAttempt {
     attempt: Attempt,
     verdict: Box<RawValue>,
 }
 
-/// [`check_attempt`], the verdict kept as text.
-async fn checked_attempt(
+impl CheckedAttempt {
+    /// The attempt with its verdict read into it.
+    pub(super) fn into_attempt(self) -> Result<Attempt, AppError> {
+        let verdict = serde_json::from_str(self.verdict.get()).map_err(AppError::internal)?;
+        Ok(Attempt {
+            verdict,
+            ..self.attempt
+        })
+    }
+}
+
+/// Checks a design for `student` and builds the attempt to record; `at` is where the design
+/// sits in the body (`$.design`), which the errors' paths start at.
+pub(super) async fn checked_attempt(
     catalogue: &Catalogue,
     checker: &Checker,
     scenario: &str,
