@@ -82,8 +82,8 @@ impl Checked {
         Ok(self.stored.get_or_init(|| text))
     }
 
-    /// The memory the entry takes, about: its key, its JSON, the stored text made from it,
-    /// and room for what reading it costs.
+    /// The memory the entry takes, about: its key and three times its JSON (the JSON, the
+    /// stored text a submission makes from it, and room for the rest).
     fn size(&self, key: &[u8]) -> usize {
         key.len() + self.json.len() * 3
     }

@@ -338,17 +338,11 @@ async fn submit_idempotently(
             }
         }
     };
-    let (attempt, status, body) = match submit(&parts, &caller, &bytes).await {
-        Ok((checked, late)) => {
-            // The answer is the attempt's fields with the check's verdict written in as the
-            // text it is; the stored answer leaves the verdict out ([`stored_answer`]).
-            let answer = Submission {
-                late,
-                ..submission_fields(&checked.attempt, false)
-            };
-            let body = serde_json::to_value(answer).unwrap_or(Value::Null);
-            (Some(checked), StatusCode::CREATED, body)
-        }
+    let outcome = submit(&parts, &caller, &bytes)
+        .await
+        .and_then(|(checked, late)| answered(checked, late));
+    let (new, status, body, response) = match outcome {
+        Ok((new, body, response)) => (Some(new), StatusCode::CREATED, body, response),
         Err(e) if e.status.is_server_error() => {
             // Our failure: give the key back so that a retry can run.
             if let Some(claim) = claim {
@@ -356,27 +350,11 @@ async fn submit_idempotently(
             }
             return e.into_response();
         }
-        Err(e) => (None, e.status, e.body()),
-    };
-    let response = match &attempt {
-        Some(checked) => {
-            let mut response = json_text_response(status, answer_text(&body, &checked.verdict));
-            insert_location(&mut response, &checked.attempt.id);
-            response
+        Err(e) => {
+            let body = e.body();
+            let response = json_response(e.status, &body);
+            (None, e.status, body, response)
         }
-        None => json_response(status, &body),
-    };
-    let new = match attempt {
-        Some(checked) => match NewAttempt::with_verdict(&checked.attempt, checked.verdict) {
-            Ok(new) => Some(new),
-            Err(e) => {
-                if let Some(claim) = claim {
-                    claim.abandon().await;
-                }
-                return AppError::from(e).into_response();
-            }
-        },
-        None => None,
     };
     let recorded = match claim {
         Some(claim) => {
@@ -395,6 +373,25 @@ async fn submit_idempotently(
         Err(e) => return AppError::from(e).into_response(),
     }
     response
+}
+
+/// A checked submission's answer and what it records: the attempt to insert (its verdict as
+/// the text the check kept), the answer's fields as a value (its verdict null; what the key
+/// stores, without the verdict, [`stored_answer`]), and the answer with the verdict written in.
+fn answered(
+    checked: CheckedAttempt,
+    late: bool,
+) -> Result<(NewAttempt, Value, Response), AppError> {
+    let answer = Submission {
+        late,
+        ..submission_fields(&checked.attempt, false)
+    };
+    let body = serde_json::to_value(answer).unwrap_or(Value::Null);
+    let mut response =
+        json_text_response(StatusCode::CREATED, answer_text(&body, &checked.verdict));
+    insert_location(&mut response, &checked.attempt.id);
+    let new = NewAttempt::with_verdict(&checked.attempt, checked.verdict)?;
+    Ok((new, body, response))
 }
 
 /// `body`, an answer's fields, as JSON text with `verdict` written as it is in place of its
