@@ -1331,6 +1331,25 @@ fn timed_case<T>(plan: &Plan, mut check: impl FnMut() -> T) -> (T, usize, f64, u
 /// The plain enumeration is timed where it replays at most this many schedule-messages.
 const PLAIN_MAX_SCHEDULE_MESSAGES: f64 = 5e6;
 
+/// The plain enumeration's check of `valid` timed, in ms; an error when its verdict is not the
+/// search's (`verdict`, graded part only).
+fn plain_check_ms(
+    scenario: &Compiled,
+    valid: &shared::design::ValidDesign,
+    limits: shared::Limits,
+    verdict: &shared::Verdict,
+) -> Result<f64, String> {
+    let mut plain = None;
+    let ms = time_ms(|| plain = Some(shared::check::check_every_schedule(scenario, valid, limits)));
+    let mut plain = plain.expect("the check ran").map_err(|e| e.to_string())?;
+    plain.coverage = Default::default();
+    plain.advisories = Default::default();
+    if plain != *verdict {
+        return Err("the plain enumeration's verdict differs from the search's".into());
+    }
+    Ok(ms)
+}
+
 fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
     section("Scaling: one stream consumer, a full check (no limits) over N messages with one or two crashes");
     println!("search: shared prefixes and merged states (the check); plain: every schedule run from the start (shared::check::check_every_schedule), timed where it replays at most {PLAIN_MAX_SCHEDULE_MESSAGES:e} schedule-messages");
@@ -1372,25 +1391,15 @@ fn scaling(plan: &Plan) -> Result<Vec<ScalingCase>, String> {
         }
         let stats =
             shared::check::search_stats(&scenario, &valid, limits).map_err(|e| e.to_string())?;
-        let plain_ms = if verdict.schedules_explored as f64 * messages as f64
-            <= PLAIN_MAX_SCHEDULE_MESSAGES
-        {
-            let mut plain = None;
-            let ms = time_ms(|| {
-                plain = Some(shared::check::check_every_schedule(
-                    &scenario, &valid, limits,
-                ))
-            });
-            let mut plain = plain.expect("the check ran").map_err(|e| e.to_string())?;
-            plain.coverage = Default::default();
-            plain.advisories = Default::default();
-            if plain != verdict {
-                return Err(format!("{messages} messages, {crashes} crash(es): the plain enumeration's verdict differs from the search's"));
-            }
-            Some(ms)
-        } else {
-            None
-        };
+        let plain_ms =
+            if verdict.schedules_explored as f64 * messages as f64 <= PLAIN_MAX_SCHEDULE_MESSAGES {
+                Some(
+                    plain_check_ms(&scenario, &valid, limits, &verdict)
+                        .map_err(|e| format!("{messages} messages, {crashes} crash(es): {e}"))?,
+                )
+            } else {
+                None
+            };
         let case = ScalingCase {
             crashes,
             messages,
