@@ -37,8 +37,9 @@ pub struct Entry {
     /// The scenario, compiled: what every check reads.
     pub compiled: Compiled,
     pub hash: String,
-    /// The scenario as a student sees it: no reference or wrong designs.
-    pub student_view: Json,
+    /// The scenario as a student sees it (no reference or wrong designs), as the JSON text
+    /// `GET /api/scenarios/{id}` answers: written once, so a read costs no serialization.
+    pub student_view: axum::body::Bytes,
     /// The verdict of every design the palette allows, once built in the background
     /// (`crate::tables`); unset while it is built.
     pub table: OnceLock<Table>,
@@ -93,7 +94,9 @@ impl Catalogue {
             by_id.insert(scenario.id.clone(), entries.len());
             entries.push(Arc::new(Entry {
                 hash: shared::scenario_hash(scenario),
-                student_view: student_view(scenario),
+                student_view: serde_json::to_vec(&student_view(scenario))
+                    .unwrap_or_default()
+                    .into(),
                 table: OnceLock::new(),
                 compiled,
             }));

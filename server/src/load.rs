@@ -267,7 +267,6 @@ async fn client(
 ) -> Result<Tally, String> {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(60))
-        .pool_max_idle_per_host(1)
         .build()
         .map_err(|e| e.to_string())?;
     let mut headers = HeaderMap::new();

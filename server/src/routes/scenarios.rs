@@ -68,11 +68,15 @@ pub async fn list_scenarios(
 pub async fn get_scenario(
     State(catalogue): State<Arc<Catalogue>>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<Response, AppError> {
     let entry = catalogue
         .get(&id)
         .ok_or_else(|| AppError::unknown_scenario_in_url(&id, format!("/api/scenarios/{id}")))?;
-    Ok(Json(entry.student_view.clone()))
+    Ok((
+        [(header::CONTENT_TYPE, "application/json")],
+        entry.student_view.clone(),
+    )
+        .into_response())
 }
 
 #[utoipa::path(post, path = "/api/scenarios/{id}/check", tag = "scenarios",
