@@ -225,6 +225,18 @@ where
     for<'r> (String, String, String): sqlx::FromRow<'r, DB::Row>,
     for<'r> StoredKey: sqlx::FromRow<'r, DB::Row>,
 {
+    /// `sql` with its `$N` placeholders written `?N` on SQLite, which reads the two forms the
+    /// same way. SQLite looks a `$N` up by name among the statement's placeholders seen so far,
+    /// one by one, which makes a multi-row `VALUES` of a few hundred placeholders cost more to
+    /// prepare than to run; a `?N` is read as its number.
+    fn numbered(sql: String) -> String {
+        if DB::NAME == "SQLite" {
+            sql.replace('$', "?")
+        } else {
+            sql
+        }
+    }
+
     /// The set-based run of a batch, on either backend: the SQL is the same text for both.
     ///
     /// In one transaction: one `INSERT … ON CONFLICT DO NOTHING RETURNING` for every claim (a
@@ -302,10 +314,10 @@ where
         results: &mut [Option<StoreResult<Written>>],
     ) -> Result<(), sqlx::Error> {
         if !claims.is_empty() {
-            let sql = format!(
+            let sql = Self::numbered(format!(
                 "INSERT INTO idempotency_keys (caller, key, fingerprint, state, created_at, updated_at, owner) VALUES {} \
                  ON CONFLICT (caller, key) DO NOTHING RETURNING caller, key, owner",
-                values_list(claims.len(), 1, 5, |n| format!("(${n}, ${}, ${}, 'in_flight', ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 3, n + 4)));
+                values_list(claims.len(), 1, 5, |n| format!("(${n}, ${}, ${}, 'in_flight', ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 3, n + 4))));
             let mut query = sqlx::query_as::<_, (String, String, String)>(&sql).persistent(false);
             for &i in claims {
                 if let HotWrite::Claim {
@@ -366,13 +378,13 @@ where
         let mut held: std::collections::HashSet<(String, String)> =
             std::collections::HashSet::new();
         if !answered.is_empty() {
-            let sql = format!(
+            let sql = Self::numbered(format!(
                 "UPDATE idempotency_keys SET state = 'done', status_code = v.column4, response = v.column5, updated_at = $1 \
                  FROM (VALUES {}) AS v \
                  WHERE idempotency_keys.caller = v.column1 AND idempotency_keys.key = v.column2 \
                  AND idempotency_keys.owner = v.column3 AND idempotency_keys.state = 'in_flight' \
                  RETURNING caller, key",
-                values_list(answered.len(), 2, 5, |n| format!("(${n}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4)));
+                values_list(answered.len(), 2, 5, |n| format!("(${n}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4))));
             let mut query = sqlx::query_as::<_, (String, String)>(&sql)
                 .persistent(false)
                 .bind(now);
@@ -396,19 +408,19 @@ where
         now: DateTime<Utc>,
     ) -> Result<(), sqlx::Error> {
         if !attempts.is_empty() {
-            let sql = format!(
+            let sql = Self::numbered(format!(
                 "INSERT INTO students (id, display_name, origin, created_at) VALUES {} ON CONFLICT (id) DO NOTHING",
-                values_list(attempts.len(), 2, 1, |n| format!("(${n}, NULL, 'grader', $1)")));
+                values_list(attempts.len(), 2, 1, |n| format!("(${n}, NULL, 'grader', $1)"))));
             let mut query = sqlx::query(&sql).persistent(false).bind(now);
             for a in attempts {
                 query = query.bind(&a.student);
             }
             query.execute(&mut *conn).await?;
-            let sql = format!(
+            let sql = Self::numbered(format!(
                 "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id) VALUES {}",
                 values_list(attempts.len(), 1, 11, |n| format!(
                     "(${n}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                    n + 1, n + 2, n + 3, n + 4, n + 5, n + 6, n + 7, n + 8, n + 9, n + 10)));
+                    n + 1, n + 2, n + 3, n + 4, n + 5, n + 6, n + 7, n + 8, n + 9, n + 10))));
             let mut query = sqlx::query(&sql).persistent(false);
             for a in attempts {
                 query = query
