@@ -26,9 +26,11 @@ use crate::config::Config;
 use crate::error::{
     json_response, json_text_response, parse_json, read_body, AppError, ErrorBody, ErrorCode,
 };
-use crate::idempotency::{Claimed, KeyClaim};
+use crate::idempotency::Claimed;
 use crate::report::CsvRow;
-use crate::store::{Attempt, AttemptSummary, AttemptsQuery, ExportedAttempt, NewAttempt, Store};
+use crate::store::{
+    Attempt, AttemptSummary, AttemptsQuery, Claim, ClaimId, ExportedAttempt, NewAttempt, Store,
+};
 pub use shared::wire::submissions::{Submission, SubmissionRequest, SubmissionSummary};
 
 #[derive(Deserialize, IntoParams)]
@@ -269,7 +271,9 @@ pub fn fingerprint(route: &str, bytes: &[u8]) -> String {
     description = "Checks a design and records the attempt; the record is committed before the answer. \
         Honours an `Idempotency-Key` header: the same key with the same body answers the stored answer \
         (even an error) with `Idempotent-Replayed: true` and records nothing new; with another body → 422 \
-        `idempotency_key_reused`; while the first request runs → 409 `idempotency_key_in_flight`. Keys are scoped per caller.",
+        `idempotency_key_reused`; while another request holds the key → 409 `idempotency_key_in_flight`. The key is claimed \
+        in the write that records the attempt, so the same request sent again while the first is being checked gets the \
+        first one's answer. Keys are scoped per caller.",
     params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
         description = "Makes a retried submission count once: 1 to 255 visible ASCII characters (else 400 `invalid_idempotency_key`)")),
     security(("grader_token" = []), ("student_cookie" = [])),
@@ -324,55 +328,47 @@ async fn submit_idempotently(
     bytes: Vec<u8>,
 ) -> Response {
     let store = &parts.store;
-    // While the work runs, the claim's lease is renewed, so that other servers (and this one
-    // after a restart) can tell a slow request from one whose server died; a claim dropped
-    // unfinished (a panic, the task dropped) gives the key back.
-    let claim = match &key {
-        None => None,
-        Some(key) => {
-            let fingerprint = fingerprint("POST /api/submissions", &bytes);
-            match KeyClaim::take(store, &caller.scope(), key, &fingerprint, parts.lease).await {
-                Ok(Claimed::Held(claim)) => Some(claim),
-                Ok(other) => return answer_without_work(store, other).await,
-                Err(e) => return AppError::from(e).into_response(),
-            }
-        }
-    };
     let outcome = submit(&parts, &caller, &bytes)
         .await
         .and_then(|(checked, late)| answered(checked, late));
     let (new, status, body, response) = match outcome {
         Ok((new, body, response)) => (Some(new), StatusCode::CREATED, body, response),
-        Err(e) if e.status.is_server_error() => {
-            // Our failure: give the key back so that a retry can run.
-            if let Some(claim) = claim {
-                claim.abandon().await;
-            }
-            return e.into_response();
-        }
+        // Our failure: nothing was written, so a retry with the same key runs.
+        Err(e) if e.status.is_server_error() => return e.into_response(),
         Err(e) => {
             let body = e.body();
             let response = json_response(e.status, &body);
             (None, e.status, body, response)
         }
     };
-    let recorded = match claim {
-        Some(claim) => {
-            let kept =
-                crate::bounds::answer_for_replay(&stored_answer(&body), parts.answer_max_bytes);
-            claim.finish(new, status.as_u16(), &kept).await
-        }
-        None if new.is_some() => store.record_new(new, None).await,
-        None => Ok(true),
+    let Some(key) = key else {
+        return match store.record_new(new, None).await {
+            Ok(_) => response,
+            Err(e) => AppError::from(e).into_response(),
+        };
     };
+    // The key is claimed and answered in the one write that records the attempt: a check is
+    // pure, so a request with the same key sent meanwhile is checked too, and the first to
+    // commit is the answer both get.
+    let claim = ClaimId::new(&caller.scope(), &key);
+    let fingerprint = fingerprint("POST /api/submissions", &bytes);
+    let kept = crate::bounds::answer_for_replay(&stored_answer(&body), parts.answer_max_bytes);
+    let recorded = store
+        .record_once(
+            &claim,
+            &fingerprint,
+            parts.lease,
+            new,
+            (status.as_u16(), &kept),
+        )
+        .await;
     match recorded {
-        Ok(true) => {}
-        // This request stalled past its lease and another took the key over: nothing was
-        // recorded, and the other request's answer is the one that counts.
-        Ok(false) => return lost_claim(),
-        Err(e) => return AppError::from(e).into_response(),
+        Ok(Claim::Started) => response,
+        Ok(Claim::Replay { status, body }) => replay(store, status, body).await,
+        Ok(Claim::Mismatch) => answer_without_work(store, Claimed::Mismatch).await,
+        Ok(Claim::InFlight) => answer_without_work(store, Claimed::InFlight).await,
+        Err(e) => AppError::from(e).into_response(),
     }
-    response
 }
 
 /// A checked submission's answer and what it records: the attempt to insert (its verdict as
@@ -491,18 +487,6 @@ fn insert_location(response: &mut Response, id: &str) {
     if let Ok(v) = HeaderValue::from_str(&format!("/api/submissions/{id}")) {
         response.headers_mut().insert(header::LOCATION, v);
     }
-}
-
-/// The answer of a request whose claim was taken over while it worked.
-fn lost_claim() -> Response {
-    let mut response = AppError::of(ErrorCode::IdempotencyKeyInFlight,
-        "this request took too long and another request with the same Idempotency-Key took over; retry to get its answer",
-    )
-    .into_response();
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    response
 }
 
 #[utoipa::path(get, path = "/api/submissions/{id}", tag = "submissions",

@@ -88,6 +88,13 @@ pub enum HotWrite {
         attempt: Option<NewAttempt>,
         answer: Option<StoredAnswer>,
     },
+    /// [`Store::record_once`]: the claim of `answer`'s key and its record in one write.
+    Once {
+        fingerprint: String,
+        lease: Duration,
+        attempt: Option<NewAttempt>,
+        answer: StoredAnswer,
+    },
 }
 
 impl HotWrite {
@@ -98,6 +105,7 @@ impl HotWrite {
         match self {
             HotWrite::Claim { caller, key, .. } => Some((caller, key)),
             HotWrite::Record { answer, .. } => answer.as_ref().map(|a| (&*a.caller, &*a.key)),
+            HotWrite::Once { answer, .. } => Some((&answer.caller, &answer.key)),
         }
     }
 }
@@ -242,7 +250,8 @@ where
     /// In one transaction: one `INSERT … ON CONFLICT DO NOTHING RETURNING` for every claim (a
     /// claim whose row went in is `Started`; any other is decided on its own, as
     /// [`Store::claim_idempotency_key_as`] always did: replay, mismatch, in flight or takeover);
-    /// one `UPDATE … FROM (VALUES …) RETURNING` that stores the answers of the records whose
+    /// one `INSERT` of the keys of the writes that claim and record at once, already answered
+    /// ([`HotSql::once_all`]); one `UPDATE … FROM (VALUES …) RETURNING` that stores the answers of the records whose
     /// holders still hold their claims; then the students and the attempts of those records, one
     /// `INSERT` each. A record whose claim was taken over writes nothing and is answered `false`.
     async fn bulk(
@@ -255,18 +264,17 @@ where
             let now = Utc::now();
             let mut results: Vec<Option<StoreResult<Written>>> =
                 jobs.iter().map(|_| None).collect();
-            let of_kind = |claim: bool| -> Vec<usize> {
-                order
-                    .iter()
-                    .copied()
-                    .filter(|&i| matches!(jobs[i], HotWrite::Claim { .. }) == claim)
-                    .collect()
+            let of_kind = |kind: fn(&HotWrite) -> bool| -> Vec<usize> {
+                order.iter().copied().filter(|&i| kind(&jobs[i])).collect()
             };
-            Self::claim_all(&mut tx, jobs, &of_kind(true), now, &mut results).await?;
-            // Records: first the answers, which say whose claims still hold.
-            let records = of_kind(false);
-            let held = Self::answer_all(&mut tx, jobs, &records, now).await?;
+            let claims = of_kind(|j| matches!(j, HotWrite::Claim { .. }));
+            Self::claim_all(&mut tx, jobs, &claims, now, &mut results).await?;
             let mut attempts: Vec<&NewAttempt> = Vec::new();
+            let once = of_kind(|j| matches!(j, HotWrite::Once { .. }));
+            Self::once_all(&mut tx, jobs, &once, now, &mut results, &mut attempts).await?;
+            // Records: first the answers, which say whose claims still hold.
+            let records = of_kind(|j| matches!(j, HotWrite::Record { .. }));
+            let held = Self::answer_all(&mut tx, jobs, &records, now).await?;
             for &i in &records {
                 let HotWrite::Record { attempt, answer } = &jobs[i] else {
                     continue;
@@ -352,6 +360,71 @@ where
                     match Self::write_one(&mut *conn, &jobs[i]).await? {
                         Step::Keep(written) | Step::Undo(written) => results[i] = Some(Ok(written)),
                     }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The claims-with-records of a batch ([`HotWrite::Once`]), set-based: one `INSERT … ON
+    /// CONFLICT DO NOTHING RETURNING` of their keys already answered; the attempt of each whose
+    /// row went in joins `attempts`, and it is `Started`. Any other found its key there and is
+    /// decided on its own ([`HotSql::write_one`]): a replay, a mismatch, in flight, or a takeover
+    /// that records it.
+    async fn once_all<'j>(
+        conn: &mut DB::Connection,
+        jobs: &'j [HotWrite],
+        once: &[usize],
+        now: DateTime<Utc>,
+        results: &mut [Option<StoreResult<Written>>],
+        attempts: &mut Vec<&'j NewAttempt>,
+    ) -> Result<(), sqlx::Error> {
+        if once.is_empty() {
+            return Ok(());
+        }
+        let sql = Self::numbered(format!(
+            "INSERT INTO idempotency_keys (caller, key, fingerprint, state, status_code, response, created_at, updated_at, owner) VALUES {} \
+             ON CONFLICT (caller, key) DO NOTHING RETURNING caller, key, owner",
+            values_list(once.len(), 2, 6, |n| format!("(${n}, ${}, ${}, 'done', ${}, ${}, $1, $1, ${})", n + 1, n + 2, n + 3, n + 4, n + 5))));
+        let mut query = sqlx::query_as::<_, (String, String, String)>(&sql)
+            .persistent(false)
+            .bind(now);
+        for &i in once {
+            if let HotWrite::Once {
+                fingerprint,
+                answer,
+                ..
+            } = &jobs[i]
+            {
+                query = query
+                    .bind(&answer.caller)
+                    .bind(&answer.key)
+                    .bind(fingerprint)
+                    .bind(i32::from(answer.status))
+                    .bind(&answer.response)
+                    .bind(&answer.owner);
+            }
+        }
+        let inserted: std::collections::HashSet<(String, String, String)> =
+            query.fetch_all(&mut *conn).await?.into_iter().collect();
+        for &i in once {
+            let HotWrite::Once {
+                attempt, answer, ..
+            } = &jobs[i]
+            else {
+                continue;
+            };
+            let row = (
+                answer.caller.clone(),
+                answer.key.clone(),
+                answer.owner.clone(),
+            );
+            if inserted.contains(&row) {
+                attempts.extend(attempt.as_ref());
+                results[i] = Some(Ok(Written::Claimed(Claim::Started)));
+            } else {
+                match Self::write_one(&mut *conn, &jobs[i]).await? {
+                    Step::Keep(written) | Step::Undo(written) => results[i] = Some(Ok(written)),
                 }
             }
         }
@@ -490,6 +563,25 @@ where
             }
             HotWrite::Record { attempt, answer } => {
                 Self::record_one(conn, attempt.as_ref(), answer.as_ref()).await
+            }
+            HotWrite::Once {
+                fingerprint,
+                lease,
+                attempt,
+                answer,
+            } => {
+                let claim = ClaimId::held_by(&answer.caller, &answer.key, &answer.owner);
+                match Self::claim_one(conn, &claim, fingerprint, *lease).await? {
+                    Step::Keep(Written::Claimed(Claim::Started)) => {}
+                    other => return Ok(other),
+                }
+                // Claimed in this transaction, so the record holds it.
+                match Self::record_one(conn, attempt.as_ref(), Some(answer)).await? {
+                    Step::Keep(Written::Recorded(true)) => {
+                        Ok(Step::Keep(Written::Claimed(Claim::Started)))
+                    }
+                    _ => Err(mismatched_answer()),
+                }
             }
         }
     }

@@ -54,6 +54,43 @@ impl Store {
         }
     }
 
+    /// Claims `claim`'s key for the request whose fingerprint is `fingerprint` and records
+    /// `attempt` with the request's answer, in one write: for a request whose work is done
+    /// before its key is looked at. `Started` when this request's answer and attempt were
+    /// committed. Otherwise nothing of it was written and the key decides, as
+    /// [`Store::claim_idempotency_key_as`] does: the answer of the request that used the key
+    /// first (`Replay`), another request's key (`Mismatch`), or a request still holding it
+    /// (`InFlight`); one that stopped renewing it for `lease` is taken over, and this request's
+    /// answer recorded.
+    ///
+    /// A second request with the same key that arrives while the first is working does its
+    /// work too, and gets the first one's answer: the first to commit is the one that counts.
+    pub async fn record_once(
+        &self,
+        claim: &ClaimId,
+        fingerprint: &str,
+        lease: Duration,
+        attempt: Option<NewAttempt>,
+        answer: (u16, &Json),
+    ) -> StoreResult<Claim> {
+        let job = HotWrite::Once {
+            fingerprint: fingerprint.to_string(),
+            lease,
+            attempt,
+            answer: StoredAnswer {
+                caller: claim.caller.clone(),
+                key: claim.key.clone(),
+                owner: claim.owner.clone(),
+                status: answer.0,
+                response: answer.1.to_string(),
+            },
+        };
+        match self.hot_writes().run(job).await? {
+            Written::Claimed(claim) => Ok(claim),
+            Written::Recorded(_) => Err(mismatched_answer()),
+        }
+    }
+
     // Idempotency keys.
 
     /// Claims `key` for `caller` with a request whose fingerprint is `fingerprint`. A claim is

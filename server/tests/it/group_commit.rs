@@ -123,8 +123,8 @@ async fn many_submissions_at_once_are_each_recorded_once_answered_201_and_share_
         let app = Arc::new(spawn_app_on(store.clone(), config, dir));
         let token = app.grader_token("ta").await;
         let before = store.group_commit_stats();
-        // The claims of all N submissions wait for the held writer, so that they are
-        // committed together; their records then gather as the checks finish.
+        // The writes of all N submissions (each claims its key and records its attempt in
+        // one) wait for the held writer, so that they are committed together.
         let held = store.hold_group_commit().await;
         let mut tasks = Vec::new();
         for i in 0..N {
@@ -168,7 +168,10 @@ async fn many_submissions_at_once_are_each_recorded_once_answered_201_and_share_
         );
         let after = store.group_commit_stats();
         let (batches, jobs) = (after.batches - before.batches, after.jobs - before.jobs);
-        assert_eq!(jobs, 2 * N as u64, "{backend}: a claim and a record each");
+        assert_eq!(
+            jobs, N as u64,
+            "{backend}: one write each, its claim and its record"
+        );
         assert!(
             batches < jobs,
             "{backend}: {jobs} writes in {batches} batches: they share commits"
@@ -538,5 +541,107 @@ async fn a_write_that_fails_in_a_batch_gets_its_error_alone_and_the_others_commi
             Claim::Replay { status: 201, .. }
         ));
         store.close().await;
+    }
+}
+
+/// Claims `key` and records the attempt `id` with its answer in one write
+/// ([`Store::record_once`]), as a submission does.
+async fn record_once(
+    store: &Store,
+    key: &str,
+    fingerprint: &str,
+    lease: Duration,
+    id: &str,
+) -> Result<Claim, String> {
+    let body = json!({"id": id});
+    store
+        .record_once(
+            &ClaimId::new("grader:ta", key),
+            fingerprint,
+            lease,
+            Some(server::store::NewAttempt::of(&attempt(id, "s-once")).map_err(|e| e.to_string())?),
+            (201, &body),
+        )
+        .await
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_write_claims_and_records_and_a_used_key_is_decided_alone_in_its_batch() {
+    for (store, _dir, _db) in stores("group-commit-once").await {
+        let backend = store.backend();
+        // Before the batch: a key answered, a key held by a request still running, and a
+        // key whose holder stopped renewing it.
+        let first = record_once(&store, "done", "fp", LEASE, "done-1").await;
+        assert_eq!(first, Ok(Claim::Started), "{backend}");
+        for key in ["busy", "stale"] {
+            let claim = store
+                .claim_idempotency_key("grader:ta", key, "fp", LEASE)
+                .await;
+            assert_eq!(claim.unwrap(), Claim::Started, "{backend}");
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        // One batch of every case.
+        let cases: Vec<(&str, &str, Duration, &str)> = vec![
+            ("fresh-a", "fp", LEASE, "fresh-a"),
+            ("fresh-b", "fp", LEASE, "fresh-b"),
+            ("done", "fp", LEASE, "done-2"),
+            ("done", "other", LEASE, "done-3"),
+            ("busy", "fp", LEASE, "busy-1"),
+            ("stale", "fp", Duration::from_millis(10), "stale-1"),
+            ("twin", "fp", LEASE, "twin-1"),
+            ("twin", "fp", LEASE, "twin-2"),
+        ];
+        let held = store.hold_group_commit().await;
+        let before = store.group_commit_stats();
+        let mut tasks = Vec::new();
+        for (key, fingerprint, lease, id) in cases.iter().copied() {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                record_once(&store, key, fingerprint, lease, id).await
+            }));
+        }
+        until_waiting(&store, before.waiting + cases.len() as u64).await;
+        drop(held);
+        let mut outcomes = Vec::new();
+        for t in tasks {
+            outcomes.push(t.await.expect("the task ran").expect("the write"));
+        }
+        let replay = Claim::Replay {
+            status: 201,
+            body: json!({"id": "done-1"}),
+        };
+        assert_eq!(outcomes[0], Claim::Started, "{backend}");
+        assert_eq!(outcomes[1], Claim::Started, "{backend}");
+        assert_eq!(outcomes[2], replay, "{backend}: the same request again");
+        assert_eq!(outcomes[3], Claim::Mismatch, "{backend}: another request");
+        assert_eq!(outcomes[4], Claim::InFlight, "{backend}: still held");
+        assert_eq!(outcomes[5], Claim::Started, "{backend}: taken over");
+        let twins = [&outcomes[6], &outcomes[7]];
+        let started = twins.iter().filter(|o| ***o == Claim::Started).count();
+        assert_eq!(started, 1, "{backend}: one of the twins counts: {twins:?}");
+        let ids = recorded_ids(&store).await;
+        let twin = if outcomes[6] == Claim::Started {
+            "twin-1"
+        } else {
+            "twin-2"
+        };
+        let other_twin = if twin == "twin-1" { "twin-2" } else { "twin-1" };
+        assert!(
+            twins.contains(&&Claim::Replay {
+                status: 201,
+                body: json!({"id": twin}),
+            }),
+            "{backend}: the other twin replays the first: {twins:?}"
+        );
+        let expected: BTreeSet<String> = ["done-1", "fresh-a", "fresh-b", "stale-1", twin]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(
+            ids, expected,
+            "{backend}: only the writes that count are recorded"
+        );
+        assert!(!ids.contains(other_twin));
     }
 }
