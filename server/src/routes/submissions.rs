@@ -271,7 +271,7 @@ pub fn fingerprint(route: &str, bytes: &[u8]) -> String {
     description = "Checks a design and records the attempt; the record is committed before the answer. \
         Honours an `Idempotency-Key` header: the same key with the same body answers the stored answer \
         (even an error) with `Idempotent-Replayed: true` and records nothing new; with another body → 422 \
-        `idempotency_key_reused`; while another request holds the key → 409 `idempotency_key_in_flight`. The key is claimed \
+        `idempotency_key_reused`; while another request holds the key (a grading, or a server that stopped, until the key's lease runs out) → 409 `idempotency_key_in_flight`. The key is claimed \
         in the write that records the attempt, so the same request sent again while the first is being checked gets the \
         first one's answer. Keys are scoped per caller.",
     params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
