@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use axum::body::Bytes;
 use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE, COOKIE, SET_COOKIE};
 use reqwest::Method;
 use serde::Serialize;
@@ -128,11 +129,33 @@ impl Tally {
     }
 }
 
-/// The scenarios and starting designs the mix checks and submits.
+/// The scenarios and starting designs the mix checks and submits, each request's URL and body
+/// made once: the load generator shares the cores with the server it measures, so it does no
+/// more per request than a client must.
 #[derive(Clone)]
 struct Corpus {
-    /// (scenario id, a design to check).
-    designs: Vec<(String, Json)>,
+    designs: Vec<CorpusDesign>,
+    /// `/api/scenarios`
+    list_url: reqwest::Url,
+    /// `/api/submissions`
+    submit_url: reqwest::Url,
+}
+
+/// One scenario's starting design, as the mix sends it.
+#[derive(Clone)]
+struct CorpusDesign {
+    /// `/api/scenarios/{id}`
+    scenario_url: reqwest::Url,
+    /// `/api/scenarios/{id}/check`
+    check_url: reqwest::Url,
+    /// The design: the check's body.
+    check_body: Bytes,
+    /// `{"scenario": id, "design": design}`: the submission's body.
+    submit_body: Bytes,
+}
+
+fn url(text: String) -> Result<reqwest::Url, String> {
+    reqwest::Url::parse(&text).map_err(|e| format!("{text}: {e}"))
 }
 
 async fn corpus(http: &reqwest::Client, base: &str) -> Result<Corpus, String> {
@@ -160,13 +183,27 @@ async fn corpus(http: &reqwest::Client, base: &str) -> Result<Corpus, String> {
             .await
             .map_err(|e| format!("GET /api/scenarios/{id}: {e}"))?;
         if let Some(design) = scenario.get("starting_design").filter(|d| d.is_object()) {
-            designs.push((id.to_string(), design.clone()));
+            let submission = json!({"scenario": id, "design": design});
+            designs.push(CorpusDesign {
+                scenario_url: url(format!("{base}/api/scenarios/{id}"))?,
+                check_url: url(format!("{base}/api/scenarios/{id}/check"))?,
+                check_body: serde_json::to_vec(design)
+                    .map_err(|e| e.to_string())?
+                    .into(),
+                submit_body: serde_json::to_vec(&submission)
+                    .map_err(|e| e.to_string())?
+                    .into(),
+            });
         }
     }
     if designs.is_empty() {
         return Err("no scenario with a starting design to check".into());
     }
-    Ok(Corpus { designs })
+    Ok(Corpus {
+        designs,
+        list_url: url(format!("{base}/api/scenarios"))?,
+        submit_url: url(format!("{base}/api/submissions"))?,
+    })
 }
 
 /// A small, deterministic random sequence per client (xorshift), so that runs repeat.
@@ -388,29 +425,23 @@ impl Next<'_> {
             } => (*check, *submit, *catalogue),
         };
         let corpus = corpus.ok_or("no corpus for the mix")?;
-        let (scenario, design) =
-            &corpus.designs[(rng.next() % corpus.designs.len() as u64) as usize];
+        let design = &corpus.designs[(rng.next() % corpus.designs.len() as u64) as usize];
         let pick = rng.next() % u64::from(check + submit + catalogue);
         let request = if pick < u64::from(check) {
-            let body = serde_json::to_vec(design).map_err(|e| e.to_string())?;
-            let url = format!("{base}/api/scenarios/{scenario}/check");
-            ("check", http.post(url).body(body))
+            let check = http.post(design.check_url.clone());
+            ("check", check.body(design.check_body.clone()))
         } else if pick < u64::from(check + submit) {
-            let body = serde_json::to_vec(&json!({"scenario": scenario, "design": design}))
-                .map_err(|e| e.to_string())?;
             let key = format!("load-{}-{}-{}", self.index, self.sent, rng.next());
-            let url = format!("{base}/api/submissions");
             (
                 "submit",
-                http.post(url).header("idempotency-key", key).body(body),
+                http.post(corpus.submit_url.clone())
+                    .header("idempotency-key", key)
+                    .body(design.submit_body.clone()),
             )
         } else if self.sent.is_multiple_of(2) {
-            ("catalogue", http.get(format!("{base}/api/scenarios")))
+            ("catalogue", http.get(corpus.list_url.clone()))
         } else {
-            (
-                "catalogue",
-                http.get(format!("{base}/api/scenarios/{scenario}")),
-            )
+            ("catalogue", http.get(design.scenario_url.clone()))
         };
         Ok((request.0, request.1.headers(self.headers.clone())))
     }
