@@ -342,6 +342,10 @@ async fn submit_idempotently(
         }
     };
     let Some(key) = key else {
+        // A refusal without a key records nothing.
+        if new.is_none() {
+            return response;
+        }
         return match store.record_new(new, None).await {
             Ok(_) => response,
             Err(e) => AppError::from(e).into_response(),
