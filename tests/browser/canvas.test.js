@@ -157,6 +157,8 @@ test('the student fixes the design with the mouse and every requirement passes',
   await screenshot(page, 'safe-retry-passed');
   // The SQL view shows what the design amounts to.
   await page.getByRole('tab', { name: 'SQL' }).click();
+  // The preview's engine answers a moment after the last change.
+  await page.locator('.sql-view[aria-busy="false"]').waitFor();
   const sql = await page.locator('.sql-view').innerText();
   assert.match(sql, /BEGIN;/);
   assert.match(sql, /DELETE FROM orders/);

@@ -74,6 +74,8 @@ test('the student fixes the sender, the consumer and the raw table; the hop left
   assert.match(await summary('raw').textContent(), /skip known keys/);
   // The SQL tab shows each stage's statements in the order they run.
   await page.getByRole('tab', { name: 'SQL' }).click();
+  // The preview's engine answers a moment after the last change.
+  await page.locator('.sql-view[aria-busy="false"]').waitFor();
   const stages = await page.locator('.sql-stage-title').allTextContents();
   assert.deepEqual(stages.map((s) => s.trim()), ['Stage 1: Stream consumer consumer', 'Stage 2: Batch job nightly']);
   assert.match(await page.locator('.sql-stage[data-stage="consumer"]').innerText(), /ON CONFLICT/);

@@ -2,15 +2,16 @@
 //!
 //! The modules at the top level are plain Rust with no browser in them (canvas geometry, hit
 //! tests, connection rules, undo history, replay frames, the task's Markdown, the chapter's
-//! words, design problems in those words, the student's view of a scenario, the design file
-//! a student downloads and opens, the SQL view's blocks by stage), so their unit tests run on the host with
-//! `cargo test -p web`. Everything that touches the DOM or the network lives in [`app`],
+//! words, design problems in those words, the student's view of a scenario, the preview's
+//! engine, the design file a student downloads and opens, the SQL view's blocks by stage), so
+//! their unit tests run on the host with `cargo test -p web`. Everything that touches the DOM or the network lives in [`app`],
 //! which exists only on `wasm32`.
 //! The canvas never decides a verdict: the server's is authoritative, and the preview runs
-//! the same `shared` simulator.
+//! the same `shared` simulator, in a module of its own ([`engine`], loaded after the page).
 
 pub mod canvas;
 pub mod design_file;
+pub mod engine;
 pub mod markdown;
 pub mod problems;
 pub mod replay;

@@ -1,10 +1,12 @@
-//! The scenario as the server shows it to a student, read into `shared::Scenario` and
-//! compiled once into `shared::Compiled`, which the preview, the SQL view and the problems'
-//! words read.
+//! The scenario as the server shows it to a student, read into `shared::Scenario`, which the
+//! canvas, the inspector and the problems' words read; its text, fitted, is what the preview's
+//! engine compiles (`crate::engine`).
 //!
 //! The student's view leaves out what would give the answer away (the reference and wrong
 //! designs) and may carry fields the canvas does not know; `shared::Scenario` is strict about
 //! both, so the JSON is fitted to it first.
+
+use std::sync::Arc;
 
 use serde_json::Value as Json;
 use shared::{Compiled, Scenario};
@@ -31,7 +33,39 @@ const SCENARIO_FIELDS: &[&str] = &[
     "wrong_designs",
 ];
 
-pub fn scenario(mut json: Json) -> Result<Scenario, String> {
+/// A scenario as a page opened it: what the canvas reads, and the text the preview's engine
+/// compiles (the student's view fitted to `shared::Scenario`).
+#[derive(Debug)]
+pub struct StudentScenario {
+    scenario: Scenario,
+    text: Arc<str>,
+}
+
+impl StudentScenario {
+    /// Reads the student's view of a scenario, as the server sends it.
+    pub fn read(json: Json) -> Result<StudentScenario, String> {
+        let text = fitted(json);
+        let scenario = Scenario::from_json(&text)
+            .map_err(|e| format!("the scenario could not be read: {e}"))?;
+        Ok(StudentScenario {
+            scenario,
+            text: text.into(),
+        })
+    }
+
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// The JSON text `scenario` was read from.
+    pub fn text(&self) -> Arc<str> {
+        self.text.clone()
+    }
+}
+
+/// The student's view fitted to `shared::Scenario`, as JSON text: fields the canvas does not
+/// know left out, the lists the view leaves out present and empty.
+fn fitted(mut json: Json) -> String {
     if let Some(object) = json.as_object_mut() {
         object.retain(|k, _| SCENARIO_FIELDS.contains(&k.as_str()));
         for field in ["reference_designs", "wrong_designs"] {
@@ -47,15 +81,19 @@ pub fn scenario(mut json: Json) -> Result<Scenario, String> {
     }
     // Parsed from text rather than from the `Value`, so that the app carries one set of
     // deserializers for the scenario's many types (a size budget matter).
-    Scenario::from_json(&json.to_string())
-        .map_err(|e| format!("the scenario could not be read: {e}"))
+    json.to_string()
 }
 
-/// The student's view of a scenario, compiled: what a scenario page works on. The server
-/// serves only scenarios that compile, so an error here means the app and the server disagree
-/// on the format; it is told in the author's words.
-pub fn compiled(json: Json) -> Result<Compiled, String> {
-    let scenario = scenario(json)?;
+pub fn scenario(json: Json) -> Result<Scenario, String> {
+    StudentScenario::read(json).map(|s| s.scenario)
+}
+
+/// The fitted text of a student's view, compiled, as the preview's engine compiles it. The
+/// server serves only scenarios that compile, so an error here means the app and the server
+/// disagree on the format; it is told in the author's words.
+pub fn compile(text: &str) -> Result<Compiled, String> {
+    let scenario =
+        Scenario::from_json(text).map_err(|e| format!("the scenario could not be read: {e}"))?;
     Compiled::new(scenario).map_err(|errors| {
         let words: Vec<String> = errors
             .iter()
@@ -119,7 +157,7 @@ mod tests {
             let object = json.as_object_mut().unwrap();
             object.remove("reference_designs");
             object.remove("wrong_designs");
-            let compiled = compiled(json).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let compiled = compile(&fitted(json)).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(!compiled.scenario().requirements.is_empty());
             compiled_count += 1;
         }
@@ -138,7 +176,7 @@ mod tests {
         object["runs"][0]["job"] = Json::from("nightly");
         object.remove("reference_designs");
         object.remove("wrong_designs");
-        let compiled = compiled(json).unwrap();
+        let compiled = compile(&fitted(json)).unwrap();
         let jobs: Vec<&str> = compiled.scenario().all_jobs().map(|j| j.id()).collect();
         assert_eq!(jobs, ["nightly"]);
         // The starting design validates against it: its job node reads raw_payments.

@@ -38,11 +38,13 @@ pub fn lint() -> Result<(), String> {
         "warnings",
     ]))?;
     ensure_wasm_target()?;
-    step("clippy -D warnings (web on wasm32)");
+    step("clippy -D warnings (web and its engine on wasm32)");
     status(cargo().args([
         "clippy",
         "-p",
         "web",
+        "-p",
+        "engine",
         "--target",
         WASM_TARGET,
         "--all-targets",

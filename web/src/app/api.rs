@@ -9,7 +9,9 @@ use shared::wire::classes::{JoinRequest, StudentClass};
 use shared::wire::errors::ErrorBody;
 use shared::wire::session::SessionBody;
 use shared::wire::submissions::{DraftAnswer, DraftBody, Submission, SubmissionRequest};
-use shared::{Compiled, Verdict};
+use shared::Verdict;
+
+use crate::student_view::StudentScenario;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
@@ -156,10 +158,10 @@ pub async fn catalogue() -> Result<Vec<ScenarioSummary>, ApiError> {
     get("/api/scenarios").await
 }
 
-/// One scenario as a student sees it, compiled once for the page that opens it.
-pub async fn scenario(id: &str) -> Result<Compiled, ApiError> {
+/// One scenario as a student sees it, read once for the page that opens it.
+pub async fn scenario(id: &str) -> Result<StudentScenario, ApiError> {
     let json: Json = get(&format!("/api/scenarios/{id}")).await?;
-    crate::student_view::compiled(json).map_err(|message| ApiError::new(message, false))
+    StudentScenario::read(json).map_err(|message| ApiError::new(message, false))
 }
 
 /// A body as JSON text.

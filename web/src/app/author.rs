@@ -19,6 +19,7 @@ use super::drafts::Loaded;
 use super::editor::Workspace;
 use super::page::{Mode, TryOn};
 use super::router::Link;
+use crate::student_view::StudentScenario;
 
 /// How often the page asks the server what the files hold.
 const POLL: Duration = Duration::from_millis(1000);
@@ -358,7 +359,7 @@ fn starting_design(scenario: &shared::Scenario) -> Design {
 
 /// The canvas with the chosen design and its verdict, or a design to try.
 fn workspace(a: &author::Scenario, shown: Shown) -> impl IntoView {
-    let Ok(scenario) = crate::student_view::compiled(a.scenario.clone()) else {
+    let Ok(scenario) = StudentScenario::read(a.scenario.clone()) else {
         return view! { <p class="error" role="alert">"The server's scenario could not be read."</p> }.into_any();
     };
     let start = starting_design(scenario.scenario());
@@ -462,7 +463,10 @@ fn opened_file(file: &author::File) -> impl IntoView {
 /// A design tried on the scenario a file with problems gives: checked on that file, not on
 /// the version students get.
 fn try_on_file(name: &str, scenario: serde_json::Value) -> impl IntoView {
-    let Ok(scenario) = crate::student_view::compiled(scenario) else {
+    // Only a file that compiles can be tried: the preview's engine compiles it.
+    let Ok(scenario) = StudentScenario::read(scenario)
+        .and_then(|s| crate::student_view::compile(&s.text()).map(|_| s))
+    else {
         return view! { <p class="error" role="alert">"The file's scenario could not be read."</p> }.into_any();
     };
     let start = starting_design(scenario.scenario());

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use leptos::prelude::*;
 use shared::design::{design_from_json, Design};
-use shared::{Compiled, Verdict};
+use shared::Verdict;
+
+use crate::student_view::StudentScenario;
 
 use super::api;
 use super::debounce::Debounce;
@@ -16,7 +18,7 @@ use crate::canvas::{same_meaning, History};
 
 /// A scenario as opened: the design on the canvas is the draft that came back, if any.
 pub struct Loaded {
-    pub scenario: Arc<Compiled>,
+    pub scenario: Arc<StudentScenario>,
     pub start: Design,
     pub design: Design,
     pub restored: Option<&'static str>,

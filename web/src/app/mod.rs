@@ -16,9 +16,10 @@
 //!   `instructor` composes the canvas and the results into the instructor's pages (the classes,
 //!   a class's dashboard, a student's attempts, one attempt read-only), and `join` is the page
 //!   where a student joins a class;
-//! - underneath everything: `api` (every HTTP call), `router` (routes and links), `dom`
-//!   (small DOM helpers), `debounce` (work that waits for a quiet moment) and `diff_view` (a
-//!   counterexample's table diff, which needs no page).
+//! - underneath everything: `api` (every HTTP call), `engine_module` (the preview's engine,
+//!   loaded on first use), `router` (routes and links), `dom` (small DOM helpers),
+//!   `debounce` (work that waits for a quiet moment) and `diff_view` (a counterexample's
+//!   table diff, which needs no page).
 
 mod api;
 mod author;
@@ -30,6 +31,7 @@ mod diff_view;
 mod dom;
 mod drafts;
 mod editor;
+mod engine_module;
 mod inspector;
 mod instructor;
 mod join;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use leptos::prelude::*;
 use shared::design::Design;
 use shared::verdict::Verdict;
-use shared::{Compiled, DesignError};
+use shared::DesignError;
 
 use shared::wire::classes::StudentClass;
 
@@ -18,7 +18,9 @@ use super::api::ApiError;
 use super::debounce::Debounce;
 use super::dom::focus;
 use crate::canvas::{self, Editor, Point, Ports, View};
+use crate::engine::Stage;
 use crate::replay::{self, Frame};
+use crate::student_view::StudentScenario;
 
 /// What is selected on the canvas.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,6 +44,16 @@ pub enum Preview {
     Invalid(Vec<DesignError>),
     Verdict(Verdict),
     TooLarge,
+    Failed(String),
+}
+
+/// What the SQL view shows: the design's statements by stage once the preview's engine has
+/// answered, or what keeps the design from having any.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Sql {
+    Pending,
+    Stages(Vec<Stage>),
+    Invalid(Vec<DesignError>),
     Failed(String),
 }
 
@@ -108,9 +120,9 @@ pub fn preview_setting() -> String {
 #[derive(Clone, Copy)]
 pub struct Page {
     pub mode: Mode,
-    /// The scenario, compiled once when the page opened: the preview, the SQL view and the
-    /// problems' words read it, and `Compiled::scenario` gives the file's fields.
-    pub scenario: StoredValue<Arc<Compiled>>,
+    /// The scenario, read once when the page opened: the canvas, the inspector and the
+    /// problems' words read it, and the preview's engine compiles its text.
+    pub scenario: StoredValue<Arc<StudentScenario>>,
     pub start: StoredValue<Design>,
     pub editor: RwSignal<Editor>,
     pub selected: RwSignal<Option<Selection>>,
@@ -120,6 +132,10 @@ pub struct Page {
     pub view: RwSignal<View>,
     pub wire: RwSignal<Option<(Point, Point)>>,
     pub preview: RwSignal<Preview>,
+    /// The SQL view: what the preview's engine last said the design amounts to.
+    pub sql: RwSignal<Sql>,
+    /// The design changed since the preview's engine last answered.
+    pub preview_busy: RwSignal<bool>,
     pub verdict: RwSignal<Option<Verdict>>,
     pub checked_design: RwSignal<Option<Design>>,
     pub checking: RwSignal<bool>,
@@ -135,7 +151,7 @@ impl Page {
     /// The state of a freshly opened scenario. `restored` is what to tell the student when
     /// the design on the canvas is a draft that came back rather than the starting design.
     pub fn new(
-        scenario: Arc<Compiled>,
+        scenario: Arc<StudentScenario>,
         start: Design,
         design: Design,
         restored: Option<&'static str>,
@@ -159,6 +175,8 @@ impl Page {
             view: RwSignal::new(View::default()),
             wire: RwSignal::new(None),
             preview: RwSignal::new(Preview::Pending),
+            sql: RwSignal::new(Sql::Pending),
+            preview_busy: RwSignal::new(true),
             verdict: RwSignal::new(None),
             checked_design: RwSignal::new(None),
             checking: RwSignal::new(false),
@@ -175,7 +193,7 @@ impl Page {
     }
 
     /// A recorded attempt, shown read-only with its verdict.
-    pub fn viewer(scenario: Arc<Compiled>, design: Design, verdict: Verdict) -> Self {
+    pub fn viewer(scenario: Arc<StudentScenario>, design: Design, verdict: Verdict) -> Self {
         let page = Page::new(
             scenario,
             design.clone(),

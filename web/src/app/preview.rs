@@ -1,52 +1,66 @@
 //! The live preview: the browser runs the same `shared` simulator as the server on the design
 //! as it is drawn, and the requirements show what it says; and the SQL view, which shows what
-//! the design amounts to in PostgreSQL.
+//! the design amounts to in PostgreSQL. Both come from the preview's engine, a module of its
+//! own that the page loads once it is interactive (`super::engine_module`).
 
 use std::time::Duration;
 
 use leptos::prelude::*;
-use shared::design::Design;
-use shared::Compiled;
 
 use super::debounce::Debounce;
-use super::page::{preview_setting, Page, Preview};
+use super::engine_module;
+use super::page::{preview_setting, Page, Preview, Sql};
+use crate::engine::Answer;
 use crate::problems::problem_words;
-use crate::{stage_sql, words};
+use crate::words;
 
-/// Keeps the preview in step with the design. It follows at once, a few milliseconds after a
-/// burst of edits, so that dragging a node does not run the simulator on every step.
+/// Keeps the preview and the SQL view in step with the design. They follow a few
+/// milliseconds after a burst of edits, so that dragging a node does not run the simulator on
+/// every step; an answer about a design that has changed since is dropped.
 pub fn follow_design(page: Page) {
     let rerun = Debounce::new(Duration::from_millis(40));
     Effect::new(move |_| {
-        let design = page.editor.with(|e| e.design().clone());
-        rerun.run(move |_| {
-            page.preview
-                .set(page.scenario.with_value(|s| preview(s, &design)));
+        let design = page.editor.with(|e| serde_json::to_string(e.design()));
+        page.preview_busy.set(true);
+        rerun.run(move |ticket| {
+            let Some(scenario) = page.scenario.try_with_value(|s| s.text()) else {
+                return;
+            };
+            leptos::task::spawn_local(async move {
+                let answer = match design {
+                    Ok(design) => engine_module::answer(&scenario, &design).await,
+                    Err(e) => Err(e.to_string()),
+                };
+                if ticket.is_current() {
+                    show(page, answer);
+                }
+            });
         });
     });
 }
 
-/// What the browser's simulator says about a design, kept small enough to stay instant. The
-/// scenario was compiled once, when the page opened, and every preview reuses it.
-fn preview(scenario: &Compiled, design: &Design) -> Preview {
-    match shared::validate(scenario, design.clone()) {
-        Err(errors) => Preview::Invalid(errors),
-        Ok(valid) => {
-            // The preview must stay instant: a check that would take long is left to the server.
-            let limits = shared::Limits {
-                max_schedules: 20_000,
-                max_steps: 20_000_000,
+/// Puts the engine's answer on the page.
+fn show(page: Page, answer: Result<Answer, String>) {
+    let (preview, sql) = match answer {
+        Err(e) => (Preview::Failed(e.clone()), Sql::Failed(e)),
+        Ok(a) if !a.problems.is_empty() => (
+            Preview::Invalid(a.problems.clone()),
+            Sql::Invalid(a.problems),
+        ),
+        Ok(a) => {
+            let sql = Sql::Stages(a.stages);
+            let preview = match (a.verdict, a.failed) {
+                (Some(verdict), _) => Preview::Verdict(verdict),
+                (None, Some(e)) => Preview::Failed(e),
+                (None, None) if a.too_large => Preview::TooLarge,
+                (None, None) => Preview::Failed("the engine said nothing".to_string()),
             };
-            // The preview shows the score only, so it leaves out coverage and advisories,
-            // which cost a search per variant (their code stays out of the app), and shows no
-            // scenario hash (so the app carries neither the scenario's serialisation nor sha256).
-            match shared::check::check_graded(scenario, "", &valid, limits) {
-                Ok(verdict) => Preview::Verdict(verdict),
-                Err(shared::CheckError::TooLarge { .. }) => Preview::TooLarge,
-                Err(e) => Preview::Failed(e.to_string()),
-            }
+            (preview, sql)
         }
-    }
+    };
+    page.preview.try_set(preview);
+    page.sql.try_set(sql);
+    page.preview_busy.try_set(false);
 }
 
 /// The requirements, each with what the preview says about it, and its hint on request.
@@ -127,28 +141,15 @@ pub fn Requirements() -> impl IntoView {
 }
 
 /// The SQL the design amounts to, updated as options change: each stage's statements under
-/// its node, in the order the stages run.
+/// its node, in the order the stages run. It is marked busy while the preview's engine works
+/// out a change.
 #[component]
 pub fn SqlView() -> impl IntoView {
     let page = expect_context::<Page>();
-    let stages = Memo::new(move |_| {
-        let design = page.editor.with(|e| e.design().clone());
-        page.scenario
-            .with_value(|s| match shared::validate(s, design.clone()) {
-                Ok(valid) => {
-                    let blocks = shared::sql::design_sql(s, &valid);
-                    Ok(stage_sql::by_stage(&valid, blocks))
-                }
-                Err(errors) => Err(errors
-                    .iter()
-                    .map(|e| problem_words(s.scenario(), &design, e))
-                    .collect::<Vec<_>>()),
-            })
-    });
     view! {
-        <div class="sql-view">
-            {move || match stages.get() {
-                Ok(stages) => {
+        <div class="sql-view" aria-busy=move || page.preview_busy.get().to_string()>
+            {move || match page.sql.get() {
+                Sql::Stages(stages) => {
                     let several = stages.len() > 1;
                     view! {
                         <p class="muted small">{if several {
@@ -169,10 +170,17 @@ pub fn SqlView() -> impl IntoView {
                         }).collect_view()}
                     }.into_any()
                 }
-                Err(errors) => view! {
-                    <p class="muted">"The SQL appears when the design is complete:"</p>
-                    <ul>{errors.into_iter().take(5).map(|e| view! { <li>{e}</li> }).collect_view()}</ul>
-                }.into_any(),
+                Sql::Invalid(errors) => {
+                    let words: Vec<String> = page.editor.with(|e| page.scenario.with_value(|s| {
+                        errors.iter().take(5).map(|error| problem_words(s.scenario(), e.design(), error)).collect()
+                    }));
+                    view! {
+                        <p class="muted">"The SQL appears when the design is complete:"</p>
+                        <ul>{words.into_iter().map(|e| view! { <li>{e}</li> }).collect_view()}</ul>
+                    }.into_any()
+                }
+                Sql::Pending => view! { <p class="muted">"Working out the SQL…"</p> }.into_any(),
+                Sql::Failed(e) => view! { <p class="muted">{format!("The SQL view is unavailable: {e}")}</p> }.into_any(),
             }}
         </div>
     }
