@@ -14,6 +14,8 @@ use std::path::PathBuf;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(embedded_app)");
+    // `sqlx::migrate!` embeds the migrations; a new file must rebuild the server.
+    println!("cargo::rerun-if-changed=../migrations");
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let web = manifest.join("..").join("web");
     let web = web.canonicalize().unwrap_or(web);
