@@ -23,6 +23,8 @@ pub struct Checked {
     pub json: Bytes,
     /// The verdict as an attempt stores it ([`Checked::stored`]), made on first use.
     stored: OnceLock<Box<RawValue>>,
+    /// That text compressed, as the database keeps it ([`Checked::deflated`]).
+    deflated: OnceLock<Arc<[u8]>>,
 }
 
 /// What the server reads of a verdict (metrics, an attempt's score); the rest it passes on as
@@ -66,6 +68,7 @@ impl Checked {
             outline,
             json,
             stored: OnceLock::new(),
+            deflated: OnceLock::new(),
         }
     }
 
@@ -80,6 +83,16 @@ impl Checked {
         let value: serde_json::Value = serde_json::from_slice(&self.json)?;
         let text = serde_json::value::to_raw_value(&value)?;
         Ok(self.stored.get_or_init(|| text))
+    }
+
+    /// [`Checked::stored`] compressed as an attempt's verdict is kept in the database
+    /// (`crate::store::stored_verdict`). Made once per verdict kept, as the text is.
+    pub fn deflated(&self) -> Result<Arc<[u8]>, serde_json::Error> {
+        if let Some(bytes) = self.deflated.get() {
+            return Ok(Arc::clone(bytes));
+        }
+        let bytes = crate::store::stored_verdict::deflate(self.stored()?.get());
+        Ok(Arc::clone(self.deflated.get_or_init(|| bytes)))
     }
 
     /// The memory the entry takes, about: its key and three times its JSON (the JSON, the

@@ -107,10 +107,12 @@ fn submission_fields(a: &Attempt, with_design: bool) -> Submission {
 
 /// An attempt checked and not yet recorded, with its verdict as the text the attempt stores
 /// ([`crate::verdicts::Checked::stored`]; `attempt.verdict` is left null): a submission writes
-/// that text into its answer and into the store as it is, without reading it into a value.
+/// that text into its answer as it is, and the same text compressed into the store
+/// ([`crate::verdicts::Checked::deflated`]), without reading it into a value.
 pub(super) struct CheckedAttempt {
     attempt: Attempt,
     verdict: Box<RawValue>,
+    deflated: Arc<[u8]>,
 }
 
 impl CheckedAttempt {
@@ -158,6 +160,7 @@ pub(super) async fn checked_attempt(
     Ok(CheckedAttempt {
         attempt,
         verdict: checked.stored().map_err(AppError::internal)?.to_owned(),
+        deflated: checked.deflated().map_err(AppError::internal)?,
     })
 }
 
@@ -390,7 +393,7 @@ fn answered(
     let mut response =
         json_text_response(StatusCode::CREATED, answer_text(&body, &checked.verdict));
     insert_location(&mut response, &checked.attempt.id);
-    let new = NewAttempt::with_verdict(&checked.attempt, checked.verdict)?;
+    let new = NewAttempt::with_verdict(&checked.attempt, checked.deflated)?;
     Ok((new, body, response))
 }
 

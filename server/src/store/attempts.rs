@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::store::db::{with_pool, Store};
 use crate::store::errors::StoreResult;
+use crate::store::stored_verdict::verdict_of;
 use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
 use sqlx::FromRow;
@@ -32,6 +33,46 @@ pub struct Attempt {
     /// The class the attempt was made for; `None` for self-study and for graders' records.
     #[sqlx(rename = "class_id")]
     pub class: Option<String>,
+}
+
+/// A row that holds an attempt's verdict, read with the verdict's compressed column
+/// (`super::stored_verdict`); [`Deflated::read`] puts the verdict back.
+#[derive(FromRow)]
+pub(crate) struct Deflated<T> {
+    #[sqlx(flatten)]
+    row: T,
+    verdict_deflate: Option<Vec<u8>>,
+}
+
+/// What holds an attempt's verdict, as its row's `verdict` column gave it.
+pub(crate) trait HoldsVerdict {
+    fn verdict_mut(&mut self) -> &mut Json;
+}
+
+impl<T: HoldsVerdict> Deflated<T> {
+    /// The row with its verdict read from whichever column holds it.
+    pub(crate) fn read(mut self) -> StoreResult<T> {
+        let json = std::mem::take(self.row.verdict_mut());
+        *self.row.verdict_mut() = verdict_of(json, self.verdict_deflate.as_deref())?;
+        Ok(self.row)
+    }
+
+    /// Each of `rows` read.
+    pub(crate) fn read_all(rows: Vec<Deflated<T>>) -> StoreResult<Vec<T>> {
+        rows.into_iter().map(Deflated::read).collect()
+    }
+}
+
+impl HoldsVerdict for Attempt {
+    fn verdict_mut(&mut self) -> &mut Json {
+        &mut self.verdict
+    }
+}
+
+impl HoldsVerdict for ExportedAttempt {
+    fn verdict_mut(&mut self) -> &mut Json {
+        &mut self.verdict
+    }
 }
 
 /// An attempt without its design and verdict, for lists.
@@ -101,10 +142,10 @@ impl Store {
 
     pub async fn get_attempt(&self, id: &str) -> StoreResult<Option<Attempt>> {
         with_pool!(self, |pool| {
-            Ok(sqlx::query_as::<_, Attempt>(
-                "SELECT id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id \
+            sqlx::query_as::<_, Deflated<Attempt>>(
+                "SELECT id, student, scenario, scenario_hash, design, verdict, verdict_deflate, score, max_score, passed, created_at, class_id \
                  FROM attempts WHERE id = $1")
-                .bind(id).fetch_optional(pool).await?)
+                .bind(id).fetch_optional(pool).await?.map(Deflated::read).transpose()
         })
     }
 
@@ -160,10 +201,13 @@ impl Store {
         query: &AttemptsQuery<'_>,
     ) -> StoreResult<Vec<ExportedAttempt>> {
         let sql = format!(
-            "SELECT {ATTEMPTS_PAGE_COLUMNS}, a.verdict, COALESCE(m.display_name, s.display_name, '') AS display_name \
+            "SELECT {ATTEMPTS_PAGE_COLUMNS}, a.verdict, a.verdict_deflate, COALESCE(m.display_name, s.display_name, '') AS display_name \
              {ATTEMPTS_PAGE_JOINED}"
         );
-        self.page_of(&sql, query).await
+        Deflated::read_all(
+            self.page_of::<Deflated<ExportedAttempt>>(&sql, query)
+                .await?,
+        )
     }
 
     /// The name a student goes by: the one of their session or platform, else the one they

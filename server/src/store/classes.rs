@@ -2,7 +2,7 @@
 
 pub use shared::wire::classes::Preview;
 
-use crate::store::attempts::AttemptSummary;
+use crate::store::attempts::{AttemptSummary, Deflated, HoldsVerdict};
 use crate::store::db::{with_pool, Store};
 use crate::store::errors::{unknown_stored, StoreResult};
 use chrono::{DateTime, Utc};
@@ -66,6 +66,12 @@ pub struct ClassAttempt {
     pub summary: AttemptSummary,
     #[sqlx(json)]
     pub verdict: Json,
+}
+
+impl HoldsVerdict for ClassAttempt {
+    fn verdict_mut(&mut self) -> &mut Json {
+        &mut self.verdict
+    }
 }
 
 /// The setting a class's stored `preview` names; any other value is refused.
@@ -412,8 +418,8 @@ impl Store {
         student: Option<&str>,
     ) -> StoreResult<Vec<ClassAttempt>> {
         with_pool!(self, |pool| {
-            Ok(sqlx::query_as::<_, ClassAttempt>(
-                "SELECT id, student, scenario, scenario_hash, score, max_score, passed, created_at, verdict FROM attempts \
+            Deflated::read_all(sqlx::query_as::<_, Deflated<ClassAttempt>>(
+                "SELECT id, student, scenario, scenario_hash, score, max_score, passed, created_at, verdict, verdict_deflate FROM attempts \
                  WHERE class_id = $1 AND ($2 IS NULL OR student = $2) ORDER BY created_at, id")
                 .bind(class).bind(student).fetch_all(pool).await?)
         })

@@ -110,8 +110,8 @@ impl HotWrite {
     }
 }
 
-/// An [`Attempt`] to insert, its design and verdict already JSON text: the request turns them
-/// into text, so the writer only sends them on.
+/// An [`Attempt`] to insert, its design already JSON text and its verdict's text compressed
+/// (`super::stored_verdict`): the request makes them, so the writer only sends them on.
 #[derive(Debug)]
 pub struct NewAttempt {
     pub(crate) id: String,
@@ -119,7 +119,7 @@ pub struct NewAttempt {
     pub(crate) scenario: String,
     pub(crate) scenario_hash: String,
     pub(crate) design: Box<serde_json::value::RawValue>,
-    pub(crate) verdict: Box<serde_json::value::RawValue>,
+    pub(crate) verdict: Arc<[u8]>,
     pub(crate) score: i32,
     pub(crate) max_score: i32,
     pub(crate) passed: bool,
@@ -227,6 +227,7 @@ where
     for<'q> DateTime<Utc>: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
     for<'q> i32: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
     for<'q> bool: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    for<'q> &'q [u8]: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     for<'q> SqlJson<&'q Box<serde_json::value::RawValue>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     for<'q> Option<&'q str>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     for<'r> (String, String): sqlx::FromRow<'r, DB::Row>,
@@ -490,9 +491,9 @@ where
             }
             query.execute(&mut *conn).await?;
             let sql = Self::numbered(format!(
-                "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id) VALUES {}",
+                "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, verdict_deflate, score, max_score, passed, created_at, class_id) VALUES {}",
                 values_list(attempts.len(), 1, 11, |n| format!(
-                    "(${n}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                    "(${n}, ${}, ${}, ${}, ${}, 'null', ${}, ${}, ${}, ${}, ${}, ${})",
                     n + 1, n + 2, n + 3, n + 4, n + 5, n + 6, n + 7, n + 8, n + 9, n + 10))));
             let mut query = sqlx::query(&sql).persistent(false);
             for a in attempts {
@@ -502,7 +503,7 @@ where
                     .bind(&a.scenario)
                     .bind(&a.scenario_hash)
                     .bind(SqlJson(&a.design))
-                    .bind(SqlJson(&a.verdict))
+                    .bind(&*a.verdict)
                     .bind(a.score)
                     .bind(a.max_score)
                     .bind(a.passed)
@@ -672,10 +673,10 @@ where
             sqlx::query("INSERT INTO students (id, display_name, origin, created_at) VALUES ($1, NULL, 'grader', $2) ON CONFLICT (id) DO NOTHING")
                 .bind(&a.student).bind(now).execute(&mut *conn).await?;
             sqlx::query(
-                "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
+                "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, verdict_deflate, score, max_score, passed, created_at, class_id) \
+                 VALUES ($1, $2, $3, $4, $5, 'null', $6, $7, $8, $9, $10, $11)")
                 .bind(&a.id).bind(&a.student).bind(&a.scenario).bind(&a.scenario_hash)
-                .bind(SqlJson(&a.design)).bind(SqlJson(&a.verdict))
+                .bind(SqlJson(&a.design)).bind(&*a.verdict)
                 .bind(a.score).bind(a.max_score).bind(a.passed).bind(a.created_at).bind(a.class.as_deref())
                 .execute(&mut *conn).await?;
         }

@@ -23,6 +23,7 @@ mod idempotency;
 mod overrides;
 mod regrades;
 mod staff;
+pub(crate) mod stored_verdict;
 mod students;
 mod sweeps;
 mod tokens;

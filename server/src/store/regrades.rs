@@ -2,6 +2,7 @@
 
 use crate::store::db::{with_pool, Store};
 use crate::store::errors::StoreResult;
+use crate::store::stored_verdict::verdict_of;
 use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
 use sqlx::types::Json as SqlJson;
@@ -113,14 +114,15 @@ impl Store {
         hash: &str,
     ) -> StoreResult<Vec<(Json, Option<Json>)>> {
         with_pool!(self, |pool| {
-            let rows = sqlx::query_as::<_, (SqlJson<Json>, Option<SqlJson<Json>>)>(
-                "SELECT a.verdict AS old, g.verdict AS new FROM regrades AS g JOIN attempts AS a ON a.id = g.attempt \
+            let rows = sqlx::query_as::<_, (SqlJson<Json>, Option<Vec<u8>>, Option<SqlJson<Json>>)>(
+                "SELECT a.verdict AS old, a.verdict_deflate AS old_deflate, g.verdict AS new FROM regrades AS g JOIN attempts AS a ON a.id = g.attempt \
                  WHERE a.scenario = $1 AND ($2 IS NULL OR a.class_id = $2) AND g.scenario_hash = $3 ORDER BY a.created_at, a.id")
                 .bind(scenario).bind(class).bind(hash).fetch_all(pool).await?;
-            Ok(rows
-                .into_iter()
-                .map(|(old, new)| (old.0, new.map(|v| v.0)))
-                .collect())
+            rows.into_iter()
+                .map(|(old, old_deflate, new)| {
+                    Ok((verdict_of(old.0, old_deflate.as_deref())?, new.map(|v| v.0)))
+                })
+                .collect()
         })
     }
 }

@@ -1,6 +1,7 @@
 //! The store's writes that go through the group commit ([`crate::group_commit`]): claiming an
 //! idempotency key, and recording an attempt with its stored answer.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value as Json;
@@ -160,19 +161,17 @@ impl Store {
 }
 
 impl NewAttempt {
-    /// `a` to insert, its design and verdict written out as JSON.
+    /// `a` to insert, its design written out as JSON and its verdict compressed.
     pub fn of(a: &Attempt) -> StoreResult<NewAttempt> {
-        let verdict = serde_json::value::to_raw_value(&a.verdict)
-            .map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
-        NewAttempt::with_verdict(a, verdict)
+        let verdict =
+            serde_json::to_string(&a.verdict).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+        NewAttempt::with_verdict(a, super::stored_verdict::deflate(&verdict))
     }
 
-    /// `a` to insert with `verdict`, the JSON of its verdict as the check gave it (`a.verdict`
-    /// is not read), so that a verdict is never read into a value only to be written out again.
-    pub fn with_verdict(
-        a: &Attempt,
-        verdict: Box<serde_json::value::RawValue>,
-    ) -> StoreResult<NewAttempt> {
+    /// `a` to insert with `verdict`, the JSON of its verdict as the check gave it, compressed
+    /// (`a.verdict` is not read: see [`crate::verdicts::Checked::deflated`]), so that a verdict
+    /// is never read into a value only to be written out again.
+    pub fn with_verdict(a: &Attempt, verdict: Arc<[u8]>) -> StoreResult<NewAttempt> {
         let text = |v: &Json| {
             serde_json::value::to_raw_value(v).map_err(|e| sqlx::Error::Encode(Box::new(e)))
         };

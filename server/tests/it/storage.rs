@@ -386,3 +386,74 @@ async fn a_bad_database_url_is_refused_with_a_message() {
     let err = Store::connect("mysql://localhost/x").await.unwrap_err();
     assert!(err.to_string().contains("neither"), "{err}");
 }
+
+crate::on_both_databases!(
+    a_verdict_is_kept_compressed_and_one_kept_before_still_reads,
+    |db| {
+        let store = db.store().await;
+        let new = attempt("new", "lms-verdicts", "safe-retry", true);
+        store.record(Some(&new), None).await.unwrap();
+        // The attempt recorded now keeps its verdict compressed, and JSON null beside it; one
+        // recorded before the verdict was compressed keeps its JSON and no compressed bytes.
+        let legacy = json!({"scenario": "safe-retry", "passed": false, "requirements": [{"id": "r", "text": "ünïcode ✓", "passed": false}]});
+        let legacy_sql = "INSERT INTO attempts (id, student, scenario, scenario_hash, design, verdict, score, max_score, passed, created_at, class_id) \
+         VALUES ('old', 'lms-verdicts', 'safe-retry', 'sha256:abc', '{\"nodes\": [], \"edges\": []}', $1, 1, 3, FALSE, '2026-01-01T00:00:00Z', NULL)";
+        let (kept, deflated): (String, Option<Vec<u8>>) = match &store {
+            Store::Sqlite(pool, ..) => {
+                sqlx::query(legacy_sql)
+                    .bind(legacy.to_string())
+                    .execute(pool)
+                    .await
+                    .unwrap();
+                sqlx::query_as("SELECT verdict, verdict_deflate FROM attempts WHERE id = 'new'")
+                    .fetch_one(pool)
+                    .await
+                    .unwrap()
+            }
+            Store::Postgres(pool, ..) => {
+                sqlx::query(&legacy_sql.replace("$1", "$1::jsonb").replace(
+                    "'2026-01-01T00:00:00Z'",
+                    "'2026-01-01T00:00:00Z'::timestamptz",
+                ))
+                .bind(legacy.to_string())
+                .execute(pool)
+                .await
+                .unwrap();
+                sqlx::query_as(
+                    "SELECT verdict::text, verdict_deflate FROM attempts WHERE id = 'new'",
+                )
+                .fetch_one(pool)
+                .await
+                .unwrap()
+            }
+        };
+        assert_eq!(kept, "null");
+        let deflated = deflated.expect("the new attempt's verdict is compressed");
+        assert!(deflated.len() < new.verdict.to_string().len());
+
+        // Both read back as they were recorded, one by one and in an export.
+        assert_eq!(
+            store.get_attempt("new").await.unwrap().unwrap().verdict,
+            new.verdict
+        );
+        assert_eq!(
+            store.get_attempt("old").await.unwrap().unwrap().verdict,
+            legacy
+        );
+        let exported = store
+            .attempts_page_for_export(&server::store::AttemptsQuery {
+                student: Some("lms-verdicts"),
+                scenario: None,
+                before: None,
+                limit: 10,
+            })
+            .await
+            .unwrap();
+        let verdicts: Vec<(&str, &serde_json::Value)> = exported
+            .iter()
+            .map(|a| (a.summary.id.as_str(), &a.verdict))
+            .collect();
+        assert_eq!(verdicts, [("new", &new.verdict), ("old", &legacy)]);
+        store.close().await;
+    }
+);
