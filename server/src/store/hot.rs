@@ -212,6 +212,23 @@ pub(crate) fn values_list(
         .join(", ")
 }
 
+/// True when the `$N` placeholders of `sql` are `$1, $2, $3…` in the order they appear, each
+/// once: then they can be written as plain `?`, which SQLite numbers by their place.
+fn placeholders_in_order(sql: &str) -> bool {
+    let mut next = 1;
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        rest = &rest[at + 1..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if rest[..digits].parse::<usize>().ok() != Some(next) {
+            return false;
+        }
+        next += 1;
+        rest = &rest[digits..];
+    }
+    true
+}
+
 /// The hot writes' SQL, written once for both backends: the functions of this block are
 /// generic over the database, and its `where` clause says what they bind and read.
 struct HotSql<DB>(std::marker::PhantomData<DB>);
@@ -234,15 +251,31 @@ where
     for<'r> (String, String, String): sqlx::FromRow<'r, DB::Row>,
     for<'r> StoredKey: sqlx::FromRow<'r, DB::Row>,
 {
-    /// `sql` with its `$N` placeholders written `?N` on SQLite, which reads the two forms the
-    /// same way. SQLite looks a `$N` up by name among the statement's placeholders seen so far,
-    /// one by one, which makes a multi-row `VALUES` of a few hundred placeholders cost more to
-    /// prepare than to run; a `?N` is read as its number.
+    /// `sql` with its `$N` placeholders written for SQLite, which reads them the same way:
+    /// plain `?` when they come in order, each once (`$1, $2, $3…`), else `?N`. SQLite looks a
+    /// `$N` up by name among the statement's placeholders seen so far, one by one, which makes
+    /// a multi-row `VALUES` of a few hundred placeholders cost more to prepare than to run; a
+    /// `?N` is read as its number. Binding then asks each placeholder's name, which SQLite
+    /// finds by walking the list of named ones, again a time growing with the square of their
+    /// number; a plain `?` has no name, and is bound by its place.
     fn numbered(sql: String) -> String {
-        if DB::NAME == "SQLite" {
-            sql.replace('$', "?")
+        if DB::NAME != "SQLite" {
+            return sql;
+        }
+        if placeholders_in_order(&sql) {
+            let mut plain = String::with_capacity(sql.len());
+            let mut chars = sql.chars().peekable();
+            while let Some(c) = chars.next() {
+                if c == '$' {
+                    plain.push('?');
+                    while chars.next_if(char::is_ascii_digit).is_some() {}
+                } else {
+                    plain.push(c);
+                }
+            }
+            plain
         } else {
-            sql
+            sql.replace('$', "?")
         }
     }
 
@@ -386,10 +419,9 @@ where
         let sql = Self::numbered(format!(
             "INSERT INTO idempotency_keys (caller, key, fingerprint, state, status_code, response, created_at, updated_at, owner) VALUES {} \
              ON CONFLICT (caller, key) DO NOTHING RETURNING caller, key, owner",
-            values_list(once.len(), 2, 6, |n| format!("(${n}, ${}, ${}, 'done', ${}, ${}, $1, $1, ${})", n + 1, n + 2, n + 3, n + 4, n + 5))));
-        let mut query = sqlx::query_as::<_, (String, String, String)>(&sql)
-            .persistent(false)
-            .bind(now);
+            values_list(once.len(), 1, 8, |n| format!("(${n}, ${}, ${}, 'done', ${}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4, n + 5, n + 6, n + 7))));
+        // Every placeholder once, in order (the time too, row by row): see `numbered`.
+        let mut query = sqlx::query_as::<_, (String, String, String)>(&sql).persistent(false);
         for &i in once {
             if let HotWrite::Once {
                 fingerprint,
@@ -403,6 +435,8 @@ where
                     .bind(fingerprint)
                     .bind(i32::from(answer.status))
                     .bind(&answer.response)
+                    .bind(now)
+                    .bind(now)
                     .bind(&answer.owner);
             }
         }
@@ -770,5 +804,41 @@ impl StoredKey {
             ))
         })?;
         Ok(Some(Claim::Replay { status, body }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_in_order_become_plain_on_sqlite_and_stay_on_postgres() {
+        let rows = values_list(2, 1, 3, |n| format!("(${n}, ${}, ${})", n + 1, n + 2));
+        let sql = format!("INSERT INTO t (a, b, c) VALUES {rows}");
+        assert_eq!(
+            HotSql::<sqlx::Sqlite>::numbered(sql.clone()),
+            "INSERT INTO t (a, b, c) VALUES (?, ?, ?), (?, ?, ?)"
+        );
+        assert_eq!(HotSql::<sqlx::Postgres>::numbered(sql.clone()), sql);
+    }
+
+    #[test]
+    fn placeholders_out_of_order_or_used_twice_keep_their_numbers() {
+        for sql in [
+            "UPDATE t SET a = $2 WHERE b = $1",
+            "INSERT INTO t VALUES ($1, $2, $1)",
+            "INSERT INTO t VALUES ($1, $3)",
+            "UPDATE t SET a = $10 WHERE b = $1",
+        ] {
+            assert!(!placeholders_in_order(sql), "{sql}");
+            assert_eq!(
+                HotSql::<sqlx::Sqlite>::numbered(sql.to_string()),
+                sql.replace('$', "?")
+            );
+        }
+        assert!(placeholders_in_order("SELECT 1"));
+        assert!(placeholders_in_order(
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+        ));
     }
 }
