@@ -382,13 +382,7 @@ fn main() -> ExitCode {
         ),
     }
 
-    match wasm(o.wasm_gzip_bytes) {
-        Ok(bytes) => lines.push(line("wasm_gzip_bytes", bytes)),
-        Err(e) => problems.push(format!("wasm: {e}")),
-    }
-    if let Some(bytes) = engine_wasm() {
-        lines.push(line("engine_wasm_gzip_bytes", bytes));
-    }
+    app_size(o.wasm_gzip_bytes, &mut lines, &mut problems);
 
     match scaling(&plan) {
         Ok(cases) => lines.extend(cases.iter().map(ScalingCase::line)),
@@ -1302,6 +1296,18 @@ fn wasm(given: Option<u64>) -> Result<u64, String> {
         mark(bytes <= WASM_GZIP_BYTES_TARGET)
     );
     Ok(bytes)
+}
+
+/// The app's modules gzipped: the student's (`wasm_gzip_bytes`), and the preview's engine
+/// (`engine_wasm_gzip_bytes`) when it is built.
+fn app_size(given: Option<u64>, lines: &mut Vec<String>, problems: &mut Vec<String>) {
+    match wasm(given) {
+        Ok(bytes) => lines.push(line("wasm_gzip_bytes", bytes)),
+        Err(e) => problems.push(format!("wasm: {e}")),
+    }
+    if let Some(bytes) = engine_wasm() {
+        lines.push(line("engine_wasm_gzip_bytes", bytes));
+    }
 }
 
 /// The preview's engine (`web/dist/engine_bg.wasm`) gzipped, when the app is built: the
