@@ -10,11 +10,10 @@
 use std::cell::RefCell;
 
 use serde::{Deserialize, Serialize};
-use shared::design::{Design, DesignError, NodeKind};
-use shared::sql::SqlBlock;
+use shared::design::{Design, DesignError};
 use shared::{Compiled, Verdict};
 
-use crate::stage_sql;
+use crate::stage_sql::{self, StageSql};
 
 /// The preview must stay instant: a check that would take longer is left to the server.
 pub const LIMITS: shared::Limits = shared::Limits {
@@ -30,7 +29,7 @@ pub struct Answer {
     pub problems: Vec<DesignError>,
     /// The SQL of a valid design, stage by stage in the order they run.
     #[serde(default)]
-    pub stages: Vec<Stage>,
+    pub stages: Vec<StageSql>,
     /// The score a valid design would get, without coverage and advisories.
     #[serde(default)]
     pub verdict: Option<Verdict>,
@@ -41,14 +40,6 @@ pub struct Answer {
     /// parse, a check that failed.
     #[serde(default)]
     pub failed: Option<String>,
-}
-
-/// The statements of one stage (see [`stage_sql::StageSql`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stage {
-    pub node: String,
-    pub kind: NodeKind,
-    pub blocks: Vec<SqlBlock>,
 }
 
 impl Answer {
@@ -104,14 +95,7 @@ pub fn answer_in(scenario: &Compiled, design: Design) -> Answer {
             }
         }
     };
-    let stages = stage_sql::by_stage(&valid, shared::sql::design_sql(scenario, &valid))
-        .into_iter()
-        .map(|s| Stage {
-            node: s.node,
-            kind: s.kind,
-            blocks: s.blocks,
-        })
-        .collect();
+    let stages = stage_sql::by_stage(&valid, shared::sql::design_sql(scenario, &valid));
     // The preview shows the score only, so it leaves out coverage and advisories, which cost
     // a search per variant, and shows no scenario hash.
     match shared::check::check_graded(scenario, "", &valid, LIMITS) {

@@ -5,8 +5,9 @@
 use shared::design::{NodeKind, Stage, ValidDesign};
 use shared::sql::SqlBlock;
 
-/// The statements of one stage of a design.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The statements of one stage of a design (the preview's engine sends them to the page as
+/// JSON).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StageSql {
     /// The design node of the stage (a batch job or a stream consumer).
     pub node: String,

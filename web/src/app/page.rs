@@ -18,8 +18,8 @@ use super::api::ApiError;
 use super::debounce::Debounce;
 use super::dom::focus;
 use crate::canvas::{self, Editor, Point, Ports, View};
-use crate::engine::Stage;
 use crate::replay::{self, Frame};
+use crate::stage_sql::StageSql;
 use crate::student_view::StudentScenario;
 
 /// What is selected on the canvas.
@@ -52,7 +52,7 @@ pub enum Preview {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Sql {
     Pending,
-    Stages(Vec<Stage>),
+    Stages(Vec<StageSql>),
     Invalid(Vec<DesignError>),
     Failed(String),
 }
